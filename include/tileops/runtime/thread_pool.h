@@ -1,0 +1,61 @@
+// ThreadPool: persistent workers that run the blocks of a launch across cores. The calling
+// thread takes part. Workers spin briefly after a launch before sleeping, so back-to-back
+// launches wake in well under a microsecond. Nested calls (from inside a block) and calls made
+// while another thread holds the pool run serially on the caller: never oversubscribed, never
+// deadlocked.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tileops/runtime/function_ref.h"
+
+namespace tileops {
+
+class ThreadPool {
+ public:
+  // `num_threads` counts the caller; 1 means everything runs inline.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // The process-wide pool: TILEOPS_NUM_THREADS threads, else one per hardware thread.
+  static ThreadPool& global();
+  // Replaces the global pool's workers; must not race with launches on it.
+  static void set_global_num_threads(int num_threads);
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(block) for every block in [0, num_blocks), in parallel. The first exception thrown
+  // by a block is rethrown here after all blocks finished or were abandoned.
+  void parallel_for(std::int64_t num_blocks, FunctionRef<void(std::int64_t)> fn);
+
+  // Splits [0, n) into at most num_threads() contiguous ranges of at least `min_chunk` items
+  // and calls fn(chunk, begin, end) for each; chunk < num_threads() indexes per-chunk scratch.
+  void parallel_range(std::int64_t n, std::int64_t min_chunk,
+                      FunctionRef<void(int, std::int64_t, std::int64_t)> fn);
+
+ private:
+  void worker_loop();
+  void run_blocks();
+
+  std::vector<std::thread> workers_;
+  std::mutex launch_mutex_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<int> pending_workers_{0};
+  std::atomic<std::int64_t> next_block_{0};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> stop_{false};
+  std::int64_t num_blocks_ = 0;
+  const FunctionRef<void(std::int64_t)>* fn_ = nullptr;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace tileops

@@ -1,0 +1,11 @@
+#include "src/ops/cpu/register.h"
+
+#include "src/ops/framework/builtin_implementations.h"
+
+namespace tileops::ops {
+
+void register_cpu_implementations(std::vector<Implementation>& out) {
+  cpu::register_rms_norm(out);
+}
+
+}  // namespace tileops::ops

@@ -1,0 +1,12 @@
+// One registration function per CPU operator implementation file; register.cc lists them all.
+#pragma once
+
+#include <vector>
+
+#include "tileops/ops/registry.h"
+
+namespace tileops::ops::cpu {
+
+void register_rms_norm(std::vector<Implementation>& out);
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,72 @@
+// rms_norm on CPU: rows split over the thread pool; each row is read once from memory into
+// float32 scratch (or used in place when it already is contiguous float32).
+#include <cmath>
+#include <memory>
+
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/row_offsets.h"
+#include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/norm_kernels.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tileops/runtime/workspace_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+class RmsNormCpu final : public Operator {
+ public:
+  explicit RmsNormCpu(const Problem& problem)
+      : eps_(static_cast<float>(problem.attributes[0])),
+        width_(problem.tensors[0].shape.back()) {}
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const Tensor& input = tensors[0];
+    const Tensor& weight = tensors[1];
+    const Tensor& out = tensors[2];
+    const RowOffsets input_rows(input);
+    const RowOffsets out_rows(out);
+    const std::int64_t rows = input_rows.rows();
+    if (rows == 0 || width_ == 0) return;
+
+    ThreadPool& pool = ctx.threads();
+    const std::int64_t d = width_;
+    // Scratch: the float32 weight, then one row per chunk.
+    WorkspacePool::Lease lease = ctx.workspace().acquire(
+        kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(d * (1 + pool.num_threads())));
+    float* w = lease.as<float>();
+    load_f32(weight.data(), weight.dtype(), weight.stride(0), d, w);
+
+    const std::int64_t in_stride = input.stride(-1);
+    const std::int64_t out_stride = out.stride(-1);
+    pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d),
+                        [&](int chunk, std::int64_t begin, std::int64_t end) {
+      float* scratch = w + d * (1 + chunk);
+      for (std::int64_t r = begin; r < end; ++r) {
+        const float* x = row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, d,
+                                 scratch);
+        const float mean = sum_of_squares(x, d) / static_cast<float>(d);
+        const float scale = 1.0f / std::sqrt(mean + eps_);
+        void* y = element_at(out, out_rows(r));
+        if (out.dtype() == DataType::kFloat32 && out_stride == 1) {
+          scale_by_weight(x, w, scale, d, static_cast<float*>(y));
+        } else {
+          scale_by_weight(x, w, scale, d, scratch);
+          store_f32(scratch, y, out.dtype(), out_stride, d);
+        }
+      }
+    });
+  }
+
+ private:
+  float eps_;
+  std::int64_t width_;
+};
+
+}  // namespace
+
+void register_rms_norm(std::vector<Implementation>& out) {
+  out.push_back({"rms_norm", DeviceType::kCpu, 0, "native",
+                 [](const Problem& p) { return std::make_unique<RmsNormCpu>(p); }});
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,14 @@
+// SIMD row kernels of the normalisation operators (float32 rows).
+#pragma once
+
+#include <cstdint>
+
+namespace tileops::ops::cpu {
+
+// Σ x[i]² in float32 (several accumulators; order differs from a serial sum).
+float sum_of_squares(const float* x, std::int64_t n);
+
+// out[i] = x[i] · scale · w[i]; out may alias x.
+void scale_by_weight(const float* x, const float* w, float scale, std::int64_t n, float* out);
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,43 @@
+// ArgCheck: validation helpers shared by every operator contract. Each failure throws
+// tileops::Error naming the operator, the argument, the expectation and what was given.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "tileops/core/error.h"
+#include "tileops/core/tensor.h"
+
+namespace tileops::ops {
+
+class ArgCheck {
+ public:
+  explicit ArgCheck(std::string_view op) : op_(op) {}
+
+  [[noreturn]] void fail(ErrorKind kind, std::string_view arg, std::string_view expected,
+                         std::string_view actual) const;
+
+  // Data present (unless empty), on a device this build supports, CPU for now.
+  void usable(const Tensor& t, std::string_view arg) const;
+  void dtype_is(const Tensor& t, std::string_view arg, DataType expected,
+                std::string_view why = {}) const;
+  void dtype_in(const Tensor& t, std::string_view arg,
+                std::initializer_list<DataType> allowed) const;
+  void standard_float(const Tensor& t, std::string_view arg) const;
+  void rank_is(const Tensor& t, std::string_view arg, int rank) const;
+  void rank_at_least(const Tensor& t, std::string_view arg, int rank) const;
+  void shape_is(const Tensor& t, std::string_view arg, const Dims& expected,
+                std::string_view why = {}) const;
+  void same_device(const Tensor& t, std::string_view arg, const Tensor& reference,
+                   std::string_view reference_arg) const;
+  // An output must not broadcast (stride 0 over an extent > 1).
+  void writable(const Tensor& t, std::string_view arg) const;
+
+  std::string_view op() const { return op_; }
+
+ private:
+  std::string_view op_;
+};
+
+}  // namespace tileops::ops

@@ -1,0 +1,137 @@
+#include "tileops/runtime/thread_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "tileops/core/error.h"
+
+namespace tileops {
+namespace {
+
+thread_local bool tl_inside_pool = false;
+
+// Roughly 50-100 microseconds of polling before a worker goes to sleep.
+constexpr int kSpinIterations = 20000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+int default_num_threads() {
+  if (const char* env = std::getenv("TILEOPS_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n >= 1) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::unique_ptr<ThreadPool>& global_pool() {
+  static std::unique_ptr<ThreadPool> pool = std::make_unique<ThreadPool>(default_num_threads());
+  return pool;
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads) {
+  if (num_threads < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "ThreadPool: num_threads must be >= 1, got " + std::to_string(num_threads));
+  }
+  workers_.reserve(num_threads - 1);
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+ThreadPool& ThreadPool::global() { return *global_pool(); }
+
+void ThreadPool::set_global_num_threads(int num_threads) {
+  if (num_threads == global().num_threads()) return;
+  global_pool() = std::make_unique<ThreadPool>(num_threads);
+}
+
+void ThreadPool::worker_loop() {
+  std::uint64_t seen = 0;
+  while (true) {
+    int spins = 0;
+    while (generation_.load() == seen && spins < kSpinIterations) {
+      cpu_relax();
+      ++spins;
+    }
+    if (generation_.load() == seen) {
+      sleepers_.fetch_add(1);
+      generation_.wait(seen);
+      sleepers_.fetch_sub(1);
+    }
+    seen = generation_.load();
+    if (stop_.load()) return;
+    run_blocks();
+    pending_workers_.fetch_sub(1);
+  }
+}
+
+void ThreadPool::run_blocks() {
+  tl_inside_pool = true;
+  while (!failed_.load(std::memory_order_relaxed)) {
+    const std::int64_t block = next_block_.fetch_add(1);
+    if (block >= num_blocks_) break;
+    try {
+      (*fn_)(block);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true);
+    }
+  }
+  tl_inside_pool = false;
+}
+
+void ThreadPool::parallel_for(std::int64_t num_blocks, FunctionRef<void(std::int64_t)> fn) {
+  if (num_blocks <= 0) return;
+  std::unique_lock<std::mutex> lock(launch_mutex_, std::defer_lock);
+  if (num_blocks == 1 || workers_.empty() || tl_inside_pool || !lock.try_lock()) {
+    for (std::int64_t block = 0; block < num_blocks; ++block) fn(block);
+    return;
+  }
+  fn_ = &fn;
+  num_blocks_ = num_blocks;
+  next_block_.store(0);
+  failed_.store(false);
+  error_ = nullptr;
+  pending_workers_.store(static_cast<int>(workers_.size()));
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) generation_.notify_all();
+  run_blocks();
+  while (pending_workers_.load() != 0) cpu_relax();
+  if (error_) std::rethrow_exception(error_);
+}
+
+void ThreadPool::parallel_range(std::int64_t n, std::int64_t min_chunk,
+                                FunctionRef<void(int, std::int64_t, std::int64_t)> fn) {
+  if (n <= 0) return;
+  min_chunk = std::max<std::int64_t>(min_chunk, 1);
+  const std::int64_t max_chunks = (n + min_chunk - 1) / min_chunk;
+  const std::int64_t chunks = std::min<std::int64_t>(num_threads(), max_chunks);
+  parallel_for(chunks, [&](std::int64_t chunk) {
+    const std::int64_t begin = n * chunk / chunks;
+    const std::int64_t end = n * (chunk + 1) / chunks;
+    fn(static_cast<int>(chunk), begin, end);
+  });
+}
+
+}  // namespace tileops

@@ -1,0 +1,114 @@
+// rms_norm against a float64 reference: tails, strides, every dtype, poisoned outputs, the
+// class form and bad inputs.
+#include "tileops/ops/rms_norm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "tests/support/test_tensors.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::Layout;
+
+std::vector<double> reference(const std::vector<double>& x, const std::vector<double>& w,
+                              double eps, std::int64_t width) {
+  std::vector<double> y(x.size());
+  for (std::size_t row = 0; row < x.size() / width; ++row) {
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < width; ++i) sum += x[row * width + i] * x[row * width + i];
+    const double scale = 1.0 / std::sqrt(sum / static_cast<double>(width) + eps);
+    for (std::int64_t i = 0; i < width; ++i) {
+      y[row * width + i] = x[row * width + i] * scale * w[i];
+    }
+  }
+  return y;
+}
+
+using Param = std::tuple<DataType, std::int64_t, Layout>;
+
+class RmsNormTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RmsNormTest, MatchesFloat64Reference) {
+  const auto [dtype, width, layout] = GetParam();
+  std::mt19937_64 rng(42);
+  const Dims shape{3, 5, width};
+  auto input = testing::random_tensor(shape, dtype, rng, layout);
+  auto weight = testing::random_tensor({width}, dtype, rng, layout);
+  auto out = testing::poisoned(shape, dtype, layout);
+  rms_norm(input, weight, 1e-6, out);
+  const auto expected =
+      reference(testing::to_doubles(input), testing::to_doubles(weight), 1e-6, width);
+  EXPECT_EQ(testing::compare(out.view(), expected, testing::tolerance_for(dtype)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllDtypes, RmsNormTest,
+    ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat16,
+                                         DataType::kBFloat16),
+                       ::testing::Values(1, 7, 33, 4097),
+                       ::testing::Values(Layout::kContiguous, Layout::kStrided)));
+
+TEST(RmsNorm, InPlaceAndMixedWeightDtype) {
+  std::mt19937_64 rng(7);
+  auto x = testing::random_tensor({9, 130}, DataType::kBFloat16, rng);
+  auto w = testing::random_tensor({130}, DataType::kFloat32, rng);
+  const auto expected = reference(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
+  rms_norm(x, w, 1e-5, x);
+  EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)),
+            "");
+}
+
+TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
+  std::mt19937_64 rng(3);
+  auto input = testing::random_tensor({4, 100}, DataType::kFloat32, rng);
+  auto weight = testing::random_tensor({100}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({4, 100}, DataType::kFloat32);
+  const RmsNorm op(input, weight, 1e-6, out);
+  for (int round = 0; round < 3; ++round) {
+    auto x = testing::random_tensor({4, 100}, DataType::kFloat32, rng);
+    auto w = testing::random_tensor({100}, DataType::kFloat32, rng);
+    auto y = testing::poisoned({4, 100}, DataType::kFloat32);
+    op(x, w, y);
+    const auto expected = reference(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
+    EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)),
+              "");
+  }
+  auto other = testing::poisoned({5, 100}, DataType::kFloat32);
+  EXPECT_THROW(op(other, weight, other), Error);
+}
+
+// A bad call raises an Error naming `argument` and leaves `out` untouched.
+template <typename Call>
+void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument) {
+  const auto before = testing::snapshot(out);
+  try {
+    call();
+    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
+}
+
+TEST(RmsNorm, RejectsBadInputs) {
+  std::mt19937_64 rng(1);
+  auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
+  auto weight = testing::random_tensor({64}, DataType::kFloat32, rng);
+  auto short_weight = testing::random_tensor({63}, DataType::kFloat32, rng);
+  auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
+  auto out = testing::poisoned({4, 64}, DataType::kFloat32);
+  auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
+  expect_rejected([&] { rms_norm(input, short_weight, 1e-6, out); }, out, "weight");
+  expect_rejected([&] { rms_norm(int_input, weight, 1e-6, out); }, out, "input");
+  expect_rejected([&] { rms_norm(input, weight, 1e-6, half_out); }, half_out, "out");
+  expect_rejected([&] { rms_norm(input, input, 1e-6, out); }, out, "weight");  // rank 2
+  expect_rejected([&] { rms_norm(input, weight, -1.0, out); }, out, "eps");
+}
+
+}  // namespace
+}  // namespace tileops::ops
