@@ -53,8 +53,8 @@ ThreadPool::ThreadPool(int num_threads) {
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  work_.fetch_add(std::uint64_t{1} << 32);
+  work_.notify_all();
   for (std::thread& worker : workers_) worker.join();
 }
 
@@ -66,37 +66,47 @@ void ThreadPool::set_global_num_threads(int num_threads) {
 }
 
 void ThreadPool::worker_loop() {
-  std::uint64_t seen = 0;
+  std::uint32_t seen = 0;
   while (true) {
-    int spins = 0;
-    while (generation_.load() == seen && spins < kSpinIterations) {
+    std::uint64_t w = work_.load();
+    for (int spins = 0; static_cast<std::uint32_t>(w >> 32) == seen && spins < kSpinIterations;
+         ++spins) {
       cpu_relax();
-      ++spins;
+      w = work_.load();
     }
-    if (generation_.load() == seen) {
+    if (static_cast<std::uint32_t>(w >> 32) == seen) {
       sleepers_.fetch_add(1);
-      generation_.wait(seen);
+      while (static_cast<std::uint32_t>(w >> 32) == seen) {
+        work_.wait(w);
+        w = work_.load();
+      }
       sleepers_.fetch_sub(1);
     }
-    seen = generation_.load();
     if (stop_.load()) return;
-    run_blocks();
-    pending_workers_.fetch_sub(1);
+    seen = static_cast<std::uint32_t>(w >> 32);
+    run_blocks(seen);
   }
 }
 
-void ThreadPool::run_blocks() {
+void ThreadPool::run_blocks(std::uint32_t generation) {
   tl_inside_pool = true;
-  while (!failed_.load(std::memory_order_relaxed)) {
-    const std::int64_t block = next_block_.fetch_add(1);
-    if (block >= num_blocks_) break;
-    try {
-      (*fn_)(block);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-      failed_.store(true);
+  while (true) {
+    std::uint64_t w = work_.load(std::memory_order_acquire);
+    if (static_cast<std::uint32_t>(w >> 32) != generation) break;
+    const auto block = static_cast<std::int64_t>(w & 0xffffffffu);
+    if (block >= num_blocks_.load(std::memory_order_relaxed)) break;
+    if (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+    // The launch cannot finish before this block is done, so fn_ is still the launch's.
+    if (!failed_.load(std::memory_order_relaxed)) {
+      try {
+        (*fn_.load(std::memory_order_relaxed))(block);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true);
+      }
     }
+    done_.fetch_add(1, std::memory_order_release);
   }
   tl_inside_pool = false;
 }
@@ -108,17 +118,23 @@ void ThreadPool::parallel_for(std::int64_t num_blocks, FunctionRef<void(std::int
     for (std::int64_t block = 0; block < num_blocks; ++block) fn(block);
     return;
   }
-  fn_ = &fn;
-  num_blocks_ = num_blocks;
-  next_block_.store(0);
-  failed_.store(false);
-  error_ = nullptr;
-  pending_workers_.store(static_cast<int>(workers_.size()));
-  generation_.fetch_add(1);
-  if (sleepers_.load() > 0) generation_.notify_all();
-  run_blocks();
-  while (pending_workers_.load() != 0) cpu_relax();
-  if (error_) std::rethrow_exception(error_);
+  constexpr std::int64_t kMaxBlocksPerLaunch = std::int64_t{1} << 31;
+  for (std::int64_t first = 0; first < num_blocks; first += kMaxBlocksPerLaunch) {
+    const std::int64_t count = std::min(kMaxBlocksPerLaunch, num_blocks - first);
+    auto shifted = [&](std::int64_t block) { fn(first + block); };
+    const FunctionRef<void(std::int64_t)> launch_fn(shifted);
+    num_blocks_.store(count, std::memory_order_relaxed);
+    fn_.store(&launch_fn, std::memory_order_relaxed);
+    done_.store(0);
+    failed_.store(false);
+    error_ = nullptr;
+    ++generation_;
+    work_.store(static_cast<std::uint64_t>(generation_) << 32, std::memory_order_release);
+    if (sleepers_.load() > 0) work_.notify_all();
+    run_blocks(generation_);
+    while (done_.load(std::memory_order_acquire) < count) cpu_relax();
+    if (error_) std::rethrow_exception(error_);
+  }
 }
 
 void ThreadPool::parallel_range(std::int64_t n, std::int64_t min_chunk,

@@ -46,6 +46,8 @@ WorkspacePool::Lease::~Lease() {
   if (pool_ != nullptr) pool_->release(arena_);
 }
 
+WorkspacePool::WorkspacePool() = default;
+
 WorkspacePool::~WorkspacePool() {
   for (auto& [key, list] : arenas_) {
     for (auto& arena : list) std::free(arena->memory);

@@ -42,18 +42,22 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void run_blocks();
+  // Claims and runs blocks of launch `generation` until none are left.
+  void run_blocks(std::uint32_t generation);
 
   std::vector<std::thread> workers_;
   std::mutex launch_mutex_;
-  std::atomic<std::uint64_t> generation_{0};
+  // (generation << 32) | next unclaimed block: claiming is one CAS that fails for a worker
+  // still holding an old generation, so late workers never touch a finished launch and the
+  // caller never waits for workers that had no block.
+  std::atomic<std::uint64_t> work_{0};
+  std::uint32_t generation_ = 0;  // guarded by launch_mutex_
+  std::atomic<std::int64_t> num_blocks_{0};
+  std::atomic<const FunctionRef<void(std::int64_t)>*> fn_{nullptr};
+  std::atomic<std::int64_t> done_{0};
   std::atomic<int> sleepers_{0};
-  std::atomic<int> pending_workers_{0};
-  std::atomic<std::int64_t> next_block_{0};
   std::atomic<bool> failed_{false};
   std::atomic<bool> stop_{false};
-  std::int64_t num_blocks_ = 0;
-  const FunctionRef<void(std::int64_t)>* fn_ = nullptr;
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

@@ -43,7 +43,7 @@ class WorkspacePool {
     std::size_t bytes_ = 0;
   };
 
-  WorkspacePool() = default;
+  WorkspacePool();
   ~WorkspacePool();
   WorkspacePool(const WorkspacePool&) = delete;
   WorkspacePool& operator=(const WorkspacePool&) = delete;

@@ -1,0 +1,83 @@
+#include "tileops/core/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include "tileops/core/data_type.h"
+#include "tileops/core/error.h"
+#include "tileops/core/tensor_storage.h"
+
+namespace tileops {
+namespace {
+
+TEST(DataType, NamesRoundTripAndSizes) {
+  for (int i = 0; i < kNumDataTypes; ++i) {
+    const auto dtype = static_cast<DataType>(i);
+    EXPECT_EQ(parse_data_type(name_of(dtype)), dtype);
+    EXPECT_GE(size_of(dtype), 1u);
+  }
+  EXPECT_EQ(size_of(DataType::kBFloat16), 2u);
+  EXPECT_EQ(size_of(DataType::kFloat8E4M3FN), 1u);
+  EXPECT_EQ(parse_data_type("bf16"), DataType::kBFloat16);
+  EXPECT_FALSE(parse_data_type("float128").has_value());
+  EXPECT_TRUE(is_floating(DataType::kHiFloat8));
+  EXPECT_FALSE(is_floating(DataType::kInt32));
+  EXPECT_TRUE(is_integral(DataType::kUInt8));
+  EXPECT_FALSE(is_integral(DataType::kBool));
+}
+
+TEST(Dims, BasicsAndLimits) {
+  Dims d{2, 3, 4};
+  EXPECT_EQ(d.size(), 3);
+  EXPECT_EQ(d.product(), 24);
+  EXPECT_EQ(d.to_string(), "[2, 3, 4]");
+  d.insert(0, 5);
+  EXPECT_EQ(d, (Dims{5, 2, 3, 4}));
+  d.erase(1);
+  EXPECT_EQ(d, (Dims{5, 3, 4}));
+  EXPECT_EQ(contiguous_strides(Dims{2, 3, 4}), (Dims{12, 4, 1}));
+  EXPECT_EQ(Dims{}.product(), 1);
+  EXPECT_THROW((Dims{1, 1, 1, 1, 1, 1, 1, 1, 1}), Error);
+}
+
+TEST(Tensor, ViewsAndContiguity) {
+  float data[24];
+  Tensor t(data, Dims{2, 3, 4}, DataType::kFloat32);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.size(-1), 4);
+  EXPECT_EQ(t.stride(0), 12);
+  Tensor tr = t.transpose(0, 2);
+  EXPECT_FALSE(tr.is_contiguous());
+  EXPECT_EQ(tr.shape(), (Dims{4, 3, 2}));
+  Tensor s = t.slice(1, 1, 2);
+  EXPECT_EQ(s.data(), data + 4);
+  EXPECT_EQ(s.shape(), (Dims{2, 2, 4}));
+  EXPECT_FALSE(s.is_contiguous());
+  const std::int64_t index[] = {1, 2, 3};
+  EXPECT_EQ(t.element_ptr(index), data + 23);
+  EXPECT_THROW(t.size(3), Error);
+  EXPECT_THROW(t.slice(0, 1, 2), Error);
+  EXPECT_THROW(Tensor(data, Dims{2, 3}, Dims{1}, DataType::kFloat32), Error);
+  EXPECT_THROW(Tensor(data, Dims{2}, Dims{-1}, DataType::kFloat32), Error);
+  EXPECT_EQ(t.describe(), "float32[2, 3, 4]");
+}
+
+TEST(TensorStorage, SizedForStridedViews) {
+  TensorStorage s(Dims{3, 4}, Dims{10, 2}, DataType::kFloat16);
+  EXPECT_EQ(s.bytes(), (2 * 10 + 3 * 2 + 1) * 2u);
+  EXPECT_EQ(s.view().strides(), (Dims{10, 2}));
+  TensorStorage empty(Dims{0, 5}, DataType::kFloat32);
+  EXPECT_EQ(empty.bytes(), 0u);
+}
+
+TEST(Error, MessageNamesEverything) {
+  try {
+    throw_argument_error(ErrorKind::kInvalidType, "rms_norm", "weight", "dtype float32",
+                         "int8");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidType);
+    EXPECT_STREQ(e.what(), "rms_norm: argument 'weight': expected dtype float32, got int8");
+  }
+}
+
+}  // namespace
+}  // namespace tileops
