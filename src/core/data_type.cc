@@ -43,11 +43,10 @@ std::optional<DataType> parse_data_type(std::string_view name) {
     DataType dtype;
   };
   static constexpr Alias kAliases[] = {
-      {"f32", DataType::kFloat32},  {"float", DataType::kFloat32},
-      {"f16", DataType::kFloat16},  {"half", DataType::kFloat16},
-      {"bf16", DataType::kBFloat16}, {"f64", DataType::kFloat64},
-      {"double", DataType::kFloat64}, {"int", DataType::kInt32},
-      {"long", DataType::kInt64},   {"hif8", DataType::kHiFloat8},
+      {"f32", DataType::kFloat32},    {"float", DataType::kFloat32}, {"f16", DataType::kFloat16},
+      {"half", DataType::kFloat16},   {"bf16", DataType::kBFloat16}, {"f64", DataType::kFloat64},
+      {"double", DataType::kFloat64}, {"int", DataType::kInt32},     {"long", DataType::kInt64},
+      {"hif8", DataType::kHiFloat8},
   };
   for (const Alias& alias : kAliases) {
     if (alias.name == name) return alias.dtype;
@@ -84,8 +83,7 @@ bool is_integral(DataType dtype) {
 }
 
 bool is_standard_float(DataType dtype) {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat16 ||
-         dtype == DataType::kBFloat16;
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
 }
 
 }  // namespace tileops

@@ -38,9 +38,8 @@ void Dims::erase(int pos) {
 
 void Dims::resize(int size, std::int64_t fill) {
   if (size < 0 || size > kMaxRank) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "tensor rank " + std::to_string(size) + " outside [0, " +
-                    std::to_string(kMaxRank) + "]");
+    throw Error(ErrorKind::kInvalidArgument, "tensor rank " + std::to_string(size) +
+                                                 " outside [0, " + std::to_string(kMaxRank) + "]");
   }
   for (int i = size_; i < size; ++i) values_[i] = fill;
   size_ = size;

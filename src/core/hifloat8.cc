@@ -48,11 +48,26 @@ std::uint8_t encode_grid_magnitude(double a) {
   unsigned dot = 0;
   int dot_bits = 0;
   switch (d) {
-    case 0: dot = 0b0001; dot_bits = 4; break;
-    case 1: dot = 0b001; dot_bits = 3; break;
-    case 2: dot = 0b01; dot_bits = 2; break;
-    case 3: dot = 0b10; dot_bits = 2; break;
-    default: dot = 0b11; dot_bits = 2; break;
+    case 0:
+      dot = 0b0001;
+      dot_bits = 4;
+      break;
+    case 1:
+      dot = 0b001;
+      dot_bits = 3;
+      break;
+    case 2:
+      dot = 0b01;
+      dot_bits = 2;
+      break;
+    case 3:
+      dot = 0b10;
+      dot_bits = 2;
+      break;
+    default:
+      dot = 0b11;
+      dot_bits = 2;
+      break;
   }
   unsigned exponent = 0;
   if (d > 0) {
@@ -106,8 +121,7 @@ std::uint8_t double_to_hifloat8(double value, Overflow overflow) {
   const std::uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
   const double a = std::fabs(value);
   if (a >= kOverflowThreshold) {
-    return overflow == Overflow::kSaturate ? sign | encode_grid_magnitude(kMaxFinite)
-                                           : sign | kInf;
+    return overflow == Overflow::kSaturate ? sign | encode_grid_magnitude(kMaxFinite) : sign | kInf;
   }
   const double q = round_magnitude(a);
   return q == 0.0 ? 0x00 : static_cast<std::uint8_t>(sign | encode_grid_magnitude(q));
@@ -117,8 +131,8 @@ float to_hif8(float value, bool saturate) {
   if (std::isnan(value) || std::isinf(value)) return value;
   const double a = std::fabs(static_cast<double>(value));
   if (a >= kOverflowThreshold) {
-    const float big = saturate ? std::numeric_limits<float>::max()
-                               : std::numeric_limits<float>::infinity();
+    const float big =
+        saturate ? std::numeric_limits<float>::max() : std::numeric_limits<float>::infinity();
     return std::copysign(big, value);
   }
   return std::copysign(static_cast<float>(round_magnitude(a)), value);

@@ -27,9 +27,8 @@ std::uint32_t encode_minifloat(double value, const MinifloatFormat& f) {
     return sign | static_cast<std::uint32_t>(units);  // subnormal (or zero)
   }
   const int re = std::ilogb(rounded);  // rounding may have carried into the next binade
-  const auto mantissa =
-      static_cast<std::uint32_t>(std::ldexp(rounded, f.mantissa_bits - re)) -
-      (1u << f.mantissa_bits);
+  const auto mantissa = static_cast<std::uint32_t>(std::ldexp(rounded, f.mantissa_bits - re)) -
+                        (1u << f.mantissa_bits);
   return sign | (static_cast<std::uint32_t>(re + f.bias) << f.mantissa_bits) | mantissa;
 }
 

@@ -12,7 +12,10 @@ std::string Device::to_string() const {
 }
 
 Tensor::Tensor(void* data, Dims shape, DataType dtype, Device device)
-    : data_(data), shape_(shape), strides_(contiguous_strides(shape)), dtype_(dtype),
+    : data_(data),
+      shape_(shape),
+      strides_(contiguous_strides(shape)),
+      dtype_(dtype),
       device_(device) {}
 
 Tensor::Tensor(void* data, Dims shape, Dims strides, DataType dtype, Device device)
@@ -39,9 +42,9 @@ int normalize_dim(int dim, int rank) {
 std::int64_t Tensor::size(int dim) const {
   int d = normalize_dim(dim, rank());
   if (d < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "tensor: dim " + std::to_string(dim) +
-                                                 " out of range for rank " +
-                                                 std::to_string(rank()));
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "tensor: dim " + std::to_string(dim) + " out of range for rank " + std::to_string(rank()));
   }
   return shape_[d];
 }
@@ -49,9 +52,9 @@ std::int64_t Tensor::size(int dim) const {
 std::int64_t Tensor::stride(int dim) const {
   int d = normalize_dim(dim, rank());
   if (d < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "tensor: dim " + std::to_string(dim) +
-                                                 " out of range for rank " +
-                                                 std::to_string(rank()));
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "tensor: dim " + std::to_string(dim) + " out of range for rank " + std::to_string(rank()));
   }
   return strides_[d];
 }
@@ -84,8 +87,8 @@ Tensor Tensor::slice(int dim, std::int64_t start, std::int64_t length) const {
   }
   Dims shape = shape_;
   shape[d] = length;
-  char* base = static_cast<char*>(data_) +
-               start * strides_[d] * static_cast<std::int64_t>(element_size());
+  char* base =
+      static_cast<char*>(data_) + start * strides_[d] * static_cast<std::int64_t>(element_size());
   return Tensor(base, shape, strides_, dtype_, device_);
 }
 
@@ -93,8 +96,8 @@ Tensor Tensor::transpose(int dim0, int dim1) const {
   int a = normalize_dim(dim0, rank());
   int b = normalize_dim(dim1, rank());
   if (a < 0 || b < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "tensor: transpose dims out of range for " +
-                                                 describe());
+    throw Error(ErrorKind::kInvalidArgument,
+                "tensor: transpose dims out of range for " + describe());
   }
   Dims shape = shape_;
   Dims strides = strides_;

@@ -62,8 +62,8 @@ WorkspacePool& WorkspacePool::global() {
 WorkspacePool::Lease WorkspacePool::acquire(Device device, const void* stream, int slot,
                                             std::size_t bytes) {
   if (device.type != DeviceType::kCpu) {
-    throw Error(ErrorKind::kUnsupported, "workspace: device " + device.to_string() +
-                                             " is not available in this build");
+    throw Error(ErrorKind::kUnsupported,
+                "workspace: device " + device.to_string() + " is not available in this build");
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto& list = arenas_[Key{static_cast<int>(device.type), device.index, stream, slot}];

@@ -71,8 +71,7 @@ TEST(TensorStorage, SizedForStridedViews) {
 
 TEST(Error, MessageNamesEverything) {
   try {
-    throw_argument_error(ErrorKind::kInvalidType, "rms_norm", "weight", "dtype float32",
-                         "int8");
+    throw_argument_error(ErrorKind::kInvalidType, "rms_norm", "weight", "dtype float32", "int8");
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidType);
     EXPECT_STREQ(e.what(), "rms_norm: argument 'weight': expected dtype float32, got int8");

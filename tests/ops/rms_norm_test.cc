@@ -59,8 +59,7 @@ TEST(RmsNorm, InPlaceAndMixedWeightDtype) {
   auto w = testing::random_tensor({130}, DataType::kFloat32, rng);
   const auto expected = reference(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
   rms_norm(x, w, 1e-5, x);
-  EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)),
-            "");
+  EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)), "");
 }
 
 TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
@@ -75,8 +74,7 @@ TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
     auto y = testing::poisoned({4, 100}, DataType::kFloat32);
     op(x, w, y);
     const auto expected = reference(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
-    EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)),
-              "");
+    EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)), "");
   }
   auto other = testing::poisoned({5, 100}, DataType::kFloat32);
   EXPECT_THROW(op(other, weight, other), Error);

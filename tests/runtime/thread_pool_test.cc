@@ -29,9 +29,7 @@ TEST(ThreadPool, ManyBackToBackLaunches) {
 TEST(ThreadPool, NestedCallsRunInline) {
   ThreadPool pool(4);
   std::atomic<int> inner{0};
-  pool.parallel_for(8, [&](std::int64_t) {
-    pool.parallel_for(8, [&](std::int64_t) { inner++; });
-  });
+  pool.parallel_for(8, [&](std::int64_t) { pool.parallel_for(8, [&](std::int64_t) { inner++; }); });
   EXPECT_EQ(inner.load(), 64);
 }
 

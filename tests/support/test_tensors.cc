@@ -45,8 +45,8 @@ TensorStorage poisoned(const Dims& shape, DataType dtype, Layout layout) {
   return storage;
 }
 
-TensorStorage random_tensor(const Dims& shape, DataType dtype, std::mt19937_64& rng,
-                            Layout layout, double lo, double hi) {
+TensorStorage random_tensor(const Dims& shape, DataType dtype, std::mt19937_64& rng, Layout layout,
+                            double lo, double hi) {
   TensorStorage storage = poisoned(shape, dtype, layout);
   std::uniform_real_distribution<double> real(lo, hi);
   for_each_element(storage.view(), [&](std::int64_t, void* p) {
@@ -126,9 +126,9 @@ std::string compare(const Tensor& actual, const std::vector<double>& expected, T
   }
   if (bad == 0) return {};
   std::ostringstream os;
-  os << bad << " of " << got.size() << " elements out of tolerance (atol " << tol.atol
-     << ", rtol " << tol.rtol << "); worst at row-major index " << worst << ": got "
-     << got[worst] << ", expected " << expected[worst];
+  os << bad << " of " << got.size() << " elements out of tolerance (atol " << tol.atol << ", rtol "
+     << tol.rtol << "); worst at row-major index " << worst << ": got " << got[worst]
+     << ", expected " << expected[worst];
   return os.str();
 }
 

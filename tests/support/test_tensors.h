@@ -30,8 +30,7 @@ TensorStorage poisoned(const Dims& shape, DataType dtype, Layout layout = Layout
 // Poisoned storage whose elements are then set to uniform random values in [lo, hi), rounded
 // to the dtype (integers: uniform integers in [lo, hi)).
 TensorStorage random_tensor(const Dims& shape, DataType dtype, std::mt19937_64& rng,
-                            Layout layout = Layout::kContiguous, double lo = -2.0,
-                            double hi = 2.0);
+                            Layout layout = Layout::kContiguous, double lo = -2.0, double hi = 2.0);
 
 // Row-major element values as float64.
 std::vector<double> to_doubles(const Tensor& t);

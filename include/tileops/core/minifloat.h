@@ -11,10 +11,10 @@ struct MinifloatFormat {
   int exponent_bits;
   int mantissa_bits;
   int bias;
-  bool has_infinity;    // IEEE: all-ones exponent is Inf/NaN
-  double max_finite;    // largest finite magnitude
-  std::uint32_t nan;    // canonical positive NaN pattern
-  bool saturate;        // overflow -> ±max_finite (else ±Inf, or NaN without Inf)
+  bool has_infinity;  // IEEE: all-ones exponent is Inf/NaN
+  double max_finite;  // largest finite magnitude
+  std::uint32_t nan;  // canonical positive NaN pattern
+  bool saturate;      // overflow -> ±max_finite (else ±Inf, or NaN without Inf)
 };
 
 inline constexpr MinifloatFormat kFloat16Format{5, 10, 15, true, 65504.0, 0x7e00, false};

@@ -4,8 +4,6 @@
 
 namespace tileops::ops {
 
-void register_cpu_implementations(std::vector<Implementation>& out) {
-  cpu::register_rms_norm(out);
-}
+void register_cpu_implementations(std::vector<Implementation>& out) { cpu::register_rms_norm(out); }
 
 }  // namespace tileops::ops

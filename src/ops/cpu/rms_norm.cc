@@ -16,8 +16,7 @@ namespace {
 class RmsNormCpu final : public Operator {
  public:
   explicit RmsNormCpu(const Problem& problem)
-      : eps_(static_cast<float>(problem.attributes[0])),
-        width_(problem.tensors[0].shape.back()) {}
+      : eps_(static_cast<float>(problem.attributes[0])), width_(problem.tensors[0].shape.back()) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     const Tensor& input = tensors[0];
@@ -32,7 +31,8 @@ class RmsNormCpu final : public Operator {
     const std::int64_t d = width_;
     // Scratch: the float32 weight, then one row per chunk.
     WorkspacePool::Lease lease = ctx.workspace().acquire(
-        kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(d * (1 + pool.num_threads())));
+        kCpu, ctx.stream, 0,
+        sizeof(float) * static_cast<std::size_t>(d * (1 + pool.num_threads())));
     float* w = lease.as<float>();
     load_f32(weight.data(), weight.dtype(), weight.stride(0), d, w);
 
@@ -40,21 +40,21 @@ class RmsNormCpu final : public Operator {
     const std::int64_t out_stride = out.stride(-1);
     pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d),
                         [&](int chunk, std::int64_t begin, std::int64_t end) {
-      float* scratch = w + d * (1 + chunk);
-      for (std::int64_t r = begin; r < end; ++r) {
-        const float* x = row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, d,
-                                 scratch);
-        const float mean = sum_of_squares(x, d) / static_cast<float>(d);
-        const float scale = 1.0f / std::sqrt(mean + eps_);
-        void* y = element_at(out, out_rows(r));
-        if (out.dtype() == DataType::kFloat32 && out_stride == 1) {
-          scale_by_weight(x, w, scale, d, static_cast<float*>(y));
-        } else {
-          scale_by_weight(x, w, scale, d, scratch);
-          store_f32(scratch, y, out.dtype(), out_stride, d);
-        }
-      }
-    });
+                          float* scratch = w + d * (1 + chunk);
+                          for (std::int64_t r = begin; r < end; ++r) {
+                            const float* x = row_f32(element_at(input, input_rows(r)),
+                                                     input.dtype(), in_stride, d, scratch);
+                            const float mean = sum_of_squares(x, d) / static_cast<float>(d);
+                            const float scale = 1.0f / std::sqrt(mean + eps_);
+                            void* y = element_at(out, out_rows(r));
+                            if (out.dtype() == DataType::kFloat32 && out_stride == 1) {
+                              scale_by_weight(x, w, scale, d, static_cast<float*>(y));
+                            } else {
+                              scale_by_weight(x, w, scale, d, scratch);
+                              store_f32(scratch, y, out.dtype(), out_stride, d);
+                            }
+                          }
+                        });
   }
 
  private:

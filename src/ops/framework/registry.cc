@@ -58,10 +58,9 @@ const Implementation& find_implementation(const Problem& problem, int index) {
   for (int i : active_implementation_indices(problem.op, device.type)) {
     available += (available.empty() ? "" : ", ") + std::to_string(i);
   }
-  throw Error(ErrorKind::kUnsupported,
-              std::string(problem.op) + ": no implementation with index " +
-                  std::to_string(index) + " on " + device.to_string() + " (available: {" +
-                  available + "})");
+  throw Error(ErrorKind::kUnsupported, std::string(problem.op) + ": no implementation with index " +
+                                           std::to_string(index) + " on " + device.to_string() +
+                                           " (available: {" + available + "})");
 }
 
 void run_problem(const Problem& problem, std::span<const Tensor> tensors, const Context& ctx) {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Checks our own sources with clang-format (no diff allowed) and clang-tidy (.clang-tidy, warnings
+# are errors). Needs build/release/compile_commands.json (scripts/setup.sh makes it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t files < <(git ls-files '*.h' '*.cc' '*.c' | grep -E '^(include|src|tests|tools|bench)/')
+clang-format --dry-run --Werror "${files[@]}"
+echo "lint: clang-format clean (${#files[@]} files)"
+
+mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(src|tools)/.*\.cc$')
+log=build/clang-tidy.log
+status=0
+printf '%s\n' "${sources[@]}" |
+  xargs -P "$(nproc)" -n 4 clang-tidy -p build/release --quiet >"$log" 2>/dev/null || status=$?
+if ((status != 0)) || grep -qE "(error|warning):" "$log"; then
+  grep -E -A3 "(error|warning):" "$log" | head -60
+  echo "lint: clang-tidy found problems (status $status; full log: $log)"
+  exit 1
+fi
+echo "lint: clang-tidy clean (${#sources[@]} files)"
