@@ -1,0 +1,93 @@
+#include "tests/support/reference_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tileops::testing::reference {
+
+Values broadcast_binary(const Values& a, const Dims& sa, const Values& b, const Dims& sb,
+                        const Dims& out_shape, double (*op)(double, double)) {
+  const int rank = out_shape.size();
+  // Strides of a and b over the output's index space (0 where they broadcast).
+  auto broadcast_strides = [rank](const Dims& s) {
+    std::vector<std::int64_t> strides(static_cast<std::size_t>(rank), 0);
+    std::int64_t stride = 1;
+    for (int i = s.size() - 1, o = rank - 1; i >= 0; --i, --o) {
+      strides[static_cast<std::size_t>(o)] = s[i] == 1 ? 0 : stride;
+      stride *= s[i];
+    }
+    return strides;
+  };
+  const auto ast = broadcast_strides(sa);
+  const auto bst = broadcast_strides(sb);
+  Values out(static_cast<std::size_t>(out_shape.product()));
+  std::vector<std::int64_t> index(static_cast<std::size_t>(rank), 0);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::int64_t ai = 0;
+    std::int64_t bi = 0;
+    for (int d = 0; d < rank; ++d) {
+      ai += index[d] * ast[d];
+      bi += index[d] * bst[d];
+    }
+    out[i] = op(a[static_cast<std::size_t>(ai)], b[static_cast<std::size_t>(bi)]);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < out_shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width) {
+  Values y(x.size());
+  for (std::size_t row = 0; row * width < x.size(); ++row) {
+    const double* xr = x.data() + row * width;
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < width; ++i) sum += xr[i] * xr[i];
+    const double scale = 1.0 / std::sqrt(sum / static_cast<double>(width) + eps);
+    for (std::int64_t i = 0; i < width; ++i) y[row * width + i] = xr[i] * scale * w[i];
+  }
+  return y;
+}
+
+Values softmax_rows(const Values& x, std::int64_t width, double scale, bool causal,
+                    std::int64_t rows_per_matrix) {
+  Values y(x.size(), 0.0);
+  for (std::size_t row = 0; row * width < x.size(); ++row) {
+    const auto i = static_cast<std::int64_t>(row) % rows_per_matrix;
+    const std::int64_t visible = causal ? width - rows_per_matrix + i + 1 : width;
+    const double* xr = x.data() + row * width;
+    double m = -INFINITY;
+    for (std::int64_t j = 0; j < visible; ++j) m = std::max(m, scale * xr[j]);
+    double sum = 0.0;
+    for (std::int64_t j = 0; j < visible; ++j) sum += std::exp(scale * xr[j] - m);
+    for (std::int64_t j = 0; j < visible; ++j) {
+      y[row * width + j] = std::exp(scale * xr[j] - m) / sum;
+    }
+  }
+  return y;
+}
+
+Values silu_and_mul_last_dim(const Values& x, std::int64_t width) {
+  const std::int64_t d = width / 2;
+  Values y(x.size() / 2);
+  for (std::size_t row = 0; row * width < x.size(); ++row) {
+    for (std::int64_t j = 0; j < d; ++j) {
+      y[row * d + j] = silu(x[row * width + j]) * x[row * width + d + j];
+    }
+  }
+  return y;
+}
+
+Values embedding(const Values& ids, const Values& weight, std::int64_t dim) {
+  Values y(ids.size() * dim);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto id = static_cast<std::int64_t>(ids[i]);
+    std::copy_n(weight.begin() + id * dim, dim, y.begin() + static_cast<std::int64_t>(i) * dim);
+  }
+  return y;
+}
+
+}  // namespace tileops::testing::reference

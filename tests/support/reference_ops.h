@@ -1,0 +1,26 @@
+// Float64 references of the operators, written independently of the kernels (plain loops over
+// row-major float64 values). Used by the tests and by `tileops demo`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tileops/core/tensor.h"
+
+namespace tileops::testing::reference {
+
+using Values = std::vector<double>;
+
+// NumPy-broadcast elementwise op of a (shape sa) and b (shape sb) to out_shape.
+Values broadcast_binary(const Values& a, const Dims& sa, const Values& b, const Dims& sb,
+                        const Dims& out_shape, double (*op)(double, double));
+
+double silu(double x);
+Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width);
+// Row-wise softmax of scale·x; columns j > limit(row) are masked to 0 (limit < 0: none).
+Values softmax_rows(const Values& x, std::int64_t width, double scale, bool causal,
+                    std::int64_t rows_per_matrix);
+Values silu_and_mul_last_dim(const Values& x, std::int64_t width);
+Values embedding(const Values& ids, const Values& weight, std::int64_t dim);
+
+}  // namespace tileops::testing::reference

@@ -1,0 +1,32 @@
+// `tileops env`: the build, the CPU as the kernels see it, and every registered implementation.
+#include <cstdio>
+#include <string>
+
+#include "tileops/ops/registry.h"
+#include "tileops/runtime/cpu_info.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tools/cli/commands.h"
+
+namespace tileops::cli {
+
+int run_env(int, char**) {
+  std::printf("tileops %s\n", version());
+  std::string targets;
+  for (const std::string& t : cpu_simd_targets()) targets += (targets.empty() ? "" : " ") + t;
+  std::printf("cpu: SIMD targets %s (dispatching to %s), %d threads (TILEOPS_NUM_THREADS)\n",
+              targets.c_str(), cpu_best_simd_target().c_str(), ThreadPool::global().num_threads());
+  std::printf("cuda: not built\n");
+  std::printf("\n%-18s %-6s %s\n", "operator", "device", "implementations (index: name)");
+  for (const std::string& op : ops::registered_operators()) {
+    const auto indices = ops::active_implementation_indices(op, DeviceType::kCpu);
+    const auto names = ops::active_implementation_names(op, DeviceType::kCpu);
+    std::string list;
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      list += (i ? ", " : "") + std::to_string(indices[i]) + ": " + names[i];
+    }
+    std::printf("%-18s %-6s %s\n", op.c_str(), "cpu", list.c_str());
+  }
+  return 0;
+}
+
+}  // namespace tileops::cli
