@@ -4,6 +4,10 @@
 
 namespace tileops::ops {
 
-void register_cpu_implementations(std::vector<Implementation>& out) { cpu::register_rms_norm(out); }
+void register_cpu_implementations(std::vector<Implementation>& out) {
+  cpu::register_rms_norm(out);
+  cpu::register_cat(out);
+  cpu::register_embedding(out);
+}
 
 }  // namespace tileops::ops

@@ -8,5 +8,7 @@
 namespace tileops::ops::cpu {
 
 void register_rms_norm(std::vector<Implementation>& out);
+void register_cat(std::vector<Implementation>& out);
+void register_embedding(std::vector<Implementation>& out);
 
 }  // namespace tileops::ops::cpu

@@ -1,0 +1,120 @@
+/* tileops C API: the operators of tileops::ops for C callers and foreign-function interfaces.
+ *
+ * Every entry validates its arguments, never throws or aborts, and returns a status; on failure
+ * tileops_last_error() gives a message naming the operator and the argument (the names are the
+ * parameter names below). Outputs are untouched when a call fails validation. Tensors are
+ * non-owning strided views; a NULL `ctx` means the defaults (implementation 0, no stream). */
+#ifndef TILEOPS_C_TILEOPS_H_
+#define TILEOPS_C_TILEOPS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types, in the order of tileops::DataType. */
+typedef enum tileops_dtype {
+  TILEOPS_BOOL = 0,
+  TILEOPS_INT8,
+  TILEOPS_INT16,
+  TILEOPS_INT32,
+  TILEOPS_INT64,
+  TILEOPS_UINT8,
+  TILEOPS_FLOAT16,
+  TILEOPS_BFLOAT16,
+  TILEOPS_FLOAT32,
+  TILEOPS_FLOAT64,
+  TILEOPS_FLOAT8_E4M3FN,
+  TILEOPS_FLOAT8_E5M2,
+  TILEOPS_HIFLOAT8
+} tileops_dtype;
+
+typedef enum tileops_device_type {
+  TILEOPS_DEVICE_CPU = 0,
+  TILEOPS_DEVICE_CUDA = 1
+} tileops_device_type;
+
+typedef enum tileops_status {
+  TILEOPS_OK = 0,
+  TILEOPS_INVALID_ARGUMENT, /* bad shape, rank, value, stride or descriptor */
+  TILEOPS_INVALID_TYPE,     /* wrong dtype */
+  TILEOPS_UNSUPPORTED,      /* a valid request this build or device cannot serve */
+  TILEOPS_OUT_OF_MEMORY,
+  TILEOPS_INTERNAL_ERROR /* a bug in tileops */
+} tileops_status;
+
+/* The most dimensions a tensor may have. */
+#define TILEOPS_MAX_RANK 8
+
+/* A strided view. Extents and strides are in elements and must be >= 0 (a stride of 0
+ * broadcasts an input); `shape` may be NULL only when ndim is 0, `strides` NULL means
+ * contiguous row-major. `data` may be NULL only for a tensor with no elements. */
+typedef struct tileops_tensor { /* NOLINT(readability-identifier-naming): C names */
+  void* data;
+  int32_t dtype;        /* a tileops_dtype */
+  int32_t device_type;  /* a tileops_device_type */
+  int32_t device_index; /* >= 0 */
+  int32_t ndim;         /* 0 ... TILEOPS_MAX_RANK */
+  const int64_t* shape;
+  const int64_t* strides; /* NULL = contiguous */
+} tileops_tensor;
+
+typedef struct tileops_context { /* NOLINT(readability-identifier-naming): C names */
+  void* stream;                  /* CPU: must be NULL; CUDA: a cudaStream_t */
+  int32_t implementation_index;  /* 0 = the default, fastest correct implementation */
+} tileops_context;
+
+/* The message of the last failed call on this thread ("" if none failed). The pointer stays
+ * valid until the next failing call on this thread. */
+const char* tileops_last_error(void);
+
+/* The contracts are those of include/tileops/ops/<op>.h. */
+
+/* out = input + other / input * other, NumPy broadcasting of input and other. */
+tileops_status tileops_add(const tileops_tensor* input, const tileops_tensor* other,
+                           const tileops_tensor* out, const tileops_context* ctx);
+tileops_status tileops_mul(const tileops_tensor* input, const tileops_tensor* other,
+                           const tileops_tensor* out, const tileops_context* ctx);
+/* out = input converted to out's dtype. */
+tileops_status tileops_cast(const tileops_tensor* input, const tileops_tensor* out,
+                            const tileops_context* ctx);
+/* Concatenates tensors[0 .. num_tensors) along dim (negative counts from the end). */
+tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, int32_t dim,
+                           const tileops_tensor* out, const tileops_context* ctx);
+/* out[i..., :] = weight[input_ids[i...], :]; an id outside [0, rows of weight) fails. */
+tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_tensor* weight,
+                                 const tileops_tensor* out, const tileops_context* ctx);
+tileops_status tileops_rms_norm(const tileops_tensor* input, const tileops_tensor* weight,
+                                double eps, const tileops_tensor* out, const tileops_context* ctx);
+/* residual_out = input + residual; out = rms_norm(residual_out). With out and residual_out both
+ * NULL: the in-place form, writing out into input and residual_out into residual. */
+tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_tensor* residual,
+                                    const tileops_tensor* weight, double eps,
+                                    const tileops_tensor* out, const tileops_tensor* residual_out,
+                                    const tileops_context* ctx);
+/* out = input * silu(gate). */
+tileops_status tileops_swiglu(const tileops_tensor* input, const tileops_tensor* gate,
+                              const tileops_tensor* out, const tileops_context* ctx);
+/* out = silu(first half of input along dim) * second half. */
+tileops_status tileops_silu_and_mul(const tileops_tensor* input, int32_t dim,
+                                    const tileops_tensor* out, const tileops_context* ctx);
+/* Softmax over the last dim of [S, T] or [B, S, T]; row i sees columns <= T - S + i. */
+tileops_status tileops_causal_softmax(const tileops_tensor* input, const tileops_tensor* out,
+                                      const tileops_context* ctx);
+/* out = softmax(scale * input) over the last dim. */
+tileops_status tileops_scaled_softmax(const tileops_tensor* input, double scale,
+                                      const tileops_tensor* out, const tileops_context* ctx);
+
+/* Drops every cached operator instance. */
+tileops_status tileops_clear_cache(void);
+/* Threads of the process-wide CPU pool (>= 1, the caller included). Must not run while
+ * operators run on other threads. */
+tileops_status tileops_set_num_threads(int32_t num_threads);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TILEOPS_C_TILEOPS_H_ */

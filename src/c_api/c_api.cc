@@ -1,0 +1,170 @@
+// The C entry points: each converts its descriptors (in parameter order, so the first bad
+// argument is the one reported), calls the C++ operator and reports through a status.
+#include <string>
+#include <vector>
+
+#include "src/c_api/bridge.h"
+#include "tileops/c/tileops.h"
+#include "tileops/ops.h"
+#include "tileops/runtime/thread_pool.h"
+
+using tileops::Tensor;
+using tileops::c_api::guarded;
+using tileops::c_api::to_context;
+using tileops::c_api::to_tensor;
+namespace ops = tileops::ops;
+
+namespace {
+
+// Far beyond any machine; a larger request is a bug in the caller (e.g. an uninitialised int).
+constexpr std::int32_t kMaxThreads = 4096;
+
+}  // namespace
+
+extern "C" {
+
+tileops_status tileops_add(const tileops_tensor* input, const tileops_tensor* other,
+                           const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor a = to_tensor("add", "input", input);
+    const Tensor b = to_tensor("add", "other", other);
+    const Tensor c = to_tensor("add", "out", out);
+    ops::add(a, b, c, to_context(ctx));
+  });
+}
+
+tileops_status tileops_mul(const tileops_tensor* input, const tileops_tensor* other,
+                           const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor a = to_tensor("mul", "input", input);
+    const Tensor b = to_tensor("mul", "other", other);
+    const Tensor c = to_tensor("mul", "out", out);
+    ops::mul(a, b, c, to_context(ctx));
+  });
+}
+
+tileops_status tileops_cast(const tileops_tensor* input, const tileops_tensor* out,
+                            const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("cast", "input", input);
+    const Tensor y = to_tensor("cast", "out", out);
+    ops::cast(x, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, int32_t dim,
+                           const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    if (tensors == nullptr && num_tensors > 0) {
+      tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, "cat", "tensors",
+                                    "an array of " + std::to_string(num_tensors) + " tensors",
+                                    "NULL");
+    }
+    std::vector<Tensor> inputs;
+    inputs.reserve(num_tensors);
+    for (size_t i = 0; i < num_tensors; ++i) {
+      inputs.push_back(to_tensor("cat", "tensors[" + std::to_string(i) + "]", &tensors[i]));
+    }
+    const Tensor y = to_tensor("cat", "out", out);
+    ops::cat(inputs, dim, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_tensor* weight,
+                                 const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor ids = to_tensor("embedding", "input_ids", input_ids);
+    const Tensor w = to_tensor("embedding", "weight", weight);
+    const Tensor y = to_tensor("embedding", "out", out);
+    ops::embedding(ids, w, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_rms_norm(const tileops_tensor* input, const tileops_tensor* weight,
+                                double eps, const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("rms_norm", "input", input);
+    const Tensor w = to_tensor("rms_norm", "weight", weight);
+    const Tensor y = to_tensor("rms_norm", "out", out);
+    ops::rms_norm(x, w, eps, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_tensor* residual,
+                                    const tileops_tensor* weight, double eps,
+                                    const tileops_tensor* out, const tileops_tensor* residual_out,
+                                    const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("add_rms_norm", "input", input);
+    const Tensor r = to_tensor("add_rms_norm", "residual", residual);
+    const Tensor w = to_tensor("add_rms_norm", "weight", weight);
+    if (out == nullptr && residual_out == nullptr) {
+      ops::add_rms_norm_inplace(x, r, w, eps, to_context(ctx));
+      return;
+    }
+    // One output given without the other is neither form: name the missing one.
+    const char* missing = out == nullptr ? "out" : "residual_out";
+    if (out == nullptr || residual_out == nullptr) {
+      tileops::throw_argument_error(
+          tileops::ErrorKind::kInvalidArgument, "add_rms_norm", missing,
+          "a tensor (or NULL out and residual_out together, for the in-place form)", "NULL");
+    }
+    const Tensor y = to_tensor("add_rms_norm", "out", out);
+    const Tensor r_out = to_tensor("add_rms_norm", "residual_out", residual_out);
+    ops::add_rms_norm(x, r, w, eps, y, r_out, to_context(ctx));
+  });
+}
+
+tileops_status tileops_swiglu(const tileops_tensor* input, const tileops_tensor* gate,
+                              const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("swiglu", "input", input);
+    const Tensor g = to_tensor("swiglu", "gate", gate);
+    const Tensor y = to_tensor("swiglu", "out", out);
+    ops::swiglu(x, g, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_silu_and_mul(const tileops_tensor* input, int32_t dim,
+                                    const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("silu_and_mul", "input", input);
+    const Tensor y = to_tensor("silu_and_mul", "out", out);
+    ops::silu_and_mul(x, dim, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_causal_softmax(const tileops_tensor* input, const tileops_tensor* out,
+                                      const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("causal_softmax", "input", input);
+    const Tensor y = to_tensor("causal_softmax", "out", out);
+    ops::causal_softmax(x, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_scaled_softmax(const tileops_tensor* input, double scale,
+                                      const tileops_tensor* out, const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("scaled_softmax", "input", input);
+    const Tensor y = to_tensor("scaled_softmax", "out", out);
+    ops::scaled_softmax(x, scale, y, to_context(ctx));
+  });
+}
+
+tileops_status tileops_clear_cache(void) {
+  return guarded([] { ops::clear_cache(); });
+}
+
+tileops_status tileops_set_num_threads(int32_t num_threads) {
+  return guarded([&] {
+    if (num_threads < 1 || num_threads > kMaxThreads) {
+      tileops::throw_argument_error(
+          tileops::ErrorKind::kInvalidArgument, "set_num_threads", "num_threads",
+          "a count in [1, " + std::to_string(kMaxThreads) + "]", std::to_string(num_threads));
+    }
+    tileops::ThreadPool::set_global_num_threads(num_threads);
+  });
+}
+
+}  // extern "C"
