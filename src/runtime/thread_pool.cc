@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -48,14 +49,25 @@ ThreadPool::ThreadPool(int num_threads) {
                 "ThreadPool: num_threads must be >= 1, got " + std::to_string(num_threads));
   }
   workers_.reserve(num_threads - 1);
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error& e) {
+    const std::size_t started = workers_.size();
+    shutdown();
+    throw Error(ErrorKind::kOutOfMemory, "ThreadPool: could start only " +
+                                             std::to_string(started + 1) + " of " +
+                                             std::to_string(num_threads) + " threads: " + e.what());
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { shutdown(); }
+
+void ThreadPool::shutdown() {
   stop_.store(true);
   work_.fetch_add(std::uint64_t{1} << 32);
   work_.notify_all();
   for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 ThreadPool& ThreadPool::global() { return *global_pool(); }

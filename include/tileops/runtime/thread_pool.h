@@ -42,6 +42,7 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  void shutdown();  // stops and joins every worker
   // Claims and runs blocks of launch `generation` until none are left.
   void run_blocks(std::uint32_t generation);
 
