@@ -6,7 +6,9 @@
 // The D-bit exponent is sign-magnitude (first bit 1 = negative) with an implicit leading
 // magnitude bit: |E| = 2^(D-1) + (remaining D-1 bits). S.11.0111.1 (E=+15, mantissa 1) is ±Inf.
 // Rounding is to nearest, ties away from zero (the format's own rounding, as in `to_hif8`).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "tileops/core/float8.h"

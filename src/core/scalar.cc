@@ -1,6 +1,7 @@
 #include "tileops/core/scalar.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -23,6 +24,20 @@ T load(const void* p) {
 template <typename T>
 void save(void* p, T v) {
   std::memcpy(p, &v, sizeof(T));
+}
+
+// |value| rounded to 53 bits with round-to-odd (truncate, then set the last bit when anything
+// was dropped). The result has more than two bits beyond every narrower format, so rounding
+// it again to nearest gives exactly the once-rounded integer (no double-rounding error).
+double int64_to_double_round_to_odd(std::int64_t value) {
+  const std::uint64_t magnitude =
+      value < 0 ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+  if (magnitude <= (std::uint64_t{1} << 53)) return static_cast<double>(value);
+  const int shift = static_cast<int>(std::bit_width(magnitude)) - 53;
+  std::uint64_t kept = magnitude >> shift;
+  if ((magnitude & ((std::uint64_t{1} << shift) - 1)) != 0) kept |= 1;
+  const double rounded = std::ldexp(static_cast<double>(kept), shift);
+  return value < 0 ? -rounded : rounded;
 }
 
 // Truncates toward zero and saturates; NaN -> 0 (C++ leaves these undefined).
@@ -142,10 +157,12 @@ void write_from_int64(std::int64_t value, void* element, DataType dtype) {
       return save(element, static_cast<std::uint8_t>(std::clamp<std::int64_t>(value, 0, 255)));
     case DataType::kFloat32:
       return save(element, static_cast<float>(value));  // one rounding, to nearest
+    case DataType::kFloat64:
+      return save(element, static_cast<double>(value));  // one rounding, to nearest
     default:
-      // |value| <= 2^53 converts exactly to double; beyond that the 16- and 8-bit formats
-      // overflow anyway, so the double rounding cannot change their result.
-      return write_from_double(static_cast<double>(value), element, dtype);
+      // Through double with round-to-odd: bfloat16 reaches 2^63, so a plain conversion to
+      // double (rounding to nearest) could double-round; e.g. 2^60 + 2^52 + 1 must round up.
+      return write_from_double(int64_to_double_round_to_odd(value), element, dtype);
   }
 }
 

@@ -5,8 +5,9 @@
 // hifloat8:      HiF8 (arXiv 2409.16626): sign, prefix-coded dot field, sign-magnitude
 //                exponent with an implicit leading magnitude bit, mantissa; see docs/dtypes.md.
 //
-// Encoding from float/double rounds to nearest, ties to even. `Overflow` chooses what happens
-// to finite values beyond the largest finite value after rounding.
+// Encoding from float/double rounds to nearest, ties to even (HiF8: ties away from zero, the
+// format's own rounding). `Overflow` chooses what happens to finite values beyond the largest
+// finite value after rounding.
 #pragma once
 
 #include <cstdint>

@@ -5,9 +5,17 @@
 namespace tileops::ops {
 
 void register_cpu_implementations(std::vector<Implementation>& out) {
-  cpu::register_rms_norm(out);
+  cpu::register_add(out);
+  cpu::register_add_rms_norm(out);
+  cpu::register_cast(out);
   cpu::register_cat(out);
+  cpu::register_causal_softmax(out);
   cpu::register_embedding(out);
+  cpu::register_mul(out);
+  cpu::register_rms_norm(out);
+  cpu::register_scaled_softmax(out);
+  cpu::register_silu_and_mul(out);
+  cpu::register_swiglu(out);
 }
 
 }  // namespace tileops::ops

@@ -7,8 +7,16 @@
 
 namespace tileops::ops::cpu {
 
-void register_rms_norm(std::vector<Implementation>& out);
+void register_add(std::vector<Implementation>& out);
+void register_add_rms_norm(std::vector<Implementation>& out);
+void register_cast(std::vector<Implementation>& out);
 void register_cat(std::vector<Implementation>& out);
+void register_causal_softmax(std::vector<Implementation>& out);
 void register_embedding(std::vector<Implementation>& out);
+void register_mul(std::vector<Implementation>& out);
+void register_rms_norm(std::vector<Implementation>& out);
+void register_scaled_softmax(std::vector<Implementation>& out);
+void register_silu_and_mul(std::vector<Implementation>& out);
+void register_swiglu(std::vector<Implementation>& out);
 
 }  // namespace tileops::ops::cpu

@@ -16,7 +16,21 @@ HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Highway 1.0.3 emulates float16 <-> float32 on targets without hardware conversions (x86
+// SSE4 and older, SCALAR/EMU128), and the emulation truncates instead of rounding and turns
+// Inf/NaN into finite values. Only x86 AVX2+ (F16C) and Arm use vectors; the others use the
+// exact scalar conversions.
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || HWY_ARCH_ARM
+constexpr bool kExactF16Vectors = true;
+#else
+constexpr bool kExactF16Vectors = false;
+#endif
+
 void LoadF16(const std::uint16_t* src, std::int64_t n, float* dst) {
+  if constexpr (!kExactF16Vectors) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = float16_to_float(src[i]);
+    return;
+  }
   const hn::ScalableTag<float> df;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
@@ -29,6 +43,10 @@ void LoadF16(const std::uint16_t* src, std::int64_t n, float* dst) {
 }
 
 void StoreF16(const float* src, std::int64_t n, std::uint16_t* dst) {
+  if constexpr (!kExactF16Vectors) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_float16(src[i]);
+    return;
+  }
   const hn::ScalableTag<float> df;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
@@ -68,7 +86,9 @@ void StoreBF16(const float* src, std::int64_t n, std::uint16_t* dst) {
     const auto v = hn::LoadU(df, src + i);
     const auto u = hn::BitCast(du32, v);
     const auto rounded = hn::Add(u, hn::Add(bias, hn::And(hn::ShiftRight<16>(u), one)));
-    const auto nan = hn::RebindMask(du32, hn::Ne(v, v));
+    // NaN test on the bits: Highway 1.0.3's float Ne is ordered on AVX2/AVX3 (false for NaN).
+    const auto abs = hn::BitCast(di32, hn::And(u, hn::Set(du32, 0x7fffffffu)));
+    const auto nan = hn::RebindMask(du32, hn::Gt(abs, hn::Set(di32, 0x7f800000)));
     const auto bits = hn::ShiftRight<16>(hn::IfThenElse(nan, hn::Or(u, quiet), rounded));
     hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, dst + i);
   }
