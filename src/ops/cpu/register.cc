@@ -6,6 +6,7 @@ namespace tileops::ops {
 
 void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_rms_norm(out);
+  cpu::register_add_rms_norm(out);
 }
 
 }  // namespace tileops::ops

@@ -8,5 +8,6 @@
 namespace tileops::ops::cpu {
 
 void register_rms_norm(std::vector<Implementation>& out);
+void register_add_rms_norm(std::vector<Implementation>& out);
 
 }  // namespace tileops::ops::cpu
