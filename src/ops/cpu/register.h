@@ -9,5 +9,7 @@ namespace tileops::ops::cpu {
 
 void register_rms_norm(std::vector<Implementation>& out);
 void register_add_rms_norm(std::vector<Implementation>& out);
+void register_scaled_softmax(std::vector<Implementation>& out);
+void register_causal_softmax(std::vector<Implementation>& out);
 
 }  // namespace tileops::ops::cpu
