@@ -8,8 +8,8 @@
 namespace tileops::ops {
 
 // input, out: [S, T] or [B, S, T], one dtype in {float32, float16, bfloat16}, T >= S. Row i
-// (of S) may see columns j <= T - S + i; masked columns are written as 0. Any strides; out may
-// be input. Float32 math.
+// (of S) may see columns j <= T - S + i; masked columns are written as +0 and never read. Any
+// strides; out may be input. Float32 math; non-finite visible values as in scaled_softmax.
 void causal_softmax(const Tensor& input, const Tensor& out, const Context& ctx = {});
 
 // Class form: validated and specialised once for a geometry, then called on new data.

@@ -7,8 +7,10 @@
 
 namespace tileops::ops {
 
-// input, out: [..., T], same shape, one dtype in {float32, float16, bfloat16}; scale finite.
-// Any strides; out may be input. Float32 math.
+// input, out: [..., T], same shape, one dtype in {float32, float16, bfloat16}; scale finite
+// (as a float32). Any strides; out may be input. Float32 math, stable (the row max is
+// subtracted). Non-finite rows as torch.softmax: -inf entries give 0; a row whose scaled values
+// hold a NaN or +inf, or are all -inf, is NaN throughout.
 void scaled_softmax(const Tensor& input, double scale, const Tensor& out, const Context& ctx = {});
 
 // Class form: validated and specialised once for a geometry, then called on new data.

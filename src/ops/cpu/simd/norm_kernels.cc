@@ -36,6 +36,16 @@ float SumOfSquares(const float* x, std::int64_t n) {
   return sum;
 }
 
+void AddRows(const float* a, const float* b, std::int64_t n, float* out) {
+  const hn::ScalableTag<float> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = a[i] + b[i];
+}
+
 void ScaleByWeight(const float* x, const float* w, float scale, std::int64_t n, float* out) {
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -54,10 +64,15 @@ HWY_AFTER_NAMESPACE();
 namespace tileops::ops::cpu {
 
 HWY_EXPORT(SumOfSquares);
+HWY_EXPORT(AddRows);
 HWY_EXPORT(ScaleByWeight);
 
 float sum_of_squares(const float* x, std::int64_t n) {
   return HWY_DYNAMIC_DISPATCH(SumOfSquares)(x, n);
+}
+
+void add_rows(const float* a, const float* b, std::int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(AddRows)(a, b, n, out);
 }
 
 void scale_by_weight(const float* x, const float* w, float scale, std::int64_t n, float* out) {

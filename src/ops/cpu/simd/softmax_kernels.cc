@@ -1,0 +1,165 @@
+// Highway kernels of the softmax operators, compiled once per SIMD target and dispatched at run
+// time. Tails go through a one-vector buffer so every element sees the same vector Exp.
+#include "src/ops/cpu/simd/softmax_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// Exp; per-target header, so it must follow highway.h inside the foreach_target pass.
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+void ExpRow(const float* x, std::int64_t n, float* out) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Exp(d, hn::LoadU(d, x + i)), d, out + i);
+  if (i == n) return;
+  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+  std::copy(x + i, x + n, buf);
+  hn::Store(hn::Exp(d, hn::Load(d, buf)), d, buf);
+  std::copy(buf, buf + (n - i), out + i);
+}
+
+float ScaledMax(const float* x, float scale, std::int64_t n) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto s = hn::Set(d, scale);
+  auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto m1 = m0;
+  // x86 max ignores a NaN operand, so NaNs are tracked on the side.
+  auto nan = hn::FirstN(d, 0);
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto y0 = hn::Mul(hn::LoadU(d, x + i), s);
+    const auto y1 = hn::Mul(hn::LoadU(d, x + i + lanes), s);
+    nan = hn::Or(nan, hn::Or(hn::IsNaN(y0), hn::IsNaN(y1)));
+    m0 = hn::Max(m0, y0);
+    m1 = hn::Max(m1, y1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto y = hn::Mul(hn::LoadU(d, x + i), s);
+    nan = hn::Or(nan, hn::IsNaN(y));
+    m0 = hn::Max(m0, y);
+  }
+  if (!hn::AllFalse(d, nan)) return std::numeric_limits<float>::quiet_NaN();
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) {
+    const float y = x[i] * scale;
+    if (std::isnan(y)) return y;
+    m = std::max(m, y);
+  }
+  return m;
+}
+
+float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, float* out,
+                   const void* next, std::int64_t next_bytes) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto s = hn::Set(d, scale);
+  const auto m = hn::Set(d, shift);
+  auto a0 = hn::Zero(d);
+  auto a1 = hn::Zero(d);
+  // One prefetch per cache line of this row consumed: the next row arrives at the pace of this
+  // one. L2 (locality 2), as this row, its output and the next one may not all fit in L1.
+  const char* ahead = static_cast<const char*>(next);
+  const char* ahead_end = ahead + (next == nullptr ? 0 : next_bytes);
+  constexpr std::int64_t kLine = 64;
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    for (std::int64_t b = 0; b < 2 * lanes * std::int64_t{sizeof(float)} && ahead < ahead_end;
+         b += kLine, ahead += kLine) {
+      __builtin_prefetch(ahead, 0, 2);
+    }
+    const auto e0 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
+    const auto e1 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i + lanes), s, m));
+    hn::StoreU(e0, d, out + i);
+    hn::StoreU(e1, d, out + i + lanes);
+    a0 = hn::Add(a0, e0);
+    a1 = hn::Add(a1, e1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto e = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
+    hn::StoreU(e, d, out + i);
+    a0 = hn::Add(a0, e);
+  }
+  if (i < n) {
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+    std::copy(x + i, x + n, buf);
+    // The padding lanes must add nothing to the sum.
+    const auto e = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(n - i)),
+                                      hn::Exp(d, hn::MulSub(hn::Load(d, buf), s, m)));
+    hn::Store(e, d, buf);
+    std::copy(buf, buf + (n - i), out + i);
+    a1 = hn::Add(a1, e);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+}
+
+void ScaleRow(const float* x, float factor, std::int64_t n, float* out) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto f = hn::Set(d, factor);
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), f), d, out + i);
+  for (; i < n; ++i) out[i] = x[i] * factor;
+}
+
+void SoftmaxRow(const float* x, float scale, std::int64_t n, float* out, const void* next,
+                std::int64_t next_bytes) {
+  const float m = ScaledMax(x, scale, n);
+  if (!std::isfinite(m)) {
+    std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  // The max entry contributes e^0 = 1, so sum >= 1: one division per row, none per element.
+  const float sum = ScaledExpSum(x, scale, m, n, out, next, next_bytes);
+  ScaleRow(out, 1.0f / sum, n, out);
+}
+
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::ops::cpu {
+
+HWY_EXPORT(ExpRow);
+HWY_EXPORT(ScaledMax);
+HWY_EXPORT(ScaledExpSum);
+HWY_EXPORT(ScaleRow);
+HWY_EXPORT(SoftmaxRow);
+
+void exp_row(const float* x, std::int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(ExpRow)(x, n, out);
+}
+
+float scaled_max(const float* x, float scale, std::int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(ScaledMax)(x, scale, n);
+}
+
+float scaled_exp_sum(const float* x, float scale, float shift, std::int64_t n, float* out,
+                     const void* next, std::int64_t next_bytes) {
+  return HWY_DYNAMIC_DISPATCH(ScaledExpSum)(x, scale, shift, n, out, next, next_bytes);
+}
+
+void scale_row(const float* x, float factor, std::int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(ScaleRow)(x, factor, n, out);
+}
+
+void softmax_row(const float* x, float scale, std::int64_t n, float* out, const void* next,
+                 std::int64_t next_bytes) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, scale, n, out, next, next_bytes);
+}
+
+}  // namespace tileops::ops::cpu
+#endif  // HWY_ONCE

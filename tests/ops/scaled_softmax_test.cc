@@ -1,0 +1,201 @@
+// scaled_softmax against a float64 reference: tails, strides, every dtype, poisoned outputs,
+// non-finite rows, in place, the class form and bad inputs.
+#include "tileops/ops/scaled_softmax.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "tests/support/test_tensors.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::Layout;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Softmax outputs lie in [0, 1] and may be far below 1e-3, so the tolerance is relative:
+// float32: Exp is within 1 ulp, the shifted argument scale·x − max carries ~|max|·2^-24 and the
+// sum ~n·2^-24 over the accumulators; float16/bfloat16: the final rounding (2^-11 / 2^-8
+// relative) dominates; atol only covers float16 subnormals and float32 underflow.
+testing::Tolerance softmax_tolerance(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      return {1e-7, 1e-3};
+    case DataType::kBFloat16:
+      return {1e-9, 8e-3};
+    default:
+      return {1e-12, 2e-5};
+  }
+}
+
+// Row softmax of scale·x in float64; rows holding NaN or +inf, or all -inf, become NaN.
+std::vector<double> reference(const std::vector<double>& x, double scale, std::int64_t width) {
+  std::vector<double> y(x.size());
+  for (std::size_t row = 0; row < x.size() / width; ++row) {
+    const double* in = &x[row * width];
+    double* out = &y[row * width];
+    double m = -kInf;
+    bool bad = false;
+    for (std::int64_t i = 0; i < width; ++i) {
+      const double v = scale * in[i];
+      bad = bad || std::isnan(v) || v == kInf;
+      m = std::max(m, v);
+    }
+    if (bad || m == -kInf) {
+      std::fill(out, out + width, kNaN);
+      continue;
+    }
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < width; ++i) sum += std::exp(scale * in[i] - m);
+    for (std::int64_t i = 0; i < width; ++i) out[i] = std::exp(scale * in[i] - m) / sum;
+  }
+  return y;
+}
+
+using Param = std::tuple<DataType, std::int64_t, Layout, Layout>;
+
+class ScaledSoftmaxTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ScaledSoftmaxTest, MatchesFloat64Reference) {
+  const auto [dtype, width, in_layout, out_layout] = GetParam();
+  std::mt19937_64 rng(42);
+  const Dims shape{3, 5, width};
+  for (const double scale : {0.37, -1.5, 8.0}) {
+    auto input = testing::random_tensor(shape, dtype, rng, in_layout);
+    auto out = testing::poisoned(shape, dtype, out_layout);
+    scaled_softmax(input, scale, out);
+    const auto expected = reference(testing::to_doubles(input), scale, width);
+    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+        << "scale " << scale;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllDtypes, ScaledSoftmaxTest,
+    ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat16,
+                                         DataType::kBFloat16),
+                       ::testing::Values(1, 7, 33, 4097),
+                       ::testing::Values(Layout::kContiguous, Layout::kStrided),
+                       ::testing::Values(Layout::kContiguous, Layout::kStrided)));
+
+// Scaled values up to ±400: e^400 overflows float32, so only the max shift keeps this finite;
+// many entries underflow to 0.
+TEST(ScaledSoftmax, LargeScaleIsStable) {
+  std::mt19937_64 rng(5);
+  auto input = testing::random_tensor({6, 300}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({6, 300}, DataType::kFloat32);
+  scaled_softmax(input, 200.0, out);
+  const auto expected = reference(testing::to_doubles(input), 200.0, 300);
+  EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
+}
+
+TEST(ScaledSoftmax, ZeroScaleIsUniform) {
+  std::mt19937_64 rng(6);
+  auto input = testing::random_tensor({2, 37}, DataType::kBFloat16, rng);
+  auto out = testing::poisoned({2, 37}, DataType::kBFloat16);
+  scaled_softmax(input, 0.0, out);
+  const std::vector<double> expected(2 * 37, 1.0 / 37.0);
+  EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kBFloat16)), "");
+}
+
+// -inf entries get exactly 0; a row of only -inf, or with a NaN or +inf, is NaN throughout
+// (torch.softmax does the same); other rows are unaffected.
+TEST(ScaledSoftmax, NonFiniteRows) {
+  for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    const std::int64_t width = 21;
+    std::mt19937_64 rng(9);
+    auto input = testing::random_tensor({5, width}, dtype, rng);
+    auto values = testing::to_doubles(input);
+    for (std::int64_t i = 0; i < width; i += 3) values[0 * width + i] = -kInf;  // some -inf
+    for (std::int64_t i = 0; i < width; ++i) values[1 * width + i] = -kInf;     // all -inf
+    values[2 * width + 17] = kNaN;
+    values[3 * width + 4] = kInf;
+    testing::from_doubles(input, values);
+    auto out = testing::poisoned({5, width}, dtype);
+    scaled_softmax(input, 0.5, out);
+    const auto expected = reference(values, 0.5, width);
+    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "");
+    const auto got = testing::to_doubles(out);
+    for (std::int64_t i = 0; i < width; i += 3) EXPECT_EQ(got[i], 0.0) << i;
+  }
+}
+
+TEST(ScaledSoftmax, InPlace) {
+  for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+    for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      std::mt19937_64 rng(7);
+      auto x = testing::random_tensor({9, 130}, dtype, rng, layout);
+      const auto expected = reference(testing::to_doubles(x), 0.125, 130);
+      scaled_softmax(x, 0.125, x);
+      EXPECT_EQ(testing::compare(x.view(), expected, softmax_tolerance(dtype)), "")
+          << name_of(dtype) << " " << testing::layout_name(layout);
+    }
+  }
+}
+
+TEST(ScaledSoftmax, CachedInstanceIsCorrectOnNewData) {
+  std::mt19937_64 rng(3);
+  auto input = testing::random_tensor({4, 100}, DataType::kFloat16, rng);
+  auto out = testing::poisoned({4, 100}, DataType::kFloat16);
+  const ScaledSoftmax op(input, 0.75, out);
+  for (int round = 0; round < 3; ++round) {
+    auto x = testing::random_tensor({4, 100}, DataType::kFloat16, rng);
+    auto y = testing::poisoned({4, 100}, DataType::kFloat16);
+    op(x, y);
+    const auto expected = reference(testing::to_doubles(x), 0.75, 100);
+    EXPECT_EQ(testing::compare(y.view(), expected, softmax_tolerance(DataType::kFloat16)), "");
+  }
+  auto other = testing::poisoned({5, 100}, DataType::kFloat16);
+  EXPECT_THROW(op(other, other), Error);
+}
+
+// A bad call raises an Error naming `argument` and leaves `out` untouched.
+template <typename Call>
+void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument) {
+  const auto before = testing::snapshot(out);
+  try {
+    call();
+    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
+}
+
+TEST(ScaledSoftmax, RejectsBadInputs) {
+  std::mt19937_64 rng(1);
+  auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
+  auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
+  auto scalar = testing::random_tensor({}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({4, 64}, DataType::kFloat32);
+  auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
+  auto short_out = testing::poisoned({4, 63}, DataType::kFloat32);
+  auto scalar_out = testing::poisoned({}, DataType::kFloat32);
+  expect_rejected([&] { scaled_softmax(int_input, 1.0, out); }, out, "input");
+  expect_rejected([&] { scaled_softmax(input, 1.0, half_out); }, half_out, "out");
+  expect_rejected([&] { scaled_softmax(input, 1.0, short_out); }, short_out, "out");
+  expect_rejected([&] { scaled_softmax(scalar, 1.0, scalar_out); }, scalar_out, "input");
+  expect_rejected([&] { scaled_softmax(input, kInf, out); }, out, "scale");
+  expect_rejected([&] { scaled_softmax(input, kNaN, out); }, out, "scale");
+  expect_rejected([&] { scaled_softmax(input, 1e39, out); }, out, "scale");
+  try {
+    scaled_softmax(int_input, 1.0, out);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidType);
+  }
+  try {
+    scaled_softmax(input, kNaN, out);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace tileops::ops

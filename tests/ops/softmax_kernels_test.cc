@@ -1,0 +1,152 @@
+// The SIMD kernels under the softmax operators: Exp against std::exp in ulps over the whole
+// float32 range where e^x is normal, exact zeros below it, and the row softmax on tails; each
+// on every SIMD target this CPU supports (Highway's dispatch mock), not only the best one.
+#include "src/ops/cpu/simd/softmax_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "hwy/targets.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Runs body once per SIMD target that is both compiled and supported here.
+template <typename Body>
+void for_each_target(Body&& body) {
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// Distance in units in the last place between two finite floats of the same sign.
+std::int64_t ulp_distance(float a, float b) {
+  return std::abs(static_cast<std::int64_t>(std::bit_cast<std::int32_t>(a)) -
+                  static_cast<std::int64_t>(std::bit_cast<std::int32_t>(b)));
+}
+
+// x from -87.3 (e^x just above FLT_MIN) to 88.7 (just below FLT_MAX): a dense sweep plus random
+// points, each within 2 ulp of e^x computed in double and rounded once.
+TEST(ExpRow, WithinTwoUlpOfStdExp) {
+  for_each_target([] {
+    std::vector<float> x;
+    for (float v = -87.3f; v <= 88.7f; v += 0.00173f) x.push_back(v);
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> any(-87.3f, 88.7f);
+    std::uniform_real_distribution<float> small(-1e-3f, 1e-3f);
+    for (int i = 0; i < 100000; ++i) x.push_back(any(rng));
+    for (int i = 0; i < 10000; ++i) x.push_back(small(rng));
+    x.push_back(0.0f);
+    x.push_back(-0.0f);
+    std::vector<float> y(x.size());
+    exp_row(x.data(), static_cast<std::int64_t>(x.size()), y.data());
+    std::int64_t worst = 0;
+    float worst_x = 0.0f;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float expected = static_cast<float>(std::exp(static_cast<double>(x[i])));
+      ASSERT_TRUE(std::isfinite(y[i])) << "x = " << x[i];
+      const std::int64_t d = ulp_distance(y[i], expected);
+      if (d > worst) {
+        worst = d;
+        worst_x = x[i];
+      }
+      // std::exp in float must agree too (glibc's expf is correctly rounded in practice).
+      EXPECT_LE(ulp_distance(y[i], std::exp(x[i])), 2) << "x = " << x[i];
+    }
+    EXPECT_LE(worst, 2) << "worst at x = " << worst_x;
+    EXPECT_EQ(y[x.size() - 2], 1.0f);
+    EXPECT_EQ(y[x.size() - 1], 1.0f);
+  });
+}
+
+// Below -87.3 e^x is subnormal or 0: the kernel returns a tiny non-negative value (never NaN or
+// garbage), and exactly 0 from -104 down to -inf.
+TEST(ExpRow, VeryNegativeInputsGiveZero) {
+  for_each_target([] {
+    std::vector<float> x;
+    for (float v = -87.4f; v > -104.0f; v -= 0.01f) x.push_back(v);
+    const std::size_t subnormal_end = x.size();
+    for (const float v : {-104.01f, -105.0f, -150.0f, -1000.0f, -1e20f,
+                          -std::numeric_limits<float>::max(), -kInf}) {
+      x.push_back(v);
+    }
+    std::vector<float> y(x.size(), 1.0f);
+    exp_row(x.data(), static_cast<std::int64_t>(x.size()), y.data());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_FALSE(std::isnan(y[i])) << "x = " << x[i];
+      EXPECT_GE(y[i], 0.0f) << "x = " << x[i];
+      if (i < subnormal_end) {
+        EXPECT_LE(std::fabs(y[i] - std::exp(x[i])), std::numeric_limits<float>::min())
+            << "x = " << x[i];
+      } else {
+        EXPECT_EQ(y[i], 0.0f) << "x = " << x[i];
+      }
+    }
+  });
+}
+
+// Every tail length goes through the one-vector buffer path; out may alias x.
+TEST(ExpRow, TailsAndInPlace) {
+  for_each_target([] {
+    for (std::int64_t n = 1; n <= 40; ++n) {
+      std::vector<float> x(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) x[i] = -3.0f + 0.25f * static_cast<float>(i);
+      const std::vector<float> original = x;
+      exp_row(x.data(), n, x.data());
+      for (std::int64_t i = 0; i < n; ++i) {
+        EXPECT_LE(ulp_distance(x[i], std::exp(original[i])), 2) << "n = " << n << ", i = " << i;
+      }
+    }
+  });
+}
+
+// Tails with a negative scale: padding lanes must not leak into the sum.
+TEST(SoftmaxRow, TailsWithNegativeScale) {
+  for_each_target([] {
+    for (std::int64_t n = 1; n <= 40; ++n) {
+      std::vector<float> x(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) x[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+      for (const float scale : {-2.0f, 0.0f, 3.0f}) {
+        std::vector<float> y(x.size(), -1.0f);
+        softmax_row(x.data(), scale, n, y.data());
+        double m = -INFINITY;
+        for (const float v : x) m = std::max(m, static_cast<double>(scale) * v);
+        double sum = 0.0;
+        for (const float v : x) sum += std::exp(static_cast<double>(scale) * v - m);
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double e = std::exp(static_cast<double>(scale) * x[i] - m) / sum;
+          EXPECT_NEAR(y[i], e, 2e-6 * e) << "n = " << n << ", scale = " << scale;
+        }
+      }
+    }
+  });
+}
+
+TEST(ScaledMax, PropagatesNaNAnywhere) {
+  for_each_target([] {
+    for (std::int64_t n : {1, 5, 8, 16, 33}) {
+      for (std::int64_t at = 0; at < n; ++at) {
+        std::vector<float> x(static_cast<std::size_t>(n), 1.0f);
+        x[at] = std::numeric_limits<float>::quiet_NaN();
+        EXPECT_TRUE(std::isnan(scaled_max(x.data(), 1.0f, n))) << "n = " << n << ", at = " << at;
+      }
+    }
+    const float inf_row[] = {1.0f, kInf};
+    EXPECT_TRUE(std::isnan(scaled_max(inf_row, 0.0f, 2)));  // 0 · inf
+    EXPECT_EQ(scaled_max(inf_row, -1.0f, 2), -1.0f);
+  });
+}
+
+}  // namespace
+}  // namespace tileops::ops::cpu
