@@ -62,16 +62,40 @@ HWY_INLINE void StoreF32(D, hn::Vec<D> v, BF16* p) {
              reinterpret_cast<std::uint16_t*>(p));
 }
 
-// silu(g) = g · sigmoid(g). exp is only ever taken of -|g| <= 0, inside Exp's valid range and
-// without overflow: sigmoid(g) = 1 / (1 + e) for g >= 0 and e / (1 + e) for g < 0, with
-// e = exp(-|g|). So large |g| gives g or (-)0 instead of inf/inf, and NaN propagates via g.
+// e^x for x in [-87.3, 87.3] (normal results only): x = n·ln2 + r, |r| <= ln2/2, with n
+// rounded by the float magic-number trick (its low mantissa bits are n + 127, which shifted
+// into the exponent field give 2^n) and Highway's polynomial for e^r. About half the
+// operations of hn::Exp, which also handles subnormals and the whole float range.
+template <class D, class V>
+HWY_INLINE V ExpNormalRange(D d, V x) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const V magic = hn::Set(d, 12583039.0f);  // 1.5·2^23 + 127
+  const V t = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
+  const V n = hn::Sub(t, magic);
+  V r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);  // ln2 in two parts: n·part0 exact
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  // e^r = 1 + r + r²·(c0 + c1·r + ... + c5·r⁵), evaluated in Estrin's order.
+  const V r2 = hn::Mul(r, r);
+  const V c01 = hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f));
+  const V c23 = hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r,
+                           hn::Set(d, 0.0416664853692054748535156f));
+  const V c45 = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r,
+                           hn::Set(d, 0.00139304355252534151077271f));
+  const V poly = hn::MulAdd(hn::MulAdd(c45, r2, c23), r2, c01);
+  const V p = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.0f));
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
+}
+
+// silu(g) = g / (1 + e^-g). The exponent is clamped to ExpNormalRange's domain: for g > 87.3,
+// e^-g underflows against 1 anyway (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result
+// is 0 instead of g / inf-like garbage. NaN propagates through the final product with g.
 template <class D, class V>
 HWY_INLINE V Silu(D d, V g) {
+  const V limit = hn::Set(d, 87.3f);
   const V one = hn::Set(d, 1.0f);
-  const V e = hn::Exp(d, hn::Neg(hn::Abs(g)));
-  const V r = hn::Div(one, hn::Add(one, e));
-  const V sigmoid = hn::IfThenElse(hn::Ge(g, hn::Zero(d)), r, hn::Mul(e, r));
-  return hn::Mul(g, sigmoid);
+  const V e = ExpNormalRange(d, hn::Max(hn::Min(hn::Neg(g), limit), hn::Neg(limit)));
+  const V silu = hn::Div(g, hn::Add(one, e));
+  return hn::IfThenZeroElse(hn::Lt(g, hn::Neg(limit)), silu);
 }
 
 struct AddOp {
