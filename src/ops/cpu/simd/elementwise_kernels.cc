@@ -11,6 +11,7 @@
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
 #include "hwy/contrib/math/math-inl.h"
+#include "src/ops/cpu/simd/convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
@@ -19,21 +20,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 using F16 = hwy::float16_t;
 using BF16 = hwy::bfloat16_t;
 
-// Float32 vectors from and to each storage type.
+// Float32 vectors from and to each storage type (convert-inl.h for the 16-bit ones).
 template <class D>
 HWY_INLINE hn::Vec<D> LoadF32(D d, const float* p) {
   return hn::LoadU(d, p);
 }
 template <class D>
 HWY_INLINE hn::Vec<D> LoadF32(D d, const F16* p) {
-  return hn::PromoteTo(d, hn::LoadU(hn::Rebind<F16, D>(), p));
+  return LoadF16AsF32(d, reinterpret_cast<const std::uint16_t*>(p));
 }
 template <class D>
 HWY_INLINE hn::Vec<D> LoadF32(D d, const BF16* p) {
-  const hn::Rebind<std::uint16_t, D> du16;
-  const hn::Rebind<std::uint32_t, D> du32;
-  const auto bits = hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p));
-  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
+  return LoadBF16AsF32(d, reinterpret_cast<const std::uint16_t*>(p));
 }
 
 template <class D>
@@ -41,25 +39,12 @@ HWY_INLINE void StoreF32(D d, hn::Vec<D> v, float* p) {
   hn::StoreU(v, d, p);
 }
 template <class D>
-HWY_INLINE void StoreF32(D, hn::Vec<D> v, F16* p) {
-  const hn::Rebind<F16, D> dh;
-  hn::StoreU(hn::DemoteTo(dh, v), dh, p);
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, F16* p) {
+  StoreF32AsF16(d, v, reinterpret_cast<std::uint16_t*>(p));
 }
-// Round-to-nearest-even in integer arithmetic (Highway 1.0's DemoteTo to bfloat16 truncates);
-// the same rounding as store_f32 in convert.cc.
 template <class D>
-HWY_INLINE void StoreF32(D, hn::Vec<D> v, BF16* p) {
-  const hn::Rebind<std::uint32_t, D> du32;
-  const hn::Rebind<std::int32_t, D> di32;
-  const hn::Rebind<std::uint16_t, D> du16;
-  const auto u = hn::BitCast(du32, v);
-  const auto rounded = hn::Add(
-      u, hn::Add(hn::Set(du32, 0x7fffu), hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u))));
-  const auto nan = hn::RebindMask(du32, hn::Ne(v, v));
-  const auto bits =
-      hn::ShiftRight<16>(hn::IfThenElse(nan, hn::Or(u, hn::Set(du32, 0x00400000u)), rounded));
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16,
-             reinterpret_cast<std::uint16_t*>(p));
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, BF16* p) {
+  StoreF32AsBF16(d, v, reinterpret_cast<std::uint16_t*>(p));
 }
 
 // e^x for x in [-87.3, 87.3] (normal results only): x = n·ln2 + r, |r| <= ln2/2, with n
