@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/context.h"
@@ -27,32 +28,11 @@ namespace tileops::ops::arithmetic_test {
 
 using testing::Layout;
 
-// expected[i] = f(a[ia], b[ib]) over out's shape, where ia/ib drop the leading dims a/b lack
-// and pin the dims where they have extent 1 (NumPy broadcasting, written independently of the
-// library's own helper).
-template <typename F>
-std::vector<double> broadcast_reference(const Tensor& a, const Tensor& b, const Dims& out, F f) {
-  const std::vector<double> av = testing::to_doubles(a);
-  const std::vector<double> bv = testing::to_doubles(b);
-  auto flat_index = [&](const Dims& shape, const std::vector<std::int64_t>& index) {
-    std::int64_t flat = 0;
-    const int lead = out.size() - shape.size();
-    for (int k = 0; k < shape.size(); ++k) {
-      flat = flat * shape[k] + (shape[k] == 1 ? 0 : index[static_cast<std::size_t>(lead + k)]);
-    }
-    return static_cast<std::size_t>(flat);
-  };
-  std::vector<double> expected(static_cast<std::size_t>(out.product()));
-  std::vector<std::int64_t> index(static_cast<std::size_t>(out.size()), 0);
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    std::int64_t rest = static_cast<std::int64_t>(i);
-    for (int k = out.size() - 1; k >= 0; --k) {
-      index[static_cast<std::size_t>(k)] = rest % out[k];
-      rest /= out[k];
-    }
-    expected[i] = f(av[flat_index(a.shape(), index)], bv[flat_index(b.shape(), index)]);
-  }
-  return expected;
+// Float64 expectation of f over out's shape with NumPy broadcasting (tests/support).
+inline std::vector<double> broadcast_reference(const Tensor& a, const Tensor& b, const Dims& out,
+                                               double (*f)(double, double)) {
+  return testing::reference::broadcast_binary(testing::to_doubles(a), a.shape(),
+                                              testing::to_doubles(b), b.shape(), out, f);
 }
 
 inline bool is_int(DataType dtype) {

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
@@ -32,7 +33,7 @@ std::vector<double> reference(const Tensor& input, int dim) {
       for (std::int64_t i = 0; i < inner; ++i) {
         const double a = x[static_cast<std::size_t>((o * 2 * d + j) * inner + i)];
         const double b = x[static_cast<std::size_t>((o * 2 * d + j + d) * inner + i)];
-        y.push_back(a / (1.0 + std::exp(-a)) * b);
+        y.push_back(testing::reference::silu(a) * b);
       }
     }
   }

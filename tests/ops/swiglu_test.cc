@@ -1,5 +1,5 @@
 // swiglu against a float64 reference: tails, strides, every dtype, extreme gates, in-place
-// calls, thread splits, the class form and bad inputs; also the silu kernel it is built on.
+// calls, thread splits, the class form and bad inputs.
 #include "tileops/ops/swiglu.h"
 
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <cmath>
 #include <tuple>
 
-#include "src/ops/cpu/simd/elementwise_kernels.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
@@ -19,7 +19,7 @@ namespace {
 
 using testing::Layout;
 
-double silu(double g) { return g / (1.0 + std::exp(-g)); }
+using testing::reference::silu;
 
 std::vector<double> reference(const Tensor& input, const Tensor& gate) {
   const std::vector<double> x = testing::to_doubles(input);
@@ -189,35 +189,6 @@ TEST(Swiglu, RejectsBadInputs) {
   expect_rejected([&] { swiglu(input, gate, long_out); }, long_out, "out", kArg);
   const Tensor broadcast_out = out.view().with_shape({4, 64}, {0, 1});
   expect_rejected([&] { swiglu(input, gate, broadcast_out); }, out, "out", kArg);
-}
-
-// The silu kernel on float32 buffers: a dense sweep of [-100, 100] plus extremes within 1e-6
-// relative error (the kernel measures 1.6e-7), or 1e-35 absolute where silu underflows to ~0;
-// tails of every length up to several vectors never write past the end.
-TEST(SiluKernel, MatchesFloat64Reference) {
-  std::vector<float> x;
-  for (int i = -200000; i <= 200000; ++i) x.push_back(static_cast<float>(i) * 5e-4f);
-  for (float v : {87.0f, -87.0f, 87.3f, -87.3f, 88.0f, -88.0f, 104.5f, -104.5f, 1e4f, -1e4f,
-                  FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0.0f, -0.0f}) {
-    x.push_back(v);
-  }
-  std::vector<float> y(x.size());
-  cpu::silu_f32(x.data(), static_cast<std::int64_t>(x.size()), y.data());
-  int bad = 0;
-  for (std::size_t i = 0; i < x.size() && bad < 10; ++i) {
-    const double e = silu(x[i]);
-    const double err = std::fabs(y[i] - e);
-    if (!(err <= 1e-35 || err <= 1e-6 * std::fabs(e))) {
-      ++bad;
-      ADD_FAILURE() << "silu(" << x[i] << ") = " << y[i] << ", expected " << e;
-    }
-  }
-  for (std::size_t n = 0; n <= 40; ++n) {
-    std::vector<float> tail(n + 1, -1.0f);
-    cpu::silu_f32(x.data() + 100000, static_cast<std::int64_t>(n), tail.data());
-    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(tail[i], y[100000 + i]) << n << " " << i;
-    EXPECT_EQ(tail[n], -1.0f) << "wrote past the end";
-  }
 }
 
 }  // namespace
