@@ -12,19 +12,13 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "src/ops/cpu/simd/convert-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// Highway 1.0.3 emulates float16 <-> float32 on targets without hardware conversions (x86
-// SSE4 and older, SCALAR/EMU128), and the emulation truncates instead of rounding and turns
-// Inf/NaN into finite values. Only x86 AVX2+ (F16C) and Arm use vectors; the others use the
-// exact scalar conversions.
-#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || HWY_ARCH_ARM
-constexpr bool kExactF16Vectors = true;
-#else
-constexpr bool kExactF16Vectors = false;
-#endif
 
 void LoadF16(const std::uint16_t* src, std::int64_t n, float* dst) {
   if constexpr (!kExactF16Vectors) {
@@ -32,13 +26,9 @@ void LoadF16(const std::uint16_t* src, std::int64_t n, float* dst) {
     return;
   }
   const hn::ScalableTag<float> df;
-  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto h = hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(src + i));
-    hn::StoreU(hn::PromoteTo(df, h), df, dst + i);
-  }
+  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadF16AsF32(df, src + i), df, dst + i);
   for (; i < n; ++i) dst[i] = float16_to_float(src[i]);
 }
 
@@ -48,50 +38,25 @@ void StoreF16(const float* src, std::int64_t n, std::uint16_t* dst) {
     return;
   }
   const hn::ScalableTag<float> df;
-  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::LoadU(df, src + i);
-    hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(dst + i));
-  }
+  for (; i + lanes <= n; i += lanes) StoreF32AsF16(df, hn::LoadU(df, src + i), dst + i);
   for (; i < n; ++i) dst[i] = float_to_float16(src[i]);
 }
 
 void LoadBF16(const std::uint16_t* src, std::int64_t n, float* dst) {
   const hn::ScalableTag<float> df;
-  const hn::Rebind<std::uint32_t, decltype(df)> du32;
-  const hn::Rebind<std::uint16_t, decltype(df)> du16;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto wide = hn::PromoteTo(du32, hn::LoadU(du16, src + i));
-    hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(wide)), df, dst + i);
-  }
+  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadBF16AsF32(df, src + i), df, dst + i);
   for (; i < n; ++i) dst[i] = bfloat16_to_float(src[i]);
 }
 
-// Round-to-nearest-even in integer arithmetic (Highway 1.0's DemoteTo to bfloat16 truncates).
 void StoreBF16(const float* src, std::int64_t n, std::uint16_t* dst) {
   const hn::ScalableTag<float> df;
-  const hn::Rebind<std::uint32_t, decltype(df)> du32;
-  const hn::Rebind<std::int32_t, decltype(df)> di32;
-  const hn::Rebind<std::uint16_t, decltype(df)> du16;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const auto bias = hn::Set(du32, 0x7fffu);
-  const auto one = hn::Set(du32, 1u);
-  const auto quiet = hn::Set(du32, 0x00400000u);
   std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::LoadU(df, src + i);
-    const auto u = hn::BitCast(du32, v);
-    const auto rounded = hn::Add(u, hn::Add(bias, hn::And(hn::ShiftRight<16>(u), one)));
-    // NaN test on the bits: Highway 1.0.3's float Ne is ordered on AVX2/AVX3 (false for NaN).
-    const auto abs = hn::BitCast(di32, hn::And(u, hn::Set(du32, 0x7fffffffu)));
-    const auto nan = hn::RebindMask(du32, hn::Gt(abs, hn::Set(di32, 0x7f800000)));
-    const auto bits = hn::ShiftRight<16>(hn::IfThenElse(nan, hn::Or(u, quiet), rounded));
-    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, dst + i);
-  }
+  for (; i + lanes <= n; i += lanes) StoreF32AsBF16(df, hn::LoadU(df, src + i), dst + i);
   for (; i < n; ++i) dst[i] = float_to_bfloat16(src[i]);
 }
 

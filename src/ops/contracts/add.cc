@@ -1,0 +1,27 @@
+#include "tileops/ops/add.h"
+
+#include "src/ops/contracts/arithmetic_problem.h"
+
+namespace tileops::ops {
+namespace {
+
+constexpr std::string_view kOp = "add";
+
+}  // namespace
+
+void add(const Tensor& input, const Tensor& other, const Tensor& out, const Context& ctx) {
+  const Tensor tensors[] = {input, other, out};
+  run_problem(arithmetic_problem(kOp, input, other, out), tensors, ctx);
+}
+
+Add::Add(const Tensor& input, const Tensor& other, const Tensor& out, int implementation_index)
+    : prepared_(arithmetic_problem(kOp, input, other, out), {"input", "other", "out"},
+                implementation_index) {}
+
+void Add::operator()(const Tensor& input, const Tensor& other, const Tensor& out,
+                     const Context& ctx) const {
+  const Tensor tensors[] = {input, other, out};
+  prepared_.run(tensors, ctx);
+}
+
+}  // namespace tileops::ops

@@ -1,0 +1,12 @@
+// add on CPU: the broadcasting arithmetic operator (broadcast_arithmetic.h).
+#include "src/ops/cpu/broadcast_arithmetic.h"
+#include "src/ops/cpu/register.h"
+
+namespace tileops::ops::cpu {
+
+void register_add(std::vector<Implementation>& out) {
+  out.push_back({"add", DeviceType::kCpu, 0, "native",
+                 [](const Problem& p) { return make_broadcast_arithmetic(p, Arithmetic::kAdd); }});
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,99 @@
+#include "src/ops/cpu/broadcast_arithmetic.h"
+
+#include "src/ops/cpu/elementwise_float.h"
+#include "src/ops/cpu/elementwise_loop.h"
+#include "src/ops/cpu/simd/elementwise_kernels.h"
+#include "src/ops/framework/broadcast.h"
+#include "tileops/core/error.h"
+#include "tileops/runtime/thread_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+ElementwiseLoop make_loop(const Problem& problem) {
+  const TensorDesc& out = problem.tensors[2];
+  std::array<Dims, ElementwiseLoop::kOperands> strides;
+  for (int i = 0; i < ElementwiseLoop::kOperands; ++i) {
+    const TensorDesc& t = problem.tensors[static_cast<std::size_t>(i)];
+    strides[i] = broadcast_strides(t.shape, t.strides, out.shape);
+  }
+  return ElementwiseLoop(out.shape, strides);
+}
+
+// Integers wrap: U is the unsigned type of the element, whose arithmetic is defined modulo 2^n.
+template <typename U, typename Op>
+void run_integer(const ElementwiseLoop& loop, const Tensor* tensors, Op op, ThreadPool& pool) {
+  const U* a = static_cast<const U*>(tensors[0].data());
+  const U* b = static_cast<const U*>(tensors[1].data());
+  U* out = static_cast<U*>(tensors[2].data());
+  const std::int64_t sa = loop.inner_stride(0);
+  const std::int64_t sb = loop.inner_stride(1);
+  const std::int64_t so = loop.inner_stride(2);
+  loop.run(pool, [&](int, const std::int64_t* offsets, std::int64_t n) {
+    const U* x = a + offsets[0];
+    const U* y = b + offsets[1];
+    U* z = out + offsets[2];
+    if (sa == 1 && sb == 1 && so == 1) {
+      for (std::int64_t i = 0; i < n; ++i) z[i] = op(x[i], y[i]);
+    } else if (sa == 1 && sb == 0 && so == 1) {
+      const U v = y[0];
+      for (std::int64_t i = 0; i < n; ++i) z[i] = op(x[i], v);
+    } else if (sa == 0 && sb == 1 && so == 1) {
+      const U v = x[0];
+      for (std::int64_t i = 0; i < n; ++i) z[i] = op(v, y[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) z[i * so] = op(x[i * sa], y[i * sb]);
+    }
+  });
+}
+
+class BroadcastArithmeticCpu final : public Operator {
+ public:
+  BroadcastArithmeticCpu(const Problem& problem, Arithmetic op)
+      : loop_(make_loop(problem)), dtype_(problem.tensors[2].dtype), op_(op) {}
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const bool add = op_ == Arithmetic::kAdd;
+    switch (dtype_) {
+      case DataType::kInt32:
+        return add ? run_integer<std::uint32_t>(loop_, tensors.data(), Plus{}, ctx.threads())
+                   : run_integer<std::uint32_t>(loop_, tensors.data(), Times{}, ctx.threads());
+      case DataType::kInt64:
+        return add ? run_integer<std::uint64_t>(loop_, tensors.data(), Plus{}, ctx.threads())
+                   : run_integer<std::uint64_t>(loop_, tensors.data(), Times{}, ctx.threads());
+      case DataType::kFloat32:
+      case DataType::kFloat16:
+      case DataType::kBFloat16:
+        return run_float_elementwise(loop_, add ? ElementwiseOp::kAdd : ElementwiseOp::kMul, dtype_,
+                                     tensors[0].data(), tensors[1].data(), tensors[2].data(), ctx);
+      default:
+        throw_internal_error("cpu add/mul", "dtype not validated by the contract");
+    }
+  }
+
+ private:
+  struct Plus {
+    template <typename U>
+    U operator()(U x, U y) const {
+      return static_cast<U>(x + y);
+    }
+  };
+  struct Times {
+    template <typename U>
+    U operator()(U x, U y) const {
+      return static_cast<U>(x * y);
+    }
+  };
+
+  ElementwiseLoop loop_;
+  DataType dtype_;
+  Arithmetic op_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> make_broadcast_arithmetic(const Problem& problem, Arithmetic op) {
+  return std::make_unique<BroadcastArithmeticCpu>(problem, op);
+}
+
+}  // namespace tileops::ops::cpu

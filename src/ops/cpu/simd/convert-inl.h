@@ -1,0 +1,85 @@
+// Per-target conversions of one float32 vector from and to float16/bfloat16 bits, shared by the
+// row kernels (convert.cc, elementwise_kernels.cc). Round-to-nearest-even, NaN stays NaN, and
+// the results equal the scalar functions of core/float16.h on every target. Include after
+// hwy/highway.h in a foreach_target translation unit: like Highway's own -inl.h headers, the
+// guard toggles so that each target's pass compiles it again.
+#if defined(TILEOPS_OPS_CPU_SIMD_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TILEOPS_OPS_CPU_SIMD_CONVERT_INL_H_
+#undef TILEOPS_OPS_CPU_SIMD_CONVERT_INL_H_
+#else
+#define TILEOPS_OPS_CPU_SIMD_CONVERT_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+#include "tileops/core/float16.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Highway 1.0.3 emulates float16 <-> float32 on targets without hardware conversions (x86
+// SSE4 and older, SCALAR/EMU128), and the emulation truncates instead of rounding and turns
+// Inf/NaN into finite values. Only x86 AVX2+ (F16C) and Arm use vectors; the others convert
+// lane by lane with the exact scalar functions.
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || HWY_ARCH_ARM
+inline constexpr bool kExactF16Vectors = true;
+#else
+inline constexpr bool kExactF16Vectors = false;
+#endif
+
+// Lanes(d) float16 values at p (any alignment) as float32.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF16AsF32(D d, const std::uint16_t* p) {
+  if constexpr (kExactF16Vectors) {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  } else {
+    HWY_ALIGN float lanes[hn::MaxLanes(d)];
+    for (std::size_t i = 0; i < hn::Lanes(d); ++i) lanes[i] = float16_to_float(p[i]);
+    return hn::Load(d, lanes);
+  }
+}
+
+template <class D>
+HWY_INLINE void StoreF32AsF16(D d, hn::Vec<D> v, std::uint16_t* p) {
+  if constexpr (kExactF16Vectors) {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+  } else {
+    HWY_ALIGN float lanes[hn::MaxLanes(d)];
+    hn::Store(v, d, lanes);
+    for (std::size_t i = 0; i < hn::Lanes(d); ++i) p[i] = float_to_float16(lanes[i]);
+  }
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadBF16AsF32(D d, const std::uint16_t* p) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+}
+
+// Round-to-nearest-even in integer arithmetic (Highway 1.0's DemoteTo to bfloat16 truncates).
+template <class D>
+HWY_INLINE void StoreF32AsBF16(D, hn::Vec<D> v, std::uint16_t* p) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const hn::Rebind<std::int32_t, D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+  const auto rounded = hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
+  // NaN test on the bits: Highway 1.0.3's float Ne is ordered on AVX2/AVX3 (false for NaN).
+  const auto abs = hn::BitCast(di32, hn::And(u, hn::Set(du32, 0x7fffffffu)));
+  const auto nan = hn::RebindMask(du32, hn::Gt(abs, hn::Set(di32, 0x7f800000)));
+  const auto quiet = hn::Or(u, hn::Set(du32, 0x00400000u));
+  const auto bits = hn::ShiftRight<16>(hn::IfThenElse(nan, quiet, rounded));
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, p);
+}
+
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // TILEOPS_OPS_CPU_SIMD_CONVERT_INL_H_ toggle

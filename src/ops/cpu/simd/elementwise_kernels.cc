@@ -1,0 +1,233 @@
+// Highway kernels of the elementwise operators, compiled once per SIMD target and dispatched at
+// run time: one loop template over the storage type and the operation.
+#include "src/ops/cpu/simd/elementwise_kernels.h"
+
+#include "tileops/core/error.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/elementwise_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "hwy/contrib/math/math-inl.h"
+#include "src/ops/cpu/simd/convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using F16 = hwy::float16_t;
+using BF16 = hwy::bfloat16_t;
+
+// Float32 vectors from and to each storage type (convert-inl.h for the 16-bit ones).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF32(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF32(D d, const F16* p) {
+  return LoadF16AsF32(d, reinterpret_cast<const std::uint16_t*>(p));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF32(D d, const BF16* p) {
+  return LoadBF16AsF32(d, reinterpret_cast<const std::uint16_t*>(p));
+}
+
+template <class D>
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, float* p) {
+  hn::StoreU(v, d, p);
+}
+template <class D>
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, F16* p) {
+  StoreF32AsF16(d, v, reinterpret_cast<std::uint16_t*>(p));
+}
+template <class D>
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, BF16* p) {
+  StoreF32AsBF16(d, v, reinterpret_cast<std::uint16_t*>(p));
+}
+
+// e^x for x in [-87.3, 87.3] (normal results only): x = n·ln2 + r, |r| <= ln2/2, with n
+// rounded by the float magic-number trick (its low mantissa bits are n + 127, which shifted
+// into the exponent field give 2^n) and Highway's polynomial for e^r. About half the
+// operations of hn::Exp, which also handles subnormals and the whole float range.
+template <class D, class V>
+HWY_INLINE V ExpNormalRange(D d, V x) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const V magic = hn::Set(d, 12583039.0f);  // 1.5·2^23 + 127
+  const V t = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
+  const V n = hn::Sub(t, magic);
+  V r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);  // ln2 in two parts: n·part0 exact
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  // e^r = 1 + r + r²·(c0 + c1·r + ... + c5·r⁵), evaluated in Estrin's order.
+  const V r2 = hn::Mul(r, r);
+  const V c01 = hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f));
+  const V c23 = hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r,
+                           hn::Set(d, 0.0416664853692054748535156f));
+  const V c45 = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r,
+                           hn::Set(d, 0.00139304355252534151077271f));
+  const V poly = hn::MulAdd(hn::MulAdd(c45, r2, c23), r2, c01);
+  const V p = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.0f));
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
+}
+
+// silu(g) = g / (1 + e^-g). The exponent is clamped to ExpNormalRange's domain: for g > 87.3,
+// e^-g underflows against 1 anyway (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result
+// is 0 instead of g / inf-like garbage. NaN propagates through the final product with g.
+template <class D, class V>
+HWY_INLINE V Silu(D d, V g) {
+  const V limit = hn::Set(d, 87.3f);
+  const V one = hn::Set(d, 1.0f);
+  const V e = ExpNormalRange(d, hn::Max(hn::Min(hn::Neg(g), limit), hn::Neg(limit)));
+  const V silu = hn::Div(g, hn::Add(one, e));
+  return hn::IfThenZeroElse(hn::Lt(g, hn::Neg(limit)), silu);
+}
+
+struct AddOp {
+  template <class D, class V>
+  HWY_INLINE V operator()(D, V a, V b) const {
+    return hn::Add(a, b);
+  }
+};
+struct MulOp {
+  template <class D, class V>
+  HWY_INLINE V operator()(D, V a, V b) const {
+    return hn::Mul(a, b);
+  }
+};
+struct SwigluOp {
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, V a, V b) const {
+    return hn::Mul(a, Silu(d, b));
+  }
+};
+struct SiluOp {  // of a; b is ignored
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, V a, V) const {
+    return Silu(d, a);
+  }
+};
+
+template <class Op, typename T>
+HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void* out_ptr) {
+  const T* a = static_cast<const T*>(a_ptr);
+  const T* b = static_cast<const T*>(b_ptr);
+  T* out = static_cast<T*>(out_ptr);
+  const hn::ScalableTag<float> d;
+  const Op op;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    StoreF32(d, op(d, LoadF32(d, a + i), LoadF32(d, b + i)), out + i);
+  }
+  if (i < n) {
+    // The tail through one full vector of stack copies: the same code path for every element.
+    T ta[hn::MaxLanes(d)] = {};
+    T tb[hn::MaxLanes(d)] = {};
+    const std::int64_t rest = n - i;
+    for (std::int64_t j = 0; j < rest; ++j) {
+      ta[j] = a[i + j];
+      tb[j] = b[i + j];
+    }
+    StoreF32(d, op(d, LoadF32(d, ta), LoadF32(d, tb)), ta);
+    for (std::int64_t j = 0; j < rest; ++j) out[i + j] = ta[j];
+  }
+}
+
+void AddF32(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<AddOp, float>(a, b, n, out);
+}
+void AddF16(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<AddOp, F16>(a, b, n, out);
+}
+void AddBF16(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<AddOp, BF16>(a, b, n, out);
+}
+void MulF32(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<MulOp, float>(a, b, n, out);
+}
+void MulF16(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<MulOp, F16>(a, b, n, out);
+}
+void MulBF16(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<MulOp, BF16>(a, b, n, out);
+}
+void SwigluF32(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<SwigluOp, float>(a, b, n, out);
+}
+void SwigluF16(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<SwigluOp, F16>(a, b, n, out);
+}
+void SwigluBF16(const void* a, const void* b, std::int64_t n, void* out) {
+  Rows<SwigluOp, BF16>(a, b, n, out);
+}
+void SiluF32(const float* x, std::int64_t n, float* out) { Rows<SiluOp, float>(x, x, n, out); }
+
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::ops::cpu {
+
+HWY_EXPORT(AddF32);
+HWY_EXPORT(AddF16);
+HWY_EXPORT(AddBF16);
+HWY_EXPORT(MulF32);
+HWY_EXPORT(MulF16);
+HWY_EXPORT(MulBF16);
+HWY_EXPORT(SwigluF32);
+HWY_EXPORT(SwigluF16);
+HWY_EXPORT(SwigluBF16);
+HWY_EXPORT(SiluF32);
+
+namespace {
+
+using RowsFn = void (*)(const void*, const void*, std::int64_t, void*);
+
+// The kernel for the best target of this CPU (looked up per call: a table index, no branch
+// per element).
+RowsFn select(ElementwiseOp op, DataType dtype) {
+  int column = 0;
+  switch (dtype) {
+    case DataType::kFloat32:
+      column = 0;
+      break;
+    case DataType::kFloat16:
+      column = 1;
+      break;
+    case DataType::kBFloat16:
+      column = 2;
+      break;
+    default:
+      throw_internal_error("cpu elementwise kernels", "dtype is not float32/float16/bfloat16");
+  }
+  switch (op) {
+    case ElementwiseOp::kAdd:
+      return column == 0   ? HWY_DYNAMIC_DISPATCH(AddF32)
+             : column == 1 ? HWY_DYNAMIC_DISPATCH(AddF16)
+                           : HWY_DYNAMIC_DISPATCH(AddBF16);
+    case ElementwiseOp::kMul:
+      return column == 0   ? HWY_DYNAMIC_DISPATCH(MulF32)
+             : column == 1 ? HWY_DYNAMIC_DISPATCH(MulF16)
+                           : HWY_DYNAMIC_DISPATCH(MulBF16);
+    case ElementwiseOp::kSwiglu:
+      return column == 0   ? HWY_DYNAMIC_DISPATCH(SwigluF32)
+             : column == 1 ? HWY_DYNAMIC_DISPATCH(SwigluF16)
+                           : HWY_DYNAMIC_DISPATCH(SwigluBF16);
+  }
+  throw_internal_error("cpu elementwise kernels", "unknown operation");
+}
+
+}  // namespace
+
+void elementwise_rows(ElementwiseOp op, DataType dtype, const void* a, const void* b,
+                      std::int64_t n, void* out) {
+  if (n > 0) select(op, dtype)(a, b, n, out);
+}
+
+void silu_f32(const float* x, std::int64_t n, float* out) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(SiluF32)(x, n, out);
+}
+
+}  // namespace tileops::ops::cpu
+#endif  // HWY_ONCE
