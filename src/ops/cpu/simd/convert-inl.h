@@ -62,21 +62,46 @@ HWY_INLINE hn::Vec<D> LoadBF16AsF32(D d, const std::uint16_t* p) {
   return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
 }
 
-// Round-to-nearest-even in integer arithmetic (Highway 1.0's DemoteTo to bfloat16 truncates).
+// v rounded to bfloat16, to nearest even in integer arithmetic (Highway 1.0's DemoteTo to
+// bfloat16 truncates): float32 bits whose upper half is the bfloat16; the lower half is
+// unspecified. NaN stays NaN (quieted).
 template <class D>
-HWY_INLINE void StoreF32AsBF16(D, hn::Vec<D> v, std::uint16_t* p) {
+HWY_INLINE hn::Vec<hn::Rebind<std::uint32_t, D>> RoundToBF16High(D, hn::Vec<D> v) {
   const hn::Rebind<std::uint32_t, D> du32;
-  const hn::Rebind<std::int32_t, D> di32;
-  const hn::Rebind<std::uint16_t, D> du16;
   const auto u = hn::BitCast(du32, v);
   const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
   const auto rounded = hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
-  // NaN test on the bits: Highway 1.0.3's float Ne is ordered on AVX2/AVX3 (false for NaN).
-  const auto abs = hn::BitCast(di32, hn::And(u, hn::Set(du32, 0x7fffffffu)));
-  const auto nan = hn::RebindMask(du32, hn::Gt(abs, hn::Set(di32, 0x7f800000)));
+  // IsNaN is an unordered compare (Highway 1.0.3's float Ne is ordered on AVX2/AVX3).
   const auto quiet = hn::Or(u, hn::Set(du32, 0x00400000u));
-  const auto bits = hn::ShiftRight<16>(hn::IfThenElse(nan, quiet, rounded));
+  return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet, rounded);
+}
+
+template <class D>
+HWY_INLINE void StoreF32AsBF16(D d, hn::Vec<D> v, std::uint16_t* p) {
+  const hn::Rebind<std::int32_t, D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  const auto bits = hn::ShiftRight<16>(RoundToBF16High(d, v));
   hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, p);
+}
+
+// 2·Lanes(d) bfloat16 values at p as two float32 vectors, of the even-indexed and of the
+// odd-indexed elements: each 32-bit pair is split in place, without lane shuffles. For
+// elementwise kernels, which do not care about lane order.
+template <class D>
+HWY_INLINE void LoadBF16PairsAsF32(D d, const std::uint16_t* p, hn::Vec<D>& even, hn::Vec<D>& odd) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const auto pairs = hn::LoadU(du32, reinterpret_cast<const std::uint32_t*>(p));
+  even = hn::BitCast(d, hn::ShiftLeft<16>(pairs));
+  odd = hn::BitCast(d, hn::And(pairs, hn::Set(du32, 0xffff0000u)));
+}
+
+// The inverse of LoadBF16PairsAsF32, rounding like StoreF32AsBF16.
+template <class D>
+HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const auto low = hn::ShiftRight<16>(RoundToBF16High(d, even));
+  const auto high = hn::And(RoundToBF16High(d, odd), hn::Set(du32, 0xffff0000u));
+  hn::StoreU(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p));
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
