@@ -12,7 +12,6 @@
 #include "hwy/highway.h"
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
-#include "hwy/contrib/math/math-inl.h"
 #include "src/ops/cpu/simd/convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
