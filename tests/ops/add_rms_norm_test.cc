@@ -7,11 +7,14 @@
 #include <cmath>
 #include <tuple>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
 namespace tileops::ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -129,25 +132,6 @@ TEST(AddRmsNorm, CachedInstanceIsCorrectOnNewData) {
   }
   auto other = testing::poisoned({5, 100}, DataType::kBFloat16);
   EXPECT_THROW(op(other, other, weight, other, other), Error);
-}
-
-// A bad call raises an Error of `kind` naming `argument` and leaves every output untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const std::vector<const TensorStorage*>& outputs,
-                     const std::string& argument, ErrorKind kind) {
-  std::vector<std::vector<unsigned char>> before;
-  for (const TensorStorage* t : outputs) before.push_back(testing::snapshot(*t));
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), kind) << e.what();
-  }
-  std::size_t i = 0;
-  for (const TensorStorage* t : outputs) {
-    EXPECT_EQ(testing::snapshot(*t), before[i++]) << "output written despite the error";
-  }
 }
 
 TEST(AddRmsNorm, RejectsBadInputs) {

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
@@ -32,6 +33,8 @@ void PrintTo(DataType dtype, std::ostream* os) { *os << name_of(dtype); }
 
 namespace ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -368,21 +371,6 @@ TEST(Cast, CachedInstanceIsCorrectOnNewData) {
   EXPECT_EQ(active_implementation_indices("cast", DeviceType::kCpu), std::vector<int>{0});
   EXPECT_EQ(active_implementation_names("cast", DeviceType::kCpu),
             std::vector<std::string>{"native"});
-}
-
-// A bad call raises an Error of `kind` naming `argument` and leaves `out` untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument,
-                     ErrorKind kind = ErrorKind::kInvalidArgument) {
-  const auto before = testing::snapshot(out);
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), kind) << e.what();
-  }
-  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
 }
 
 TEST(Cast, RejectsBadInputs) {

@@ -8,12 +8,15 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops::ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -174,21 +177,6 @@ TEST(Cat, CachedInstanceIsCorrectOnNewData) {
   EXPECT_THROW(op(one, out), Error);
   const Tensor swapped[] = {first[1].view(), first[0].view()};
   EXPECT_THROW(op(swapped, out), Error);
-}
-
-// A bad call raises an Error of `kind` naming `argument` and leaves `out` untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument,
-                     ErrorKind kind = ErrorKind::kInvalidArgument) {
-  const auto before = testing::snapshot(out);
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), kind) << e.what();
-  }
-  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
 }
 
 TEST(Cat, RejectsBadInputs) {

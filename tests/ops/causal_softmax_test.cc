@@ -11,12 +11,15 @@
 #include <ostream>
 #include <tuple>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops::ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -171,21 +174,6 @@ TEST(CausalSoftmax, CachedInstanceIsCorrectOnNewData) {
   }
   auto other = testing::poisoned({17, 100}, DataType::kFloat32);
   EXPECT_THROW(op(other, other), Error);
-}
-
-// A bad call raises an Error naming `argument` and leaves `out` untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument,
-                     ErrorKind kind) {
-  const auto before = testing::snapshot(out);
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), kind) << e.what();
-  }
-  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
 }
 
 TEST(CausalSoftmax, RejectsBadInputs) {

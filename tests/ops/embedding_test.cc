@@ -8,12 +8,15 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops::ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -35,27 +38,6 @@ Dims out_shape(const Dims& ids_shape, std::int64_t width) {
   Dims shape = ids_shape;
   shape.push_back(width);
   return shape;
-}
-
-// A bad call raises an Error of `kind` naming `argument` (and mentioning every string in
-// `details`) and leaves `out` untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument,
-                     ErrorKind kind = ErrorKind::kInvalidArgument,
-                     const std::vector<std::string>& details = {}) {
-  const auto before = testing::snapshot(out);
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("'" + argument + "'"), std::string::npos) << message;
-    EXPECT_EQ(e.kind(), kind) << message;
-    for (const std::string& detail : details) {
-      EXPECT_NE(message.find(detail), std::string::npos) << "'" << detail << "' in " << message;
-    }
-  }
-  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
 }
 
 using Param = std::tuple<DataType, DataType, std::int64_t, Layout>;

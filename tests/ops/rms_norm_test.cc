@@ -7,11 +7,14 @@
 #include <cmath>
 #include <tuple>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
 namespace tileops::ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -80,19 +83,6 @@ TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
   EXPECT_THROW(op(other, weight, other), Error);
 }
 
-// A bad call raises an Error naming `argument` and leaves `out` untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument) {
-  const auto before = testing::snapshot(out);
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
-}
-
 TEST(RmsNorm, RejectsBadInputs) {
   std::mt19937_64 rng(1);
   auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
@@ -102,8 +92,10 @@ TEST(RmsNorm, RejectsBadInputs) {
   auto out = testing::poisoned({4, 64}, DataType::kFloat32);
   auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
   expect_rejected([&] { rms_norm(input, short_weight, 1e-6, out); }, out, "weight");
-  expect_rejected([&] { rms_norm(int_input, weight, 1e-6, out); }, out, "input");
-  expect_rejected([&] { rms_norm(input, weight, 1e-6, half_out); }, half_out, "out");
+  expect_rejected([&] { rms_norm(int_input, weight, 1e-6, out); }, out, "input",
+                  ErrorKind::kInvalidType);
+  expect_rejected([&] { rms_norm(input, weight, 1e-6, half_out); }, half_out, "out",
+                  ErrorKind::kInvalidType);
   expect_rejected([&] { rms_norm(input, input, 1e-6, out); }, out, "weight");  // rank 2
   expect_rejected([&] { rms_norm(input, weight, -1.0, out); }, out, "eps");
 }

@@ -9,11 +9,14 @@
 #include <limits>
 #include <tuple>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
 namespace tileops::ops {
 namespace {
+
+using testing::expect_rejected;
 
 using testing::Layout;
 
@@ -156,19 +159,6 @@ TEST(ScaledSoftmax, CachedInstanceIsCorrectOnNewData) {
   EXPECT_THROW(op(other, other), Error);
 }
 
-// A bad call raises an Error naming `argument` and leaves `out` untouched.
-template <typename Call>
-void expect_rejected(Call&& call, const TensorStorage& out, const std::string& argument) {
-  const auto before = testing::snapshot(out);
-  try {
-    call();
-    ADD_FAILURE() << "no error raised for a bad '" << argument << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + argument + "'"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(testing::snapshot(out), before) << "output written despite the error";
-}
-
 TEST(ScaledSoftmax, RejectsBadInputs) {
   std::mt19937_64 rng(1);
   auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
@@ -178,8 +168,10 @@ TEST(ScaledSoftmax, RejectsBadInputs) {
   auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
   auto short_out = testing::poisoned({4, 63}, DataType::kFloat32);
   auto scalar_out = testing::poisoned({}, DataType::kFloat32);
-  expect_rejected([&] { scaled_softmax(int_input, 1.0, out); }, out, "input");
-  expect_rejected([&] { scaled_softmax(input, 1.0, half_out); }, half_out, "out");
+  expect_rejected([&] { scaled_softmax(int_input, 1.0, out); }, out, "input",
+                  ErrorKind::kInvalidType);
+  expect_rejected([&] { scaled_softmax(input, 1.0, half_out); }, half_out, "out",
+                  ErrorKind::kInvalidType);
   expect_rejected([&] { scaled_softmax(input, 1.0, short_out); }, short_out, "out");
   expect_rejected([&] { scaled_softmax(scalar, 1.0, scalar_out); }, scalar_out, "input");
   expect_rejected([&] { scaled_softmax(input, kInf, out); }, out, "scale");
