@@ -1,0 +1,53 @@
+#include "python/src/errors.h"
+
+#include <string>
+
+#include "tileops/core/error.h"
+
+namespace tileops::python {
+
+namespace {
+
+PyObject* exception_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument:
+      return PyExc_ValueError;
+    case ErrorKind::kInvalidType:
+      return PyExc_TypeError;
+    case ErrorKind::kUnsupported:
+      return PyExc_NotImplementedError;
+    case ErrorKind::kOutOfMemory:
+      return PyExc_MemoryError;
+    default:
+      return PyExc_RuntimeError;
+  }
+}
+
+}  // namespace
+
+void register_errors(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(exception_for(e.kind()), e.what());
+    }
+  });
+  m.attr("_error_kinds") = py::dict(py::arg("invalid_argument") = py::handle(PyExc_ValueError),
+                                    py::arg("invalid_type") = py::handle(PyExc_TypeError),
+                                    py::arg("unsupported") = py::handle(PyExc_NotImplementedError),
+                                    py::arg("out_of_memory") = py::handle(PyExc_MemoryError),
+                                    py::arg("internal") = py::handle(PyExc_RuntimeError));
+}
+
+Context make_context(std::string_view op, int implementation_index, py::handle stream) {
+  if (!stream.is_none()) {
+    throw_argument_error(ErrorKind::kInvalidArgument, op, "stream", "None on the CPU",
+                         std::string(py::repr(stream)));
+  }
+  Context ctx;
+  ctx.implementation_index = implementation_index;
+  return ctx;
+}
+
+}  // namespace tileops::python

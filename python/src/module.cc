@@ -1,0 +1,18 @@
+// tileops._C: the extension module (errors, tileops._C.ops, the CLI entry).
+#include <pybind11/pybind11.h>
+
+#include "python/src/cli.h"
+#include "python/src/errors.h"
+#include "python/src/ops_bindings.h"
+
+PYBIND11_MODULE(_C, m) {
+  namespace py = pybind11;
+  namespace tp = tileops::python;
+  m.doc() = "tileops C++ extension; use the tileops package.";
+  tp::register_errors(m);
+  py::module_ ops = m.def_submodule("ops", "tileops operators");
+  tp::bind_op_functions(ops);
+  tp::bind_op_classes(ops);
+  tp::bind_cli(m);
+  m.attr("__version__") = TILEOPS_VERSION;
+}

@@ -1,0 +1,48 @@
+// Bindings of tileops::ops as tileops._C.ops: free functions, class forms and the registry.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string_view>
+
+#include "python/src/tensor_interop.h"
+#include "tileops/core/tensor.h"
+
+namespace tileops::python {
+
+// Free functions (ops_functions.cc) and class forms (ops_classes.cc).
+void bind_op_functions(py::module_& ops);
+void bind_op_classes(py::module_& ops);
+
+// Runs `call` with the GIL released (arguments are converted before, results after).
+template <typename Call>
+void run_released(Call&& call) {
+  py::gil_scoped_release release;
+  call();
+}
+
+// What an operator returns for an output argument: the caller's object when given, the
+// allocated one otherwise.
+inline py::object result_of(py::handle given, const PyTensor& tensor) {
+  return given.is_none() ? tensor.keep : py::reinterpret_borrow<py::object>(given);
+}
+
+// Output shapes of the operators that derive them from their inputs (kInvalidArgument when
+// the inputs cannot produce one).
+Dims broadcast_shape(std::string_view op, const Tensor& a, const Tensor& b);
+Dims embedding_shape(std::string_view op, const Tensor& input_ids, const Tensor& weight);
+Dims silu_and_mul_shape(std::string_view op, const Tensor& input, int dim);
+Dims cat_shape(std::string_view op, const std::vector<Tensor>& tensors, int dim);
+
+// cat's inputs: a sequence of tensors (kInvalidType otherwise).
+struct TensorList {
+  std::vector<PyTensor> owners;
+  std::vector<Tensor> views;
+};
+TensorList to_tensor_list(py::handle obj, std::string_view op, std::string_view arg);
+
+// cast's target dtype and optional reinterpretation of uint8 storage as an 8-bit float.
+Tensor reinterpret_as(const Tensor& view, py::handle dtype, std::string_view op,
+                      std::string_view arg);
+
+}  // namespace tileops::python
