@@ -3,11 +3,11 @@
 # are errors). Needs build/release/compile_commands.json (scripts/setup.sh makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.h' '*.cc' '*.c' | grep -E '^(include|src|tests|tools|bench)/')
+mapfile -t files < <(git ls-files '*.h' '*.cc' '*.c' | grep -E '^(include|src|tests|tools|bench|python)/')
 clang-format --dry-run --Werror "${files[@]}"
 echo "lint: clang-format clean (${#files[@]} files)"
 
-mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(src|tools)/.*\.cc$')
+mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(src|tools|python/src)/.*\.cc$')
 log=build/clang-tidy.log
 status=0
 printf '%s\n' "${sources[@]}" |
