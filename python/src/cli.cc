@@ -24,6 +24,7 @@ int run_cli(const std::vector<std::string>& args) {
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   std::vector<char*> argv;
+  argv.reserve(rest.size() + 1);
   for (std::string& arg : rest) argv.push_back(arg.data());
   argv.push_back(nullptr);
   int argc = static_cast<int>(rest.size());

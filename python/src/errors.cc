@@ -26,6 +26,8 @@ PyObject* exception_for(ErrorKind kind) {
 }  // namespace
 
 void register_errors(py::module_& m) {
+  // pybind11 wants a plain function pointer taking the exception_ptr by value.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
