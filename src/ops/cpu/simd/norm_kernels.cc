@@ -186,8 +186,56 @@ void ScaleByWeight(const float* x, const float* w, float scale, std::int64_t n, 
 float SumOfSquaresF16(const void* x, std::int64_t n) {
   return RowSumOfSquares<F16Row>(static_cast<const std::uint16_t*>(x), n);
 }
-float SumOfSquaresBF16(const void* x, std::int64_t n) {
-  return RowSumOfSquares<BF16Row>(static_cast<const std::uint16_t*>(x), n);
+// bfloat16 rows whose order within a sum does not matter are read as split 32-bit pairs, which
+// saves the lane shuffles of widening and narrowing.
+float SumOfSquaresBF16(const void* row, std::int64_t n) {
+  const std::uint16_t* x = static_cast<const std::uint16_t*>(row);
+  const hn::ScalableTag<float> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  auto a0 = hn::Zero(d);
+  auto a1 = hn::Zero(d);
+  auto a2 = hn::Zero(d);
+  auto a3 = hn::Zero(d);
+  std::int64_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    hn::Vec<decltype(d)> e0, o0, e1, o1;
+    LoadBF16PairsAsF32(d, x + i, e0, o0);
+    LoadBF16PairsAsF32(d, x + i + 2 * lanes, e1, o1);
+    a0 = hn::MulAdd(e0, e0, a0);
+    a1 = hn::MulAdd(o0, o0, a1);
+    a2 = hn::MulAdd(e1, e1, a2);
+    a3 = hn::MulAdd(o1, o1, a3);
+  }
+  const float head = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  return head + RowSumOfSquares<BF16Row>(x + i, n - i);
+}
+
+float AddRowsSumOfSquaresBF16(const void* a_row, const void* b_row, std::int64_t n, void* sum_row) {
+  const std::uint16_t* a = static_cast<const std::uint16_t*>(a_row);
+  const std::uint16_t* b = static_cast<const std::uint16_t*>(b_row);
+  std::uint16_t* sum = static_cast<std::uint16_t*>(sum_row);
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<std::uint32_t, decltype(d)> du32;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto high_half = hn::Set(du32, 0xffff0000u);
+  auto a0 = hn::Zero(d);
+  auto a1 = hn::Zero(d);
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    hn::Vec<decltype(d)> ae, ao, be, bo;
+    LoadBF16PairsAsF32(d, a + i, ae, ao);
+    LoadBF16PairsAsF32(d, b + i, be, bo);
+    const auto even = hn::And(RoundToBF16High(d, hn::Add(ae, be)), high_half);
+    const auto odd = hn::And(RoundToBF16High(d, hn::Add(ao, bo)), high_half);
+    hn::StoreU(hn::Or(hn::ShiftRight<16>(even), odd), du32,
+               reinterpret_cast<std::uint32_t*>(sum + i));
+    const auto re = hn::BitCast(d, even);
+    const auto ro = hn::BitCast(d, odd);
+    a0 = hn::MulAdd(re, re, a0);
+    a1 = hn::MulAdd(ro, ro, a1);
+  }
+  const float head = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+  return head + AddRowsSumOfSquaresT<BF16Row>(a + i, b + i, n - i, sum + i);
 }
 
 template <class Row>
@@ -201,9 +249,6 @@ float AddRowsSumOfSquaresF32(const void* a, const void* b, std::int64_t n, void*
 }
 float AddRowsSumOfSquaresF16(const void* a, const void* b, std::int64_t n, void* sum) {
   return AddRowsSumOfSquaresAs<F16Row>(a, b, n, sum);
-}
-float AddRowsSumOfSquaresBF16(const void* a, const void* b, std::int64_t n, void* sum) {
-  return AddRowsSumOfSquaresAs<BF16Row>(a, b, n, sum);
 }
 
 void ScaleRowByWeightF16(const void* x, const float* w, float scale, std::int64_t n, void* out) {
