@@ -49,6 +49,23 @@ class AddRmsNormCpu final : public Operator {
     const std::int64_t out_stride = out.stride(-1);
     const std::int64_t sum_stride = residual_out.stride(-1);
     const bool f32 = dtype == DataType::kFloat32;
+    if (in_stride == 1 && res_stride == 1 && out_stride == 1 && sum_stride == 1) {
+      // Contiguous rows: one pass adds, rounds, stores residual_out and sums the squares of
+      // what it stored; the second normalises residual_out (in cache) into out. No scratch.
+      const auto contiguous_rows = [&](int, std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          void* sum = element_at(residual_out, sum_rows(r));
+          const float mean =
+              add_rows_sum_of_squares(element_at(input, input_rows(r)),
+                                      element_at(residual, residual_rows(r)), dtype, d, sum) /
+              static_cast<float>(d);
+          const float scale = 1.0f / std::sqrt(mean + eps_);
+          scale_row_by_weight(sum, w, scale, dtype, d, element_at(out, out_rows(r)));
+        }
+      };
+      pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d), contiguous_rows);
+      return;
+    }
     const auto rows_of_chunk = [&](int chunk, std::int64_t begin, std::int64_t end) {
       float* a = w + d * (1 + 3 * chunk);
       float* b = a + d;

@@ -1,5 +1,7 @@
-// rms_norm on CPU: rows split over the thread pool; each row is read once from memory into
-// float32 scratch (or used in place when it already is contiguous float32).
+// rms_norm on CPU: rows split over the thread pool. A contiguous row is read from memory once
+// (the second pass finds it in cache) and converted on the fly in both passes; a strided row is
+// first gathered into float32 scratch.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -38,20 +40,35 @@ class RmsNormCpu final : public Operator {
 
     const std::int64_t in_stride = input.stride(-1);
     const std::int64_t out_stride = out.stride(-1);
+    const DataType dtype = input.dtype();
+    if (in_stride == 1 && out_stride == 1) {
+      // Contiguous rows: two fused passes straight over the row, no scratch.
+      pool.parallel_range(
+          rows, std::max<std::int64_t>(1, 16384 / d),
+          [&](int, std::int64_t begin, std::int64_t end) {
+            for (std::int64_t r = begin; r < end; ++r) {
+              const void* x = element_at(input, input_rows(r));
+              const float mean = row_sum_of_squares(x, dtype, d) / static_cast<float>(d);
+              const float scale = 1.0f / std::sqrt(mean + eps_);
+              scale_row_by_weight(x, w, scale, dtype, d, element_at(out, out_rows(r)));
+            }
+          });
+      return;
+    }
     pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d),
                         [&](int chunk, std::int64_t begin, std::int64_t end) {
                           float* scratch = w + d * (1 + chunk);
                           for (std::int64_t r = begin; r < end; ++r) {
-                            const float* x = row_f32(element_at(input, input_rows(r)),
-                                                     input.dtype(), in_stride, d, scratch);
+                            const float* x = row_f32(element_at(input, input_rows(r)), dtype,
+                                                     in_stride, d, scratch);
                             const float mean = sum_of_squares(x, d) / static_cast<float>(d);
                             const float scale = 1.0f / std::sqrt(mean + eps_);
                             void* y = element_at(out, out_rows(r));
-                            if (out.dtype() == DataType::kFloat32 && out_stride == 1) {
+                            if (dtype == DataType::kFloat32 && out_stride == 1) {
                               scale_by_weight(x, w, scale, d, static_cast<float*>(y));
                             } else {
                               scale_by_weight(x, w, scale, d, scratch);
-                              store_f32(scratch, y, out.dtype(), out_stride, d);
+                              store_f32(scratch, y, dtype, out_stride, d);
                             }
                           }
                         });

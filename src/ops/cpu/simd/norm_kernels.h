@@ -1,7 +1,11 @@
-// SIMD row kernels of the normalisation operators (float32 rows).
+// SIMD row kernels of the normalisation operators. The float32 ones work on float32 scratch
+// rows; the fused ones read and write contiguous rows of float32, float16 or bfloat16 directly,
+// so that a row costs two passes and no scratch.
 #pragma once
 
 #include <cstdint>
+
+#include "tileops/core/data_type.h"
 
 namespace tileops::ops::cpu {
 
@@ -13,5 +17,18 @@ void add_rows(const float* a, const float* b, std::int64_t n, float* out);
 
 // out[i] = x[i] · scale · w[i]; out may alias x.
 void scale_by_weight(const float* x, const float* w, float scale, std::int64_t n, float* out);
+
+// Σ x[i]² in float32 of a contiguous row x of dtype (float32, float16 or bfloat16).
+float row_sum_of_squares(const void* x, DataType dtype, std::int64_t n);
+
+// sum[i] = round(a[i] + b[i]) for contiguous rows of dtype, added in float32 and rounded to
+// nearest even; returns Σ sum[i]² of the rounded values. sum may alias a or b.
+float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std::int64_t n,
+                              void* sum);
+
+// out[i] = round(x[i] · scale · w[i]) for contiguous rows x and out of dtype and a float32
+// weight w; out may alias x.
+void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,
+                         void* out);
 
 }  // namespace tileops::ops::cpu
