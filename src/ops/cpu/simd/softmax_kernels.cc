@@ -178,6 +178,21 @@ void SoftmaxRow(const float* x, float scale, std::int64_t n, float* out, const v
   if (!std::isnan(factor)) ScaleRow(out, factor, n, out);
 }
 
+// StoreF32PairsAsBF16 for values known not to be NaN (softmax outputs in [0, 1]): the same
+// round to nearest even, without the NaN select.
+template <class D>
+HWY_INLINE void StoreProbabilityPairsAsBF16(D, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const auto round = [&](hn::Vec<D> v) {
+    const auto u = hn::BitCast(du32, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+    return hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
+  };
+  const auto low = hn::ShiftRight<16>(round(even));
+  const auto high = hn::And(round(odd), hn::Set(du32, 0xffff0000u));
+  hn::StoreU(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p));
+}
+
 // Softmax of a contiguous float16/bfloat16 row in three passes: load, widen and max into
 // float32 scratch; exp and sum in place; scale, round and store. bfloat16 pairs are split in
 // place (see convert-inl.h), so whole blocks of 2·Lanes sit in scratch as [even | odd] halves:
@@ -215,12 +230,16 @@ void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch
   }
 
   const float factor = ExpPass(scratch, scale, m, n, scratch, next, next_bytes);
+  if (std::isnan(factor)) {
+    std::fill(out, out + n, kBF16 ? float_to_bfloat16(factor) : float_to_float16(factor));
+    return;
+  }
   const auto f = hn::Set(d, factor);
   for (i = 0; i < blocks_end; i += 2 * lanes) {
     const auto v0 = hn::Mul(hn::LoadU(d, scratch + i), f);
     const auto v1 = hn::Mul(hn::LoadU(d, scratch + i + lanes), f);
     if constexpr (kBF16) {
-      StoreF32PairsAsBF16(d, v0, v1, out + i);
+      StoreProbabilityPairsAsBF16(d, v0, v1, out + i);
     } else {
       StoreF32AsF16(d, v0, out + i);
       StoreF32AsF16(d, v1, out + i + lanes);
