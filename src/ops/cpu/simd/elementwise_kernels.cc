@@ -51,12 +51,12 @@ HWY_INLINE void StoreF32(D d, hn::Vec<D> v, BF16* p) {
 
 // silu(g) = g / (1 + e^-g). For g > 87.3, e^-g vanishes against 1, so the exponent is clamped
 // there (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result is 0, whatever the
-// out-of-range exponent gave. NaN propagates through the division by g's own value. (An
-// approximate reciprocal with a Newton step measured no faster than the divide here.)
+// out-of-range exponent gave. NaN propagates through the division by g's own value.
+// (An approximate reciprocal with a Newton step measured no faster than the divide here.)
 template <class D, class V>
 HWY_INLINE V Silu(D d, V g) {
   const V limit = hn::Set(d, 87.3f);
-  const V e = ExpNormalRange(d, hn::Neg(hn::Min(g, limit)));
+  const V e = ExpOfNegative(d, hn::Min(g, limit));
   const V silu = hn::Div(g, hn::Add(hn::Set(d, 1.0f), e));
   return hn::IfThenZeroElse(hn::Lt(g, hn::Neg(limit)), silu);
 }
