@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hwy/targets.h"
+#include "tileops/core/float16.h"
 
 namespace tileops::ops::cpu {
 namespace {
@@ -128,6 +129,96 @@ TEST(SoftmaxRow, TailsWithNegativeScale) {
           const double e = std::exp(static_cast<double>(scale) * x[i] - m) / sum;
           EXPECT_NEAR(y[i], e, 2e-6 * e) << "n = " << n << ", scale = " << scale;
         }
+      }
+    }
+  });
+}
+
+// The softmax's own exp over its whole domain x <= 0: within 2 ulp of std::exp down to -87.3 (a
+// dense sweep, random points and tiny magnitudes), exactly 0 below, NaN kept.
+TEST(ExpNonPositiveRow, WithinTwoUlpOfStdExpAndZeroBelow) {
+  for_each_target([] {
+    std::vector<float> x;
+    for (float v = -87.3f; v <= 0.0f; v += 0.00173f) x.push_back(v);
+    std::mt19937_64 rng(12);
+    std::uniform_real_distribution<float> any(-87.3f, 0.0f);
+    std::uniform_real_distribution<float> small(-1e-3f, 0.0f);
+    for (int i = 0; i < 100000; ++i) x.push_back(any(rng));
+    for (int i = 0; i < 10000; ++i) x.push_back(small(rng));
+    x.push_back(-87.3f);
+    x.push_back(-0.0f);
+    x.push_back(0.0f);
+    const std::size_t in_range_end = x.size();
+    for (const float v : {-87.31f, -87.4f, -88.0f, -100.0f, -104.01f, -150.0f, -1000.0f, -1e20f,
+                          -std::numeric_limits<float>::max(), -kInf}) {
+      x.push_back(v);
+    }
+    x.push_back(std::numeric_limits<float>::quiet_NaN());
+    // An odd length, so the tail buffer is exercised too.
+    if (x.size() % 2 == 0) x.insert(x.begin(), -1.0f);
+    std::vector<float> y(x.size(), -1.0f);
+    exp_non_positive_row(x.data(), static_cast<std::int64_t>(x.size()), y.data());
+    const std::size_t offset = x.size() - (in_range_end + 11);
+    std::int64_t worst = 0;
+    float worst_x = 0.0f;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i]));
+        continue;
+      }
+      if (i >= in_range_end + offset) {
+        EXPECT_EQ(y[i], 0.0f) << "x = " << x[i];
+        continue;
+      }
+      const float expected = static_cast<float>(std::exp(static_cast<double>(x[i])));
+      ASSERT_TRUE(std::isfinite(y[i])) << "x = " << x[i];
+      const std::int64_t d = ulp_distance(y[i], expected);
+      if (d > worst) {
+        worst = d;
+        worst_x = x[i];
+      }
+      EXPECT_LE(ulp_distance(y[i], std::exp(x[i])), 2) << "x = " << x[i];
+    }
+    EXPECT_LE(worst, 2) << "worst at x = " << worst_x;
+  });
+}
+
+// Contiguous bfloat16/float16 rows through the fused 16-bit softmax, every length up to 80
+// (paired blocks and tails), in place too: equal to the float32 row softmax of the widened
+// input, rounded once.
+TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
+  for_each_target([] {
+    for (const DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+      const bool bf16 = dtype == DataType::kBFloat16;
+      for (std::int64_t n = 1; n <= 80; ++n) {
+        std::vector<std::uint16_t> x(static_cast<std::size_t>(n));
+        std::vector<float> wide(x.size());
+        for (std::int64_t i = 0; i < n; ++i) {
+          const float v = 0.37f * static_cast<float>((i * 7) % 23) - 4.0f;
+          x[i] = bf16 ? float_to_bfloat16(v) : float_to_float16(v);
+          wide[i] = bf16 ? bfloat16_to_float(x[i]) : float16_to_float(x[i]);
+        }
+        for (const float scale : {0.5f, -1.5f}) {
+          std::vector<float> expected(x.size());
+          softmax_row(wide.data(), scale, n, expected.data());
+          std::vector<float> scratch(x.size());
+          std::vector<std::uint16_t> y = x;
+          softmax_row_16(dtype, y.data(), scale, n, scratch.data(), y.data());
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::uint16_t e =
+                bf16 ? float_to_bfloat16(expected[i]) : float_to_float16(expected[i]);
+            EXPECT_EQ(y[i], e) << "n = " << n << ", i = " << i << ", scale = " << scale;
+          }
+        }
+      }
+      // A NaN anywhere makes the whole row NaN.
+      std::vector<std::uint16_t> x(37, bf16 ? float_to_bfloat16(1.0f) : float_to_float16(1.0f));
+      x[20] = bf16 ? 0x7fc0 : 0x7e00;
+      std::vector<float> scratch(x.size());
+      std::vector<std::uint16_t> y(x.size());
+      softmax_row_16(dtype, x.data(), 1.0f, 37, scratch.data(), y.data());
+      for (const std::uint16_t v : y) {
+        EXPECT_TRUE(std::isnan(bf16 ? bfloat16_to_float(v) : float16_to_float(v)));
       }
     }
   });

@@ -47,6 +47,8 @@ class CausalSoftmaxCpu final : public Operator {
     const std::int64_t in_stride = input.stride(-1);
     const std::int64_t out_stride = out.stride(-1);
     const bool direct_out = out.dtype() == DataType::kFloat32 && out_stride == 1;
+    // Contiguous 16-bit rows convert inside the softmax passes, without a scratch round trip.
+    const bool fused_16 = input.dtype() != DataType::kFloat32 && in_stride == 1 && out_stride == 1;
     const std::int64_t in_size = static_cast<std::int64_t>(input.element_size());
     const std::int64_t out_size = static_cast<std::int64_t>(out.element_size());
     const auto row_of = [rows](std::int64_t k) { return k % 2 == 0 ? k / 2 : rows - 1 - k / 2; };
@@ -57,8 +59,6 @@ class CausalSoftmaxCpu final : public Operator {
       for (std::int64_t k = begin; k < end; ++k) {
         const std::int64_t r = row_of(k);
         const std::int64_t visible = visible_of(r);
-        const float* x =
-            row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, visible, scratch);
         char* y = element_at(out, out_rows(r));
         // Contiguous rows: the next one is fetched while this one computes.
         const void* next = nullptr;
@@ -67,11 +67,17 @@ class CausalSoftmaxCpu final : public Operator {
           next = element_at(input, input_rows(row_of(k + 1)));
           next_bytes = visible_of(row_of(k + 1)) * in_size;
         }
-        if (direct_out) {
-          softmax_row(x, 1.0f, visible, reinterpret_cast<float*>(y), next, next_bytes);
+        const char* x_row = element_at(input, input_rows(r));
+        if (fused_16) {
+          softmax_row_16(input.dtype(), x_row, 1.0f, visible, scratch, y, next, next_bytes);
         } else {
-          softmax_row(x, 1.0f, visible, scratch, next, next_bytes);
-          store_f32(scratch, y, out.dtype(), out_stride, visible);
+          const float* x = row_f32(x_row, input.dtype(), in_stride, visible, scratch);
+          if (direct_out) {
+            softmax_row(x, 1.0f, visible, reinterpret_cast<float*>(y), next, next_bytes);
+          } else {
+            softmax_row(x, 1.0f, visible, scratch, next, next_bytes);
+            store_f32(scratch, y, out.dtype(), out_stride, visible);
+          }
         }
         store_zeros(y + visible * out_stride * out_size, out.element_size(), out_stride,
                     t - visible);

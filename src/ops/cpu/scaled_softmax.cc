@@ -35,16 +35,23 @@ class ScaledSoftmaxCpu final : public Operator {
     const std::int64_t in_stride = input.stride(-1);
     const std::int64_t out_stride = out.stride(-1);
     const bool direct_out = out.dtype() == DataType::kFloat32 && out_stride == 1;
+    // Contiguous 16-bit rows convert inside the softmax passes, without a scratch round trip.
+    const bool fused_16 = input.dtype() != DataType::kFloat32 && in_stride == 1 && out_stride == 1;
     const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
     const auto rows_of_chunk = [&](int chunk, std::int64_t begin, std::int64_t end) {
       float* scratch = lease.as<float>() + d * chunk;
       for (std::int64_t r = begin; r < end; ++r) {
-        const float* x =
-            row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, d, scratch);
-        void* y = element_at(out, out_rows(r));
         // Contiguous rows: the next one is fetched while this one computes.
         const void* next =
             in_stride == 1 && r + 1 < end ? element_at(input, input_rows(r + 1)) : nullptr;
+        if (fused_16) {
+          softmax_row_16(input.dtype(), element_at(input, input_rows(r)), scale_, d, scratch,
+                         element_at(out, out_rows(r)), next, next_bytes);
+          continue;
+        }
+        const float* x =
+            row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, d, scratch);
+        void* y = element_at(out, out_rows(r));
         if (direct_out) {
           softmax_row(x, scale_, d, static_cast<float*>(y), next, next_bytes);
         } else {

@@ -13,6 +13,7 @@
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
 #include "src/ops/cpu/simd/convert-inl.h"
+#include "src/ops/cpu/simd/fast_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
@@ -48,34 +49,10 @@ HWY_INLINE void StoreF32(D d, hn::Vec<D> v, BF16* p) {
   StoreF32AsBF16(d, v, reinterpret_cast<std::uint16_t*>(p));
 }
 
-// e^-m for m in [-87.3, 87.3] (normal results only): m = -n·ln2 - r, |r| <= ln2/2, with n
-// rounded by the float magic-number trick (its low mantissa bits are n + 127, which shifted
-// into the exponent field give 2^n) and Highway's polynomial for e^r (odd terms negated, as
-// r = -(m + n·ln2)). About half the operations of hn::Exp, which also handles subnormals and
-// the whole float range.
-template <class D, class V>
-HWY_INLINE V ExpOfNegative(D d, V m) {
-  const hn::Rebind<std::uint32_t, D> du32;
-  const V magic = hn::Set(d, 12583039.0f);  // 1.5·2^23 + 127
-  const V t = hn::NegMulAdd(m, hn::Set(d, 1.44269504088896341f), magic);
-  const V n = hn::Sub(t, magic);
-  V s = hn::MulAdd(n, hn::Set(d, 0.693145751953125f), m);      // ln2 in two parts: n·part0 exact
-  s = hn::MulAdd(n, hn::Set(d, 1.428606765330187045e-6f), s);  // s = -r
-  // e^r = 1 + r + r²·(c0 + c1·r + ... + c5·r⁵), evaluated in Estrin's order in s = -r.
-  const V s2 = hn::Mul(s, s);
-  const V c01 = hn::MulAdd(hn::Set(d, -0.166666671633720397949219f), s, hn::Set(d, 0.5f));
-  const V c23 = hn::MulAdd(hn::Set(d, -0.00833336077630519866943359f), s,
-                           hn::Set(d, 0.0416664853692054748535156f));
-  const V c45 = hn::MulAdd(hn::Set(d, -0.000198527617612853646278381f), s,
-                           hn::Set(d, 0.00139304355252534151077271f));
-  const V poly = hn::MulAdd(hn::MulAdd(c45, s2, c23), s2, c01);
-  const V p = hn::Add(hn::MulSub(poly, s2, s), hn::Set(d, 1.0f));
-  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
-}
-
 // silu(g) = g / (1 + e^-g). For g > 87.3, e^-g vanishes against 1, so the exponent is clamped
 // there (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result is 0, whatever the
 // out-of-range exponent gave. NaN propagates through the division by g's own value.
+// (An approximate reciprocal with a Newton step measured no faster than the divide here.)
 template <class D, class V>
 HWY_INLINE V Silu(D d, V g) {
   const V limit = hn::Set(d, 87.3f);

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+
+#include "tileops/core/error.h"
+#include "tileops/core/float16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax_kernels.cc"
@@ -12,6 +16,8 @@
 #include "hwy/highway.h"
 // Exp; per-target header, so it must follow highway.h inside the foreach_target pass.
 #include "hwy/contrib/math/math-inl.h"
+#include "src/ops/cpu/simd/convert-inl.h"
+#include "src/ops/cpu/simd/fast_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
@@ -62,6 +68,25 @@ float ScaledMax(const float* x, float scale, std::int64_t n) {
   return m;
 }
 
+// ScaledMax without its NaN tracking (x86 max may drop a NaN), for the row softmax, where a
+// NaN still makes the exp pass's sum NaN, checked once per row.
+HWY_INLINE float ScaledMaxOfNumbers(const float* x, float scale, std::int64_t n) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto s = hn::Set(d, scale);
+  auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto m1 = m0;
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    m0 = hn::Max(m0, hn::Mul(hn::LoadU(d, x + i), s));
+    m1 = hn::Max(m1, hn::Mul(hn::LoadU(d, x + i + lanes), s));
+  }
+  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::Mul(hn::LoadU(d, x + i), s));
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) m = std::max(m, x[i] * scale);
+  return m;
+}
+
 float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, float* out,
                    const void* next, std::int64_t next_bytes) {
   const DF d;
@@ -81,15 +106,15 @@ float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, flo
          b += kLine, ahead += kLine) {
       __builtin_prefetch(ahead, 0, 2);
     }
-    const auto e0 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
-    const auto e1 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i + lanes), s, m));
+    const auto e0 = ExpNonPositive(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
+    const auto e1 = ExpNonPositive(d, hn::MulSub(hn::LoadU(d, x + i + lanes), s, m));
     hn::StoreU(e0, d, out + i);
     hn::StoreU(e1, d, out + i + lanes);
     a0 = hn::Add(a0, e0);
     a1 = hn::Add(a1, e1);
   }
   for (; i + lanes <= n; i += lanes) {
-    const auto e = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
+    const auto e = ExpNonPositive(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
     hn::StoreU(e, d, out + i);
     a0 = hn::Add(a0, e);
   }
@@ -98,7 +123,7 @@ float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, flo
     std::copy(x + i, x + n, buf);
     // The padding lanes must add nothing to the sum.
     const auto e = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(n - i)),
-                                      hn::Exp(d, hn::MulSub(hn::Load(d, buf), s, m)));
+                                      ExpNonPositive(d, hn::MulSub(hn::Load(d, buf), s, m)));
     hn::Store(e, d, buf);
     std::copy(buf, buf + (n - i), out + i);
     a1 = hn::Add(a1, e);
@@ -115,16 +140,124 @@ void ScaleRow(const float* x, float factor, std::int64_t n, float* out) {
   for (; i < n; ++i) out[i] = x[i] * factor;
 }
 
-void SoftmaxRow(const float* x, float scale, std::int64_t n, float* out, const void* next,
-                std::int64_t next_bytes) {
-  const float m = ScaledMax(x, scale, n);
+void ExpNonPositiveRow(const float* x, std::int64_t n, float* out) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(ExpNonPositive(d, hn::LoadU(d, x + i)), d, out + i);
+  }
+  if (i == n) return;
+  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+  std::copy(x + i, x + n, buf);
+  hn::Store(ExpNonPositive(d, hn::Load(d, buf)), d, buf);
+  std::copy(buf, buf + (n - i), out + i);
+}
+
+// The exp pass of a row whose max is m; returns 1 / Σ e, or NaN when the row holds a NaN or
+// +inf or is all -inf (out is then filled with NaN).
+HWY_INLINE float ExpPass(const float* x, float scale, float m, std::int64_t n, float* out,
+                         const void* next, std::int64_t next_bytes) {
   if (!std::isfinite(m)) {
     std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  // The max entry contributes e^0 = 1, so sum >= 1 unless a NaN made it NaN.
+  const float sum = ScaledExpSum(x, scale, m, n, out, next, next_bytes);
+  if (std::isnan(sum)) {
+    std::fill(out, out + n, sum);
+    return sum;
+  }
+  return 1.0f / sum;  // one division per row, none per element
+}
+
+void SoftmaxRow(const float* x, float scale, std::int64_t n, float* out, const void* next,
+                std::int64_t next_bytes) {
+  const float m = ScaledMaxOfNumbers(x, scale, n);
+  const float factor = ExpPass(x, scale, m, n, out, next, next_bytes);
+  if (!std::isnan(factor)) ScaleRow(out, factor, n, out);
+}
+
+// StoreF32PairsAsBF16 for values known not to be NaN (softmax outputs in [0, 1]): the same
+// round to nearest even, without the NaN select.
+template <class D>
+HWY_INLINE void StoreProbabilityPairsAsBF16(D, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const auto round = [&](hn::Vec<D> v) {
+    const auto u = hn::BitCast(du32, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+    return hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
+  };
+  const auto low = hn::ShiftRight<16>(round(even));
+  const auto high = hn::And(round(odd), hn::Set(du32, 0xffff0000u));
+  hn::StoreU(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p));
+}
+
+// Softmax of a contiguous float16/bfloat16 row in three passes: load, widen and max into
+// float32 scratch; exp and sum in place; scale, round and store. bfloat16 pairs are split in
+// place (see convert-inl.h), so whole blocks of 2·Lanes sit in scratch as [even | odd] halves:
+// the order is undone by the last pass, and max and sum do not care about it.
+template <typename T>
+void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch, void* out_ptr,
+                  const void* next, std::int64_t next_bytes) {
+  constexpr bool kBF16 = std::is_same_v<T, hwy::bfloat16_t>;
+  const auto* x = static_cast<const std::uint16_t*>(x_ptr);
+  auto* out = static_cast<std::uint16_t*>(out_ptr);
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto s = hn::Set(d, scale);
+  auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto m1 = m0;
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    hn::Vec<DF> v0, v1;
+    if constexpr (kBF16) {
+      LoadBF16PairsAsF32(d, x + i, v0, v1);
+    } else {
+      v0 = LoadF16AsF32(d, x + i);
+      v1 = LoadF16AsF32(d, x + i + lanes);
+    }
+    hn::StoreU(v0, d, scratch + i);
+    hn::StoreU(v1, d, scratch + i + lanes);
+    m0 = hn::Max(m0, hn::Mul(v0, s));
+    m1 = hn::Max(m1, hn::Mul(v1, s));
+  }
+  const std::int64_t blocks_end = i;
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) {
+    scratch[i] = kBF16 ? bfloat16_to_float(x[i]) : float16_to_float(x[i]);
+    m = std::max(m, scratch[i] * scale);
+  }
+
+  const float factor = ExpPass(scratch, scale, m, n, scratch, next, next_bytes);
+  if (std::isnan(factor)) {
+    std::fill(out, out + n, kBF16 ? float_to_bfloat16(factor) : float_to_float16(factor));
     return;
   }
-  // The max entry contributes e^0 = 1, so sum >= 1: one division per row, none per element.
-  const float sum = ScaledExpSum(x, scale, m, n, out, next, next_bytes);
-  ScaleRow(out, 1.0f / sum, n, out);
+  const auto f = hn::Set(d, factor);
+  for (i = 0; i < blocks_end; i += 2 * lanes) {
+    const auto v0 = hn::Mul(hn::LoadU(d, scratch + i), f);
+    const auto v1 = hn::Mul(hn::LoadU(d, scratch + i + lanes), f);
+    if constexpr (kBF16) {
+      StoreProbabilityPairsAsBF16(d, v0, v1, out + i);
+    } else {
+      StoreF32AsF16(d, v0, out + i);
+      StoreF32AsF16(d, v1, out + i + lanes);
+    }
+  }
+  for (; i < n; ++i) {
+    const float y = scratch[i] * factor;
+    out[i] = kBF16 ? float_to_bfloat16(y) : float_to_float16(y);
+  }
+}
+
+void SoftmaxRowBF16(const void* x, float scale, std::int64_t n, float* scratch, void* out,
+                    const void* next, std::int64_t next_bytes) {
+  SoftmaxRow16<hwy::bfloat16_t>(x, scale, n, scratch, out, next, next_bytes);
+}
+void SoftmaxRowF16(const void* x, float scale, std::int64_t n, float* scratch, void* out,
+                   const void* next, std::int64_t next_bytes) {
+  SoftmaxRow16<hwy::float16_t>(x, scale, n, scratch, out, next, next_bytes);
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
@@ -138,6 +271,25 @@ HWY_EXPORT(ScaledMax);
 HWY_EXPORT(ScaledExpSum);
 HWY_EXPORT(ScaleRow);
 HWY_EXPORT(SoftmaxRow);
+HWY_EXPORT(ExpNonPositiveRow);
+HWY_EXPORT(SoftmaxRowBF16);
+HWY_EXPORT(SoftmaxRowF16);
+
+void exp_non_positive_row(const float* x, std::int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(ExpNonPositiveRow)(x, n, out);
+}
+
+void softmax_row_16(DataType dtype, const void* x, float scale, std::int64_t n, float* scratch,
+                    void* out, const void* next, std::int64_t next_bytes) {
+  switch (dtype) {
+    case DataType::kBFloat16:
+      return HWY_DYNAMIC_DISPATCH(SoftmaxRowBF16)(x, scale, n, scratch, out, next, next_bytes);
+    case DataType::kFloat16:
+      return HWY_DYNAMIC_DISPATCH(SoftmaxRowF16)(x, scale, n, scratch, out, next, next_bytes);
+    default:
+      throw_internal_error("softmax_row_16", "dtype is not float16/bfloat16");
+  }
+}
 
 void exp_row(const float* x, std::int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(ExpRow)(x, n, out);

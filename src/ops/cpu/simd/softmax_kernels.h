@@ -3,11 +3,17 @@
 
 #include <cstdint>
 
+#include "tileops/core/data_type.h"
+
 namespace tileops::ops::cpu {
 
 // out[i] = e^x[i] (Highway's Exp: within 1 ulp of std::exp for x in [-87, 88]; exactly 0 for
 // x < -104 and x = -inf). out may alias x.
 void exp_row(const float* x, std::int64_t n, float* out);
+
+// out[i] = e^x[i] for x[i] <= 0, the exp of the row softmax: within 2 ulp of std::exp down to
+// -87.3 and exactly 0 below (-inf included); NaN stays NaN. out may alias x.
+void exp_non_positive_row(const float* x, std::int64_t n, float* out);
 
 // max_i scale·x[i] in float32, or NaN when any scale·x[i] is NaN (n >= 1).
 float scaled_max(const float* x, float scale, std::int64_t n);
@@ -27,5 +33,11 @@ void scale_row(const float* x, float factor, std::int64_t n, float* out);
 // caller's next row, prefetched during the exp pass (see scaled_exp_sum).
 void softmax_row(const float* x, float scale, std::int64_t n, float* out,
                  const void* next = nullptr, std::int64_t next_bytes = 0);
+
+// softmax_row of a contiguous float16 or bfloat16 row x into the contiguous row out of the same
+// dtype, rounded once to nearest even; scratch: n floats. The conversions run in registers,
+// fused into the first and last passes. out may alias x.
+void softmax_row_16(DataType dtype, const void* x, float scale, std::int64_t n, float* scratch,
+                    void* out, const void* next = nullptr, std::int64_t next_bytes = 0);
 
 }  // namespace tileops::ops::cpu

@@ -1,0 +1,79 @@
+// Per-target exponentials cheaper than Highway's hn::Exp, for the kernels whose arguments are
+// known to be in range: softmax (x·scale − max <= 0) and silu (e^-g, clamped). Include after
+// hwy/highway.h in a foreach_target translation unit; the guard toggles like convert-inl.h's.
+#if defined(TILEOPS_OPS_CPU_SIMD_FAST_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TILEOPS_OPS_CPU_SIMD_FAST_EXP_INL_H_
+#undef TILEOPS_OPS_CPU_SIMD_FAST_EXP_INL_H_
+#else
+#define TILEOPS_OPS_CPU_SIMD_FAST_EXP_INL_H_
+#endif
+
+#include <cstdint>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// e^x for x in [-87.3, 87.3] (normal results only; anything outside is unspecified but never
+// traps): x = n·ln2 + r, |r| <= ln2/2, with n rounded by the float magic-number trick (its low
+// mantissa bits are n + 127, which shifted into the exponent field give 2^n) and Highway's
+// polynomial for e^r. About half the operations of hn::Exp, which also handles subnormals and
+// the whole float range. NaN gives NaN.
+template <class D, class V>
+HWY_INLINE V ExpNormalRange(D d, V x) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const V magic = hn::Set(d, 12583039.0f);  // 1.5·2^23 + 127
+  const V t = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
+  const V n = hn::Sub(t, magic);
+  V r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);  // ln2 in two parts: n·part0 exact
+  r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187045e-6f), r);
+  // e^r = 1 + r + r²·(c0 + c1·r + ... + c5·r⁵), evaluated in Estrin's order.
+  const V r2 = hn::Mul(r, r);
+  const V c01 = hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f));
+  const V c23 = hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r,
+                           hn::Set(d, 0.0416664853692054748535156f));
+  const V c45 = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r,
+                           hn::Set(d, 0.00139304355252534151077271f));
+  const V poly = hn::MulAdd(hn::MulAdd(c45, r2, c23), r2, c01);
+  const V p = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.0f));
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
+}
+
+// e^-m for m in [-87.3, 87.3] (normal results only): m = -n·ln2 - r, |r| <= ln2/2, with n
+// rounded by the float magic-number trick (its low mantissa bits are n + 127, which shifted
+// into the exponent field give 2^n) and Highway's polynomial for e^r (odd terms negated, as
+// r = -(m + n·ln2)). ExpNormalRange of -m with the negation folded into the
+// coefficients (silu).
+template <class D, class V>
+HWY_INLINE V ExpOfNegative(D d, V m) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const V magic = hn::Set(d, 12583039.0f);  // 1.5·2^23 + 127
+  const V t = hn::NegMulAdd(m, hn::Set(d, 1.44269504088896341f), magic);
+  const V n = hn::Sub(t, magic);
+  V s = hn::MulAdd(n, hn::Set(d, 0.693145751953125f), m);      // ln2 in two parts: n·part0 exact
+  s = hn::MulAdd(n, hn::Set(d, 1.428606765330187045e-6f), s);  // s = -r
+  // e^r = 1 + r + r²·(c0 + c1·r + ... + c5·r⁵), evaluated in Estrin's order in s = -r.
+  const V s2 = hn::Mul(s, s);
+  const V c01 = hn::MulAdd(hn::Set(d, -0.166666671633720397949219f), s, hn::Set(d, 0.5f));
+  const V c23 = hn::MulAdd(hn::Set(d, -0.00833336077630519866943359f), s,
+                           hn::Set(d, 0.0416664853692054748535156f));
+  const V c45 = hn::MulAdd(hn::Set(d, -0.000198527617612853646278381f), s,
+                           hn::Set(d, 0.00139304355252534151077271f));
+  const V poly = hn::MulAdd(hn::MulAdd(c45, s2, c23), s2, c01);
+  const V p = hn::Add(hn::MulSub(poly, s2, s), hn::Set(d, 1.0f));
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
+}
+
+// e^x for x <= 0, as softmax needs it: within 2 ulp of std::exp down to -87.3, exactly 0 below
+// (-inf included), where e^x < 1.2e-38 vanishes against a row sum >= 1. NaN gives NaN.
+template <class D, class V>
+HWY_INLINE V ExpNonPositive(D d, V x) {
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), ExpNormalRange(d, x));
+}
+
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // TILEOPS_OPS_CPU_SIMD_FAST_EXP_INL_H_ toggle
