@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/ops/rms_norm.h"
@@ -37,6 +38,19 @@ TEST(Registry, UnknownImplementationIndexIsUnsupported) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("available: {0}"), std::string::npos) << e.what();
   }
+}
+
+TEST(Registry, CpuCallsTakeNoStream) {
+  std::mt19937_64 rng(1);
+  auto x = testing::random_tensor({2, 8}, DataType::kFloat32, rng);
+  auto w = testing::random_tensor({8}, DataType::kFloat32, rng);
+  auto y = testing::poisoned({2, 8}, DataType::kFloat32);
+  int fake_stream = 0;
+  Context ctx;
+  ctx.stream = &fake_stream;
+  testing::expect_rejected([&] { rms_norm(x, w, 1e-6, y, ctx); }, y, "stream");
+  const RmsNorm op(x, w, 1e-6, y);
+  testing::expect_rejected([&] { op(x, w, y, ctx); }, y, "stream");
 }
 
 TEST(OperatorCache, KeyedOnGeometryAndBounded) {

@@ -9,6 +9,7 @@
 namespace tileops::ops {
 
 const Implementation& find_implementation(const Problem& problem, int index);
+void check_stream(const Problem& problem, const Context& ctx);
 
 namespace {
 
@@ -107,6 +108,7 @@ PreparedOperator::PreparedOperator(Problem problem, std::vector<std::string_view
       operator_(cached_operator(problem_, implementation_index)) {}
 
 void PreparedOperator::run(std::span<const Tensor> tensors, const Context& ctx) const {
+  check_stream(problem_, ctx);
   for (std::size_t i = 0; i < problem_.tensors.size(); ++i) {
     const TensorDesc& expected = problem_.tensors[i];
     if (!expected.matches(tensors[i])) {

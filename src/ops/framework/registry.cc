@@ -63,7 +63,15 @@ const Implementation& find_implementation(const Problem& problem, int index) {
                                            " (available: {" + available + "})");
 }
 
+void check_stream(const Problem& problem, const Context& ctx) {
+  if (ctx.stream != nullptr && problem.device().type == DeviceType::kCpu) {
+    throw_argument_error(ErrorKind::kInvalidArgument, problem.op, "stream",
+                         "no stream (null) for CPU tensors", "a stream handle");
+  }
+}
+
 void run_problem(const Problem& problem, std::span<const Tensor> tensors, const Context& ctx) {
+  check_stream(problem, ctx);
   cached_operator(problem, ctx.implementation_index)->run(tensors, ctx);
 }
 
