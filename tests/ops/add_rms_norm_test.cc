@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
@@ -30,20 +31,6 @@ std::vector<double> rounded_sum(const std::vector<double>& x, const std::vector<
   return testing::to_doubles(rounded);
 }
 
-std::vector<double> rms_norm_reference(const std::vector<double>& x, const std::vector<double>& w,
-                                       double eps, std::int64_t width) {
-  std::vector<double> y(x.size());
-  for (std::size_t row = 0; row < x.size() / width; ++row) {
-    double sum = 0.0;
-    for (std::int64_t i = 0; i < width; ++i) sum += x[row * width + i] * x[row * width + i];
-    const double scale = 1.0 / std::sqrt(sum / static_cast<double>(width) + eps);
-    for (std::int64_t i = 0; i < width; ++i) {
-      y[row * width + i] = x[row * width + i] * scale * w[i];
-    }
-  }
-  return y;
-}
-
 // The expected (out, residual_out) of one call.
 struct Expected {
   std::vector<double> out;
@@ -54,7 +41,8 @@ Expected reference(const Tensor& input, const Tensor& residual, const Tensor& we
   Expected e;
   e.residual_out =
       rounded_sum(testing::to_doubles(input), testing::to_doubles(residual), input.dtype());
-  e.out = rms_norm_reference(e.residual_out, testing::to_doubles(weight), eps, input.size(-1));
+  e.out = testing::reference::rms_norm(e.residual_out, testing::to_doubles(weight), eps,
+                                       input.size(-1));
   return e;
 }
 

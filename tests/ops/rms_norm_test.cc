@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
@@ -17,20 +18,6 @@ namespace {
 using testing::expect_rejected;
 
 using testing::Layout;
-
-std::vector<double> reference(const std::vector<double>& x, const std::vector<double>& w,
-                              double eps, std::int64_t width) {
-  std::vector<double> y(x.size());
-  for (std::size_t row = 0; row < x.size() / width; ++row) {
-    double sum = 0.0;
-    for (std::int64_t i = 0; i < width; ++i) sum += x[row * width + i] * x[row * width + i];
-    const double scale = 1.0 / std::sqrt(sum / static_cast<double>(width) + eps);
-    for (std::int64_t i = 0; i < width; ++i) {
-      y[row * width + i] = x[row * width + i] * scale * w[i];
-    }
-  }
-  return y;
-}
 
 using Param = std::tuple<DataType, std::int64_t, Layout>;
 
@@ -44,8 +31,8 @@ TEST_P(RmsNormTest, MatchesFloat64Reference) {
   auto weight = testing::random_tensor({width}, dtype, rng, layout);
   auto out = testing::poisoned(shape, dtype, layout);
   rms_norm(input, weight, 1e-6, out);
-  const auto expected =
-      reference(testing::to_doubles(input), testing::to_doubles(weight), 1e-6, width);
+  const auto expected = testing::reference::rms_norm(testing::to_doubles(input),
+                                                     testing::to_doubles(weight), 1e-6, width);
   EXPECT_EQ(testing::compare(out.view(), expected, testing::tolerance_for(dtype)), "");
 }
 
@@ -60,7 +47,8 @@ TEST(RmsNorm, InPlaceAndMixedWeightDtype) {
   std::mt19937_64 rng(7);
   auto x = testing::random_tensor({9, 130}, DataType::kBFloat16, rng);
   auto w = testing::random_tensor({130}, DataType::kFloat32, rng);
-  const auto expected = reference(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
+  const auto expected =
+      testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
   rms_norm(x, w, 1e-5, x);
   EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)), "");
 }
@@ -76,7 +64,8 @@ TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
     auto w = testing::random_tensor({100}, DataType::kFloat32, rng);
     auto y = testing::poisoned({4, 100}, DataType::kFloat32);
     op(x, w, y);
-    const auto expected = reference(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
+    const auto expected =
+        testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
     EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)), "");
   }
   auto other = testing::poisoned({5, 100}, DataType::kFloat32);
