@@ -7,7 +7,7 @@ preset="${1:-release}"
 
 packages=(build-essential cmake g++ clang-format clang-tidy
           libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev libdlpack-dev
-          python3-numpy python3-torch python3-pybind11 python3-pytest pybind11-dev)
+          python3-numpy python3-torch libtorch-dev python3-pybind11 python3-pytest pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@
 #include "python/src/cli.h"
 #include "python/src/errors.h"
 #include "python/src/ops_bindings.h"
+#include "python/src/tensor_interop.h"
 
 PYBIND11_MODULE(_C, m) {
   namespace py = pybind11;
@@ -14,5 +15,7 @@ PYBIND11_MODULE(_C, m) {
   tp::bind_op_functions(ops);
   tp::bind_op_classes(ops);
   tp::bind_cli(m);
+  m.def("_torch_fast_path", &tp::torch_fast_path_active,
+        "Whether torch tensors are read in C++ (needs torch imported and tileops._torch_view).");
   m.attr("__version__") = TILEOPS_VERSION;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "python/src/torch_facts.h"
 #include "tileops/core/error.h"
 
 namespace tileops::python {
@@ -24,7 +25,21 @@ struct TorchApi {
   std::array<PyObject*, kTorchTypes.size()> dtypes{};
   PyObject* empty = nullptr;
   PyObject* uint8 = nullptr;
+  TorchFactsReader reader = nullptr;  // from tileops._torch_view when it was built
 };
+
+TorchFactsReader load_facts_reader() {
+  PyObject* module = PyImport_ImportModule("tileops._torch_view");
+  if (module == nullptr) {
+    PyErr_Clear();  // not built (no torch headers): the Python path is used
+    return nullptr;
+  }
+  auto owner = py::reinterpret_steal<py::object>(module);
+  py::object capsule = owner.attr("reader");
+  if (capsule.is_none()) return nullptr;  // built for another torch version
+  return reinterpret_cast<TorchFactsReader>(
+      PyCapsule_GetPointer(capsule.ptr(), kTorchFactsCapsule));
+}
 
 const TorchApi* torch_api() {
   static TorchApi api;
@@ -39,6 +54,7 @@ const TorchApi* torch_api() {
   }
   api.uint8 = py::object(module.attr("uint8")).release().ptr();
   api.empty = py::object(module.attr("empty")).release().ptr();
+  api.reader = load_facts_reader();
   api.tensor_type =
       py::object(module.attr("Tensor")).release().ptr();  // set last: marks `api` ready
   return &api;
@@ -87,21 +103,31 @@ void check_strides(const Dims& shape, Dims& strides, std::string_view op, std::s
   }
 }
 
+[[noreturn]] void fail_device(py::handle obj, std::string_view op, std::string_view arg) {
+  static PyObject* const kDevice = PyUnicode_InternFromString("device");
+  std::string device = py::str(obj.attr(py::handle(kDevice)));
+  fail(ErrorKind::kInvalidArgument, op, arg, "a CPU tensor (this build has no CUDA)",
+       "a tensor on " + device);
+}
+
 PyTensor from_torch(py::handle obj, const TorchApi& api, std::string_view op,
                     std::string_view arg) {
+  if (TorchFacts facts; api.reader != nullptr && api.reader(obj.ptr(), &facts)) {
+    if (!facts.is_cpu) fail_device(obj, op, arg);
+    Dims shape(std::span<const std::int64_t>(facts.sizes, facts.rank));
+    Dims strides(std::span<const std::int64_t>(facts.strides, facts.rank));
+    check_strides(shape, strides, op, arg);
+    return {Tensor(facts.data, shape, strides, facts.dtype), Frontend::kTorch,
+            py::reinterpret_borrow<py::object>(obj)};
+  }
   static PyObject* const kIsCpu = PyUnicode_InternFromString("is_cpu");
   static PyObject* const kDtype = PyUnicode_InternFromString("dtype");
   static PyObject* const kDataPtr = PyUnicode_InternFromString("data_ptr");
   static PyObject* const kSize = PyUnicode_InternFromString("size");
   static PyObject* const kStride = PyUnicode_InternFromString("stride");
-  static PyObject* const kDevice = PyUnicode_InternFromString("device");
   py::object is_cpu = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), kIsCpu));
   if (!is_cpu) throw py::error_already_set();
-  if (is_cpu.ptr() != Py_True) {
-    std::string device = py::str(obj.attr(py::handle(kDevice)));
-    fail(ErrorKind::kInvalidArgument, op, arg, "a CPU tensor (this build has no CUDA)",
-         "a tensor on " + device);
-  }
+  if (is_cpu.ptr() != Py_True) fail_device(obj, op, arg);
   py::object dtype = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), kDtype));
   if (!dtype) throw py::error_already_set();
   std::size_t t = 0;
@@ -238,6 +264,11 @@ PyTensor to_tensor(py::handle obj, std::string_view op, std::string_view arg, bo
   }
   fail(ErrorKind::kInvalidType, op, arg, "a tensor (torch.Tensor, numpy.ndarray or DLPack)",
        "an object of type " + type_name(obj));
+}
+
+bool torch_fast_path_active() {
+  const TorchApi* api = torch_api();
+  return api != nullptr && api->reader != nullptr;
 }
 
 PyTensor allocate(Frontend frontend, const Dims& shape, DataType dtype, std::string_view op,

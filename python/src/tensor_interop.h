@@ -40,6 +40,10 @@ PyTensor output(py::handle obj, Frontend frontend, const Dims& shape, DataType d
 // A dtype given as a string ("float8_e4m3fn", "bf16"), a torch.dtype or a numpy dtype.
 DataType parse_dtype(py::handle obj, std::string_view op, std::string_view arg);
 
+// Whether torch tensors are read in C++ (tileops._torch_view loaded) rather than through
+// Python calls. False when torch has not been imported.
+bool torch_fast_path_active();
+
 // Reinterprets a view's element type: only between types of the same size.
 Tensor with_dtype(const Tensor& view, DataType dtype, std::string_view op, std::string_view arg);
 

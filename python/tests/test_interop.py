@@ -93,3 +93,27 @@ def test_empty_tensors_do_not_crash():
             ops.scaled_softmax(empty, 1.0)
         except (ValueError, TypeError):
             pass
+
+
+def test_torch_tensors_are_read_in_cpp():
+    # Built whenever torch's headers exist (scripts/setup.sh installs libtorch-dev); without it
+    # every call pays ~5 Python calls per tensor.
+    import tileops
+    assert tileops._C._torch_fast_path(), (
+        "tileops._torch_view is missing or was built for another torch: rebuild with "
+        "libtorch-dev installed")
+
+
+def test_torch_views_offsets_subclasses_and_layouts():
+    base = torch.arange(60, dtype=torch.float32).reshape(6, 10)
+    view = base[1:, 3:].t()[::2]  # storage offset, transposed, stepped
+    np.testing.assert_array_equal(ops.add(view, view).numpy(), (2 * view).numpy())
+    param = torch.nn.Parameter(make((4, 7), torch.bfloat16), requires_grad=False)
+    assert torch.equal(ops.mul(param, param), param * param)
+    scalar = torch.tensor(3.0)
+    assert ops.add(scalar, scalar).item() == 6.0
+    sparse = torch.eye(3).to_sparse()
+    with pytest.raises(ValueError, match="input"):
+        ops.add(sparse, sparse)
+    with pytest.raises(TypeError, match="complex"):
+        ops.add(torch.zeros(2, dtype=torch.complex64), torch.zeros(2, dtype=torch.complex64))
