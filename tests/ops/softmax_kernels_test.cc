@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -184,10 +185,13 @@ TEST(ExpNonPositiveRow, WithinTwoUlpOfStdExpAndZeroBelow) {
 }
 
 // Contiguous bfloat16/float16 rows through the fused 16-bit softmax, every length up to 80
-// (paired blocks and tails), in place too: equal to the float32 row softmax of the widened
-// input, rounded once.
+// (paired blocks and tails), in place too: the float32 row softmax of the widened input rounded
+// once, up to one unit in the last place where the 16-bit path's coarser exp (relative error
+// 3e-6) falls on the other side of a rounding boundary, which must stay rare.
 TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
   for_each_target([] {
+    std::int64_t compared = 0;
+    std::int64_t off_by_one = 0;
     for (const DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
       const bool bf16 = dtype == DataType::kBFloat16;
       for (std::int64_t n = 1; n <= 80; ++n) {
@@ -207,7 +211,11 @@ TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
           for (std::int64_t i = 0; i < n; ++i) {
             const std::uint16_t e =
                 bf16 ? float_to_bfloat16(expected[i]) : float_to_float16(expected[i]);
-            EXPECT_EQ(y[i], e) << "n = " << n << ", i = " << i << ", scale = " << scale;
+            // Probabilities are positive: adjacent codes are adjacent values.
+            const int distance = std::abs(static_cast<int>(y[i]) - static_cast<int>(e));
+            EXPECT_LE(distance, 1) << "n = " << n << ", i = " << i << ", scale = " << scale;
+            off_by_one += distance;
+            ++compared;
           }
         }
       }
@@ -221,6 +229,7 @@ TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
         EXPECT_TRUE(std::isnan(bf16 ? bfloat16_to_float(v) : float16_to_float(v)));
       }
     }
+    EXPECT_LE(off_by_one * 50, compared) << off_by_one << " of " << compared << " off by one";
   });
 }
 

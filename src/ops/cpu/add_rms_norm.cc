@@ -10,6 +10,7 @@
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/norm_kernels.h"
+#include "src/ops/cpu/streaming.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -52,6 +53,7 @@ class AddRmsNormCpu final : public Operator {
     if (in_stride == 1 && res_stride == 1 && out_stride == 1 && sum_stride == 1) {
       // Contiguous rows: one pass adds, rounds, stores residual_out and sums the squares of
       // what it stored; the second normalises residual_out (in cache) into out. No scratch.
+      const bool stream = stream_stores(out);
       const auto contiguous_rows = [&](int, std::int64_t begin, std::int64_t end) {
         for (std::int64_t r = begin; r < end; ++r) {
           void* sum = element_at(residual_out, sum_rows(r));
@@ -60,7 +62,7 @@ class AddRmsNormCpu final : public Operator {
                                       element_at(residual, residual_rows(r)), dtype, d, sum) /
               static_cast<float>(d);
           const float scale = 1.0f / std::sqrt(mean + eps_);
-          scale_row_by_weight(sum, w, scale, dtype, d, element_at(out, out_rows(r)));
+          scale_row_by_weight(sum, w, scale, dtype, d, element_at(out, out_rows(r)), stream);
         }
       };
       pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d), contiguous_rows);

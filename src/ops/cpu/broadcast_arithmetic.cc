@@ -65,7 +65,7 @@ class BroadcastArithmeticCpu final : public Operator {
       case DataType::kFloat16:
       case DataType::kBFloat16:
         return run_float_elementwise(loop_, add ? ElementwiseOp::kAdd : ElementwiseOp::kMul, dtype_,
-                                     tensors[0].data(), tensors[1].data(), tensors[2].data(), ctx);
+                                     tensors[0].data(), tensors[1].data(), tensors[2], ctx);
       default:
         throw_internal_error("cpu add/mul", "dtype not validated by the contract");
     }

@@ -9,6 +9,7 @@
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/softmax_kernels.h"
+#include "src/ops/cpu/streaming.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -54,6 +55,7 @@ class CausalSoftmaxCpu final : public Operator {
     const auto row_of = [rows](std::int64_t k) { return k % 2 == 0 ? k / 2 : rows - 1 - k / 2; };
     // Row i of the S query rows sees keys [0, T - S + i]; T >= S makes that non-empty.
     const auto visible_of = [&](std::int64_t r) { return t - queries_ + r % queries_ + 1; };
+    const bool stream = stream_stores(out);
     const auto rows_of_chunk = [&](int chunk, std::int64_t begin, std::int64_t end) {
       float* scratch = lease.as<float>() + t * chunk;
       for (std::int64_t k = begin; k < end; ++k) {
@@ -69,11 +71,11 @@ class CausalSoftmaxCpu final : public Operator {
         }
         const char* x_row = element_at(input, input_rows(r));
         if (fused_16) {
-          softmax_row_16(input.dtype(), x_row, 1.0f, visible, scratch, y, next, next_bytes);
+          softmax_row_16(input.dtype(), x_row, 1.0f, visible, scratch, y, next, next_bytes, stream);
         } else {
           const float* x = row_f32(x_row, input.dtype(), in_stride, visible, scratch);
           if (direct_out) {
-            softmax_row(x, 1.0f, visible, reinterpret_cast<float*>(y), next, next_bytes);
+            softmax_row(x, 1.0f, visible, reinterpret_cast<float*>(y), next, next_bytes, stream);
           } else {
             softmax_row(x, 1.0f, visible, scratch, next, next_bytes);
             store_f32(scratch, y, out.dtype(), out_stride, visible);

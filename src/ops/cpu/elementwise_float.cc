@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/streaming.h"
 #include "tileops/runtime/workspace_pool.h"
 
 namespace tileops::ops::cpu {
@@ -24,20 +25,21 @@ const float* stage(const char* src, DataType dtype, std::int64_t stride, std::in
 }  // namespace
 
 void run_float_elementwise(const ElementwiseLoop& loop, ElementwiseOp op, DataType dtype,
-                           const void* a, const void* b, void* out, const Context& ctx) {
+                           const void* a, const void* b, const Tensor& out, const Context& ctx) {
   const std::int64_t sa = loop.inner_stride(0);
   const std::int64_t sb = loop.inner_stride(1);
   const std::int64_t so = loop.inner_stride(2);
   const std::int64_t size = static_cast<std::int64_t>(size_of(dtype));
   const char* a_bytes = static_cast<const char*>(a);
   const char* b_bytes = static_cast<const char*>(b);
-  char* out_bytes = static_cast<char*>(out);
+  char* out_bytes = static_cast<char*>(out.data());
   ThreadPool& pool = ctx.threads();
 
   if (sa == 1 && sb == 1 && so == 1) {
+    const bool stream = stream_stores(out);
     loop.run(pool, [&](int, const std::int64_t* offsets, std::int64_t n) {
       elementwise_rows(op, dtype, a_bytes + offsets[0] * size, b_bytes + offsets[1] * size, n,
-                       out_bytes + offsets[2] * size);
+                       out_bytes + offsets[2] * size, stream);
     });
     return;
   }

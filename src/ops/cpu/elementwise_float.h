@@ -7,12 +7,14 @@
 #include "src/ops/cpu/elementwise_loop.h"
 #include "src/ops/cpu/simd/elementwise_kernels.h"
 #include "tileops/core/data_type.h"
+#include "tileops/core/tensor.h"
 #include "tileops/runtime/context.h"
 
 namespace tileops::ops::cpu {
 
-// a, b, out: the element at offset 0 of each operand; all three of `dtype`.
+// a, b: the element at offset 0 of each input; a, b and out all of `dtype`. A large contiguous
+// out is written with streaming stores (src/ops/cpu/streaming.h).
 void run_float_elementwise(const ElementwiseLoop& loop, ElementwiseOp op, DataType dtype,
-                           const void* a, const void* b, void* out, const Context& ctx);
+                           const void* a, const void* b, const Tensor& out, const Context& ctx);
 
 }  // namespace tileops::ops::cpu

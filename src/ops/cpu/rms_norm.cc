@@ -9,6 +9,7 @@
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/norm_kernels.h"
+#include "src/ops/cpu/streaming.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -43,6 +44,7 @@ class RmsNormCpu final : public Operator {
     const DataType dtype = input.dtype();
     if (in_stride == 1 && out_stride == 1) {
       // Contiguous rows: two fused passes straight over the row, no scratch.
+      const bool stream = stream_stores(out);
       pool.parallel_range(
           rows, std::max<std::int64_t>(1, 16384 / d),
           [&](int, std::int64_t begin, std::int64_t end) {
@@ -50,7 +52,7 @@ class RmsNormCpu final : public Operator {
               const void* x = element_at(input, input_rows(r));
               const float mean = row_sum_of_squares(x, dtype, d) / static_cast<float>(d);
               const float scale = 1.0f / std::sqrt(mean + eps_);
-              scale_row_by_weight(x, w, scale, dtype, d, element_at(out, out_rows(r)));
+              scale_row_by_weight(x, w, scale, dtype, d, element_at(out, out_rows(r)), stream);
             }
           });
       return;

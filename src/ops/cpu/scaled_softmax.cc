@@ -8,6 +8,7 @@
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/softmax_kernels.h"
+#include "src/ops/cpu/streaming.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -38,6 +39,7 @@ class ScaledSoftmaxCpu final : public Operator {
     // Contiguous 16-bit rows convert inside the softmax passes, without a scratch round trip.
     const bool fused_16 = input.dtype() != DataType::kFloat32 && in_stride == 1 && out_stride == 1;
     const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
+    const bool stream = stream_stores(out);
     const auto rows_of_chunk = [&](int chunk, std::int64_t begin, std::int64_t end) {
       float* scratch = lease.as<float>() + d * chunk;
       for (std::int64_t r = begin; r < end; ++r) {
@@ -46,14 +48,14 @@ class ScaledSoftmaxCpu final : public Operator {
             in_stride == 1 && r + 1 < end ? element_at(input, input_rows(r + 1)) : nullptr;
         if (fused_16) {
           softmax_row_16(input.dtype(), element_at(input, input_rows(r)), scale_, d, scratch,
-                         element_at(out, out_rows(r)), next, next_bytes);
+                         element_at(out, out_rows(r)), next, next_bytes, stream);
           continue;
         }
         const float* x =
             row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, d, scratch);
         void* y = element_at(out, out_rows(r));
         if (direct_out) {
-          softmax_row(x, scale_, d, static_cast<float*>(y), next, next_bytes);
+          softmax_row(x, scale_, d, static_cast<float*>(y), next, next_bytes, stream);
         } else {
           softmax_row(x, scale_, d, scratch, next, next_bytes);
           store_f32(scratch, y, out.dtype(), out_stride, d);

@@ -26,8 +26,7 @@ class SiluAndMulCpu final : public Operator {
     const char* first = static_cast<const char*>(tensors[0].data());
     // An empty input may have no data: never offset a null pointer.
     const char* second = first == nullptr ? first : first + second_half_bytes_;
-    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, second, first, tensors[1].data(),
-                          ctx);
+    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, second, first, tensors[1], ctx);
   }
 
  private:

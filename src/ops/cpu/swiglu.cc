@@ -18,7 +18,7 @@ class SwigluCpu final : public Operator {
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, tensors[0].data(),
-                          tensors[1].data(), tensors[2].data(), ctx);
+                          tensors[1].data(), tensors[2], ctx);
   }
 
  private:

@@ -30,6 +30,20 @@ inline constexpr bool kExactF16Vectors = true;
 inline constexpr bool kExactF16Vectors = false;
 #endif
 
+// Stores v at p (any alignment); with `stream`, a vector-aligned p gets a streaming store
+// (src/ops/cpu/streaming.h: the caller fences). Not for vectors under 16 bytes: Highway 1.0.3's
+// x86 Stream writes 16 bytes whatever the vector's size.
+template <class D>
+HWY_INLINE void StoreMaybeStreaming(hn::Vec<D> v, D d, hn::TFromD<D>* p, bool stream) {
+  constexpr std::size_t kBytes = sizeof(hn::TFromD<D>) * hn::MaxLanes(D());
+  constexpr std::uintptr_t kAlignMask = kBytes - 1;
+  if (kBytes % 16 == 0 && stream && (reinterpret_cast<std::uintptr_t>(p) & kAlignMask) == 0) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
 // Lanes(d) float16 values at p (any alignment) as float32.
 template <class D>
 HWY_INLINE hn::Vec<D> LoadF16AsF32(D d, const std::uint16_t* p) {
@@ -44,10 +58,10 @@ HWY_INLINE hn::Vec<D> LoadF16AsF32(D d, const std::uint16_t* p) {
 }
 
 template <class D>
-HWY_INLINE void StoreF32AsF16(D d, hn::Vec<D> v, std::uint16_t* p) {
+HWY_INLINE void StoreF32AsF16(D d, hn::Vec<D> v, std::uint16_t* p, bool stream = false) {
   if constexpr (kExactF16Vectors) {
     const hn::Rebind<hwy::float16_t, D> dh;
-    hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+    StoreMaybeStreaming(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p), stream);
   } else {
     HWY_ALIGN float lanes[hn::MaxLanes(d)];
     hn::Store(v, d, lanes);
@@ -77,11 +91,11 @@ HWY_INLINE hn::Vec<hn::Rebind<std::uint32_t, D>> RoundToBF16High(D, hn::Vec<D> v
 }
 
 template <class D>
-HWY_INLINE void StoreF32AsBF16(D d, hn::Vec<D> v, std::uint16_t* p) {
+HWY_INLINE void StoreF32AsBF16(D d, hn::Vec<D> v, std::uint16_t* p, bool stream = false) {
   const hn::Rebind<std::int32_t, D> di32;
   const hn::Rebind<std::uint16_t, D> du16;
   const auto bits = hn::ShiftRight<16>(RoundToBF16High(d, v));
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, p);
+  StoreMaybeStreaming(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, p, stream);
 }
 
 // 2·Lanes(d) bfloat16 values at p as two float32 vectors, of the even-indexed and of the
@@ -97,11 +111,12 @@ HWY_INLINE void LoadBF16PairsAsF32(D d, const std::uint16_t* p, hn::Vec<D>& even
 
 // The inverse of LoadBF16PairsAsF32, rounding like StoreF32AsBF16.
 template <class D>
-HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p) {
+HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p,
+                                    bool stream = false) {
   const hn::Rebind<std::uint32_t, D> du32;
   const auto low = hn::ShiftRight<16>(RoundToBF16High(d, even));
   const auto high = hn::And(RoundToBF16High(d, odd), hn::Set(du32, 0xffff0000u));
-  hn::StoreU(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p));
+  StoreMaybeStreaming(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p), stream);
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE

@@ -4,6 +4,7 @@
 
 #include <type_traits>
 
+#include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -37,26 +38,33 @@ HWY_INLINE hn::Vec<D> LoadF32(D d, const BF16* p) {
 }
 
 template <class D>
-HWY_INLINE void StoreF32(D d, hn::Vec<D> v, float* p) {
-  hn::StoreU(v, d, p);
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, float* p, bool stream = false) {
+  StoreMaybeStreaming(v, d, p, stream);
 }
 template <class D>
-HWY_INLINE void StoreF32(D d, hn::Vec<D> v, F16* p) {
-  StoreF32AsF16(d, v, reinterpret_cast<std::uint16_t*>(p));
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, F16* p, bool stream = false) {
+  StoreF32AsF16(d, v, reinterpret_cast<std::uint16_t*>(p), stream);
 }
 template <class D>
-HWY_INLINE void StoreF32(D d, hn::Vec<D> v, BF16* p) {
-  StoreF32AsBF16(d, v, reinterpret_cast<std::uint16_t*>(p));
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, BF16* p, bool stream = false) {
+  StoreF32AsBF16(d, v, reinterpret_cast<std::uint16_t*>(p), stream);
 }
 
 // silu(g) = g / (1 + e^-g). For g > 87.3, e^-g vanishes against 1, so the exponent is clamped
 // there (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result is 0, whatever the
 // out-of-range exponent gave. NaN propagates through the division by g's own value.
+// kCoarse: results are rounded to a 16-bit float, so e^-g = 2^(-g·log2 e) to 3e-6 suffices.
 // (An approximate reciprocal with a Newton step measured no faster than the divide here.)
-template <class D, class V>
+template <bool kCoarse, class D, class V>
 HWY_INLINE V Silu(D d, V g) {
   const V limit = hn::Set(d, 87.3f);
-  const V e = ExpOfNegative(d, hn::Min(g, limit));
+  const V clamped = hn::Min(g, limit);
+  V e;
+  if constexpr (kCoarse) {
+    e = Exp2Coarse(d, hn::Mul(clamped, hn::Set(d, -1.44269504088896341f)));
+  } else {
+    e = ExpOfNegative(d, clamped);
+  }
   const V silu = hn::Div(g, hn::Add(hn::Set(d, 1.0f), e));
   return hn::IfThenZeroElse(hn::Lt(g, hn::Neg(limit)), silu);
 }
@@ -73,21 +81,23 @@ struct MulOp {
     return hn::Mul(a, b);
   }
 };
+template <bool kCoarse>
 struct SwigluOp {
   template <class D, class V>
   HWY_INLINE V operator()(D d, V a, V b) const {
-    return hn::Mul(a, Silu(d, b));
+    return hn::Mul(a, Silu<kCoarse>(d, b));
   }
 };
 struct SiluOp {  // of a; b is ignored
   template <class D, class V>
   HWY_INLINE V operator()(D d, V a, V) const {
-    return Silu(d, a);
+    return Silu<false>(d, a);
   }
 };
 
 template <class Op, typename T>
-HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void* out_ptr) {
+HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void* out_ptr,
+                     bool stream) {
   const T* a = static_cast<const T*>(a_ptr);
   const T* b = static_cast<const T*>(b_ptr);
   T* out = static_cast<T*>(out_ptr);
@@ -104,12 +114,13 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
       hn::Vec<decltype(d)> a_even, a_odd, b_even, b_odd;
       LoadBF16PairsAsF32(d, a16 + i, a_even, a_odd);
       LoadBF16PairsAsF32(d, b16 + i, b_even, b_odd);
-      StoreF32PairsAsBF16(d, op(d, a_even, b_even), op(d, a_odd, b_odd), out16 + i);
+      StoreF32PairsAsBF16(d, op(d, a_even, b_even), op(d, a_odd, b_odd), out16 + i, stream);
     }
   }
   for (; i + lanes <= n; i += lanes) {
-    StoreF32(d, op(d, LoadF32(d, a + i), LoadF32(d, b + i)), out + i);
+    StoreF32(d, op(d, LoadF32(d, a + i), LoadF32(d, b + i)), out + i, stream);
   }
+  if (stream) end_streaming_stores();
   if (i < n) {
     // The tail through one full vector of stack copies: the same code path for every element.
     T ta[hn::MaxLanes(d)] = {};
@@ -124,34 +135,36 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
   }
 }
 
-void AddF32(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<AddOp, float>(a, b, n, out);
+void AddF32(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<AddOp, float>(a, b, n, out, stream);
 }
-void AddF16(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<AddOp, F16>(a, b, n, out);
+void AddF16(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<AddOp, F16>(a, b, n, out, stream);
 }
-void AddBF16(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<AddOp, BF16>(a, b, n, out);
+void AddBF16(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<AddOp, BF16>(a, b, n, out, stream);
 }
-void MulF32(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<MulOp, float>(a, b, n, out);
+void MulF32(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<MulOp, float>(a, b, n, out, stream);
 }
-void MulF16(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<MulOp, F16>(a, b, n, out);
+void MulF16(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<MulOp, F16>(a, b, n, out, stream);
 }
-void MulBF16(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<MulOp, BF16>(a, b, n, out);
+void MulBF16(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<MulOp, BF16>(a, b, n, out, stream);
 }
-void SwigluF32(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<SwigluOp, float>(a, b, n, out);
+void SwigluF32(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<SwigluOp<false>, float>(a, b, n, out, stream);
 }
-void SwigluF16(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<SwigluOp, F16>(a, b, n, out);
+void SwigluF16(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<SwigluOp<true>, F16>(a, b, n, out, stream);
 }
-void SwigluBF16(const void* a, const void* b, std::int64_t n, void* out) {
-  Rows<SwigluOp, BF16>(a, b, n, out);
+void SwigluBF16(const void* a, const void* b, std::int64_t n, void* out, bool stream) {
+  Rows<SwigluOp<true>, BF16>(a, b, n, out, stream);
 }
-void SiluF32(const float* x, std::int64_t n, float* out) { Rows<SiluOp, float>(x, x, n, out); }
+void SiluF32(const float* x, std::int64_t n, float* out) {
+  Rows<SiluOp, float>(x, x, n, out, false);
+}
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -172,7 +185,7 @@ HWY_EXPORT(SiluF32);
 
 namespace {
 
-using RowsFn = void (*)(const void*, const void*, std::int64_t, void*);
+using RowsFn = void (*)(const void*, const void*, std::int64_t, void*, bool);
 
 // The kernel for the best target of this CPU (looked up per call: a table index, no branch
 // per element).
@@ -211,8 +224,8 @@ RowsFn select(ElementwiseOp op, DataType dtype) {
 }  // namespace
 
 void elementwise_rows(ElementwiseOp op, DataType dtype, const void* a, const void* b,
-                      std::int64_t n, void* out) {
-  if (n > 0) select(op, dtype)(a, b, n, out);
+                      std::int64_t n, void* out, bool stream) {
+  if (n > 0) select(op, dtype)(a, b, n, out, stream);
 }
 
 void silu_f32(const float* x, std::int64_t n, float* out) {

@@ -19,9 +19,9 @@ enum class ElementwiseOp {
 };
 
 // out[i] = op(a[i], b[i]) for i in [0, n); a, b, out: contiguous, all of `dtype` (float32,
-// float16 or bfloat16).
+// float16 or bfloat16). stream: write out with streaming stores (src/ops/cpu/streaming.h).
 void elementwise_rows(ElementwiseOp op, DataType dtype, const void* a, const void* b,
-                      std::int64_t n, void* out);
+                      std::int64_t n, void* out, bool stream = false);
 
 // out[i] = silu(x[i]) on float32.
 void silu_f32(const float* x, std::int64_t n, float* out);

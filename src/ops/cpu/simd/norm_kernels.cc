@@ -1,5 +1,6 @@
 #include "src/ops/cpu/simd/norm_kernels.h"
 
+#include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
 
@@ -26,8 +27,8 @@ struct F32Row {
     return hn::LoadU(d, p);
   }
   template <class D>
-  static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p) {
-    hn::StoreU(v, d, p);
+  static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p, bool stream) {
+    StoreMaybeStreaming(v, d, p, stream);
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> StoreRounded(D d, hn::Vec<D> v, T* p) {
@@ -45,8 +46,8 @@ struct BF16Row {
     return LoadBF16AsF32(d, p);
   }
   template <class D>
-  static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p) {
-    StoreF32AsBF16(d, v, p);
+  static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p, bool stream) {
+    StoreF32AsBF16(d, v, p, stream);
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> StoreRounded(D d, hn::Vec<D> v, T* p) {
@@ -68,8 +69,8 @@ struct F16Row {
     return LoadF16AsF32(d, p);
   }
   template <class D>
-  static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p) {
-    StoreF32AsF16(d, v, p);
+  static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p, bool stream) {
+    StoreF32AsF16(d, v, p, stream);
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> StoreRounded(D d, hn::Vec<D> v, T* p) {
@@ -149,7 +150,7 @@ float AddRowsSumOfSquaresT(const typename Row::T* a, const typename Row::T* b, s
 
 template <class Row>
 void ScaleRowByWeightT(const typename Row::T* x, const float* w, float scale, std::int64_t n,
-                       typename Row::T* out) {
+                       typename Row::T* out, bool stream) {
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const auto s = hn::Set(d, scale);
@@ -157,12 +158,13 @@ void ScaleRowByWeightT(const typename Row::T* x, const float* w, float scale, st
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
     const auto y0 = hn::Mul(hn::Mul(Row::Load(d, x + i), s), hn::LoadU(d, w + i));
     const auto y1 = hn::Mul(hn::Mul(Row::Load(d, x + i + lanes), s), hn::LoadU(d, w + i + lanes));
-    Row::Store(d, y0, out + i);
-    Row::Store(d, y1, out + i + lanes);
+    Row::Store(d, y0, out + i, stream);
+    Row::Store(d, y1, out + i + lanes, stream);
   }
   for (; i + lanes <= n; i += lanes) {
-    Row::Store(d, hn::Mul(hn::Mul(Row::Load(d, x + i), s), hn::LoadU(d, w + i)), out + i);
+    Row::Store(d, hn::Mul(hn::Mul(Row::Load(d, x + i), s), hn::LoadU(d, w + i)), out + i, stream);
   }
+  if (stream) end_streaming_stores();
   for (; i < n; ++i) out[i] = Row::FromF32(Row::ToF32(x[i]) * scale * w[i]);
 }
 
@@ -178,8 +180,9 @@ void AddRows(const float* a, const float* b, std::int64_t n, float* out) {
   for (; i < n; ++i) out[i] = a[i] + b[i];
 }
 
-void ScaleByWeight(const float* x, const float* w, float scale, std::int64_t n, float* out) {
-  ScaleRowByWeightT<F32Row>(x, w, scale, n, out);
+void ScaleByWeight(const float* x, const float* w, float scale, std::int64_t n, float* out,
+                   bool stream) {
+  ScaleRowByWeightT<F32Row>(x, w, scale, n, out, stream);
 }
 
 // One entry point per dtype, since HWY_EXPORT takes plain functions.
@@ -251,13 +254,15 @@ float AddRowsSumOfSquaresF16(const void* a, const void* b, std::int64_t n, void*
   return AddRowsSumOfSquaresAs<F16Row>(a, b, n, sum);
 }
 
-void ScaleRowByWeightF16(const void* x, const float* w, float scale, std::int64_t n, void* out) {
+void ScaleRowByWeightF16(const void* x, const float* w, float scale, std::int64_t n, void* out,
+                         bool stream) {
   ScaleRowByWeightT<F16Row>(static_cast<const std::uint16_t*>(x), w, scale, n,
-                            static_cast<std::uint16_t*>(out));
+                            static_cast<std::uint16_t*>(out), stream);
 }
-void ScaleRowByWeightBF16(const void* x, const float* w, float scale, std::int64_t n, void* out) {
+void ScaleRowByWeightBF16(const void* x, const float* w, float scale, std::int64_t n, void* out,
+                          bool stream) {
   ScaleRowByWeightT<BF16Row>(static_cast<const std::uint16_t*>(x), w, scale, n,
-                             static_cast<std::uint16_t*>(out));
+                             static_cast<std::uint16_t*>(out), stream);
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
@@ -292,7 +297,7 @@ void add_rows(const float* a, const float* b, std::int64_t n, float* out) {
 }
 
 void scale_by_weight(const float* x, const float* w, float scale, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(ScaleByWeight)(x, w, scale, n, out);
+  HWY_DYNAMIC_DISPATCH(ScaleByWeight)(x, w, scale, n, out, false);
 }
 
 float row_sum_of_squares(const void* x, DataType dtype, std::int64_t n) {
@@ -323,15 +328,15 @@ float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std:
 }
 
 void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,
-                         void* out) {
+                         void* out, bool stream) {
   switch (dtype) {
     case DataType::kFloat32:
       return HWY_DYNAMIC_DISPATCH(ScaleByWeight)(static_cast<const float*>(x), w, scale, n,
-                                                 static_cast<float*>(out));
+                                                 static_cast<float*>(out), stream);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF16)(x, w, scale, n, out);
+      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF16)(x, w, scale, n, out, stream);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightBF16)(x, w, scale, n, out);
+      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightBF16)(x, w, scale, n, out, stream);
     default:
       not_a_float_row();
   }

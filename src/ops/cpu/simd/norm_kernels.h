@@ -27,8 +27,8 @@ float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std:
                               void* sum);
 
 // out[i] = round(x[i] · scale · w[i]) for contiguous rows x and out of dtype and a float32
-// weight w; out may alias x.
+// weight w; out may alias x. stream: write out with streaming stores (src/ops/cpu/streaming.h).
 void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,
-                         void* out);
+                         void* out, bool stream = false);
 
 }  // namespace tileops::ops::cpu

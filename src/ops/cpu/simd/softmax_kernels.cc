@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
 
@@ -87,12 +88,23 @@ HWY_INLINE float ScaledMaxOfNumbers(const float* x, float scale, std::int64_t n)
   return m;
 }
 
-float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, float* out,
-                   const void* next, std::int64_t next_bytes) {
+// e^(x·scale − shift) of each element into out; returns their sum. kCoarse (for 16-bit
+// outputs): computed as 2^((x·scale − shift)·log2 e) by Exp2Coarse.
+template <bool kCoarse>
+HWY_INLINE float ScaledExpSumImpl(const float* x, float scale, float shift, std::int64_t n,
+                                  float* out, const void* next, std::int64_t next_bytes) {
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto s = hn::Set(d, scale);
-  const auto m = hn::Set(d, shift);
+  const float unit = kCoarse ? 1.44269504088896341f : 1.0f;
+  const auto s = hn::Set(d, scale * unit);
+  const auto m = hn::Set(d, shift * unit);
+  const auto exp = [&](hn::Vec<DF> v) {
+    if constexpr (kCoarse) {
+      return Exp2CoarseNonPositive(d, hn::MulSub(v, s, m));
+    } else {
+      return ExpNonPositive(d, hn::MulSub(v, s, m));
+    }
+  };
   auto a0 = hn::Zero(d);
   auto a1 = hn::Zero(d);
   // One prefetch per cache line of this row consumed: the next row arrives at the pace of this
@@ -106,15 +118,15 @@ float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, flo
          b += kLine, ahead += kLine) {
       __builtin_prefetch(ahead, 0, 2);
     }
-    const auto e0 = ExpNonPositive(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
-    const auto e1 = ExpNonPositive(d, hn::MulSub(hn::LoadU(d, x + i + lanes), s, m));
+    const auto e0 = exp(hn::LoadU(d, x + i));
+    const auto e1 = exp(hn::LoadU(d, x + i + lanes));
     hn::StoreU(e0, d, out + i);
     hn::StoreU(e1, d, out + i + lanes);
     a0 = hn::Add(a0, e0);
     a1 = hn::Add(a1, e1);
   }
   for (; i + lanes <= n; i += lanes) {
-    const auto e = ExpNonPositive(d, hn::MulSub(hn::LoadU(d, x + i), s, m));
+    const auto e = exp(hn::LoadU(d, x + i));
     hn::StoreU(e, d, out + i);
     a0 = hn::Add(a0, e);
   }
@@ -122,8 +134,8 @@ float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, flo
     HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
     std::copy(x + i, x + n, buf);
     // The padding lanes must add nothing to the sum.
-    const auto e = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(n - i)),
-                                      ExpNonPositive(d, hn::MulSub(hn::Load(d, buf), s, m)));
+    const auto e =
+        hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(n - i)), exp(hn::Load(d, buf)));
     hn::Store(e, d, buf);
     std::copy(buf, buf + (n - i), out + i);
     a1 = hn::Add(a1, e);
@@ -131,13 +143,26 @@ float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, flo
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
 }
 
-void ScaleRow(const float* x, float factor, std::int64_t n, float* out) {
+float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, float* out,
+                   const void* next, std::int64_t next_bytes) {
+  return ScaledExpSumImpl<false>(x, scale, shift, n, out, next, next_bytes);
+}
+
+HWY_INLINE void ScaleRowImpl(const float* x, float factor, std::int64_t n, float* out,
+                             bool stream) {
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const auto f = hn::Set(d, factor);
   std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), f), d, out + i);
+  for (; i + lanes <= n; i += lanes) {
+    StoreMaybeStreaming(hn::Mul(hn::LoadU(d, x + i), f), d, out + i, stream);
+  }
+  if (stream) end_streaming_stores();
   for (; i < n; ++i) out[i] = x[i] * factor;
+}
+
+void ScaleRow(const float* x, float factor, std::int64_t n, float* out) {
+  ScaleRowImpl(x, factor, n, out, false);
 }
 
 void ExpNonPositiveRow(const float* x, std::int64_t n, float* out) {
@@ -156,6 +181,7 @@ void ExpNonPositiveRow(const float* x, std::int64_t n, float* out) {
 
 // The exp pass of a row whose max is m; returns 1 / Σ e, or NaN when the row holds a NaN or
 // +inf or is all -inf (out is then filled with NaN).
+template <bool kCoarse = false>
 HWY_INLINE float ExpPass(const float* x, float scale, float m, std::int64_t n, float* out,
                          const void* next, std::int64_t next_bytes) {
   if (!std::isfinite(m)) {
@@ -163,7 +189,7 @@ HWY_INLINE float ExpPass(const float* x, float scale, float m, std::int64_t n, f
     return std::numeric_limits<float>::quiet_NaN();
   }
   // The max entry contributes e^0 = 1, so sum >= 1 unless a NaN made it NaN.
-  const float sum = ScaledExpSum(x, scale, m, n, out, next, next_bytes);
+  const float sum = ScaledExpSumImpl<kCoarse>(x, scale, m, n, out, next, next_bytes);
   if (std::isnan(sum)) {
     std::fill(out, out + n, sum);
     return sum;
@@ -172,16 +198,17 @@ HWY_INLINE float ExpPass(const float* x, float scale, float m, std::int64_t n, f
 }
 
 void SoftmaxRow(const float* x, float scale, std::int64_t n, float* out, const void* next,
-                std::int64_t next_bytes) {
+                std::int64_t next_bytes, bool stream) {
   const float m = ScaledMaxOfNumbers(x, scale, n);
   const float factor = ExpPass(x, scale, m, n, out, next, next_bytes);
-  if (!std::isnan(factor)) ScaleRow(out, factor, n, out);
+  if (!std::isnan(factor)) ScaleRowImpl(out, factor, n, out, stream);
 }
 
 // StoreF32PairsAsBF16 for values known not to be NaN (softmax outputs in [0, 1]): the same
 // round to nearest even, without the NaN select.
 template <class D>
-HWY_INLINE void StoreProbabilityPairsAsBF16(D, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p) {
+HWY_INLINE void StoreProbabilityPairsAsBF16(D, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p,
+                                            bool stream) {
   const hn::Rebind<std::uint32_t, D> du32;
   const auto round = [&](hn::Vec<D> v) {
     const auto u = hn::BitCast(du32, v);
@@ -190,7 +217,7 @@ HWY_INLINE void StoreProbabilityPairsAsBF16(D, hn::Vec<D> even, hn::Vec<D> odd, 
   };
   const auto low = hn::ShiftRight<16>(round(even));
   const auto high = hn::And(round(odd), hn::Set(du32, 0xffff0000u));
-  hn::StoreU(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p));
+  StoreMaybeStreaming(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p), stream);
 }
 
 // Softmax of a contiguous float16/bfloat16 row in three passes: load, widen and max into
@@ -199,7 +226,7 @@ HWY_INLINE void StoreProbabilityPairsAsBF16(D, hn::Vec<D> even, hn::Vec<D> odd, 
 // the order is undone by the last pass, and max and sum do not care about it.
 template <typename T>
 void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch, void* out_ptr,
-                  const void* next, std::int64_t next_bytes) {
+                  const void* next, std::int64_t next_bytes, bool stream) {
   constexpr bool kBF16 = std::is_same_v<T, hwy::bfloat16_t>;
   const auto* x = static_cast<const std::uint16_t*>(x_ptr);
   auto* out = static_cast<std::uint16_t*>(out_ptr);
@@ -229,7 +256,7 @@ void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch
     m = std::max(m, scratch[i] * scale);
   }
 
-  const float factor = ExpPass(scratch, scale, m, n, scratch, next, next_bytes);
+  const float factor = ExpPass<true>(scratch, scale, m, n, scratch, next, next_bytes);
   if (std::isnan(factor)) {
     std::fill(out, out + n, kBF16 ? float_to_bfloat16(factor) : float_to_float16(factor));
     return;
@@ -239,12 +266,13 @@ void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch
     const auto v0 = hn::Mul(hn::LoadU(d, scratch + i), f);
     const auto v1 = hn::Mul(hn::LoadU(d, scratch + i + lanes), f);
     if constexpr (kBF16) {
-      StoreProbabilityPairsAsBF16(d, v0, v1, out + i);
+      StoreProbabilityPairsAsBF16(d, v0, v1, out + i, stream);
     } else {
-      StoreF32AsF16(d, v0, out + i);
-      StoreF32AsF16(d, v1, out + i + lanes);
+      StoreF32AsF16(d, v0, out + i, stream);
+      StoreF32AsF16(d, v1, out + i + lanes, stream);
     }
   }
+  if (stream) end_streaming_stores();
   for (; i < n; ++i) {
     const float y = scratch[i] * factor;
     out[i] = kBF16 ? float_to_bfloat16(y) : float_to_float16(y);
@@ -252,12 +280,12 @@ void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch
 }
 
 void SoftmaxRowBF16(const void* x, float scale, std::int64_t n, float* scratch, void* out,
-                    const void* next, std::int64_t next_bytes) {
-  SoftmaxRow16<hwy::bfloat16_t>(x, scale, n, scratch, out, next, next_bytes);
+                    const void* next, std::int64_t next_bytes, bool stream) {
+  SoftmaxRow16<hwy::bfloat16_t>(x, scale, n, scratch, out, next, next_bytes, stream);
 }
 void SoftmaxRowF16(const void* x, float scale, std::int64_t n, float* scratch, void* out,
-                   const void* next, std::int64_t next_bytes) {
-  SoftmaxRow16<hwy::float16_t>(x, scale, n, scratch, out, next, next_bytes);
+                   const void* next, std::int64_t next_bytes, bool stream) {
+  SoftmaxRow16<hwy::float16_t>(x, scale, n, scratch, out, next, next_bytes, stream);
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
@@ -280,12 +308,14 @@ void exp_non_positive_row(const float* x, std::int64_t n, float* out) {
 }
 
 void softmax_row_16(DataType dtype, const void* x, float scale, std::int64_t n, float* scratch,
-                    void* out, const void* next, std::int64_t next_bytes) {
+                    void* out, const void* next, std::int64_t next_bytes, bool stream) {
   switch (dtype) {
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(SoftmaxRowBF16)(x, scale, n, scratch, out, next, next_bytes);
+      return HWY_DYNAMIC_DISPATCH(SoftmaxRowBF16)(x, scale, n, scratch, out, next, next_bytes,
+                                                  stream);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(SoftmaxRowF16)(x, scale, n, scratch, out, next, next_bytes);
+      return HWY_DYNAMIC_DISPATCH(SoftmaxRowF16)(x, scale, n, scratch, out, next, next_bytes,
+                                                 stream);
     default:
       throw_internal_error("softmax_row_16", "dtype is not float16/bfloat16");
   }
@@ -309,8 +339,8 @@ void scale_row(const float* x, float factor, std::int64_t n, float* out) {
 }
 
 void softmax_row(const float* x, float scale, std::int64_t n, float* out, const void* next,
-                 std::int64_t next_bytes) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, scale, n, out, next, next_bytes);
+                 std::int64_t next_bytes, bool stream) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, scale, n, out, next, next_bytes, stream);
 }
 
 }  // namespace tileops::ops::cpu

@@ -1,0 +1,34 @@
+// Streaming (non-temporal) stores for outputs too large to stay in the last-level cache. An
+// ordinary store first reads the line it writes (read-for-ownership), so an operator writing one
+// byte per byte read moves 3 bytes per 2; a streaming store writes whole lines without reading
+// them, as glibc's memcpy does for large copies. Small outputs keep ordinary stores: their
+// consumer finds them in cache.
+#pragma once
+
+#include <cstdint>
+
+#include "tileops/core/tensor.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace tileops::ops::cpu {
+
+// Whether an output of `bytes` should be written with streaming stores: at least 3/4 of the
+// last-level cache (sysconf; 32 MiB when unknown), glibc's threshold for memcpy.
+bool stream_stores(std::int64_t bytes);
+inline bool stream_stores(const Tensor& out) {
+  return stream_stores(out.numel() * static_cast<std::int64_t>(out.element_size()));
+}
+
+// Orders a kernel's streaming stores before whatever the thread does next (they are weakly
+// ordered on x86): a kernel that streamed calls it before it returns, so the pool's completion
+// signal publishes the data.
+inline void end_streaming_stores() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_sfence();
+#endif
+}
+
+}  // namespace tileops::ops::cpu
