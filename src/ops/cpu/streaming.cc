@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 namespace tileops::ops::cpu {
 namespace {
 
@@ -14,11 +16,19 @@ std::int64_t last_level_cache_bytes() {
   return bytes > 0 ? bytes : std::int64_t{32} << 20;
 }
 
+std::atomic<std::int64_t>& threshold() {
+  static std::atomic<std::int64_t> bytes{last_level_cache_bytes() / 4 * 3};
+  return bytes;
+}
+
 }  // namespace
 
 bool stream_stores(std::int64_t bytes) {
-  static const std::int64_t threshold = last_level_cache_bytes() / 4 * 3;
-  return bytes >= threshold;
+  return bytes >= threshold().load(std::memory_order_relaxed);
+}
+
+std::int64_t set_stream_threshold(std::int64_t bytes) {
+  return threshold().exchange(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace tileops::ops::cpu

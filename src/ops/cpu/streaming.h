@@ -18,6 +18,9 @@ namespace tileops::ops::cpu {
 // Whether an output of `bytes` should be written with streaming stores: at least 3/4 of the
 // last-level cache (sysconf; 32 MiB when unknown), glibc's threshold for memcpy.
 bool stream_stores(std::int64_t bytes);
+// Sets the threshold (tests use a small one to reach the streaming paths quickly); returns
+// the previous one.
+std::int64_t set_stream_threshold(std::int64_t bytes);
 inline bool stream_stores(const Tensor& out) {
   return stream_stores(out.numel() * static_cast<std::int64_t>(out.element_size()));
 }
