@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <vector>
 
 #include "src/ops/cpu/streaming.h"
 #include "tests/support/test_tensors.h"
@@ -50,7 +51,7 @@ void expect_streaming_matches_blocks(DataType dtype, std::int64_t x_widths, cons
   // Blocks of rows at the start, the middle and the end.
   constexpr std::int64_t kBlock = 16;
   ASSERT_FALSE(ops::cpu::stream_stores(kBlock * row_bytes));
-  for (const std::int64_t begin : {std::int64_t{0}, rows / 2 + 3, rows - kBlock}) {
+  for (const std::int64_t begin : {std::int64_t{0}, rows / 2, rows - kBlock}) {
     TensorStorage block = poisoned({kBlock, cols}, dtype);
     const Tensor out_rows = whole.view().slice(0, begin, kBlock);
     run(x.view().slice(0, begin, kBlock), other.view().slice(0, begin, kBlock), block);
@@ -95,6 +96,36 @@ TEST_P(StreamingStores, AddRmsNorm) {
 TEST_P(StreamingStores, ScaledSoftmax) {
   expect_streaming_matches_blocks(
       GetParam(), 1, [](auto& x, auto&, auto& out) { ops::scaled_softmax(x, 0.7, out); });
+}
+
+// [rows, T] viewed as [rows / 16, 16, T]: blocks of 16 rows are whole batch entries.
+TEST_P(StreamingStores, CausalSoftmax) {
+  const auto batched = [](const Tensor& t) {
+    const std::int64_t rows = t.shape()[0];
+    const std::int64_t cols = t.shape()[1];
+    return Tensor(t.data(), {rows / 16, 16, cols}, {16 * t.stride(0), t.stride(0), t.stride(1)},
+                  t.dtype());
+  };
+  expect_streaming_matches_blocks(GetParam(), 1, [&](auto& x, auto&, auto& out) {
+    ops::causal_softmax(batched(x), batched(out));
+  });
+}
+
+// Every offset and length around the 16-byte streaming granule: zeros exactly [offset, +n).
+TEST(ZeroBytes, StreamingAndPlainZeroExactlyTheRange) {
+  for (const bool stream : {false, true}) {
+    for (std::size_t offset = 0; offset < 20; ++offset) {
+      for (std::size_t n = 0; n < 80; ++n) {
+        std::vector<unsigned char> buffer(128, 0xAB);
+        ops::cpu::zero_bytes(buffer.data() + offset, n, stream);
+        for (std::size_t i = 0; i < buffer.size(); ++i) {
+          const bool inside = i >= offset && i < offset + n;
+          ASSERT_EQ(buffer[i], inside ? 0 : 0xAB)
+              << "offset " << offset << ", n " << n << ", i " << i;
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, StreamingStores,

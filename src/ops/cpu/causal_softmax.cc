@@ -17,10 +17,11 @@ namespace tileops::ops::cpu {
 namespace {
 
 // dst[i * stride] = +0 for i in [0, n); +0 is all-zero bits in every float dtype.
-void store_zeros(char* dst, std::size_t element_size, std::int64_t stride, std::int64_t n) {
+void store_zeros(char* dst, std::size_t element_size, std::int64_t stride, std::int64_t n,
+                 bool stream) {
   if (n <= 0) return;
   if (stride == 1) {
-    std::memset(dst, 0, element_size * static_cast<std::size_t>(n));
+    zero_bytes(dst, element_size * static_cast<std::size_t>(n), stream);
     return;
   }
   const std::int64_t step = stride * static_cast<std::int64_t>(element_size);
@@ -82,7 +83,7 @@ class CausalSoftmaxCpu final : public Operator {
           }
         }
         store_zeros(y + visible * out_stride * out_size, out.element_size(), out_stride,
-                    t - visible);
+                    t - visible, stream);
       }
     };
     pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / t), rows_of_chunk);

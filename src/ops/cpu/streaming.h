@@ -5,6 +5,7 @@
 // consumer finds them in cache.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tileops/core/tensor.h"
@@ -24,6 +25,9 @@ std::int64_t set_stream_threshold(std::int64_t bytes);
 inline bool stream_stores(const Tensor& out) {
   return stream_stores(out.numel() * static_cast<std::int64_t>(out.element_size()));
 }
+
+// memset(dst, 0, bytes), with streaming stores when `stream` (and fenced).
+void zero_bytes(void* dst, std::size_t bytes, bool stream);
 
 // Orders a kernel's streaming stores before whatever the thread does next (they are weakly
 // ordered on x86): a kernel that streamed calls it before it returns, so the pool's completion
