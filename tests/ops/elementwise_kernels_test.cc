@@ -16,27 +16,14 @@
 #include <random>
 #include <vector>
 
-#include "hwy/targets.h"
 #include "tests/support/reference_ops.h"
+#include "tests/support/simd_targets.h"
 #include "tileops/core/float16.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
-// The targets compiled into the library that this CPU runs (CMakeLists.txt disables SSSE3 and
-// AVX3_DL; the test's own target list may still name them).
-template <typename Body>
-void for_each_target(Body&& body) {
-  for (std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-#if HWY_ARCH_X86
-    if (t == HWY_SSSE3 || t == HWY_AVX3_DL) continue;
-#endif
-    hwy::SetSupportedTargetsForTest(t);
-    SCOPED_TRACE(hwy::TargetName(t));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using testing::for_each_simd_target;
 
 // One storage dtype: its element bits as uint32 (float32: the float's bits).
 struct Format {
@@ -145,7 +132,7 @@ void check_op(ElementwiseOp op, const Format& f) {
 }
 
 TEST(ElementwiseKernels, AddMulSwigluOnEveryTargetAndDtype) {
-  for_each_target([] {
+  for_each_simd_target([] {
     for (const Format& f : kFormats) {
       SCOPED_TRACE(name_of(f.dtype));
       for (ElementwiseOp op : {ElementwiseOp::kAdd, ElementwiseOp::kMul, ElementwiseOp::kSwiglu}) {
@@ -181,7 +168,7 @@ TEST(ElementwiseKernels, SiluOnEveryTarget) {
                   FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0.0f, -0.0f, INFINITY}) {
     x.push_back(v);
   }
-  for_each_target([&] {
+  for_each_simd_target([&] {
     std::vector<float> y(x.size());
     silu_f32(x.data(), static_cast<std::int64_t>(x.size()), y.data());
     int bad = 0;

@@ -15,26 +15,13 @@
 #include <random>
 #include <vector>
 
-#include "hwy/targets.h"
+#include "tests/support/simd_targets.h"
 #include "tileops/core/float16.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
-// The targets compiled into the library that this CPU runs (CMakeLists.txt disables SSSE3 and
-// AVX3_DL; the test's own target list may still name them).
-template <typename Body>
-void for_each_target(Body&& body) {
-  for (std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-#if HWY_ARCH_X86
-    if (t == HWY_SSSE3 || t == HWY_AVX3_DL) continue;
-#endif
-    hwy::SetSupportedTargetsForTest(t);
-    SCOPED_TRACE(hwy::TargetName(t));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using testing::for_each_simd_target;
 
 // A row of one dtype held as raw bits, one element per std::uint32_t for simplicity; packed()
 // lays it out as the dtype, one element of padding in front so that it starts unaligned.
@@ -119,7 +106,7 @@ void expect_sum_near(float got, double expected, std::size_t n) {
 }
 
 TEST(NormKernels, RowSumOfSquaresMatchesFloat64) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::mt19937_64 rng(3);
     for (const DataType dtype : kDtypes) {
       for (const std::size_t n : widths()) {
@@ -136,7 +123,7 @@ TEST(NormKernels, RowSumOfSquaresMatchesFloat64) {
 }
 
 TEST(NormKernels, AddRowsRoundsOnceAndSumsTheRoundedSquares) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::mt19937_64 rng(5);
     for (const DataType dtype : kDtypes) {
       for (const std::size_t n : widths()) {
@@ -179,7 +166,7 @@ TEST(NormKernels, AddRowsRoundsOnceAndSumsTheRoundedSquares) {
 }
 
 TEST(NormKernels, ScaleRowByWeightRoundsOnce) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::mt19937_64 rng(9);
     std::uniform_real_distribution<float> any_weight(-2.0f, 2.0f);
     const float scale = 0.37f;

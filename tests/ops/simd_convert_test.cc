@@ -14,35 +14,13 @@
 #include <random>
 #include <vector>
 
-#include "hwy/targets.h"
+#include "tests/support/simd_targets.h"
 #include "tileops/core/float16.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
-// The targets compiled into the library that this CPU runs (CMakeLists.txt disables SSSE3 and
-// AVX3_DL; the test's own target list may still name them).
-std::vector<std::int64_t> targets() {
-  std::vector<std::int64_t> out;
-  for (std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-#if HWY_ARCH_X86
-    if (t == HWY_SSSE3 || t == HWY_AVX3_DL) continue;
-#endif
-    out.push_back(t);
-  }
-  return out;
-}
-
-// Runs `body` once per target, then restores normal dispatch.
-template <typename Body>
-void for_each_target(Body&& body) {
-  for (std::int64_t t : targets()) {
-    hwy::SetSupportedTargetsForTest(t);
-    SCOPED_TRACE(hwy::TargetName(t));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using testing::for_each_simd_target;
 
 struct Half {
   DataType dtype;
@@ -88,7 +66,7 @@ TEST(SimdConvert, LoadsEveryPatternExactly) {
   std::vector<std::uint16_t> patterns(0x10000);
   for (std::uint32_t p = 0; p < 0x10000; ++p) patterns[p] = static_cast<std::uint16_t>(p);
   std::vector<float> out(0x10000 + 8);
-  for_each_target([&] {
+  for_each_simd_target([&] {
     for (const Half& h : kHalves) {
       SCOPED_TRACE(name_of(h.dtype));
       // Unaligned starts, long rows and short tails; then a strided row.
@@ -129,7 +107,7 @@ TEST(SimdConvert, StoresRoundToNearestEven) {
       }
       ASSERT_EQ(out[n * stride], 0xABCD) << "written past the row";
     };
-    for_each_target([&] {
+    for_each_simd_target([&] {
       expect_stored(0, total, 1);
       expect_stored(1, total - 1, 1);
       expect_stored(5, 33, 1);

@@ -13,24 +13,15 @@
 #include <random>
 #include <vector>
 
-#include "hwy/targets.h"
+#include "tests/support/simd_targets.h"
 #include "tileops/core/float16.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+using testing::for_each_simd_target;
 
-// Runs body once per SIMD target that is both compiled and supported here.
-template <typename Body>
-void for_each_target(Body&& body) {
-  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Distance in units in the last place between two finite floats of the same sign.
 std::int64_t ulp_distance(float a, float b) {
@@ -41,7 +32,7 @@ std::int64_t ulp_distance(float a, float b) {
 // x from -87.3 (e^x just above FLT_MIN) to 88.7 (just below FLT_MAX): a dense sweep plus random
 // points, each within 2 ulp of e^x computed in double and rounded once.
 TEST(ExpRow, WithinTwoUlpOfStdExp) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::vector<float> x;
     for (float v = -87.3f; v <= 88.7f; v += 0.00173f) x.push_back(v);
     std::mt19937_64 rng(11);
@@ -75,7 +66,7 @@ TEST(ExpRow, WithinTwoUlpOfStdExp) {
 // Below -87.3 e^x is subnormal or 0: the kernel returns a tiny non-negative value (never NaN or
 // garbage), and exactly 0 from -104 down to -inf.
 TEST(ExpRow, VeryNegativeInputsGiveZero) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::vector<float> x;
     for (float v = -87.4f; v > -104.0f; v -= 0.01f) x.push_back(v);
     const std::size_t subnormal_end = x.size();
@@ -100,7 +91,7 @@ TEST(ExpRow, VeryNegativeInputsGiveZero) {
 
 // Every tail length goes through the one-vector buffer path; out may alias x.
 TEST(ExpRow, TailsAndInPlace) {
-  for_each_target([] {
+  for_each_simd_target([] {
     for (std::int64_t n = 1; n <= 40; ++n) {
       std::vector<float> x(static_cast<std::size_t>(n));
       for (std::int64_t i = 0; i < n; ++i) x[i] = -3.0f + 0.25f * static_cast<float>(i);
@@ -115,7 +106,7 @@ TEST(ExpRow, TailsAndInPlace) {
 
 // Tails with a negative scale: padding lanes must not leak into the sum.
 TEST(SoftmaxRow, TailsWithNegativeScale) {
-  for_each_target([] {
+  for_each_simd_target([] {
     for (std::int64_t n = 1; n <= 40; ++n) {
       std::vector<float> x(static_cast<std::size_t>(n));
       for (std::int64_t i = 0; i < n; ++i) x[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
@@ -138,7 +129,7 @@ TEST(SoftmaxRow, TailsWithNegativeScale) {
 // The softmax's own exp over its whole domain x <= 0: within 2 ulp of std::exp down to -87.3 (a
 // dense sweep, random points and tiny magnitudes), exactly 0 below, NaN kept.
 TEST(ExpNonPositiveRow, WithinTwoUlpOfStdExpAndZeroBelow) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::vector<float> x;
     for (float v = -87.3f; v <= 0.0f; v += 0.00173f) x.push_back(v);
     std::mt19937_64 rng(12);
@@ -189,7 +180,7 @@ TEST(ExpNonPositiveRow, WithinTwoUlpOfStdExpAndZeroBelow) {
 // once, up to one unit in the last place where the 16-bit path's coarser exp (relative error
 // 3e-6) falls on the other side of a rounding boundary, which must stay rare.
 TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
-  for_each_target([] {
+  for_each_simd_target([] {
     std::int64_t compared = 0;
     std::int64_t off_by_one = 0;
     for (const DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
@@ -234,7 +225,7 @@ TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
 }
 
 TEST(ScaledMax, PropagatesNaNAnywhere) {
-  for_each_target([] {
+  for_each_simd_target([] {
     for (std::int64_t n : {1, 5, 8, 16, 33}) {
       for (std::int64_t at = 0; at < n; ++at) {
         std::vector<float> x(static_cast<std::size_t>(n), 1.0f);
