@@ -20,6 +20,7 @@ Add::Add(const Tensor& input, const Tensor& other, const Tensor& out, int implem
 
 void Add::operator()(const Tensor& input, const Tensor& other, const Tensor& out,
                      const Context& ctx) const {
+  check_arithmetic_memory(kOp, input, other, out);
   const Tensor tensors[] = {input, other, out};
   prepared_.run(tensors, ctx);
 }

@@ -16,6 +16,15 @@ struct OutputNames {
   std::string_view residual_out = "residual_out";
 };
 
+// Outputs may be exactly an input's view (the in-place form) and must not overlap each other or
+// the weight; checked on every call, as data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input, const Tensor& residual, const Tensor& weight,
+                  const Tensor& out, const Tensor& residual_out, OutputNames names = {}) {
+  ArgCheck(kOp).outputs_do_not_overlap(
+      {{input, "input"}, {residual, "residual"}, {weight, "weight"}},
+      {{out, names.out}, {residual_out, names.residual_out}});
+}
+
 Problem make_problem(const Tensor& input, const Tensor& residual, const Tensor& weight, double eps,
                      const Tensor& out, const Tensor& residual_out, OutputNames names = {}) {
   const ArgCheck check(kOp);
@@ -37,6 +46,7 @@ Problem make_problem(const Tensor& input, const Tensor& residual, const Tensor& 
   check.shape_is(residual_out, names.residual_out, input.shape(), "same as input");
   check.writable(out, names.out);
   check.writable(residual_out, names.residual_out);
+  check_memory(input, residual, weight, out, residual_out, names);
   if (!(eps >= 0.0) || !std::isfinite(eps)) {
     check.fail(ErrorKind::kInvalidArgument, "eps", "a finite value >= 0", std::to_string(eps));
   }
@@ -70,6 +80,7 @@ AddRmsNorm::AddRmsNorm(const Tensor& input, const Tensor& residual, const Tensor
 void AddRmsNorm::operator()(const Tensor& input, const Tensor& residual, const Tensor& weight,
                             const Tensor& out, const Tensor& residual_out,
                             const Context& ctx) const {
+  check_memory(input, residual, weight, out, residual_out);
   const Tensor tensors[] = {input, residual, weight, out, residual_out};
   prepared_.run(tensors, ctx);
 }

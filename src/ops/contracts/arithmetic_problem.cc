@@ -18,7 +18,13 @@ Problem arithmetic_problem(std::string_view op, const Tensor& input, const Tenso
   check.dtype_is(out, "out", input.dtype(), "same as input");
   check_broadcast_operands(check, input, "input", other, "other", out, "out");
   check.writable(out, "out");
+  check_arithmetic_memory(op, input, other, out);
   return Problem{op, {TensorDesc::of(input), TensorDesc::of(other), TensorDesc::of(out)}, {}};
+}
+
+void check_arithmetic_memory(std::string_view op, const Tensor& input, const Tensor& other,
+                             const Tensor& out) {
+  ArgCheck(op).outputs_do_not_overlap({{input, "input"}, {other, "other"}}, {{out, "out"}});
 }
 
 }  // namespace tileops::ops

@@ -13,4 +13,9 @@ namespace tileops::ops {
 Problem arithmetic_problem(std::string_view op, const Tensor& input, const Tensor& other,
                            const Tensor& out);
 
+// out may be exactly input's or other's view (in place), and overlap neither otherwise. Part of
+// arithmetic_problem; class forms call it on every call.
+void check_arithmetic_memory(std::string_view op, const Tensor& input, const Tensor& other,
+                             const Tensor& out);
+
 }  // namespace tileops::ops

@@ -24,6 +24,15 @@ std::string_view persistent_input_name(std::size_t i) {
   return names[i];
 }
 
+// out must not overlap any input (checked on every call: data pointers are not part of the
+// cached geometry).
+void check_memory(std::span<const Tensor> tensors, const Tensor& out) {
+  const ArgCheck check(kOp);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    check.outputs_do_not_overlap({{tensors[i], persistent_input_name(i)}}, {{out, "out"}}, false);
+  }
+}
+
 Problem make_problem(std::span<const Tensor> tensors, int dim, const Tensor& out) {
   const ArgCheck check(kOp);
   if (tensors.empty()) {
@@ -61,6 +70,7 @@ Problem make_problem(std::span<const Tensor> tensors, int dim, const Tensor& out
   check.dtype_is(out, "out", first.dtype(), "same as the tensors");
   check.shape_is(out, "out", out_shape, "the tensors' shape with their extents along dim summed");
   check.writable(out, "out");
+  check_memory(tensors, out);
 
   Problem problem{kOp, {}, {static_cast<double>(axis)}};
   problem.tensors.reserve(tensors.size() + 1);
@@ -103,6 +113,7 @@ void Cat::operator()(std::span<const Tensor> tensors, const Tensor& out, const C
                              "built for)",
                          std::to_string(tensors.size()));
   }
+  check_memory(tensors, out);
   prepared_.run(arguments(tensors, out), ctx);
 }
 

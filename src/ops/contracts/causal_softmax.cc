@@ -9,6 +9,12 @@ namespace {
 
 constexpr std::string_view kOp = "causal_softmax";
 
+// Outputs may alias inputs only as allowed by ArgCheck::outputs_do_not_overlap; checked on every
+// call, as data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input, const Tensor& out) {
+  ArgCheck(kOp).outputs_do_not_overlap({{input, "input"}}, {{out, "out"}});
+}
+
 Problem make_problem(const Tensor& input, const Tensor& out) {
   const ArgCheck check(kOp);
   check.usable(input, "input");
@@ -25,6 +31,7 @@ Problem make_problem(const Tensor& input, const Tensor& out) {
   }
   check.shape_is(out, "out", input.shape(), "same as input");
   check.writable(out, "out");
+  check_memory(input, out);
   return Problem{kOp, {TensorDesc::of(input), TensorDesc::of(out)}, {}};
 }
 
@@ -39,6 +46,7 @@ CausalSoftmax::CausalSoftmax(const Tensor& input, const Tensor& out, int impleme
     : prepared_(make_problem(input, out), {"input", "out"}, implementation_index) {}
 
 void CausalSoftmax::operator()(const Tensor& input, const Tensor& out, const Context& ctx) const {
+  check_memory(input, out);
   const Tensor tensors[] = {input, out};
   prepared_.run(tensors, ctx);
 }

@@ -9,6 +9,13 @@ namespace {
 
 constexpr std::string_view kOp = "embedding";
 
+// Outputs may alias inputs only as allowed by ArgCheck::outputs_do_not_overlap; checked on every
+// call, as data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input_ids, const Tensor& weight, const Tensor& out) {
+  ArgCheck(kOp).outputs_do_not_overlap({{input_ids, "input_ids"}, {weight, "weight"}},
+                                       {{out, "out"}}, false);
+}
+
 // The ids' values are data, not geometry: implementations check them (before writing) at run
 // time. Here: dtypes, ranks and shapes only.
 Problem make_problem(const Tensor& input_ids, const Tensor& weight, const Tensor& out) {
@@ -28,6 +35,7 @@ Problem make_problem(const Tensor& input_ids, const Tensor& weight, const Tensor
   out_shape.push_back(weight.size(1));
   check.shape_is(out, "out", out_shape, "input_ids' shape, then weight's embedding dim");
   check.writable(out, "out");
+  check_memory(input_ids, weight, out);
   return Problem{kOp, {TensorDesc::of(input_ids), TensorDesc::of(weight), TensorDesc::of(out)}, {}};
 }
 
@@ -46,6 +54,7 @@ Embedding::Embedding(const Tensor& input_ids, const Tensor& weight, const Tensor
 
 void Embedding::operator()(const Tensor& input_ids, const Tensor& weight, const Tensor& out,
                            const Context& ctx) const {
+  check_memory(input_ids, weight, out);
   const Tensor tensors[] = {input_ids, weight, out};
   prepared_.run(tensors, ctx);
 }

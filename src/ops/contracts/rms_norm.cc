@@ -10,6 +10,12 @@ namespace {
 
 constexpr std::string_view kOp = "rms_norm";
 
+// Outputs may alias inputs only as allowed by ArgCheck::outputs_do_not_overlap; checked on every
+// call, as data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input, const Tensor& weight, const Tensor& out) {
+  ArgCheck(kOp).outputs_do_not_overlap({{input, "input"}, {weight, "weight"}}, {{out, "out"}});
+}
+
 Problem make_problem(const Tensor& input, const Tensor& weight, double eps, const Tensor& out) {
   const ArgCheck check(kOp);
   check.usable(input, "input");
@@ -23,6 +29,7 @@ Problem make_problem(const Tensor& input, const Tensor& weight, double eps, cons
   check.shape_is(weight, "weight", Dims{input.size(-1)}, "the last dim of input");
   check.shape_is(out, "out", input.shape(), "same as input");
   check.writable(out, "out");
+  check_memory(input, weight, out);
   if (!(eps >= 0.0) || !std::isfinite(eps)) {
     check.fail(ErrorKind::kInvalidArgument, "eps", "a finite value >= 0", std::to_string(eps));
   }
@@ -44,6 +51,7 @@ RmsNorm::RmsNorm(const Tensor& input, const Tensor& weight, double eps, const Te
 
 void RmsNorm::operator()(const Tensor& input, const Tensor& weight, const Tensor& out,
                          const Context& ctx) const {
+  check_memory(input, weight, out);
   const Tensor tensors[] = {input, weight, out};
   prepared_.run(tensors, ctx);
 }

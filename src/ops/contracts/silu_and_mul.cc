@@ -9,6 +9,12 @@ namespace {
 
 constexpr std::string_view kOp = "silu_and_mul";
 
+// Outputs may alias inputs only as allowed by ArgCheck::outputs_do_not_overlap; checked on every
+// call, as data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input, const Tensor& out) {
+  ArgCheck(kOp).outputs_do_not_overlap({{input, "input"}}, {{out, "out"}});
+}
+
 Problem make_problem(const Tensor& input, int dim, const Tensor& out) {
   const ArgCheck check(kOp);
   check.usable(input, "input");
@@ -31,6 +37,7 @@ Problem make_problem(const Tensor& input, int dim, const Tensor& out) {
   half[d] /= 2;
   check.shape_is(out, "out", half, "input's shape with half its extent along dim");
   check.writable(out, "out");
+  check_memory(input, out);
   return Problem{kOp, {TensorDesc::of(input), TensorDesc::of(out)}, {static_cast<double>(d)}};
 }
 
@@ -45,6 +52,7 @@ SiluAndMul::SiluAndMul(const Tensor& input, int dim, const Tensor& out, int impl
     : prepared_(make_problem(input, dim, out), {"input", "out"}, implementation_index) {}
 
 void SiluAndMul::operator()(const Tensor& input, const Tensor& out, const Context& ctx) const {
+  check_memory(input, out);
   const Tensor tensors[] = {input, out};
   prepared_.run(tensors, ctx);
 }

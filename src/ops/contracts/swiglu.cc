@@ -7,6 +7,12 @@ namespace {
 
 constexpr std::string_view kOp = "swiglu";
 
+// Outputs may alias inputs only as allowed by ArgCheck::outputs_do_not_overlap; checked on every
+// call, as data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input, const Tensor& gate, const Tensor& out) {
+  ArgCheck(kOp).outputs_do_not_overlap({{input, "input"}, {gate, "gate"}}, {{out, "out"}});
+}
+
 Problem make_problem(const Tensor& input, const Tensor& gate, const Tensor& out) {
   const ArgCheck check(kOp);
   check.usable(input, "input");
@@ -18,6 +24,7 @@ Problem make_problem(const Tensor& input, const Tensor& gate, const Tensor& out)
   check.shape_is(gate, "gate", input.shape(), "same as input");
   check.shape_is(out, "out", input.shape(), "same as input");
   check.writable(out, "out");
+  check_memory(input, gate, out);
   return Problem{kOp, {TensorDesc::of(input), TensorDesc::of(gate), TensorDesc::of(out)}, {}};
 }
 
@@ -33,6 +40,7 @@ Swiglu::Swiglu(const Tensor& input, const Tensor& gate, const Tensor& out, int i
 
 void Swiglu::operator()(const Tensor& input, const Tensor& gate, const Tensor& out,
                         const Context& ctx) const {
+  check_memory(input, gate, out);
   const Tensor tensors[] = {input, gate, out};
   prepared_.run(tensors, ctx);
 }

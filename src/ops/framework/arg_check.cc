@@ -1,6 +1,33 @@
 #include "src/ops/framework/arg_check.h"
 
+#include <cstdint>
+#include <string>
+#include <utility>
+
 namespace tileops::ops {
+namespace {
+
+// Whether the bytes two views can touch intersect; empty views touch nothing. Strides are
+// non-negative (Tensor's invariant), so a view spans [data, data + extent].
+bool byte_ranges_intersect(const Tensor& a, const Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  const auto range = [](const Tensor& t) {
+    std::int64_t last = 0;
+    for (int i = 0; i < t.rank(); ++i) last += (t.shape()[i] - 1) * t.strides()[i];
+    const auto* begin = static_cast<const char*>(t.data());
+    return std::pair{begin, begin + (last + 1) * static_cast<std::int64_t>(t.element_size())};
+  };
+  const auto [a_begin, a_end] = range(a);
+  const auto [b_begin, b_end] = range(b);
+  return a_begin < b_end && b_begin < a_end;
+}
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.data() == b.data() && a.element_size() == b.element_size() && a.shape() == b.shape() &&
+         a.strides() == b.strides();
+}
+
+}  // namespace
 
 void ArgCheck::fail(ErrorKind kind, std::string_view arg, std::string_view expected,
                     std::string_view actual) const {
@@ -77,6 +104,28 @@ void ArgCheck::writable(const Tensor& t, std::string_view arg) const {
     if (t.shape()[i] > 1 && t.strides()[i] == 0) {
       fail(ErrorKind::kInvalidArgument, arg, "an output without zero (broadcast) strides",
            t.describe());
+    }
+  }
+}
+
+void ArgCheck::outputs_do_not_overlap(std::initializer_list<Named> inputs,
+                                      std::initializer_list<Named> outputs, bool in_place) const {
+  for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+    for (const Named& in : inputs) {
+      if (in_place && same_view(out->tensor, in.tensor)) continue;
+      if (byte_ranges_intersect(out->tensor, in.tensor)) {
+        fail(ErrorKind::kInvalidArgument, out->name,
+             "memory apart from '" + std::string(in.name) + "'" +
+                 (in_place ? " (or exactly its view, in place)" : ""),
+             "an overlapping view " + out->tensor.describe());
+      }
+    }
+    for (auto other = outputs.begin(); other != out; ++other) {
+      if (byte_ranges_intersect(out->tensor, other->tensor)) {
+        fail(ErrorKind::kInvalidArgument, out->name,
+             "memory apart from '" + std::string(other->name) + "'",
+             "an overlapping view " + out->tensor.describe());
+      }
     }
   }
 }

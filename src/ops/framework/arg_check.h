@@ -34,6 +34,16 @@ class ArgCheck {
   // An output must not broadcast (stride 0 over an extent > 1).
   void writable(const Tensor& t, std::string_view arg) const;
 
+  struct Named {
+    const Tensor& tensor;
+    std::string_view name;
+  };
+  // Each output may share memory with an input only as exactly the same view (in-place use,
+  // when `in_place` allows it) and with no other output at all. Conservative: views whose byte
+  // ranges intersect count as overlapping even when their elements interleave.
+  void outputs_do_not_overlap(std::initializer_list<Named> inputs,
+                              std::initializer_list<Named> outputs, bool in_place = true) const;
+
   std::string_view op() const { return op_; }
 
  private:
