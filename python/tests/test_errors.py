@@ -80,3 +80,16 @@ def test_no_segfault(op, bad):
         OPS[op](bad)
     except (ValueError, TypeError, NotImplementedError):
         pass
+
+
+def test_partially_overlapping_output_is_rejected_untouched():
+    base = torch.arange(300, dtype=torch.float32)
+    x, out = base[:256].view(4, 64), base[1:257].view(4, 64)
+    before = base.clone()
+    with pytest.raises(ValueError, match="'out'.*overlapping"):
+        ops.scaled_softmax(x, 1.0, out)
+    with pytest.raises(ValueError, match="'out'.*'input'"):
+        ops.add(x, x, out)
+    assert torch.equal(base, before)
+    ops.add(x, x, x)  # exactly in place is allowed
+    assert torch.equal(x, 2 * before[:256].view(4, 64))
