@@ -43,7 +43,9 @@ void write(OpKind kind, AtomicOp atomic, const Operand& value, const Value& tens
   op.sub = static_cast<std::uint8_t>(atomic);
   int v = value.value.id();
   const Type& tensor_type = t.type_of(tensor.id());
-  if (t.is_weak(v) && tensor_type.kind == TypeKind::kTensor) {
+  // Numbers and scalars take the tensor's dtype; tiles must match it (a silent narrowing of a
+  // whole tile is a bug more often than not).
+  if (t.type_of(v).kind == TypeKind::kScalar && tensor_type.kind == TypeKind::kTensor) {
     v = coerce(t, v, tensor_type.dtype, loc);
   }
   op.operands = {v, tensor.id()};
