@@ -30,9 +30,9 @@ struct Options {
   bool debug = false;           // verify after every pass; locations in printed IR
   bool print_ir = false;        // print the IR to stderr before and after each pass
   std::string backend = "auto"; // interp | cpu | cuda | auto (the best available: interp now)
-  std::string dump_dir;         // write <name>-<hash>.tlir (and later sources/binaries) there
+  std::string dump_dir = {};    // write <name>-<hash>.tlir (and later sources/binaries) there
   bool fast_math = false;       // allow reassociation / approximate functions (not interp)
-  std::string target;           // backend target override, e.g. "avx2" or "sm_90"
+  std::string target = {};      // backend target override, e.g. "avx2" or "sm_90"
 
   // Sets an option by its Python/keyword name; unknown names or bad values are errors.
   using Setting = std::variant<bool, std::int64_t, std::string>;
@@ -40,6 +40,9 @@ struct Options {
   // Throws when a value is out of range or the backend is unknown.
   void validate() const;
   std::string key() const;  // every option, canonical order
+
+ private:
+  void set_unchecked(std::string_view name, const Setting& value);
 };
 
 // One runtime argument of a launch.

@@ -1,6 +1,7 @@
 // The stable text form of the IR. One op per line, nested regions indented by two spaces:
 //   %5 = load %3[%4], pad %2 {shape=[128]} : tile<128xf32>
 // Nothing in it depends on pointers or hash-map order, so equal kernels print equally.
+#include <map>
 #include <sstream>
 
 #include "tileops/tl/ir.h"
@@ -32,11 +33,6 @@ std::string list(const std::vector<std::int64_t>& values) {
   return out + "]";
 }
 
-std::string values(const std::vector<int>& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", %" : "%") + std::to_string(ids[i]);
-  return out;
-}
 
 class Printer {
  public:
@@ -46,7 +42,7 @@ class Printer {
     out_ << "kernel @" << f_.name << "(";
     for (std::size_t i = 0; i < f_.params.size(); ++i) {
       const Param& p = f_.params[i];
-      out_ << (i ? ", " : "") << "%" << p.value << ": " << f_.type_of(p.value).to_string();
+ out_ << (i ? ", " : "") << values({p.value}) << ": " << f_.type_of(p.value).to_string();
     }
     out_ << ") {\n";
     region(f_.body, 1);
@@ -58,6 +54,17 @@ class Printer {
   void region(const Region& r, int depth) {
     for (const Op& op : r.ops) this->op(op, depth);
     if (!r.yields.empty()) out_ << indent(depth) << "yield " << values(r.yields) << "\n";
+  }
+
+  // Values are renumbered in order of first appearance, so the text does not depend on how many
+  // values tracing made and passes removed.
+  std::string values(const std::vector<int>& ids) {
+    std::string out;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const auto [it, inserted] = numbers_.emplace(ids[i], static_cast<int>(numbers_.size()));
+      out += (i ? ", %" : "%") + std::to_string(it->second);
+    }
+    return out;
   }
 
   static std::string indent(int depth) { return std::string(2 * depth, ' '); }
@@ -75,16 +82,17 @@ class Printer {
   void attrs(const Op& op) {
     std::vector<std::string> a;
     switch (op.kind) {
-      case OpKind::kConstant:
+      case OpKind::kConstant: {
+        std::ostringstream v;
+        v.precision(17);
         if (is_floating(op.dtype)) {
-          std::ostringstream s;
-          s.precision(17);
-          s << op.number;
-          a.push_back(s.str());
+          v << op.number;
         } else {
-          a.push_back(std::to_string(op.integer));
+          v << op.integer;
         }
+        out_ << " " << v.str();  // `%2 = const 0.5 : f32`
         break;
+      }
       case OpKind::kCast: a.push_back(std::string("round=") + name_of(static_cast<RoundMode>(op.sub)));
         break;
       case OpKind::kReduce: a.push_back("dims=" + list(op.ints));
@@ -146,6 +154,7 @@ class Printer {
   const Function& f_;
   bool locations_;
   std::ostringstream out_;
+  std::map<int, int> numbers_;
 };
 
 }  // namespace

@@ -15,6 +15,14 @@ const T& expect(const Options::Setting& value, std::string_view name, const char
 }  // namespace
 
 Options& Options::set(std::string_view name, const Setting& value) {
+  Options next = *this;  // assigned only when valid: a failed set leaves the options unchanged
+  next.set_unchecked(name, value);
+  next.validate();
+  *this = std::move(next);
+  return *this;
+}
+
+void Options::set_unchecked(std::string_view name, const Setting& value) {
   if (name == "always_compile") {
     always_compile = expect<bool>(value, name, "a bool");
   } else if (name == "opt_level") {
@@ -37,8 +45,6 @@ Options& Options::set(std::string_view name, const Setting& value) {
                          "fast_math, target",
                          "an unknown option name");
   }
-  validate();
-  return *this;
 }
 
 void Options::validate() const {

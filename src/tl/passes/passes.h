@@ -15,6 +15,9 @@ struct Pass {
   std::function<void(Function&)> run;
 };
 
+// Moves every constant to the top of the kernel, deduplicated and in a canonical order.
+void hoist_constants(Function& function);
+
 // Removes pure ops whose results are never used (nested regions included).
 void eliminate_dead_code(Function& function);
 
