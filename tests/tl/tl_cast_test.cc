@@ -27,10 +27,14 @@ double round_ref(double v, tl::RoundMode m) {
       const double d = v - f;
       return d > 0.5 ? f + 1 : (d < 0.5 ? f : (std::fmod(f, 2) == 0 ? f : f + 1));
     }
-    case tl::RoundMode::kFloor: return std::floor(v);
-    case tl::RoundMode::kCeil: return std::ceil(v);
-    case tl::RoundMode::kTrunc: return std::trunc(v);
-    case tl::RoundMode::kHalfAway: return v < 0 ? -std::floor(-v + 0.5) : std::floor(v + 0.5);
+    case tl::RoundMode::kFloor:
+      return std::floor(v);
+    case tl::RoundMode::kCeil:
+      return std::ceil(v);
+    case tl::RoundMode::kTrunc:
+      return std::trunc(v);
+    case tl::RoundMode::kHalfAway:
+      return v < 0 ? -std::floor(-v + 0.5) : std::floor(v + 0.5);
   }
   return v;
 }
@@ -39,8 +43,8 @@ TEST(TlCast, FloatToIntEveryRoundMode) {
   const tl::Kernel k = cast_kernel();
   std::vector<double> values;
   for (int i = -20; i <= 20; ++i) values.push_back(i * 0.25);  // ties at +-0.5, 1.5, ...
-  values.push_back(3e9);   // saturates to int32 max
-  values.push_back(-3e9);  // and min
+  values.push_back(3e9);                                       // saturates to int32 max
+  values.push_back(-3e9);                                      // and min
   const auto n = static_cast<std::int64_t>(values.size());
   TensorStorage x({n}, DataType::kFloat32);
   from_doubles(x, values);
@@ -49,7 +53,8 @@ TEST(TlCast, FloatToIntEveryRoundMode) {
       TensorStorage out = poisoned({n}, DataType::kInt32);
       k.launch(cores, x, out, n, static_cast<int>(m));
       std::vector<double> expected;
-      for (double v : values) expected.push_back(std::clamp(round_ref(v, m), -2147483648.0, 2147483647.0));
+      for (double v : values)
+        expected.push_back(std::clamp(round_ref(v, m), -2147483648.0, 2147483647.0));
       EXPECT_EQ(compare(out, expected, {0, 0}), "") << tl::name_of(m) << " cores " << cores;
     }
   }
@@ -82,10 +87,18 @@ TEST(TlCast, Float32ToFloat16EveryRoundMode) {
       const double dl = v - l, dh = h - v;
       double e = 0;
       switch (m) {
-        case tl::RoundMode::kFloor: e = l; break;
-        case tl::RoundMode::kCeil: e = h; break;
-        case tl::RoundMode::kTrunc: e = v > 0 ? l : h; break;
-        case tl::RoundMode::kHalfAway: e = dl < dh ? l : (dh < dl ? h : (v > 0 ? h : l)); break;
+        case tl::RoundMode::kFloor:
+          e = l;
+          break;
+        case tl::RoundMode::kCeil:
+          e = h;
+          break;
+        case tl::RoundMode::kTrunc:
+          e = v > 0 ? l : h;
+          break;
+        case tl::RoundMode::kHalfAway:
+          e = dl < dh ? l : (dh < dl ? h : (v > 0 ? h : l));
+          break;
         case tl::RoundMode::kRint: {
           std::uint16_t lb = float_to_float16(static_cast<float>(l));
           e = dl < dh ? l : (dh < dl ? h : ((lb & 1) == 0 ? l : h));

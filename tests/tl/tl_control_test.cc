@@ -11,21 +11,22 @@ const DataType i64 = DataType::kInt64;
 
 TEST(TlControl, VarsBecomeLoopCarriedValues) {
   // out[0] = sum_{i<n} i (scalar Var), out[1..4] = sum of rows of x (tile Var), out[5] = nested.
-  const tl::Kernel k = tl::jit("carried", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
-    const tl::Value tx = tl::tensor(x, {n, 4});
-    tl::Var total = 0;
-    tl::Var rows = tl::zeros({1, 4}, f32);
-    tl::Var nested = 0.0;
-    for (tl::Value i : tl::range(n)) {
-      total = total + i;
-      rows = rows + tl::load(tx, {1, 4}, {i, 0});
-      for (tl::Value j : tl::range(0, i, 1, {.unroll_factor = 2})) nested = nested + j.to(f32);
-    }
-    const tl::Value to = tl::tensor(out, {6});
-    tl::store(total.to(f32), to, {0});
-    tl::store(tl::reshape(rows, {4}), to, {1});
-    tl::store(nested, to, {5});
-  });
+  const tl::Kernel k =
+      tl::jit("carried", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+        const tl::Value tx = tl::tensor(x, {n, 4});
+        tl::Var total = 0;
+        tl::Var rows = tl::zeros({1, 4}, f32);
+        tl::Var nested = 0.0;
+        for (tl::Value i : tl::range(n)) {
+          total = total + i;
+          rows = rows + tl::load(tx, {1, 4}, {i, 0});
+          for (tl::Value j : tl::range(0, i, 1, {.unroll_factor = 2})) nested = nested + j.to(f32);
+        }
+        const tl::Value to = tl::tensor(out, {6});
+        tl::store(total.to(f32), to, {0});
+        tl::store(tl::reshape(rows, {4}), to, {1});
+        tl::store(nested, to, {5});
+      });
   std::mt19937_64 rng(21);
   for (int n : {0, 1, 7}) {
     TensorStorage x = random_tensor({std::max(n, 1), 4}, f32, rng);
@@ -73,23 +74,26 @@ TEST(TlControl, NegativeStepsAndStaticRange) {
   TensorStorage out = poisoned({8}, i64);
   k.launch(1, out, 6);
   std::vector<double> expected;
-  for (int i = 0; i < 8; ++i) expected.push_back((i % 2 == 0 && i <= 6 ? 8 : 0) + 4);  // ((a·2 + 0)·2 + 1)·2 + 2
+  for (int i = 0; i < 8; ++i)
+    expected.push_back((i % 2 == 0 && i <= 6 ? 8 : 0) + 4);  // ((a·2 + 0)·2 + 1)·2 + 2
   EXPECT_EQ(compare(out, expected, {0, 0}), "");
   const std::string ir = k.ir_for(out, 6);
   std::size_t muls = 0;
-  for (std::size_t p = ir.find("= mul "); p != std::string::npos; p = ir.find("= mul ", p + 1)) ++muls;
+  for (std::size_t p = ir.find("= mul "); p != std::string::npos; p = ir.find("= mul ", p + 1))
+    ++muls;
   EXPECT_EQ(muls, 3u) << ir;
 }
 
 TEST(TlControl, RuntimeAndTraceTimeIf) {
   const tl::Kernel k = tl::jit("branch", [](tl::GlobalAddress out, tl::Int n, tl::Bool flag,
-                                           tl::ConstExpr<bool> trace_flag) {
+                                            tl::ConstExpr<bool> trace_flag) {
     const tl::Value to = tl::tensor(out, {4});
     tl::Var a = 1.0;
     tl::Var t = tl::full({3}, 2.0, f32);
-    tl::if_(n > 5, [&] { a = a * 10; }, [&] { t = t + 1; });
+    tl::if_(
+        n > 5, [&] { a = a * 10; }, [&] { t = t + 1; });
     tl::if_(flag, [&] { a = a + 0.5; });
-    tl::if_(n, [&] { t = t * n; });  // integer condition: n != 0
+    tl::if_(n, [&] { t = t * n; });         // integer condition: n != 0
     tl::if_(*trace_flag, [&] { a = -a; });  // decided while tracing
     tl::store(a, to, {0});
     tl::store(t, to, {1});
@@ -111,7 +115,8 @@ TEST(TlControl, RuntimeAndTraceTimeIf) {
   EXPECT_EQ(k.ir_for(out, 1, true, true).find("if %") != std::string::npos, true);
   const std::string ir = k.ir_for(out, 1, true, false);
   std::size_t ifs = 0;
-  for (std::size_t p = ir.find(" = if "); p != std::string::npos; p = ir.find(" = if ", p + 1)) ++ifs;
+  for (std::size_t p = ir.find(" = if "); p != std::string::npos; p = ir.find(" = if ", p + 1))
+    ++ifs;
   EXPECT_EQ(ifs, 3u) << ir;  // the ConstExpr branch left no `if` behind
 }
 

@@ -31,130 +31,178 @@ using GA = tl::GlobalAddress;
 
 TEST(TlErrors, ShapeMismatchInABinaryOp) {
   static int line;
-  expect_trace_error([](GA x, GA out, tl::Int n) {
-    const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
-    line = __LINE__; tl::store(t + tl::load(tl::tensor(x, {n}), {4}, {0}), tl::tensor(out, {n}), {0});
-  }, &line, "add", ErrorKind::kInvalidArgument, {"shape mismatch", "[8]", "[4]"});
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
+        line = __LINE__ + 1;  // the faulty call
+        tl::store(t + tl::load(tl::tensor(x, {n}), {4}, {0}), tl::tensor(out, {n}), {0});
+      },
+      &line, "add", ErrorKind::kInvalidArgument, {"shape mismatch", "[8]", "[4]"});
 }
 
 TEST(TlErrors, DtypeMismatchInAStore) {
   static int line;
-  expect_trace_error([](GA x, GA out, tl::Int n) {
-    const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
-    line = __LINE__; tl::store(t.to(DataType::kFloat16), tl::tensor(out, {n}), {0});
-  }, &line, "store", ErrorKind::kInvalidType, {"dtype mismatch", "float16", "float32"});
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
+        line = __LINE__ + 1;  // the faulty call
+        tl::store(t.to(DataType::kFloat16), tl::tensor(out, {n}), {0});
+      },
+      &line, "store", ErrorKind::kInvalidType, {"dtype mismatch", "float16", "float32"});
 }
 
 TEST(TlErrors, NonStaticTileShape) {
   static int line;
-  expect_trace_error([](GA x, GA out, tl::Int n) {
-    line = __LINE__; const tl::Value t = tl::load(tl::tensor(x, {n}), {n}, {0});
-    tl::store(t, tl::tensor(out, {n}), {0});
-  }, &line, "load", ErrorKind::kInvalidArgument, {"non-static shape"});
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {n}, {0});
+        tl::store(t, tl::tensor(out, {n}), {0});
+      },
+      &line, "load", ErrorKind::kInvalidArgument, {"non-static shape"});
 }
 
 TEST(TlErrors, ParallelLoopThatCarriesAValue) {
   static int line;
-  expect_trace_error([](GA x, GA out, tl::Int n) {
-    tl::Var acc = tl::zeros({8}, f32);
-    line = __LINE__; for (tl::Value i : tl::range(0, n, 8, {.parallel = true})) {
-      acc = acc + tl::load(tl::tensor(x, {n}), {8}, {i});
-    }
-    tl::store(acc, tl::tensor(out, {n}), {0});
-  }, &line, "range", ErrorKind::kInvalidArgument, {"parallel=true", "carries a value"});
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        tl::Var acc = tl::zeros({8}, f32);
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(0, n, 8, {.parallel = true})) {
+          acc = acc + tl::load(tl::tensor(x, {n}), {8}, {i});
+        }
+        tl::store(acc, tl::tensor(out, {n}), {0});
+      },
+      &line, "range", ErrorKind::kInvalidArgument, {"parallel=true", "carries a value"});
 }
 
 TEST(TlErrors, FloatFunctionOfAnIntegerTile) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::exp(tl::arange(8));
-  }, &line, "exp", ErrorKind::kInvalidType, {"int32"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::exp(tl::arange(8));
+      },
+      &line, "exp", ErrorKind::kInvalidType, {"int32"});
 }
 
 TEST(TlErrors, LoopCarriedVariableChangesType) {
   static int line;
-  expect_trace_error([](GA x, GA out, tl::Int n) {
-    tl::Var acc = tl::zeros({8}, f32);
-    line = __LINE__; for (tl::Value i : tl::range(n)) {
-      acc = tl::reduce_sum(acc) + i;
-    }
-    tl::store(acc, tl::tensor(out, {n}), {0});
-    (void)x;
-  }, &line, "range", ErrorKind::kInvalidType, {"changes type", "tile<8xf32>"});
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        tl::Var acc = tl::zeros({8}, f32);
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(n)) {
+          acc = tl::reduce_sum(acc) + i;
+        }
+        tl::store(acc, tl::tensor(out, {n}), {0});
+        (void)x;
+      },
+      &line, "range", ErrorKind::kInvalidType, {"changes type", "tile<8xf32>"});
 }
 
 TEST(TlErrors, MatmulInnerDimensions) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::matmul(tl::zeros({4, 8}, f32), tl::zeros({4, 8}, f32));
-  }, &line, "matmul", ErrorKind::kInvalidArgument, {"[4, 8] @ [4, 8]"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::matmul(tl::zeros({4, 8}, f32), tl::zeros({4, 8}, f32));
+      },
+      &line, "matmul", ErrorKind::kInvalidArgument, {"[4, 8] @ [4, 8]"});
 }
 
 TEST(TlErrors, ReductionDimOutOfRange) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::reduce_sum(tl::zeros({4, 8}, f32), {2});
-  }, &line, "reduce_sum", ErrorKind::kInvalidArgument, {"axis 2 out of range"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::reduce_sum(tl::zeros({4, 8}, f32), {2});
+      },
+      &line, "reduce_sum", ErrorKind::kInvalidArgument, {"axis 2 out of range"});
 }
 
 TEST(TlErrors, ReshapeToAnotherSize) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::reshape(tl::zeros({4, 8}, f32), {3, 8});
-  }, &line, "reshape", ErrorKind::kInvalidArgument, {"[4, 8]", "[3, 8]"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::reshape(tl::zeros({4, 8}, f32), {3, 8});
+      },
+      &line, "reshape", ErrorKind::kInvalidArgument, {"[4, 8]", "[3, 8]"});
 }
 
 TEST(TlErrors, BreakOutOfARuntimeLoop) {
   static int line;
-  expect_trace_error([](GA x, GA out, tl::Int n) {
-    line = __LINE__; for (tl::Value i : tl::range(n)) {
-      tl::store(tl::load(tl::tensor(x, {n}), {1}, {i}), tl::tensor(out, {n}), {i});
-      break;
-    }
-  }, &line, "range", ErrorKind::kInvalidArgument, {"left early"});
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(n)) {
+          tl::store(tl::load(tl::tensor(x, {n}), {1}, {i}), tl::tensor(out, {n}), {i});
+          break;
+        }
+      },
+      &line, "range", ErrorKind::kInvalidArgument, {"left early"});
 }
 
 TEST(TlErrors, WrongNumberOfOffsets) {
   static int line;
-  expect_trace_error([](GA x, GA, tl::Int n) {
-    line = __LINE__; tl::load(tl::tensor(x, {n}), {8}, {0, 0});
-  }, &line, "load", ErrorKind::kInvalidArgument, {"expected 1 offsets, got 2"});
+  expect_trace_error(
+      [](GA x, GA, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::load(tl::tensor(x, {n}), {8}, {0, 0});
+      },
+      &line, "load", ErrorKind::kInvalidArgument, {"expected 1 offsets, got 2"});
 }
 
 TEST(TlErrors, BitwiseOpOnFloats) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; (void)(tl::zeros({8}, f32) & tl::zeros({8}, f32));
-  }, &line, "bitwise_and", ErrorKind::kInvalidType, {"float32"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        (void)(tl::zeros({8}, f32) & tl::zeros({8}, f32));
+      },
+      &line, "bitwise_and", ErrorKind::kInvalidType, {"float32"});
 }
 
 TEST(TlErrors, BranchesAssignDifferentTypes) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int n) {
-    tl::Var v = tl::zeros({8}, f32);
-    line = __LINE__; tl::if_(n > 3, [&] { v = tl::zeros({4}, f32); });
-  }, &line, "if_", ErrorKind::kInvalidType, {"tile<4xf32>", "tile<8xf32>"});
+  expect_trace_error(
+      [](GA, GA, tl::Int n) {
+        tl::Var v = tl::zeros({8}, f32);
+        line = __LINE__ + 1;  // the faulty call
+        tl::if_(n > 3, [&] { v = tl::zeros({4}, f32); });
+      },
+      &line, "if_", ErrorKind::kInvalidType, {"tile<4xf32>", "tile<8xf32>"});
 }
 
 TEST(TlErrors, ConcatOfMismatchedShapes) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::concat({tl::zeros({2, 8}, f32), tl::zeros({2, 4}, f32)}, 0);
-  }, &line, "concat", ErrorKind::kInvalidArgument, {"shape mismatch"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::concat({tl::zeros({2, 8}, f32), tl::zeros({2, 4}, f32)}, 0);
+      },
+      &line, "concat", ErrorKind::kInvalidArgument, {"shape mismatch"});
 }
 
 TEST(TlErrors, WhereNeedsABoolCondition) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::where(tl::zeros({8}, f32), 1.0, 2.0);
-  }, &line, "where", ErrorKind::kInvalidType, {"condition must be bool"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::where(tl::zeros({8}, f32), 1.0, 2.0);
+      },
+      &line, "where", ErrorKind::kInvalidType, {"condition must be bool"});
 }
 
 TEST(TlErrors, SqueezeOfANonUnitDim) {
   static int line;
-  expect_trace_error([](GA, GA, tl::Int) {
-    line = __LINE__; tl::squeeze(tl::zeros({2, 8}, f32), 0);
-  }, &line, "squeeze", ErrorKind::kInvalidArgument, {"extent 1"});
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::squeeze(tl::zeros({2, 8}, f32), 0);
+      },
+      &line, "squeeze", ErrorKind::kInvalidArgument, {"extent 1"});
 }
 
 TEST(TlErrors, TileOpsOutsideAKernel) {

@@ -8,8 +8,8 @@ namespace {
 
 // z = x + y over a 1-D tensor; block b handles tiles b, b + block_num, ...
 tl::Kernel make_vadd() {
-  return tl::jit("vadd", [](tl::GlobalAddress x, tl::GlobalAddress y, tl::GlobalAddress z, tl::Int n,
-                            tl::ConstExpr<int> tile) {
+  return tl::jit("vadd", [](tl::GlobalAddress x, tl::GlobalAddress y, tl::GlobalAddress z,
+                            tl::Int n, tl::ConstExpr<int> tile) {
     const tl::Value tx = tl::tensor(x, {n});
     const tl::Value ty = tl::tensor(y, {n});
     const tl::Value tz = tl::tensor(z, {n});
@@ -24,8 +24,8 @@ tl::Kernel make_vadd() {
 TEST(TlGolden, VaddEveryDtypeTailAndBlockCount) {
   const tl::Kernel vadd = make_vadd();
   std::mt19937_64 rng(1);
-  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                         DataType::kInt32}) {
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32}) {
     for (std::int64_t n : {1, 100, 1000, 4099}) {
       for (int cores : core_nums()) {
         TensorStorage x = random_tensor({n}, dtype, rng), y = random_tensor({n}, dtype, rng);
@@ -41,7 +41,6 @@ TEST(TlGolden, VaddEveryDtypeTailAndBlockCount) {
   }
   EXPECT_EQ(vadd.num_specialisations(), 4u);  // one per dtype, none per size or block count
 }
-
 
 // y = f(x) over a 1-D tensor in tiles of `tile` lanes.
 template <typename F>
@@ -77,48 +76,48 @@ TEST(TlGolden, AbsLeakyReluGelu) {
   const auto f32 = DataType::kFloat32, f16 = DataType::kFloat16;
   check_unary(unary_1d("abs", [](const tl::Value& x, const tl::Value&) { return tl::abs(x); }),
               [](double v) { return std::fabs(v); }, {f32, f16, DataType::kBFloat16}, {128});
-  check_unary(unary_1d("leaky_relu", [](const tl::Value& x, const tl::Value& a) {
-                return tl::where(x > 0, x, x * a);
-              }),
-              [](double v) { return v > 0 ? v : v * 0.25; }, {f32, f16}, {64, 1024}, 0.25);
+  check_unary(
+      unary_1d("leaky_relu",
+               [](const tl::Value& x, const tl::Value& a) { return tl::where(x > 0, x, x * a); }),
+      [](double v) { return v > 0 ? v : v * 0.25; }, {f32, f16}, {64, 1024}, 0.25);
   const auto gelu_erf = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
   const auto gelu_tanh = [](double v) {
     return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
   };
   check_unary(unary_1d("gelu", [](const tl::Value& x, const tl::Value&) { return tl::gelu(x); }),
               gelu_erf, {f32, f16}, {64, 128, 1024});
-  check_unary(unary_1d("gelu_tanh", [](const tl::Value& x, const tl::Value&) {
-                return tl::gelu(x, true);
-              }),
-              gelu_tanh, {f32, f16}, {64, 128, 1024});
+  check_unary(
+      unary_1d("gelu_tanh", [](const tl::Value& x, const tl::Value&) { return tl::gelu(x, true); }),
+      gelu_tanh, {f32, f16}, {64, 128, 1024});
   // The erf form spelled out by hand, as pyasc's golden kernel does.
-  check_unary(unary_1d("gelu_manual", [](const tl::Value& x, const tl::Value&) {
-                return 0.5 * x * (1.0 + tl::erf(x * 0.7071067811865476));
-              }),
+  check_unary(unary_1d("gelu_manual",
+                       [](const tl::Value& x, const tl::Value&) {
+                         return 0.5 * x * (1.0 + tl::erf(x * 0.7071067811865476));
+                       }),
               gelu_erf, {f32}, {128});
 }
 
 // Row-wise kernels: block b takes rows b, b + block_num, ...; one row tile of `block` lanes.
 TEST(TlGolden, RowReduceSumAndSoftmax) {
-  const tl::Kernel row_sum = tl::jit("row_sum", [](tl::GlobalAddress x, tl::GlobalAddress out,
-                                                   tl::Int rows, tl::Int cols,
-                                                   tl::ConstExpr<int> block) {
-    const tl::Value tx = tl::tensor(x, {rows, cols});
-    const tl::Value to = tl::tensor(out, {rows});
-    for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
-      const tl::Value row = tl::load(tx, {1, *block}, {r, 0});
-      tl::store(tl::reduce_sum(row.to(DataType::kFloat32)).to(to.dtype()), to, {r});
-    }
-  });
-  const tl::Kernel softmax = tl::jit("softmax", [](tl::GlobalAddress x, tl::GlobalAddress out,
-                                                   tl::Int rows, tl::Int cols,
-                                                   tl::ConstExpr<int> block) {
-    const tl::Value tx = tl::tensor(x, {rows, cols});
-    const tl::Value to = tl::tensor(out, {rows, cols});
-    for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
-      tl::store(tl::softmax(tl::load(tx, {1, *block}, {r, 0}, -INFINITY)), to, {r, 0});
-    }
-  });
+  const tl::Kernel row_sum =
+      tl::jit("row_sum", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows, tl::Int cols,
+                            tl::ConstExpr<int> block) {
+        const tl::Value tx = tl::tensor(x, {rows, cols});
+        const tl::Value to = tl::tensor(out, {rows});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          const tl::Value row = tl::load(tx, {1, *block}, {r, 0});
+          tl::store(tl::reduce_sum(row.to(DataType::kFloat32)).to(to.dtype()), to, {r});
+        }
+      });
+  const tl::Kernel softmax =
+      tl::jit("softmax", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows, tl::Int cols,
+                            tl::ConstExpr<int> block) {
+        const tl::Value tx = tl::tensor(x, {rows, cols});
+        const tl::Value to = tl::tensor(out, {rows, cols});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          tl::store(tl::softmax(tl::load(tx, {1, *block}, {r, 0}, -INFINITY)), to, {r, 0});
+        }
+      });
   std::mt19937_64 rng(4);
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
     for (auto [rows, cols, block] : {std::tuple{7, 1000, 1024}, {3, 64, 64}, {5, 1, 16}}) {
@@ -139,7 +138,8 @@ TEST(TlGolden, RowReduceSumAndSoftmax) {
         Tolerance ts = tol(dtype);
         ts.atol *= 8;  // a sum of up to 1000 rounded inputs, rounded once
         EXPECT_EQ(compare(sum, esum, ts), "") << name_of(dtype) << " " << cols << " " << cores;
-        EXPECT_EQ(compare(sm, esm, tol(dtype)), "") << name_of(dtype) << " " << cols << " " << cores;
+        EXPECT_EQ(compare(sm, esm, tol(dtype)), "")
+            << name_of(dtype) << " " << cols << " " << cores;
       }
     }
   }
@@ -147,36 +147,38 @@ TEST(TlGolden, RowReduceSumAndSoftmax) {
 
 // rms_norm for any width: one kernel, two passes over the row in tiles (no host-side padding).
 TEST(TlGolden, RmsNormAnyWidth) {
-  const tl::Kernel k = tl::jit("rms_norm", [](tl::GlobalAddress x, tl::GlobalAddress w,
-                                              tl::GlobalAddress y, tl::Int rows, tl::Int cols,
-                                              tl::Float eps, tl::ConstExpr<int> tile) {
-    const tl::Value tx = tl::tensor(x, {rows, cols});
-    const tl::Value tw = tl::tensor(w, {cols});
-    const tl::Value ty = tl::tensor(y, {rows, cols});
-    const tl::Value chunks = tl::ceildiv(cols, *tile);
-    for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
-      tl::Var acc = tl::zeros({1, *tile}, DataType::kFloat32);
-      for (tl::Value c : tl::range(chunks)) {
-        const tl::Value v = tl::load(tx, {1, *tile}, {r, c * *tile}).to(DataType::kFloat32);
-        acc = acc + v * v;
-      }
-      const tl::Value rstd = tl::rsqrt(tl::reduce_sum(acc) / cols + eps);
-      for (tl::Value c : tl::range(chunks)) {
-        const tl::Value v = tl::load(tx, {1, *tile}, {r, c * *tile}).to(DataType::kFloat32);
-        const tl::Value g = tl::load(tw, {*tile}, {c * *tile}).to(DataType::kFloat32);
-        tl::store((v * rstd * g).to(ty.dtype()), ty, {r, c * *tile});
-      }
-    }
-  });
+  const tl::Kernel k =
+      tl::jit("rms_norm", [](tl::GlobalAddress x, tl::GlobalAddress w, tl::GlobalAddress y,
+                             tl::Int rows, tl::Int cols, tl::Float eps, tl::ConstExpr<int> tile) {
+        const tl::Value tx = tl::tensor(x, {rows, cols});
+        const tl::Value tw = tl::tensor(w, {cols});
+        const tl::Value ty = tl::tensor(y, {rows, cols});
+        const tl::Value chunks = tl::ceildiv(cols, *tile);
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          tl::Var acc = tl::zeros({1, *tile}, DataType::kFloat32);
+          for (tl::Value c : tl::range(chunks)) {
+            const tl::Value v = tl::load(tx, {1, *tile}, {r, c * *tile}).to(DataType::kFloat32);
+            acc = acc + v * v;
+          }
+          const tl::Value rstd = tl::rsqrt(tl::reduce_sum(acc) / cols + eps);
+          for (tl::Value c : tl::range(chunks)) {
+            const tl::Value v = tl::load(tx, {1, *tile}, {r, c * *tile}).to(DataType::kFloat32);
+            const tl::Value g = tl::load(tw, {*tile}, {c * *tile}).to(DataType::kFloat32);
+            tl::store((v * rstd * g).to(ty.dtype()), ty, {r, c * *tile});
+          }
+        }
+      });
   std::mt19937_64 rng(6);
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
     for (std::int64_t cols : {1, 100, 256, 1000, 4099}) {
       for (int cores : {1, 3, 16}) {
         const std::int64_t rows = 5;
-        TensorStorage x = random_tensor({rows, cols}, dtype, rng), w = random_tensor({cols}, dtype, rng);
+        TensorStorage x = random_tensor({rows, cols}, dtype, rng),
+                      w = random_tensor({cols}, dtype, rng);
         TensorStorage y = poisoned({rows, cols}, dtype);
         k.launch(cores, x, w, y, rows, cols, 1e-6, 256);
-        const auto expected = testing::reference::rms_norm(to_doubles(x), to_doubles(w), 1e-6, cols);
+        const auto expected =
+            testing::reference::rms_norm(to_doubles(x), to_doubles(w), 1e-6, cols);
         EXPECT_EQ(compare(y, expected, tol(dtype)), "") << name_of(dtype) << " " << cols;
       }
     }
@@ -203,18 +205,21 @@ TEST(TlGolden, LayerNormWithMeanAndRstd) {
   for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
     for (int cores : {1, 3, 16}) {
       const std::int64_t rows = 7, width = 96;
-      TensorStorage x = random_tensor({rows, width}, dtype, rng), g = random_tensor({width}, dtype, rng),
-                    b = random_tensor({width}, dtype, rng);
-      TensorStorage y = poisoned({rows, width}, dtype), stats = poisoned({rows, 2}, DataType::kFloat32);
+      TensorStorage x = random_tensor({rows, width}, dtype, rng),
+                    g = random_tensor({width}, dtype, rng), b = random_tensor({width}, dtype, rng);
+      TensorStorage y = poisoned({rows, width}, dtype),
+                    stats = poisoned({rows, 2}, DataType::kFloat32);
       k.launch(cores, x, g, b, y, stats, rows, width);
       const auto xs = to_doubles(x), gs = to_doubles(g), bs = to_doubles(b);
       std::vector<double> ey, es;
       for (int r = 0; r < rows; ++r) {
         double mean = 0, var = 0;
         for (int c = 0; c < width; ++c) mean += xs[r * width + c] / width;
-        for (int c = 0; c < width; ++c) var += (xs[r * width + c] - mean) * (xs[r * width + c] - mean) / width;
+        for (int c = 0; c < width; ++c)
+          var += (xs[r * width + c] - mean) * (xs[r * width + c] - mean) / width;
         const double rstd = 1 / std::sqrt(var + 1e-5);
-        for (int c = 0; c < width; ++c) ey.push_back((xs[r * width + c] - mean) * rstd * gs[c] + bs[c]);
+        for (int c = 0; c < width; ++c)
+          ey.push_back((xs[r * width + c] - mean) * rstd * gs[c] + bs[c]);
         es.push_back(mean);
         es.push_back(rstd);
       }

@@ -13,15 +13,17 @@ namespace {
 const DataType f32 = DataType::kFloat32;
 
 tl::Kernel scale_kernel(std::atomic<int>* traces = nullptr, tl::Options options = {}) {
-  return tl::jit("scale", [traces](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int n,
-                                   tl::ConstExpr<double> factor) {
-    if (traces != nullptr) ++*traces;
-    const tl::Value tx = tl::tensor(x, {n});
-    const tl::Value ty = tl::tensor(y, {n});
-    for (tl::Value i : tl::range(tl::block_idx() * 32, n, tl::block_num() * 32)) {
-      tl::store(tl::load(tx, {32}, {i}) * *factor, ty, {i});
-    }
-  }, std::move(options));
+  return tl::jit(
+      "scale",
+      [traces](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int n, tl::ConstExpr<double> factor) {
+        if (traces != nullptr) ++*traces;
+        const tl::Value tx = tl::tensor(x, {n});
+        const tl::Value ty = tl::tensor(y, {n});
+        for (tl::Value i : tl::range(tl::block_idx() * 32, n, tl::block_num() * 32)) {
+          tl::store(tl::load(tx, {32}, {i}) * *factor, ty, {i});
+        }
+      },
+      std::move(options));
 }
 
 TEST(TlJit, OptionsAreValidatedByName) {
@@ -32,20 +34,22 @@ TEST(TlJit, OptionsAreValidatedByName) {
   expect_rejected([&] { o.set("optimise", true); }, none, "optimise");
   expect_rejected([&] { o.set("opt_level", std::int64_t{4}); }, none, "opt_level");
   expect_rejected([&] { o.set("backend", std::string("gpu")); }, none, "backend");
-  expect_rejected([&] { o.set("print_ir", std::int64_t{1}); }, none, "print_ir", ErrorKind::kInvalidType);
+  expect_rejected([&] { o.set("print_ir", std::int64_t{1}); }, none, "print_ir",
+                  ErrorKind::kInvalidType);
   expect_rejected([&] { scale_kernel(nullptr, tl::Options{.opt_level = 0}); }, none, "opt_level");
 }
 
 TEST(TlJit, CacheKeyedOnConstExprsDtypesAndOptionsNotScalars) {
   std::atomic<int> traces = 0;
   const tl::Kernel k = scale_kernel(&traces);
-  TensorStorage x({100}, f32), y({100}, f32), xh({100}, DataType::kFloat16), yh({100}, DataType::kFloat16);
+  TensorStorage x({100}, f32), y({100}, f32), xh({100}, DataType::kFloat16),
+      yh({100}, DataType::kFloat16);
   from_doubles(x, std::vector<double>(100, 2.0));
   from_doubles(xh, std::vector<double>(100, 2.0));
   k.launch(1, x, y, 100, 1.5);
   k.launch(3, x, y, 50, 1.5);  // new scalar value and block count: same specialisation
   EXPECT_EQ(traces, 1);
-  k.launch(1, x, y, 100, 2.5);  // new ConstExpr
+  k.launch(1, x, y, 100, 2.5);    // new ConstExpr
   k.launch(1, xh, yh, 100, 2.5);  // new dtypes
   EXPECT_EQ(traces, 3);
   EXPECT_EQ(k.num_specialisations(), 3u);
@@ -115,7 +119,8 @@ TEST(TlJit, LaunchArgumentsAreChecked) {
   expect_rejected([&] { k.launch(1, x, y, 8); }, y, "arguments");
   expect_rejected([&] { k.launch(1, x, 3, 8, 1.0); }, y, "argument 1", ErrorKind::kInvalidType);
   expect_rejected([&] { k.launch(1, x, y, 2.5, 1.0); }, y, "argument 2", ErrorKind::kInvalidType);
-  expect_rejected([&] { k.launch(1, x, y, 8, std::string("x")); }, y, "argument 3", ErrorKind::kInvalidType);
+  expect_rejected([&] { k.launch(1, x, y, 8, std::string("x")); }, y, "argument 3",
+                  ErrorKind::kInvalidType);
   expect_rejected([&] { k.launch(-1, x, y, 8, 1.0); }, y, "core_num");
   const tl::Kernel cpu = scale_kernel(nullptr, tl::Options{.backend = "cpu"});
   expect_rejected([&] { cpu.launch(1, x, y, 8, 1.0); }, y, "backend", ErrorKind::kUnsupported);
@@ -124,7 +129,8 @@ TEST(TlJit, LaunchArgumentsAreChecked) {
 TEST(TlJit, PrintIrAndDumpDir) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tileops_tl_dump_test";
   std::filesystem::remove_all(dir);
-  const tl::Kernel k = scale_kernel(nullptr, tl::Options{.print_ir = true, .dump_dir = dir.string()});
+  const tl::Kernel k =
+      scale_kernel(nullptr, tl::Options{.print_ir = true, .dump_dir = dir.string()});
   TensorStorage x({8}, f32), y({8}, f32);
   ::testing::internal::CaptureStderr();
   k.launch(1, x, y, 8, 1.0);
@@ -133,7 +139,8 @@ TEST(TlJit, PrintIrAndDumpDir) {
   EXPECT_NE(err.find("after dead-code"), std::string::npos) << err;
   EXPECT_NE(err.find("tl_jit_test.cc:"), std::string::npos) << err;  // locations
   std::size_t files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().extension() == ".tlir";
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    files += e.path().extension() == ".tlir";
   EXPECT_EQ(files, 1u);
   std::filesystem::remove_all(dir);
 }

@@ -10,7 +10,7 @@ const DataType f32 = DataType::kFloat32;
 TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
   // A [5, 7] view with gaps; tiles [4, 8] at offsets that cross every edge.
   const tl::Kernel k = tl::jit("pad", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int r0,
-                                        tl::Int c0, tl::Int s0, tl::Int s1) {
+                                         tl::Int c0, tl::Int s0, tl::Int s1) {
     const tl::Value tx = tl::tensor(x, {5, 7}, {s0, s1});
     const tl::Value to = tl::tensor(out, {4, 8});
     tl::store(tl::load(tx, {4, 8}, {r0, c0}, -7.5), to, {0, 0});
@@ -22,7 +22,8 @@ TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
     const auto xs = to_doubles(x);
     for (auto [r0, c0] : {std::pair{-2, -3}, {3, 4}, {0, 0}, {4, 6}, {9, 0}}) {
       TensorStorage out = poisoned({4, 8}, d);
-      k.launch(3, x, out, r0, c0, x.view().stride(0), x.view().stride(1));  // every block stores the same tile
+      k.launch(3, x, out, r0, c0, x.view().stride(0),
+               x.view().stride(1));  // every block stores the same tile
       std::vector<double> expected;
       for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 8; ++j) {
@@ -60,14 +61,14 @@ TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
 }
 
 TEST(TlMemory, TileIdMaskAndTails) {
-  const tl::Kernel k = tl::jit("mask", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n,
-                                         tl::Int count) {
-    const tl::Value tx = tl::tensor(x, {n});
-    const tl::Value to = tl::tensor(out, {n});
-    const tl::Value tile = tl::load(tx, {16}, tl::TileId{{tl::block_idx()}});
-    const tl::Mask mask(count);
-    tl::store(tile * 2, to, tl::TileId{{tl::block_idx()}});
-  });
+  const tl::Kernel k =
+      tl::jit("mask", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n, tl::Int count) {
+        const tl::Value tx = tl::tensor(x, {n});
+        const tl::Value to = tl::tensor(out, {n});
+        const tl::Value tile = tl::load(tx, {16}, tl::TileId{{tl::block_idx()}});
+        const tl::Mask mask(count);
+        tl::store(tile * 2, to, tl::TileId{{tl::block_idx()}});
+      });
   std::mt19937_64 rng(5);
   TensorStorage x = random_tensor({45}, f32, rng);
   const auto xs = to_doubles(x);
@@ -86,14 +87,15 @@ TEST(TlMemory, TileIdMaskAndTails) {
 }
 
 TEST(TlMemory, FullZerosArangeLikes) {
-  const tl::Kernel k = tl::jit("create", [](tl::GlobalAddress out, tl::GlobalAddress idx,
-                                           tl::Float v) {
-    const tl::Value to = tl::tensor(out, {3, 130});
-    const tl::Value a = tl::full({3, 130}, v, DataType::kFloat16);
-    const tl::Value b = tl::zeros_like(a) + tl::full_like(a, 0.5) + tl::zeros({3, 130}, DataType::kFloat16);
-    tl::store(a + b, to, {0, 0});
-    tl::store(tl::arange(1030) * 2, tl::tensor(idx, {1030}), {0});
-  });
+  const tl::Kernel k =
+      tl::jit("create", [](tl::GlobalAddress out, tl::GlobalAddress idx, tl::Float v) {
+        const tl::Value to = tl::tensor(out, {3, 130});
+        const tl::Value a = tl::full({3, 130}, v, DataType::kFloat16);
+        const tl::Value b =
+            tl::zeros_like(a) + tl::full_like(a, 0.5) + tl::zeros({3, 130}, DataType::kFloat16);
+        tl::store(a + b, to, {0, 0});
+        tl::store(tl::arange(1030) * 2, tl::tensor(idx, {1030}), {0});
+      });
   TensorStorage out = poisoned({3, 130}, DataType::kFloat16);
   TensorStorage idx = poisoned({1030}, DataType::kInt32);
   k.launch(1, out, idx, 1.25);
@@ -106,8 +108,8 @@ TEST(TlMemory, FullZerosArangeLikes) {
 TEST(TlMemory, CopyAndConcat) {
   const tl::Kernel k = tl::jit("copy_concat", [](tl::GlobalAddress x, tl::GlobalAddress out) {
     const tl::Value t = tl::load(tl::tensor(x, {4, 8}), {4, 8}, {0, 0});
-    const tl::Value sub = tl::copy(t, {2, 3}, {1, 2});                 // [2, 3]
-    const tl::Value rows = tl::concat({sub, sub * 10}, 0);            // [4, 3]
+    const tl::Value sub = tl::copy(t, {2, 3}, {1, 2});                     // [2, 3]
+    const tl::Value rows = tl::concat({sub, sub * 10}, 0);                 // [4, 3]
     const tl::Value both = tl::concat({rows, tl::zeros({4, 1}, f32)}, 1);  // [4, 4]
     tl::store(both, tl::tensor(out, {4, 4}), {0, 0});
   });
@@ -126,13 +128,13 @@ TEST(TlMemory, CopyAndConcat) {
 }
 
 TEST(TlMemory, AtomicsFromEveryBlock) {
-  const tl::Kernel k = tl::jit("atomics", [](tl::GlobalAddress sum, tl::GlobalAddress mx,
-                                            tl::GlobalAddress mn) {
-    const tl::Value b = tl::block_idx();
-    tl::atomic_add(tl::full({5}, 1.0, f32), tl::tensor(sum, {5}), {0});
-    tl::atomic_max(b.to(DataType::kInt32), tl::tensor(mx, {1}), {0});
-    tl::atomic_min(tl::full({3}, b, DataType::kInt32) - 7, tl::tensor(mn, {2}), {0});  // tail
-  });
+  const tl::Kernel k =
+      tl::jit("atomics", [](tl::GlobalAddress sum, tl::GlobalAddress mx, tl::GlobalAddress mn) {
+        const tl::Value b = tl::block_idx();
+        tl::atomic_add(tl::full({5}, 1.0, f32), tl::tensor(sum, {5}), {0});
+        tl::atomic_max(b.to(DataType::kInt32), tl::tensor(mx, {1}), {0});
+        tl::atomic_min(tl::full({3}, b, DataType::kInt32) - 7, tl::tensor(mn, {2}), {0});  // tail
+      });
   for (int cores : {1, 3, 16}) {
     TensorStorage sum({5}, f32), mx({1}, DataType::kInt32), mn({3}, DataType::kInt32);
     from_doubles(sum, std::vector<double>(5, 0.5));

@@ -49,22 +49,40 @@ std::vector<double> reduce_ref(const std::vector<double>& x, std::vector<int> di
   std::vector<double> out;
   for (const auto& g : groups) {
     switch (op) {
-      case tl::ReduceOp::kSum: out.push_back(std::accumulate(g.begin(), g.end(), 0.0)); break;
-      case tl::ReduceOp::kMean: out.push_back(std::accumulate(g.begin(), g.end(), 0.0) / g.size()); break;
-      case tl::ReduceOp::kProd: out.push_back(std::accumulate(g.begin(), g.end(), 1.0, std::multiplies<>())); break;
-      case tl::ReduceOp::kMax: out.push_back(*std::max_element(g.begin(), g.end())); break;
-      case tl::ReduceOp::kMin: out.push_back(*std::min_element(g.begin(), g.end())); break;
-      case tl::ReduceOp::kArgmax: out.push_back(std::max_element(g.begin(), g.end()) - g.begin()); break;
-      case tl::ReduceOp::kArgmin: out.push_back(std::min_element(g.begin(), g.end()) - g.begin()); break;
-      case tl::ReduceOp::kAll: out.push_back(std::all_of(g.begin(), g.end(), [](double v) { return v > 0; })); break;
-      case tl::ReduceOp::kAny: out.push_back(std::any_of(g.begin(), g.end(), [](double v) { return v > 0; })); break;
+      case tl::ReduceOp::kSum:
+        out.push_back(std::accumulate(g.begin(), g.end(), 0.0));
+        break;
+      case tl::ReduceOp::kMean:
+        out.push_back(std::accumulate(g.begin(), g.end(), 0.0) / g.size());
+        break;
+      case tl::ReduceOp::kProd:
+        out.push_back(std::accumulate(g.begin(), g.end(), 1.0, std::multiplies<>()));
+        break;
+      case tl::ReduceOp::kMax:
+        out.push_back(*std::max_element(g.begin(), g.end()));
+        break;
+      case tl::ReduceOp::kMin:
+        out.push_back(*std::min_element(g.begin(), g.end()));
+        break;
+      case tl::ReduceOp::kArgmax:
+        out.push_back(std::max_element(g.begin(), g.end()) - g.begin());
+        break;
+      case tl::ReduceOp::kArgmin:
+        out.push_back(std::min_element(g.begin(), g.end()) - g.begin());
+        break;
+      case tl::ReduceOp::kAll:
+        out.push_back(std::all_of(g.begin(), g.end(), [](double v) { return v > 0; }));
+        break;
+      case tl::ReduceOp::kAny:
+        out.push_back(std::any_of(g.begin(), g.end(), [](double v) { return v > 0; }));
+        break;
     }
   }
   return out;
 }
 
-void expect_prefix(const std::vector<double>& got, const std::vector<double>& expected,
-                   Tolerance t, const std::string& what, double poison = -1) {
+void expect_prefix(const std::vector<double>& got, const std::vector<double>& expected, Tolerance t,
+                   const std::string& what, double poison = -1) {
   ASSERT_LE(expected.size(), got.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_LE(std::fabs(got[i] - expected[i]), t.atol + t.rtol * std::fabs(expected[i]))
@@ -79,34 +97,43 @@ TEST(TlReduce, EveryOpOverDimsWithAndWithoutKeepDims) {
   std::mt19937_64 rng(11);
   const std::vector<std::vector<int>> dim_sets = {{}, {0}, {1}, {2}, {-1}, {0, 2}};
   for (DataType d : {DataType::kFloat32, DataType::kFloat16, DataType::kInt32}) {
-    TensorStorage x = random_tensor({3, 4, 5}, d, rng, Layout::kContiguous, d == DataType::kInt32 ? -9 : 0.5, 2);
+    TensorStorage x =
+        random_tensor({3, 4, 5}, d, rng, Layout::kContiguous, d == DataType::kInt32 ? -9 : 0.5, 2);
     const auto xs = to_doubles(x);
     for (const auto& dims : dim_sets) {
       for (bool keep : {false, true}) {
         for (tl::ReduceOp op : {tl::ReduceOp::kSum, tl::ReduceOp::kMax, tl::ReduceOp::kMin,
                                 tl::ReduceOp::kProd, tl::ReduceOp::kMean}) {
           if (op == tl::ReduceOp::kMean && d == DataType::kInt32) continue;  // float only
-          const auto got = run([&](const tl::Value& t) { return tl::reduce(op, t, dims, keep, tl::Loc::current()); }, d, d, x);
+          const auto got = run(
+              [&](const tl::Value& t) { return tl::reduce(op, t, dims, keep, tl::Loc::current()); },
+              d, d, x);
           Tolerance t = tol(d);
           if (op == tl::ReduceOp::kProd) t.rtol *= 4;
-          expect_prefix(got, reduce_ref(xs, dims, op), t, std::string(tl::name_of(op)) + " " + std::string(name_of(d)));
+          expect_prefix(got, reduce_ref(xs, dims, op), t,
+                        std::string(tl::name_of(op)) + " " + std::string(name_of(d)));
         }
       }
     }
     for (int dim : {0, 1, 2}) {
-      const auto am = run([&](const tl::Value& t) { return tl::argmax(t, dim); }, d, DataType::kInt32, x);
+      const auto am =
+          run([&](const tl::Value& t) { return tl::argmax(t, dim); }, d, DataType::kInt32, x);
       expect_prefix(am, reduce_ref(xs, {dim}, tl::ReduceOp::kArgmax), {0, 0}, "argmax");
-      const auto an = run([&](const tl::Value& t) { return tl::argmin(t, dim, true); }, d, DataType::kInt32, x);
+      const auto an =
+          run([&](const tl::Value& t) { return tl::argmin(t, dim, true); }, d, DataType::kInt32, x);
       expect_prefix(an, reduce_ref(xs, {dim}, tl::ReduceOp::kArgmin), {0, 0}, "argmin");
     }
   }
   TensorStorage x = random_tensor({3, 4, 5}, DataType::kFloat32, rng, Layout::kContiguous, -0.4, 2);
   const auto xs = to_doubles(x);
   for (const auto& dims : dim_sets) {
-    expect_prefix(run([&](const tl::Value& t) { return tl::all(t > 0, dims); }, DataType::kFloat32, DataType::kBool, x),
+    expect_prefix(run([&](const tl::Value& t) { return tl::all(t > 0, dims); }, DataType::kFloat32,
+                      DataType::kBool, x),
                   reduce_ref(xs, dims, tl::ReduceOp::kAll), {0, 0}, "all", 1);
-    expect_prefix(run([&](const tl::Value& t) { return tl::any(t > 1.5, dims, true); }, DataType::kFloat32, DataType::kBool, x),
-                  reduce_ref(map(xs, [](double v) { return v - 1.5; }), dims, tl::ReduceOp::kAny), {0, 0}, "any", 1);
+    expect_prefix(run([&](const tl::Value& t) { return tl::any(t > 1.5, dims, true); },
+                      DataType::kFloat32, DataType::kBool, x),
+                  reduce_ref(map(xs, [](double v) { return v - 1.5; }), dims, tl::ReduceOp::kAny),
+                  {0, 0}, "any", 1);
   }
 }
 
@@ -136,27 +163,67 @@ TEST(TlShape, ReshapeRavelExpandSqueezeBroadcastTranspose) {
   TensorStorage x = random_tensor({3, 4, 5}, DataType::kFloat32, rng);
   const auto xs = to_doubles(x);
   const Tolerance exact{0, 0};
-  expect_prefix(run([](const tl::Value& t) { return tl::reshape(t, {12, 5}); }, DataType::kFloat32, DataType::kFloat32, x), xs, exact, "reshape");
-  expect_prefix(run([](const tl::Value& t) { return tl::ravel(t); }, DataType::kFloat32, DataType::kFloat32, x), xs, exact, "ravel");
-  expect_prefix(run([](const tl::Value& t) { return tl::squeeze(tl::expand_dims(t, 1), 1); }, DataType::kFloat32, DataType::kFloat32, x), xs, exact, "expand/squeeze");
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::reshape(t, {12, 5});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                xs, exact, "reshape");
+  expect_prefix(run([](const tl::Value& t) { return tl::ravel(t); }, DataType::kFloat32,
+                    DataType::kFloat32, x),
+                xs, exact, "ravel");
+  expect_prefix(run([](const tl::Value& t) { return tl::squeeze(tl::expand_dims(t, 1), 1); },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                xs, exact, "expand/squeeze");
   // transpose [2, 0, 1]: out[l, i, j] = x[i, j, l].
   std::vector<double> tr;
-  for (int l = 0; l < 5; ++l) for (int i = 0; i < 3; ++i) for (int j = 0; j < 4; ++j) tr.push_back(xs[(i * 4 + j) * 5 + l]);
-  expect_prefix(run([](const tl::Value& t) { return tl::transpose(t, {2, 0, 1}); }, DataType::kFloat32, DataType::kFloat32, x), tr, exact, "transpose");
+  for (int l = 0; l < 5; ++l)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) tr.push_back(xs[(i * 4 + j) * 5 + l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::transpose(t, {2, 0, 1});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                tr, exact, "transpose");
   // .T of a 2-D slice: x[0]^T, [5, 4].
   std::vector<double> t2;
-  for (int l = 0; l < 5; ++l) for (int j = 0; j < 4; ++j) t2.push_back(xs[j * 5 + l]);
-  expect_prefix(run([](const tl::Value& t) { return tl::reshape(tl::copy(t, {1, 4, 5}, {0, 0, 0}), {4, 5}).T(); }, DataType::kFloat32, DataType::kFloat32, x), t2, exact, ".T");
+  for (int l = 0; l < 5; ++l)
+    for (int j = 0; j < 4; ++j) t2.push_back(xs[j * 5 + l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::reshape(tl::copy(t, {1, 4, 5}, {0, 0, 0}), {4, 5}).T();
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                t2, exact, ".T");
   // broadcast_to: the first row [1, 1, 5] to [2, 4, 5]; a scalar to [2, 3].
   std::vector<double> bc;
-  for (int r = 0; r < 8; ++r) for (int l = 0; l < 5; ++l) bc.push_back(xs[l]);
-  expect_prefix(run([](const tl::Value& t) { return tl::broadcast_to(tl::copy(t, {1, 1, 5}, {0, 0, 0}), {2, 4, 5}); }, DataType::kFloat32, DataType::kFloat32, x), bc, exact, "broadcast_to");
-  expect_prefix(run([](const tl::Value& t) { return tl::broadcast_to(tl::reduce_max(t), {2, 3}); }, DataType::kFloat32, DataType::kFloat32, x),
-                std::vector<double>(6, *std::max_element(xs.begin(), xs.end())), exact, "broadcast scalar");
+  for (int r = 0; r < 8; ++r)
+    for (int l = 0; l < 5; ++l) bc.push_back(xs[l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::broadcast_to(tl::copy(t, {1, 1, 5}, {0, 0, 0}), {2, 4, 5});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                bc, exact, "broadcast_to");
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::broadcast_to(tl::reduce_max(t), {2, 3});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                std::vector<double>(6, *std::max_element(xs.begin(), xs.end())), exact,
+                "broadcast scalar");
   // NumPy broadcasting between tiles: [3, 4, 1] - [1, 1, 5] row/column means.
   std::vector<double> nb;
-  for (int i = 0; i < 3; ++i) for (int j = 0; j < 4; ++j) for (int l = 0; l < 5; ++l) nb.push_back(xs[(i * 4 + j) * 5 + l] * 2 - xs[l]);
-  expect_prefix(run([](const tl::Value& t) { return t * 2 - tl::copy(t, {1, 1, 5}, {0, 0, 0}); }, DataType::kFloat32, DataType::kFloat32, x), nb, tol(DataType::kFloat32), "broadcast binary");
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 5; ++l) nb.push_back(xs[(i * 4 + j) * 5 + l] * 2 - xs[l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return t * 2 - tl::copy(t, {1, 1, 5}, {0, 0, 0});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                nb, tol(DataType::kFloat32), "broadcast binary");
 }
 
 }  // namespace

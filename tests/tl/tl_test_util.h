@@ -15,7 +15,8 @@ namespace tileops::testing::tl_test {
 
 namespace tl = ::tileops::tl;
 
-inline std::vector<double> map(const std::vector<double>& x, const std::function<double(double)>& f) {
+inline std::vector<double> map(const std::vector<double>& x,
+                               const std::function<double(double)>& f) {
   std::vector<double> out(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = f(x[i]);
   return out;

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <functional>
-#include <ranges>
 
 #include "tileops/tl/value.h"
 
@@ -70,10 +69,30 @@ Range range(const Operand& stop, Loc loc = Loc::current());
 Range range(const Operand& start, const Operand& stop, const Operand& step = Operand(1),
             RangeOptions options = {}, Loc loc = Loc::current());
 
-inline auto static_range(int n) { return std::views::iota(0, n); }
+// 0, 1, ..., n - 1 as plain ints: the body is traced n times.
+class StaticRange {
+ public:
+  explicit StaticRange(int n) : n_(n) {}
+  struct Iterator {
+    int i;
+    int operator*() const { return i; }
+    Iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const Iterator& other) const { return i != other.i; }
+  };
+  Iterator begin() const { return {0}; }
+  Iterator end() const { return {n_ > 0 ? n_ : 0}; }
+
+ private:
+  int n_;
+};
+inline StaticRange static_range(int n) { return StaticRange(n); }
 
 // A runtime branch on a bool (or integer, meaning != 0) scalar; when `cond` is a trace-time
 // constant only the chosen branch is traced.
+// NOLINTNEXTLINE(readability-identifier-naming): `if` is a keyword
 void if_(const Operand& cond, const std::function<void()>& then_branch,
          const std::function<void()>& else_branch = {}, Loc loc = Loc::current());
 

@@ -29,7 +29,7 @@ struct Type {
   DataType dtype = DataType::kFloat32;
   std::vector<std::int64_t> shape;  // tiles: static extents; tensors: one -1 per dim (rank)
   bool operator==(const Type&) const = default;
-  std::int64_t size() const;     // elements of a tile (1 for scalars)
+  std::int64_t size() const;      // elements of a tile (1 for scalars)
   std::string to_string() const;  // "f32", "tile<4x128xf32>", "tensor<2xf16>", "ptr<bf16>"
 };
 
@@ -61,14 +61,63 @@ enum class OpKind : std::uint8_t {
 };
 
 enum class UnaryOp : std::uint8_t {
-  kAbs, kCeil, kFloor, kRound, kTrunc, kExp, kExp2, kExpm1, kLog, kLog2, kLog1p, kSqrt, kRsqrt,
-  kSin, kCos, kTan, kSinh, kCosh, kTanh, kErf, kSigmoid, kRelu, kGeluErf, kGeluTanh, kSilu,
-  kSoftplus, kNegative, kReciprocal, kIsnan, kIsinf, kBitNot, kLogicalNot,
+  kAbs,
+  kCeil,
+  kFloor,
+  kRound,
+  kTrunc,
+  kExp,
+  kExp2,
+  kExpm1,
+  kLog,
+  kLog2,
+  kLog1p,
+  kSqrt,
+  kRsqrt,
+  kSin,
+  kCos,
+  kTan,
+  kSinh,
+  kCosh,
+  kTanh,
+  kErf,
+  kSigmoid,
+  kRelu,
+  kGeluErf,
+  kGeluTanh,
+  kSilu,
+  kSoftplus,
+  kNegative,
+  kReciprocal,
+  kIsnan,
+  kIsinf,
+  kBitNot,
+  kLogicalNot,
 };
 
 enum class BinaryOp : std::uint8_t {
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kMaximum, kMinimum, kPow,
-  kEq, kNe, kLt, kLe, kGt, kGe, kBitAnd, kBitOr, kBitXor, kShl, kShr, kLogicalAnd, kLogicalOr,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kMod,
+  kMaximum,
+  kMinimum,
+  kPow,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShl,
+  kShr,
+  kLogicalAnd,
+  kLogicalOr,
 };
 
 enum class ReduceOp : std::uint8_t { kSum, kMax, kMin, kProd, kMean, kArgmax, kArgmin, kAll, kAny };
@@ -86,8 +135,8 @@ struct Region;
 
 struct Op {
   OpKind kind = OpKind::kConstant;
-  std::uint8_t sub = 0;  // UnaryOp / BinaryOp / ReduceOp / AtomicOp / RoundMode
-  bool flag = false;     // kind-specific (see OpKind)
+  std::uint8_t sub = 0;                 // UnaryOp / BinaryOp / ReduceOp / AtomicOp / RoundMode
+  bool flag = false;                    // kind-specific (see OpKind)
   DataType dtype = DataType::kFloat32;  // kFull, kArange, kCast, kConstant
   std::vector<std::int64_t> ints;       // shape / dims / axis / permutation / offsets
   std::vector<std::int64_t> ints2;      // second list (kSlice shape; kFor: unroll, parallel)
@@ -100,7 +149,7 @@ struct Op {
 };
 
 struct Region {
-  std::vector<int> args;    // values defined on entry
+  std::vector<int> args;  // values defined on entry
   std::vector<Op> ops;
   std::vector<int> yields;  // values flowing out (for/if results)
 };

@@ -25,14 +25,14 @@
 namespace tileops::tl {
 
 struct Options {
-  bool always_compile = false;  // re-trace and re-prepare on every launch (bypass the cache)
-  int opt_level = 2;            // 1..3
-  bool debug = false;           // verify after every pass; locations in printed IR
-  bool print_ir = false;        // print the IR to stderr before and after each pass
-  std::string backend = "auto"; // interp | cpu | cuda | auto (the best available: interp now)
-  std::string dump_dir = {};    // write <name>-<hash>.tlir (and later sources/binaries) there
-  bool fast_math = false;       // allow reassociation / approximate functions (not interp)
-  std::string target = {};      // backend target override, e.g. "avx2" or "sm_90"
+  bool always_compile = false;   // re-trace and re-prepare on every launch (bypass the cache)
+  int opt_level = 2;             // 1..3
+  bool debug = false;            // verify after every pass; locations in printed IR
+  bool print_ir = false;         // print the IR to stderr before and after each pass
+  std::string backend = "auto";  // interp | cpu | cuda | auto (the best available: interp now)
+  std::string dump_dir = {};     // write <name>-<hash>.tlir (and later sources/binaries) there
+  bool fast_math = false;        // allow reassociation / approximate functions (not interp)
+  std::string target = {};       // backend target override, e.g. "avx2" or "sm_90"
 
   // Sets an option by its Python/keyword name; unknown names or bad values are errors.
   using Setting = std::variant<bool, std::int64_t, std::string>;
@@ -107,14 +107,22 @@ class Kernel {
   }
   template <typename T>
   static DataType dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return DataType::kFloat32;
-    else if constexpr (std::is_same_v<T, double>) return DataType::kFloat64;
-    else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::kInt32;
-    else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::kInt64;
-    else if constexpr (std::is_same_v<T, std::int16_t>) return DataType::kInt16;
-    else if constexpr (std::is_same_v<T, std::int8_t>) return DataType::kInt8;
-    else if constexpr (std::is_same_v<T, std::uint8_t>) return DataType::kUInt8;
-    else static_assert(sizeof(T) == 0, "pass 16-bit data as tileops::Tensor or tl::Pointer");
+    if constexpr (std::is_same_v<T, float>)
+      return DataType::kFloat32;
+    else if constexpr (std::is_same_v<T, double>)
+      return DataType::kFloat64;
+    else if constexpr (std::is_same_v<T, std::int32_t>)
+      return DataType::kInt32;
+    else if constexpr (std::is_same_v<T, std::int64_t>)
+      return DataType::kInt64;
+    else if constexpr (std::is_same_v<T, std::int16_t>)
+      return DataType::kInt16;
+    else if constexpr (std::is_same_v<T, std::int8_t>)
+      return DataType::kInt8;
+    else if constexpr (std::is_same_v<T, std::uint8_t>)
+      return DataType::kUInt8;
+    else
+      static_assert(sizeof(T) == 0, "pass 16-bit data as tileops::Tensor or tl::Pointer");
   }
 
   std::shared_ptr<detail::KernelImpl> impl_;
@@ -171,7 +179,8 @@ T constexpr_value(const Argument& arg, std::size_t index) {
     }
     throw_bad_constexpr(index, "a DataType");
   } else {
-    static_assert(std::is_same_v<T, std::string>, "ConstExpr of bool, int, float, DataType, string");
+    static_assert(std::is_same_v<T, std::string>,
+                  "ConstExpr of bool, int, float, DataType, string");
     if (const auto* s = std::get_if<std::string>(&arg)) return *s;
     throw_bad_constexpr(index, "a string");
   }
@@ -213,7 +222,8 @@ Kernel jit(std::string name, F fn, Options options = {}) {
       fn(detail::make_param<std::tuple_element_t<I, Params>>(values, args, I)...);
     };
     return Kernel(std::move(name), std::move(params), std::move(body), std::move(options));
-  }(std::make_index_sequence<std::tuple_size_v<Params>>{});
+  }
+  (std::make_index_sequence<std::tuple_size_v<Params>>{});
 }
 
 }  // namespace tileops::tl

@@ -150,8 +150,7 @@ Value ravel(const Value& x, Loc loc = Loc::current());
 Value expand_dims(const Value& x, int axis, Loc loc = Loc::current());
 Value squeeze(const Value& x, int axis, Loc loc = Loc::current());
 Value broadcast_to(const Value& x, const Shape& shape, Loc loc = Loc::current());
-Value transpose(const Value& x, const std::vector<int>& permutation = {},
-                Loc loc = Loc::current());
+Value transpose(const Value& x, const std::vector<int>& permutation = {}, Loc loc = Loc::current());
 
 // --- built-ins -----------------------------------------------------------------------------
 Value softmax(const Value& x, int axis = -1, Loc loc = Loc::current());

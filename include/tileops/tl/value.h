@@ -8,7 +8,6 @@
 
 #include <concepts>
 #include <cstdint>
-#include <source_location>
 #include <type_traits>
 #include <vector>
 
@@ -17,7 +16,23 @@
 
 namespace tileops::tl {
 
-using Loc = std::source_location;
+// Where the user wrote a call: a default argument `Loc loc = Loc::current()` captures the
+// caller's file and line, like std::source_location (which clang 14 cannot use with libstdc++ 12,
+// so we spell it with the builtins both compilers provide).
+struct Loc {
+  const char* file = "";
+  unsigned line = 0;
+  const char* function = "";
+
+  static constexpr Loc current(const char* file = __builtin_FILE(),
+                               unsigned line = __builtin_LINE(),
+                               const char* function = __builtin_FUNCTION()) {
+    return Loc{file, line, function};
+  }
+  const char* file_name() const { return file; }
+  unsigned line_number() const { return line; }
+  const char* function_name() const { return function; }
+};
 
 template <typename T>
 concept Number = std::is_arithmetic_v<T>;

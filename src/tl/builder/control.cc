@@ -1,8 +1,8 @@
 // Builder: runtime loops (tl::range) and branches (tl::if_). Live tl::Vars become loop-carried
 // values / branch results: on entry every Var is rebound to a fresh region argument; on exit the
 // ones the body did not reassign are substituted back by their outer value and dropped.
-#include "src/tl/builder/tracer.h"
 #include "tileops/tl/control.h"
+#include "src/tl/builder/tracer.h"
 #include "tileops/tl/ops.h"
 
 namespace tileops::tl {
@@ -115,6 +115,7 @@ Range range(const Operand& start, const Operand& stop, const Operand& step, Rang
   return Range(start, stop, step, options, loc);
 }
 
+// NOLINTNEXTLINE(readability-identifier-naming): `if` is a keyword
 void if_(const Operand& cond, const std::function<void()>& then_branch,
          const std::function<void()>& else_branch, Loc loc) {
   Tracer& t = Tracer::current("if_", loc);

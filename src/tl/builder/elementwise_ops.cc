@@ -17,6 +17,14 @@ void need_value(Tracer& t, const Operand& x, const char* construct) {
 
 bool is_bitwise_or_logical(BinaryOp op) { return op >= BinaryOp::kBitAnd; }
 
+// x != 0 as a bool value (logical ops on non-bool operands).
+int not_zero(Tracer& t, int x, const Loc& loc) {
+  Op ne = make_op(OpKind::kBinary, loc);
+  ne.sub = static_cast<std::uint8_t>(BinaryOp::kNe);
+  ne.operands = {x, t.constant(0, t.type_of(x).dtype, false, to_loc(loc))};
+  return t.append1(std::move(ne));
+}
+
 }  // namespace
 
 Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
@@ -32,18 +40,8 @@ Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
     ib = coerce(t, ib, DataType::kFloat32, loc);
   }
   if ((op == BinaryOp::kLogicalAnd || op == BinaryOp::kLogicalOr) && dtype != DataType::kBool) {
-    ia = t.append1([&] {
-      Op ne = make_op(OpKind::kBinary, loc);
-      ne.sub = static_cast<std::uint8_t>(BinaryOp::kNe);
-      ne.operands = {ia, t.constant(0, dtype, false, to_loc(loc))};
-      return ne;
-    }());
-    ib = t.append1([&] {
-      Op ne = make_op(OpKind::kBinary, loc);
-      ne.sub = static_cast<std::uint8_t>(BinaryOp::kNe);
-      ne.operands = {ib, t.constant(0, dtype, false, to_loc(loc))};
-      return ne;
-    }());
+    ia = not_zero(t, ia, loc);
+    ib = not_zero(t, ib, loc);
   }
   // Fold trace-time integer arithmetic (extents computed from ConstExprs stay static).
   const auto ca = t.constant_value(ia);
@@ -54,15 +52,26 @@ Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
     const auto y = static_cast<std::int64_t>(*cb);
     std::optional<std::int64_t> r;
     switch (op) {
-      case BinaryOp::kAdd: r = x + y; break;
-      case BinaryOp::kSub: r = x - y; break;
-      case BinaryOp::kMul: r = x * y; break;
+      case BinaryOp::kAdd:
+        r = x + y;
+        break;
+      case BinaryOp::kSub:
+        r = x - y;
+        break;
+      case BinaryOp::kMul:
+        r = x * y;
+        break;
       case BinaryOp::kFloorDiv:
         if (y != 0) r = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
         break;
-      case BinaryOp::kMaximum: r = std::max(x, y); break;
-      case BinaryOp::kMinimum: r = std::min(x, y); break;
-      default: break;
+      case BinaryOp::kMaximum:
+        r = std::max(x, y);
+        break;
+      case BinaryOp::kMinimum:
+        r = std::min(x, y);
+        break;
+      default:
+        break;
     }
     if (r) {
       return Value::from_id(t.constant(static_cast<double>(*r), t.type_of(ia).dtype,

@@ -100,8 +100,8 @@ Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
   return Value::from_id(t.append1(std::move(op)));
 }
 
-Value load(const Value& tensor, const Shape& shape, const TileId& tile_id,
-           const Operand& pad_value, Loc loc) {
+Value load(const Value& tensor, const Shape& shape, const TileId& tile_id, const Operand& pad_value,
+           Loc loc) {
   return load(tensor, shape, tile_offsets(shape, tile_id, "load", loc), pad_value, loc);
 }
 

@@ -72,8 +72,8 @@ LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, doub
   const Value mean = reduce_mean(f, {-1}, true, loc);
   const Value centred = f - mean;
   const Value rstd = rsqrt(reduce_mean(centred * centred, {-1}, true, loc) + eps, loc);
-  const Value y = centred * rstd * gamma.to(ct, RoundMode::kRint, loc) +
-                  beta.to(ct, RoundMode::kRint, loc);
+  const Value y =
+      centred * rstd * gamma.to(ct, RoundMode::kRint, loc) + beta.to(ct, RoundMode::kRint, loc);
   return LayerNorm{y.to(x.dtype(), RoundMode::kRint, loc), mean, rstd};
 }
 

@@ -11,19 +11,28 @@ namespace {
 
 int rank_of(DataType d) {
   switch (d) {
-    case DataType::kBool: return 0;
+    case DataType::kBool:
+      return 0;
     case DataType::kInt8:
-    case DataType::kUInt8: return 1;
-    case DataType::kInt16: return 2;
-    case DataType::kInt32: return 3;
-    case DataType::kInt64: return 4;
+    case DataType::kUInt8:
+      return 1;
+    case DataType::kInt16:
+      return 2;
+    case DataType::kInt32:
+      return 3;
+    case DataType::kInt64:
+      return 4;
     case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E5M2:
-    case DataType::kHiFloat8: return 5;
+    case DataType::kHiFloat8:
+      return 5;
     case DataType::kFloat16:
-    case DataType::kBFloat16: return 6;
-    case DataType::kFloat32: return 7;
-    case DataType::kFloat64: return 8;
+    case DataType::kBFloat16:
+      return 6;
+    case DataType::kFloat32:
+      return 7;
+    case DataType::kFloat64:
+      return 8;
   }
   return 0;
 }
@@ -89,10 +98,11 @@ std::int64_t static_int(Tracer& t, const Operand& v, const char* construct, cons
   const int id = v.value.id();
   const auto c = t.constant_value(id);
   if (!c) {
-    trace_error(ErrorKind::kInvalidArgument, to_loc(v.loc), construct,
-                std::string("non-static shape: ") + what +
-                    " must be a trace-time constant (a number or ConstExpr), got the runtime value %" +
-                    std::to_string(id) + " of type " + t.type_of(id).to_string());
+    trace_error(
+        ErrorKind::kInvalidArgument, to_loc(v.loc), construct,
+        std::string("non-static shape: ") + what +
+            " must be a trace-time constant (a number or ConstExpr), got the runtime value %" +
+            std::to_string(id) + " of type " + t.type_of(id).to_string());
   }
   if (is_floating(t.type_of(id).dtype)) {
     trace_error(ErrorKind::kInvalidType, to_loc(v.loc), construct,

@@ -124,7 +124,9 @@ Value transpose(const Value& x, const std::vector<int>& permutation, Loc loc) {
   return one_input(OpKind::kTranspose, x, perm, "transpose", loc);
 }
 
-Value Value::T(Loc loc) const { return transpose(*this, {}, loc); }
+Value Value::T(Loc loc) const {  // NOLINT(readability-identifier-naming)
+  return transpose(*this, {}, loc);
+}
 
 Value copy(const Value& tile, const Shape& shape, const Shape& offsets, Loc loc) {
   Tracer& t = Tracer::current("copy", loc);

@@ -11,7 +11,8 @@ thread_local Tracer* g_active = nullptr;  // per thread: traces never share buil
 }  // namespace
 
 SourceLoc to_loc(const Loc& loc) {
-  return SourceLoc{loc.file_name(), static_cast<std::uint32_t>(loc.line()), loc.function_name()};
+  return SourceLoc{loc.file_name(), static_cast<std::uint32_t>(loc.line_number()),
+                   loc.function_name()};
 }
 
 Tracer::Tracer(std::string name) {

@@ -35,11 +35,16 @@ double step(DataType d, double r, bool up) {
 
 double round_integral(double v, RoundMode mode) {
   switch (mode) {
-    case RoundMode::kRint: return std::nearbyint(v);
-    case RoundMode::kFloor: return std::floor(v);
-    case RoundMode::kCeil: return std::ceil(v);
-    case RoundMode::kTrunc: return std::trunc(v);
-    case RoundMode::kHalfAway: return std::round(v);
+    case RoundMode::kRint:
+      return std::nearbyint(v);
+    case RoundMode::kFloor:
+      return std::floor(v);
+    case RoundMode::kCeil:
+      return std::ceil(v);
+    case RoundMode::kTrunc:
+      return std::trunc(v);
+    case RoundMode::kHalfAway:
+      return std::round(v);
   }
   return v;
 }
@@ -103,12 +108,18 @@ double round_to(DataType dtype, double v) {
 
 std::int64_t wrap_to(DataType dtype, std::int64_t v) {
   switch (dtype) {
-    case DataType::kBool: return v != 0 ? 1 : 0;
-    case DataType::kInt8: return static_cast<std::int8_t>(v);
-    case DataType::kUInt8: return static_cast<std::uint8_t>(v);
-    case DataType::kInt16: return static_cast<std::int16_t>(v);
-    case DataType::kInt32: return static_cast<std::int32_t>(v);
-    default: return v;
+    case DataType::kBool:
+      return v != 0 ? 1 : 0;
+    case DataType::kInt8:
+      return static_cast<std::int8_t>(v);
+    case DataType::kUInt8:
+      return static_cast<std::uint8_t>(v);
+    case DataType::kInt16:
+      return static_cast<std::int16_t>(v);
+    case DataType::kInt32:
+      return static_cast<std::int32_t>(v);
+    default:
+      return v;
   }
 }
 
@@ -132,7 +143,8 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
     wide.dtype = DataType::kFloat64;
     wide.f = {r};
     const std::int64_t n = wide.get_int(0);
-    const std::int64_t lo = to.dtype == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(to.dtype) - 1));
+    const std::int64_t lo =
+        to.dtype == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(to.dtype) - 1));
     const std::int64_t hi = to.dtype == DataType::kUInt8 ? 255 : -(lo + 1);
     to.i[j] = to.dtype == DataType::kInt64 ? n : std::min(std::max(n, lo), hi);
   } else {
@@ -145,16 +157,23 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
     const double hi = r > v ? r : step(to.dtype, r, true);
     double out = r;
     switch (mode) {
-      case RoundMode::kFloor: out = lo; break;
-      case RoundMode::kCeil: out = hi; break;
-      case RoundMode::kTrunc: out = v > 0 ? lo : hi; break;
+      case RoundMode::kFloor:
+        out = lo;
+        break;
+      case RoundMode::kCeil:
+        out = hi;
+        break;
+      case RoundMode::kTrunc:
+        out = v > 0 ? lo : hi;
+        break;
       case RoundMode::kHalfAway: {
         const double dl = v - lo;
         const double dh = hi - v;
         out = dl < dh ? lo : (dh < dl ? hi : (v > 0 ? hi : lo));
         break;
       }
-      case RoundMode::kRint: break;
+      case RoundMode::kRint:
+        break;
     }
     to.f[j] = out;
   }

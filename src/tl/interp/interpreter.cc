@@ -12,7 +12,10 @@ namespace {
 class Frame {
  public:
   Frame(const Function& f, std::int64_t block, std::int64_t num_blocks, std::mutex* atomic_mutex)
-      : f_(f), slots_(f.types.size()), block_(block), num_blocks_(num_blocks),
+      : f_(f),
+        slots_(f.types.size()),
+        block_(block),
+        num_blocks_(num_blocks),
         atomic_mutex_(atomic_mutex) {}
 
   Slot& slot(int id) { return slots_[static_cast<std::size_t>(id)]; }
@@ -56,7 +59,9 @@ void Frame::exec_tensor(const Op& op) {
   t.dtype = f_.type_of(op.operands[0]).dtype;
   t.shape = ints(op, 1, rank);
   for (std::int64_t e : t.shape) {
-    if (e < 0) trace_error(ErrorKind::kInvalidArgument, op.loc, "tensor", "negative extent " + std::to_string(e));
+    if (e < 0)
+      trace_error(ErrorKind::kInvalidArgument, op.loc, "tensor",
+                  "negative extent " + std::to_string(e));
   }
   t.strides = op.flag ? ints(op, 1 + rank, rank) : row_major_strides(t.shape);
 }
@@ -65,16 +70,26 @@ void Frame::exec(const Op& op) {
   switch (op.kind) {
     case OpKind::kConstant: {
       Buffer& b = result(op);
-      if (b.floating()) b.set(0, op.number); else b.set_int(0, op.integer);
+      if (b.floating())
+        b.set(0, op.number);
+      else
+        b.set_int(0, op.integer);
       return;
     }
-    case OpKind::kBlockIdx: result(op).set_int(0, block_); return;
-    case OpKind::kBlockNum: result(op).set_int(0, num_blocks_); return;
-    case OpKind::kTensor: exec_tensor(op); return;
+    case OpKind::kBlockIdx:
+      result(op).set_int(0, block_);
+      return;
+    case OpKind::kBlockNum:
+      result(op).set_int(0, num_blocks_);
+      return;
+    case OpKind::kTensor:
+      exec_tensor(op);
+      return;
     case OpKind::kTensorDim: {
       const TensorView& t = slot(op.operands[0]).tensor;
       const auto rank = static_cast<std::int64_t>(t.shape.size());
-      result(op).set_int(0, t.shape[static_cast<std::size_t>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0])]);
+      result(op).set_int(
+          0, t.shape[static_cast<std::size_t>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0])]);
       return;
     }
     case OpKind::kLoad: {
@@ -85,7 +100,8 @@ void Frame::exec(const Op& op) {
     case OpKind::kStore:
     case OpKind::kAtomic: {
       const TensorView& t = slot(op.operands[1]).tensor;
-      const std::int64_t mask = op.flag ? std::max<std::int64_t>(0, scalar_int(op.operands.back())) : -1;
+      const std::int64_t mask =
+          op.flag ? std::max<std::int64_t>(0, scalar_int(op.operands.back())) : -1;
       eval_store(buf(op.operands[0]), t, ints(op, 2, t.shape.size()), mask, op, atomic_mutex_);
       return;
     }
@@ -93,7 +109,10 @@ void Frame::exec(const Op& op) {
       const Buffer& v = buf(op.operands[0]);
       Buffer& out = result(op);
       for (std::size_t k = 0; k < out.size(); ++k) {
-        if (out.floating()) out.f[k] = v.f[0]; else out.i[k] = v.i[0];
+        if (out.floating())
+          out.f[k] = v.f[0];
+        else
+          out.i[k] = v.i[0];
       }
       return;
     }
@@ -102,9 +121,12 @@ void Frame::exec(const Op& op) {
       for (std::size_t k = 0; k < out.size(); ++k) out.set_int(k, static_cast<std::int64_t>(k));
       return;
     }
-    case OpKind::kUnary: eval_unary(static_cast<UnaryOp>(op.sub), buf(op.operands[0]), result(op)); return;
+    case OpKind::kUnary:
+      eval_unary(static_cast<UnaryOp>(op.sub), buf(op.operands[0]), result(op));
+      return;
     case OpKind::kBinary:
-      eval_binary(static_cast<BinaryOp>(op.sub), buf(op.operands[0]), buf(op.operands[1]), result(op));
+      eval_binary(static_cast<BinaryOp>(op.sub), buf(op.operands[0]), buf(op.operands[1]),
+                  result(op));
       return;
     case OpKind::kWhere:
       eval_where(buf(op.operands[0]), buf(op.operands[1]), buf(op.operands[2]), result(op));
@@ -112,10 +134,13 @@ void Frame::exec(const Op& op) {
     case OpKind::kCast: {
       const Buffer& x = buf(op.operands[0]);
       Buffer& out = result(op);
-      for (std::size_t k = 0; k < out.size(); ++k) cast_element(x, k, out, k, static_cast<RoundMode>(op.sub));
+      for (std::size_t k = 0; k < out.size(); ++k)
+        cast_element(x, k, out, k, static_cast<RoundMode>(op.sub));
       return;
     }
-    case OpKind::kReduce: eval_reduce(static_cast<ReduceOp>(op.sub), buf(op.operands[0]), op.ints, result(op)); return;
+    case OpKind::kReduce:
+      eval_reduce(static_cast<ReduceOp>(op.sub), buf(op.operands[0]), op.ints, result(op));
+      return;
     case OpKind::kCumsum: {
       const Buffer& x = buf(op.operands[0]);
       const auto rank = static_cast<std::int64_t>(x.shape.size());
@@ -129,22 +154,33 @@ void Frame::exec(const Op& op) {
       out.i = x.i;
       return;
     }
-    case OpKind::kBroadcast: eval_broadcast(buf(op.operands[0]), result(op)); return;
-    case OpKind::kTranspose: eval_transpose(buf(op.operands[0]), op.ints, result(op)); return;
-    case OpKind::kSlice: eval_slice(buf(op.operands[0]), op.ints, result(op)); return;
+    case OpKind::kBroadcast:
+      eval_broadcast(buf(op.operands[0]), result(op));
+      return;
+    case OpKind::kTranspose:
+      eval_transpose(buf(op.operands[0]), op.ints, result(op));
+      return;
+    case OpKind::kSlice:
+      eval_slice(buf(op.operands[0]), op.ints, result(op));
+      return;
     case OpKind::kConcat: {
       std::vector<const Buffer*> xs;
       for (int id : op.operands) xs.push_back(&buf(id));
       const auto rank = static_cast<std::int64_t>(xs[0]->shape.size());
-      eval_concat(xs, static_cast<int>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0]), result(op));
+      eval_concat(xs, static_cast<int>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0]),
+                  result(op));
       return;
     }
     case OpKind::kMatmul:
       eval_matmul(buf(op.operands[0]), buf(op.operands[1]),
                   op.operands.size() > 2 ? &buf(op.operands[2]) : nullptr, op.flag, result(op));
       return;
-    case OpKind::kFor: exec_for(op); return;
-    case OpKind::kIf: exec_if(op); return;
+    case OpKind::kFor:
+      exec_for(op);
+      return;
+    case OpKind::kIf:
+      exec_if(op);
+      return;
   }
 }
 

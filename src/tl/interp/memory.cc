@@ -82,13 +82,17 @@ void eval_store(const Buffer& value, const TensorView& t, const std::vector<std:
     if (value.floating()) {
       const double old = read_as_double(address, t.dtype);
       const double v = value.f[lane];
-      cell.set(0, kind == AtomicOp::kAdd ? old + v : (kind == AtomicOp::kMax ? std::max(old, v) : std::min(old, v)));
+      cell.set(0, kind == AtomicOp::kAdd
+                      ? old + v
+                      : (kind == AtomicOp::kMax ? std::max(old, v) : std::min(old, v)));
       write_from_double(cell.f[0], address, t.dtype);
     } else {
       const std::int64_t old = read_as_int64(address, t.dtype);
       const std::int64_t v = value.i[lane];
-      cell.set_int(0, kind == AtomicOp::kAdd ? static_cast<std::int64_t>(static_cast<std::uint64_t>(old) + static_cast<std::uint64_t>(v))
-                                             : (kind == AtomicOp::kMax ? std::max(old, v) : std::min(old, v)));
+      cell.set_int(0, kind == AtomicOp::kAdd
+                          ? static_cast<std::int64_t>(static_cast<std::uint64_t>(old) +
+                                                      static_cast<std::uint64_t>(v))
+                          : (kind == AtomicOp::kMax ? std::max(old, v) : std::min(old, v)));
       write_from_int64(cell.i[0], address, t.dtype);
     }
   });

@@ -50,10 +50,27 @@ void eval_reduce(ReduceOp op, const Buffer& x, const std::vector<std::int64_t>& 
   const double inf = std::numeric_limits<double>::infinity();
   for (std::size_t o = 0; o < n_out; ++o) {
     switch (op) {
-      case ReduceOp::kSum: case ReduceOp::kMean: case ReduceOp::kAny: acc[o] = 0; iacc[o] = 0; break;
-      case ReduceOp::kProd: case ReduceOp::kAll: acc[o] = 1; iacc[o] = 1; break;
-      case ReduceOp::kMax: case ReduceOp::kArgmax: acc[o] = -inf; iacc[o] = std::numeric_limits<std::int64_t>::min(); break;
-      case ReduceOp::kMin: case ReduceOp::kArgmin: acc[o] = inf; iacc[o] = std::numeric_limits<std::int64_t>::max(); break;
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+      case ReduceOp::kAny:
+        acc[o] = 0;
+        iacc[o] = 0;
+        break;
+      case ReduceOp::kProd:
+      case ReduceOp::kAll:
+        acc[o] = 1;
+        iacc[o] = 1;
+        break;
+      case ReduceOp::kMax:
+      case ReduceOp::kArgmax:
+        acc[o] = -inf;
+        iacc[o] = std::numeric_limits<std::int64_t>::min();
+        break;
+      case ReduceOp::kMin:
+      case ReduceOp::kArgmin:
+        acc[o] = inf;
+        iacc[o] = std::numeric_limits<std::int64_t>::max();
+        break;
     }
   }
   std::vector<std::int64_t> seen(n_out, 0);  // position along the reduced dims
@@ -65,17 +82,27 @@ void eval_reduce(ReduceOp op, const Buffer& x, const std::vector<std::int64_t>& 
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
-        if (is_float) acc[o] += v; else iacc[o] = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc[o]) + static_cast<std::uint64_t>(iv));
+        if (is_float)
+          acc[o] += v;
+        else
+          iacc[o] = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc[o]) +
+                                              static_cast<std::uint64_t>(iv));
         break;
       case ReduceOp::kProd:
-        if (is_float) acc[o] *= v; else iacc[o] = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc[o]) * static_cast<std::uint64_t>(iv));
+        if (is_float)
+          acc[o] *= v;
+        else
+          iacc[o] = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc[o]) *
+                                              static_cast<std::uint64_t>(iv));
         break;
       case ReduceOp::kMax:
       case ReduceOp::kMin: {
         const bool better_max = op == ReduceOp::kMax;
         if (is_float) {
-          if (std::isnan(v) || std::isnan(acc[o])) acc[o] = NAN;
-          else acc[o] = better_max ? std::max(acc[o], v) : std::min(acc[o], v);
+          if (std::isnan(v) || std::isnan(acc[o]))
+            acc[o] = NAN;
+          else
+            acc[o] = better_max ? std::max(acc[o], v) : std::min(acc[o], v);
         } else {
           iacc[o] = better_max ? std::max(iacc[o], iv) : std::min(iacc[o], iv);
         }
@@ -92,8 +119,12 @@ void eval_reduce(ReduceOp op, const Buffer& x, const std::vector<std::int64_t>& 
         }
         break;
       }
-      case ReduceOp::kAll: iacc[o] = iacc[o] && iv != 0; break;
-      case ReduceOp::kAny: iacc[o] = iacc[o] || iv != 0; break;
+      case ReduceOp::kAll:
+        iacc[o] = iacc[o] && iv != 0;
+        break;
+      case ReduceOp::kAny:
+        iacc[o] = iacc[o] || iv != 0;
+        break;
     }
   }
   for (std::size_t o = 0; o < n_out; ++o) {
@@ -124,7 +155,8 @@ void eval_cumsum(const Buffer& x, int axis, Buffer& out) {
         acc += x.f[e];
         out.set(e, acc);
       } else {
-        iacc = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc) + static_cast<std::uint64_t>(x.i[e]));
+        iacc = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc) +
+                                         static_cast<std::uint64_t>(x.i[e]));
         out.set_int(e, iacc);
       }
     }
@@ -134,7 +166,10 @@ void eval_cumsum(const Buffer& x, int axis, Buffer& out) {
 void eval_broadcast(const Buffer& x, Buffer& out) {
   const auto map = broadcast_map(x.shape, out.shape);
   for (std::size_t k = 0; k < out.size(); ++k) {
-    if (out.floating()) out.f[k] = x.f[map[k]]; else out.i[k] = x.i[map[k]];
+    if (out.floating())
+      out.f[k] = x.f[map[k]];
+    else
+      out.i[k] = x.i[map[k]];
   }
 }
 
@@ -148,7 +183,10 @@ void eval_transpose(const Buffer& x, const std::vector<std::int64_t>& perm, Buff
       const std::int64_t p = perm[d] < 0 ? perm[d] + static_cast<std::int64_t>(rank) : perm[d];
       src += index[d] * in_strides[p];
     }
-    if (out.floating()) out.f[k] = x.f[src]; else out.i[k] = x.i[src];
+    if (out.floating())
+      out.f[k] = x.f[src];
+    else
+      out.i[k] = x.i[src];
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++index[d] < out.shape[d]) break;
       index[d] = 0;
@@ -163,7 +201,10 @@ void eval_slice(const Buffer& x, const std::vector<std::int64_t>& offsets, Buffe
   for (std::size_t k = 0; k < out.size(); ++k) {
     std::int64_t src = 0;
     for (std::size_t d = 0; d < rank; ++d) src += (offsets[d] + index[d]) * in_strides[d];
-    if (out.floating()) out.f[k] = x.f[src]; else out.i[k] = x.i[src];
+    if (out.floating())
+      out.f[k] = x.f[src];
+    else
+      out.i[k] = x.i[src];
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++index[d] < out.shape[d]) break;
       index[d] = 0;
@@ -182,7 +223,10 @@ void eval_concat(const std::vector<const Buffer*>& xs, int axis, Buffer& out) {
       for (std::size_t d = 0; d < rank; ++d) {
         dst += (index[d] + (static_cast<int>(d) == axis ? base : 0)) * out_strides[d];
       }
-      if (out.floating()) out.f[dst] = x->f[k]; else out.i[dst] = x->i[k];
+      if (out.floating())
+        out.f[dst] = x->f[k];
+      else
+        out.i[dst] = x->i[k];
       for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
         if (++index[d] < x->shape[d]) break;
         index[d] = 0;

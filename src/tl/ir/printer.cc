@@ -11,17 +11,28 @@ namespace {
 
 std::string short_name(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return "f32";
-    case DataType::kFloat16: return "f16";
-    case DataType::kBFloat16: return "bf16";
-    case DataType::kFloat64: return "f64";
-    case DataType::kInt8: return "i8";
-    case DataType::kInt16: return "i16";
-    case DataType::kInt32: return "i32";
-    case DataType::kInt64: return "i64";
-    case DataType::kUInt8: return "u8";
-    case DataType::kBool: return "i1";
-    default: return std::string(name_of(dtype));
+    case DataType::kFloat32:
+      return "f32";
+    case DataType::kFloat16:
+      return "f16";
+    case DataType::kBFloat16:
+      return "bf16";
+    case DataType::kFloat64:
+      return "f64";
+    case DataType::kInt8:
+      return "i8";
+    case DataType::kInt16:
+      return "i16";
+    case DataType::kInt32:
+      return "i32";
+    case DataType::kInt64:
+      return "i64";
+    case DataType::kUInt8:
+      return "u8";
+    case DataType::kBool:
+      return "i1";
+    default:
+      return std::string(name_of(dtype));
   }
 }
 
@@ -33,7 +44,6 @@ std::string list(const std::vector<std::int64_t>& values) {
   return out + "]";
 }
 
-
 class Printer {
  public:
   Printer(const Function& f, bool locations) : f_(f), locations_(locations) {}
@@ -42,7 +52,7 @@ class Printer {
     out_ << "kernel @" << f_.name << "(";
     for (std::size_t i = 0; i < f_.params.size(); ++i) {
       const Param& p = f_.params[i];
- out_ << (i ? ", " : "") << values({p.value}) << ": " << f_.type_of(p.value).to_string();
+      out_ << (i ? ", " : "") << values({p.value}) << ": " << f_.type_of(p.value).to_string();
     }
     out_ << ") {\n";
     region(f_.body, 1);
@@ -71,11 +81,16 @@ class Printer {
 
   std::string name(const Op& op) {
     switch (op.kind) {
-      case OpKind::kUnary: return name_of(static_cast<UnaryOp>(op.sub));
-      case OpKind::kBinary: return name_of(static_cast<BinaryOp>(op.sub));
-      case OpKind::kReduce: return name_of(static_cast<ReduceOp>(op.sub));
-      case OpKind::kAtomic: return name_of(static_cast<AtomicOp>(op.sub));
-      default: return name_of(op.kind);
+      case OpKind::kUnary:
+        return name_of(static_cast<UnaryOp>(op.sub));
+      case OpKind::kBinary:
+        return name_of(static_cast<BinaryOp>(op.sub));
+      case OpKind::kReduce:
+        return name_of(static_cast<ReduceOp>(op.sub));
+      case OpKind::kAtomic:
+        return name_of(static_cast<AtomicOp>(op.sub));
+      default:
+        return name_of(op.kind);
     }
   }
 
@@ -93,16 +108,24 @@ class Printer {
         out_ << " " << v.str();  // `%2 = const 0.5 : f32`
         break;
       }
-      case OpKind::kCast: a.push_back(std::string("round=") + name_of(static_cast<RoundMode>(op.sub)));
+      case OpKind::kCast:
+        a.push_back(std::string("round=") + name_of(static_cast<RoundMode>(op.sub)));
         break;
-      case OpKind::kReduce: a.push_back("dims=" + list(op.ints));
+      case OpKind::kReduce:
+        a.push_back("dims=" + list(op.ints));
         if (op.flag) a.emplace_back("keep_dims");
         break;
       case OpKind::kCumsum:
       case OpKind::kConcat:
-      case OpKind::kTensorDim: a.push_back("axis=" + list(op.ints)); break;
-      case OpKind::kTranspose: a.push_back("perm=" + list(op.ints)); break;
-      case OpKind::kSlice: a.push_back("offsets=" + list(op.ints)); break;
+      case OpKind::kTensorDim:
+        a.push_back("axis=" + list(op.ints));
+        break;
+      case OpKind::kTranspose:
+        a.push_back("perm=" + list(op.ints));
+        break;
+      case OpKind::kSlice:
+        a.push_back("offsets=" + list(op.ints));
+        break;
       case OpKind::kFor:
         a.push_back("unroll=" + std::to_string(op.ints2.at(0)));
         if (op.ints2.at(1) != 0) a.emplace_back("parallel");
@@ -114,7 +137,8 @@ class Printer {
       case OpKind::kMatmul:
         if (op.flag) a.emplace_back("acc");
         break;
-      default: break;
+      default:
+        break;
     }
     if (a.empty()) return;
     out_ << " {";
@@ -161,8 +185,7 @@ class Printer {
 
 std::string SourceLoc::to_string() const {
   const std::size_t slash = file.find_last_of('/');
-  return (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +
-         std::to_string(line);
+  return (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(line);
 }
 
 std::int64_t Type::size() const {
@@ -175,8 +198,10 @@ std::int64_t Type::size() const {
 
 std::string Type::to_string() const {
   switch (kind) {
-    case TypeKind::kScalar: return short_name(dtype);
-    case TypeKind::kPointer: return "ptr<" + short_name(dtype) + ">";
+    case TypeKind::kScalar:
+      return short_name(dtype);
+    case TypeKind::kPointer:
+      return "ptr<" + short_name(dtype) + ">";
     case TypeKind::kTensor:
       return "tensor<" + std::to_string(shape.size()) + "x" + short_name(dtype) + ">";
     case TypeKind::kTile: {

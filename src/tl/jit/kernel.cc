@@ -50,7 +50,8 @@ class KernelImpl {
 namespace {
 
 std::string describe(const Argument& a) {
-  if (const auto* p = std::get_if<Pointer>(&a)) return std::string("ptr<") + std::string(name_of(p->dtype)) + ">";
+  if (const auto* p = std::get_if<Pointer>(&a))
+    return std::string("ptr<") + std::string(name_of(p->dtype)) + ">";
   if (const auto* i = std::get_if<std::int64_t>(&a)) return "int " + std::to_string(*i);
   if (const auto* d = std::get_if<double>(&a)) return "float " + std::to_string(*d);
   if (const auto* b = std::get_if<bool>(&a)) return *b ? "bool true" : "bool false";
@@ -59,20 +60,28 @@ std::string describe(const Argument& a) {
 
 const char* param_kind_name(ParamKind k) {
   switch (k) {
-    case ParamKind::kGlobalAddress: return "a GlobalAddress (tensor or pointer)";
-    case ParamKind::kInt: return "an int";
-    case ParamKind::kFloat: return "a float";
-    case ParamKind::kBool: return "a bool";
+    case ParamKind::kGlobalAddress:
+      return "a GlobalAddress (tensor or pointer)";
+    case ParamKind::kInt:
+      return "an int";
+    case ParamKind::kFloat:
+      return "a float";
+    case ParamKind::kBool:
+      return "a bool";
   }
   return "?";
 }
 
 Type param_type(ParamKind kind, const Argument& a) {
   switch (kind) {
-    case ParamKind::kGlobalAddress: return {TypeKind::kPointer, std::get<Pointer>(a).dtype, {}};
-    case ParamKind::kInt: return {TypeKind::kScalar, DataType::kInt64, {}};
-    case ParamKind::kFloat: return {TypeKind::kScalar, DataType::kFloat32, {}};
-    case ParamKind::kBool: return {TypeKind::kScalar, DataType::kBool, {}};
+    case ParamKind::kGlobalAddress:
+      return {TypeKind::kPointer, std::get<Pointer>(a).dtype, {}};
+    case ParamKind::kInt:
+      return {TypeKind::kScalar, DataType::kInt64, {}};
+    case ParamKind::kFloat:
+      return {TypeKind::kScalar, DataType::kFloat32, {}};
+    case ParamKind::kBool:
+      return {TypeKind::kScalar, DataType::kBool, {}};
   }
   return {};
 }
@@ -82,20 +91,25 @@ Type param_type(ParamKind kind, const Argument& a) {
 void KernelImpl::check(std::span<const Argument> args) const {
   if (args.size() != params.size()) {
     throw_argument_error(ErrorKind::kInvalidArgument, name, "arguments",
-                         std::to_string(params.size()) + " arguments",
-                         std::to_string(args.size()));
+                         std::to_string(params.size()) + " arguments", std::to_string(args.size()));
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (params[i].constexpr_param) continue;
     const Argument& a = args[i];
     bool ok = false;
     switch (params[i].kind) {
-      case ParamKind::kGlobalAddress: ok = std::holds_alternative<Pointer>(a); break;
-      case ParamKind::kInt: ok = std::holds_alternative<std::int64_t>(a); break;
+      case ParamKind::kGlobalAddress:
+        ok = std::holds_alternative<Pointer>(a);
+        break;
+      case ParamKind::kInt:
+        ok = std::holds_alternative<std::int64_t>(a);
+        break;
       case ParamKind::kFloat:
         ok = std::holds_alternative<double>(a) || std::holds_alternative<std::int64_t>(a);
         break;
-      case ParamKind::kBool: ok = std::holds_alternative<bool>(a); break;
+      case ParamKind::kBool:
+        ok = std::holds_alternative<bool>(a);
+        break;
     }
     if (!ok) {
       throw_argument_error(ErrorKind::kInvalidType, name, "argument " + std::to_string(i),
@@ -135,12 +149,14 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
   }
   Function f = tracer.finish();
   verify(f);
-  if (options.print_ir) std::fprintf(stderr, "// tl IR of %s after tracing\n%s", name.c_str(), print(f, true).c_str());
+  if (options.print_ir)
+    std::fprintf(stderr, "// tl IR of %s after tracing\n%s", name.c_str(), print(f, true).c_str());
   for (const Pass& pass : pipeline(options.opt_level)) {
     pass.run(f);
     if (options.debug) verify(f);
     if (options.print_ir) {
-      std::fprintf(stderr, "// tl IR of %s after %s\n%s", name.c_str(), pass.name, print(f, true).c_str());
+      std::fprintf(stderr, "// tl IR of %s after %s\n%s", name.c_str(), pass.name,
+                   print(f, true).c_str());
     }
   }
   auto spec = std::make_shared<Specialisation>();
@@ -150,16 +166,19 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
     std::filesystem::create_directories(options.dump_dir);
     char hex[17];
     std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(spec->hash));
-    std::ofstream(std::filesystem::path(options.dump_dir) / (name + "-" + hex + ".tlir")) << print(f, true);
+    std::ofstream(std::filesystem::path(options.dump_dir) / (name + "-" + hex + ".tlir"))
+        << print(f, true);
   }
   if (options.backend == "cpu" || options.backend == "cuda") {
-    throw_argument_error(ErrorKind::kUnsupported, name, "backend", "interp or auto (the '" +
-                         options.backend + "' backend is not built yet)", "'" + options.backend + "'");
+    throw_argument_error(ErrorKind::kUnsupported, name, "backend",
+                         "interp or auto (the '" + options.backend + "' backend is not built yet)",
+                         "'" + options.backend + "'");
   }
   const std::string exec_key = std::to_string(spec->hash) + "|" + options.key();
   {
     const std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = executables_.find(exec_key); it != executables_.end() && !options.always_compile) {
+    if (auto it = executables_.find(exec_key);
+        it != executables_.end() && !options.always_compile) {
       spec->executable = it->second;
       return spec;
     }
@@ -184,8 +203,7 @@ std::shared_ptr<const Specialisation> KernelImpl::specialise(std::span<const Arg
 
 }  // namespace detail
 
-Kernel::Kernel(std::string name, std::vector<detail::TraceParam> params, Body body,
-               Options options)
+Kernel::Kernel(std::string name, std::vector<detail::TraceParam> params, Body body, Options options)
     : impl_(std::make_shared<detail::KernelImpl>()) {
   options.validate();
   impl_->name = std::move(name);
@@ -208,19 +226,30 @@ void Kernel::launch_arguments(std::int64_t core_num, std::span<const Argument> a
     interp::Slot s;
     const Argument& a = args[i];
     switch (impl_->params[i].kind) {
-      case ParamKind::kGlobalAddress: s.pointer = std::get<Pointer>(a).data; break;
-      case ParamKind::kInt: s.buffer.resize(DataType::kInt64, {}); s.buffer.i[0] = std::get<std::int64_t>(a); break;
+      case ParamKind::kGlobalAddress:
+        s.pointer = std::get<Pointer>(a).data;
+        break;
+      case ParamKind::kInt:
+        s.buffer.resize(DataType::kInt64, {});
+        s.buffer.i[0] = std::get<std::int64_t>(a);
+        break;
       case ParamKind::kFloat:
         s.buffer.resize(DataType::kFloat32, {});
-        s.buffer.set(0, std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<std::int64_t>(a)));
+        s.buffer.set(0, std::holds_alternative<double>(a)
+                            ? std::get<double>(a)
+                            : static_cast<double>(std::get<std::int64_t>(a)));
         break;
-      case ParamKind::kBool: s.buffer.resize(DataType::kBool, {}); s.buffer.i[0] = std::get<bool>(a) ? 1 : 0; break;
+      case ParamKind::kBool:
+        s.buffer.resize(DataType::kBool, {});
+        s.buffer.i[0] = std::get<bool>(a) ? 1 : 0;
+        break;
     }
     slots.push_back(std::move(s));
   }
   static std::mutex atomic_mutex;  // atomics of every launch, so concurrent launches stay atomic
   const interp::Interpreter& exec = *spec->executable;
-  pool.parallel_for(blocks, [&](std::int64_t block) { exec.run_block(block, blocks, slots, &atomic_mutex); });
+  pool.parallel_for(
+      blocks, [&](std::int64_t block) { exec.run_block(block, blocks, slots, &atomic_mutex); });
 }
 
 std::string Kernel::ir(std::span<const Argument> args) const { return impl_->specialise(args)->ir; }

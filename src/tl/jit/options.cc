@@ -61,17 +61,15 @@ void Options::validate() const {
 std::string Options::key() const {
   return "always_compile=" + std::to_string(always_compile) +
          ";opt_level=" + std::to_string(opt_level) + ";debug=" + std::to_string(debug) +
-         ";print_ir=" + std::to_string(print_ir) + ";backend=" + backend +
-         ";dump_dir=" + dump_dir + ";fast_math=" + std::to_string(fast_math) +
-         ";target=" + target;
+         ";print_ir=" + std::to_string(print_ir) + ";backend=" + backend + ";dump_dir=" + dump_dir +
+         ";fast_math=" + std::to_string(fast_math) + ";target=" + target;
 }
 
 namespace detail {
 
 void throw_bad_constexpr(std::size_t index, const char* expected) {
-  throw_argument_error(ErrorKind::kInvalidType, "tl::jit",
-                       "argument " + std::to_string(index), std::string("ConstExpr of ") + expected,
-                       "another kind of value");
+  throw_argument_error(ErrorKind::kInvalidType, "tl::jit", "argument " + std::to_string(index),
+                       std::string("ConstExpr of ") + expected, "another kind of value");
 }
 
 }  // namespace detail

@@ -53,6 +53,7 @@ void hoist_constants(Function& function) {
   collect(function.body, unique, replace);
   substitute(function.body, replace);
   std::vector<Op> ops;
+  ops.reserve(unique.size() + function.body.ops.size());
   for (auto& [key, op] : unique) ops.push_back(std::move(op));
   for (Op& op : function.body.ops) ops.push_back(std::move(op));
   function.body.ops = std::move(ops);

@@ -12,17 +12,20 @@ class Verifier {
   explicit Verifier(const Function& f) : f_(f), defined_(f.types.size(), false) {}
 
   void run() {
-    for (const Param& p : f_.params) define(p.value, f_.body.ops.empty() ? SourceLoc{} : f_.body.ops[0].loc);
+    for (const Param& p : f_.params)
+      define(p.value, f_.body.ops.empty() ? SourceLoc{} : f_.body.ops[0].loc);
     region(f_.body, {});
   }
 
  private:
   void define(int id, const SourceLoc& loc) {
     if (id < 0 || id >= static_cast<int>(defined_.size())) {
-      trace_error(ErrorKind::kInternal, loc, "verify", "value %" + std::to_string(id) + " has no type");
+      trace_error(ErrorKind::kInternal, loc, "verify",
+                  "value %" + std::to_string(id) + " has no type");
     }
     if (defined_[id]) {
-      trace_error(ErrorKind::kInternal, loc, "verify", "value %" + std::to_string(id) + " defined twice");
+      trace_error(ErrorKind::kInternal, loc, "verify",
+                  "value %" + std::to_string(id) + " defined twice");
     }
     defined_[id] = true;
     live_[id] = true;
@@ -51,13 +54,15 @@ class Verifier {
         if (f_.type_of(op.results[i]) != types[i]) {
           trace_error(ErrorKind::kInternal, op.loc, construct_name(op),
                       "result %" + std::to_string(op.results[i]) + " recorded as " +
-                          f_.type_of(op.results[i]).to_string() + ", inferred " + types[i].to_string());
+                          f_.type_of(op.results[i]).to_string() + ", inferred " +
+                          types[i].to_string());
         }
       }
     }
     for (int y : r.yields) {
       if (!live_.count(y)) {
-        trace_error(ErrorKind::kInternal, loc, "yield", "value %" + std::to_string(y) + " is not defined");
+        trace_error(ErrorKind::kInternal, loc, "yield",
+                    "value %" + std::to_string(y) + " is not defined");
       }
     }
     live_ = saved;
