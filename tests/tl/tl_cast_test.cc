@@ -39,6 +39,7 @@ double round_ref(double v, tl::RoundMode m) {
   return v;
 }
 
+// covers: to round_modes
 TEST(TlCast, FloatToIntEveryRoundMode) {
   const tl::Kernel k = cast_kernel();
   std::vector<double> values;
@@ -60,6 +61,7 @@ TEST(TlCast, FloatToIntEveryRoundMode) {
   }
 }
 
+// covers: to round_modes
 TEST(TlCast, Float32ToFloat16EveryRoundMode) {
   // Inputs a quarter, a half and three quarters of the way between neighbouring float16 values.
   std::vector<double> values, lo, hi;

@@ -9,6 +9,7 @@ namespace {
 const DataType f32 = DataType::kFloat32;
 const DataType i64 = DataType::kInt64;
 
+// covers: Var range unroll_factor
 TEST(TlControl, VarsBecomeLoopCarriedValues) {
   // out[0] = sum_{i<n} i (scalar Var), out[1..4] = sum of rows of x (tile Var), out[5] = nested.
   const tl::Kernel k =
@@ -45,6 +46,7 @@ TEST(TlControl, VarsBecomeLoopCarriedValues) {
   EXPECT_NE(ir.find("{unroll=2}"), std::string::npos) << ir;
 }
 
+// covers: parallel
 TEST(TlControl, UnchangedVarsAreNotCarriedAndParallelLoopsRun) {
   const tl::Kernel k = tl::jit("parallel", [](tl::GlobalAddress out, tl::Int n) {
     const tl::Value to = tl::tensor(out, {n});
@@ -63,6 +65,7 @@ TEST(TlControl, UnchangedVarsAreNotCarriedAndParallelLoopsRun) {
   EXPECT_EQ(ir.find("yield"), std::string::npos) << ir;
 }
 
+// covers: static_range
 TEST(TlControl, NegativeStepsAndStaticRange) {
   const tl::Kernel k = tl::jit("steps", [](tl::GlobalAddress out, tl::Int n) {
     const tl::Value to = tl::tensor(out, {8});
@@ -84,6 +87,7 @@ TEST(TlControl, NegativeStepsAndStaticRange) {
   EXPECT_EQ(muls, 3u) << ir;
 }
 
+// covers: if_ if_trace_time Bool
 TEST(TlControl, RuntimeAndTraceTimeIf) {
   const tl::Kernel k = tl::jit("branch", [](tl::GlobalAddress out, tl::Int n, tl::Bool flag,
                                             tl::ConstExpr<bool> trace_flag) {
@@ -120,6 +124,7 @@ TEST(TlControl, RuntimeAndTraceTimeIf) {
   EXPECT_EQ(ifs, 3u) << ir;  // the ConstExpr branch left no `if` behind
 }
 
+// covers: block_idx block_num num_tiles
 TEST(TlControl, BlockIndicesAndNumTiles) {
   const tl::Kernel k = tl::jit("blocks", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
     const tl::Value tx = tl::tensor(x, {n, 3});

@@ -55,6 +55,8 @@ void check(const Case& c, DataType in, DataType out, double s = 0.75) {
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
+// covers: abs ceil floor round trunc exp exp2 expm1 log log2 log1p sqrt rsqrt sin cos tan sinh cosh
+// tanh erf sigmoid relu silu softplus negative reciprocal
 TEST(TlElementwise, UnaryFloat) {
   using V = const tl::Value&;
   const std::vector<Case> cases = {
@@ -115,6 +117,7 @@ TEST(TlElementwise, UnaryFloat) {
   }
 }
 
+// covers: isnan isinf
 TEST(TlElementwise, IsnanIsinfGiveBool) {
   using V = const tl::Value&;
   check({"isnan", [](V a, V b, V) { return tl::isnan(tl::log(a - b)); },
@@ -125,6 +128,7 @@ TEST(TlElementwise, IsnanIsinfGiveBool) {
         DataType::kFloat32, DataType::kBool);
 }
 
+// covers: add sub mul div floordiv mod maximum minimum pow scalar_operands promotion Float
 TEST(TlElementwise, BinaryBothOperandOrders) {
   using V = const tl::Value&;
   using R = std::function<double(double, double)>;
@@ -180,6 +184,7 @@ TEST(TlElementwise, BinaryBothOperandOrders) {
   }
 }
 
+// covers: bitwise_and bitwise_or bitwise_xor bitwise_not shl shr
 TEST(TlElementwise, IntegerOps) {
   using V = const tl::Value&;
   const DataType i32 = DataType::kInt32;
@@ -224,6 +229,7 @@ TEST(TlElementwise, IntegerOps) {
         i32, DataType::kFloat32);
 }
 
+// covers: eq ne lt le gt ge logical_and logical_or logical_not where
 TEST(TlElementwise, ComparisonsLogicalAndWhere) {
   using V = const tl::Value&;
   const DataType f32 = DataType::kFloat32, b1 = DataType::kBool;

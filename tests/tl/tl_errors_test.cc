@@ -29,6 +29,7 @@ void expect_trace_error(Body body, const int* line, const std::string& construct
 
 using GA = tl::GlobalAddress;
 
+// covers: trace_errors
 TEST(TlErrors, ShapeMismatchInABinaryOp) {
   static int line;
   expect_trace_error(

@@ -21,6 +21,8 @@ tl::Kernel make_vadd() {
   });
 }
 
+// covers: jit GlobalAddress Int ConstExpr launch core_num_0 tensor load store add range block_idx
+// block_num ceildiv cache
 TEST(TlGolden, VaddEveryDtypeTailAndBlockCount) {
   const tl::Kernel vadd = make_vadd();
   std::mt19937_64 rng(1);
@@ -72,6 +74,7 @@ void check_unary(const tl::Kernel& k, const std::function<double(double)>& ref,
   }
 }
 
+// covers: abs where gt mul gelu gelu_tanh erf Float
 TEST(TlGolden, AbsLeakyReluGelu) {
   const auto f32 = DataType::kFloat32, f16 = DataType::kFloat16;
   check_unary(unary_1d("abs", [](const tl::Value& x, const tl::Value&) { return tl::abs(x); }),
@@ -98,6 +101,7 @@ TEST(TlGolden, AbsLeakyReluGelu) {
 }
 
 // Row-wise kernels: block b takes rows b, b + block_num, ...; one row tile of `block` lanes.
+// covers: reduce_sum softmax pad_value to
 TEST(TlGolden, RowReduceSumAndSoftmax) {
   const tl::Kernel row_sum =
       tl::jit("row_sum", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows, tl::Int cols,
@@ -146,6 +150,7 @@ TEST(TlGolden, RowReduceSumAndSoftmax) {
 }
 
 // rms_norm for any width: one kernel, two passes over the row in tiles (no host-side padding).
+// covers: Var range rsqrt div
 TEST(TlGolden, RmsNormAnyWidth) {
   const tl::Kernel k =
       tl::jit("rms_norm", [](tl::GlobalAddress x, tl::GlobalAddress w, tl::GlobalAddress y,
@@ -185,6 +190,47 @@ TEST(TlGolden, RmsNormAnyWidth) {
   }
 }
 
+// covers: rms_norm softmax
+TEST(TlGolden, BuiltinRmsNormAndSoftmaxOverWholeTiles) {
+  // The built-ins normalise whole tiles: here the tile is the row (width is a ConstExpr).
+  const tl::Kernel k =
+      tl::jit("builtins", [](tl::GlobalAddress x, tl::GlobalAddress w, tl::GlobalAddress y,
+                             tl::GlobalAddress s, tl::Int rows, tl::ConstExpr<int> width) {
+        const tl::Value tx = tl::tensor(x, {rows, *width});
+        const tl::Value gamma = tl::load(tl::tensor(w, {*width}), {*width}, {0});
+        for (tl::Value r : tl::range(tl::block_idx() * 4, rows, tl::block_num() * 4)) {
+          const tl::Value t = tl::load(tx, {4, *width}, {r, 0});
+          tl::store(tl::rms_norm(t, gamma, 1e-6), tl::tensor(y, {rows, *width}), {r, 0});
+          tl::store(tl::softmax(t, 0), tl::tensor(s, {rows, *width}), {r, 0});  // down columns
+        }
+      });
+  std::mt19937_64 rng(14);
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (int cores : {1, 3, 16}) {
+      const std::int64_t rows = 8, width = 48;
+      TensorStorage x = random_tensor({rows, width}, dtype, rng),
+                    w = random_tensor({width}, dtype, rng);
+      TensorStorage y = poisoned({rows, width}, dtype), s = poisoned({rows, width}, dtype);
+      k.launch(cores, x, w, y, s, rows, width);
+      const auto xs = to_doubles(x);
+      EXPECT_EQ(
+          compare(y, testing::reference::rms_norm(xs, to_doubles(w), 1e-6, width), tol(dtype)), "");
+      std::vector<double> es(xs.size());
+      for (int blk = 0; blk < rows; blk += 4) {
+        for (int c = 0; c < width; ++c) {
+          double mx = -INFINITY, z = 0;
+          for (int r = blk; r < blk + 4; ++r) mx = std::max(mx, xs[r * width + c]);
+          for (int r = blk; r < blk + 4; ++r) z += std::exp(xs[r * width + c] - mx);
+          for (int r = blk; r < blk + 4; ++r)
+            es[r * width + c] = std::exp(xs[r * width + c] - mx) / z;
+        }
+      }
+      EXPECT_EQ(compare(s, es, tol(dtype)), "") << name_of(dtype) << " cores " << cores;
+    }
+  }
+}
+
+// covers: layer_norm concat
 TEST(TlGolden, LayerNormWithMeanAndRstd) {
   const tl::Kernel k = tl::jit("layer_norm", [](tl::GlobalAddress x, tl::GlobalAddress g,
                                                 tl::GlobalAddress b, tl::GlobalAddress y,
@@ -230,6 +276,7 @@ TEST(TlGolden, LayerNormWithMeanAndRstd) {
 }
 
 // C = A @ B (+ bias) in [16, 16] output tiles, K in steps of 8, accumulated with matmul_acc.
+// covers: matmul matmul_acc matmul_bias T floordiv mod
 TEST(TlGolden, TiledMatmulWithMatmulAcc) {
   const tl::Kernel k = tl::jit("matmul", [](tl::GlobalAddress a, tl::GlobalAddress bt,
                                             tl::GlobalAddress bias, tl::GlobalAddress c, tl::Int m,
@@ -272,6 +319,7 @@ TEST(TlGolden, TiledMatmulWithMatmulAcc) {
   }
 }
 
+// covers: store_scalar
 TEST(TlGolden, ScalarStoreFromEveryBlock) {
   const tl::Kernel k = tl::jit("block_ids", [](tl::GlobalAddress out) {
     tl::store(tl::block_idx() + 1, tl::tensor(out, {tl::block_num()}), {tl::block_idx()});

@@ -26,6 +26,7 @@ tl::Kernel scale_kernel(std::atomic<int>* traces = nullptr, tl::Options options 
       std::move(options));
 }
 
+// covers: options
 TEST(TlJit, OptionsAreValidatedByName) {
   tl::Options o;
   o.set("opt_level", std::int64_t{3}).set("debug", true).set("backend", std::string("interp"));
@@ -39,6 +40,7 @@ TEST(TlJit, OptionsAreValidatedByName) {
   expect_rejected([&] { scale_kernel(nullptr, tl::Options{.opt_level = 0}); }, none, "opt_level");
 }
 
+// covers: cache always_compile
 TEST(TlJit, CacheKeyedOnConstExprsDtypesAndOptionsNotScalars) {
   std::atomic<int> traces = 0;
   const tl::Kernel k = scale_kernel(&traces);
@@ -126,6 +128,7 @@ TEST(TlJit, LaunchArgumentsAreChecked) {
   expect_rejected([&] { cpu.launch(1, x, y, 8, 1.0); }, y, "backend", ErrorKind::kUnsupported);
 }
 
+// covers: print_ir dump_dir
 TEST(TlJit, PrintIrAndDumpDir) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tileops_tl_dump_test";
   std::filesystem::remove_all(dir);
@@ -145,6 +148,7 @@ TEST(TlJit, PrintIrAndDumpDir) {
   std::filesystem::remove_all(dir);
 }
 
+// covers: launch core_num_0
 TEST(TlJit, ConcurrentLaunchesOfOneKernel) {
   const tl::Kernel k = scale_kernel();
   std::vector<std::thread> threads;

@@ -7,6 +7,7 @@ namespace {
 
 const DataType f32 = DataType::kFloat32;
 
+// covers: tensor_strides pad_value load
 TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
   // A [5, 7] view with gaps; tiles [4, 8] at offsets that cross every edge.
   const tl::Kernel k = tl::jit("pad", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int r0,
@@ -37,6 +38,7 @@ TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
   }
 }
 
+// covers: store_scalar full
 TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
   const tl::Kernel k = tl::jit("scalar_store", [](tl::GlobalAddress out, tl::Int n) {
     const tl::Value t = tl::tensor(out, {n});
@@ -60,6 +62,7 @@ TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
   }
 }
 
+// covers: tile_id mask
 TEST(TlMemory, TileIdMaskAndTails) {
   const tl::Kernel k =
       tl::jit("mask", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n, tl::Int count) {
@@ -86,6 +89,7 @@ TEST(TlMemory, TileIdMaskAndTails) {
   }
 }
 
+// covers: full zeros full_like zeros_like arange
 TEST(TlMemory, FullZerosArangeLikes) {
   const tl::Kernel k =
       tl::jit("create", [](tl::GlobalAddress out, tl::GlobalAddress idx, tl::Float v) {
@@ -105,6 +109,7 @@ TEST(TlMemory, FullZerosArangeLikes) {
   EXPECT_EQ(compare(idx, expected, {0, 0}), "");  // every lane of a wide tile, not just 64
 }
 
+// covers: copy concat
 TEST(TlMemory, CopyAndConcat) {
   const tl::Kernel k = tl::jit("copy_concat", [](tl::GlobalAddress x, tl::GlobalAddress out) {
     const tl::Value t = tl::load(tl::tensor(x, {4, 8}), {4, 8}, {0, 0});
@@ -127,6 +132,7 @@ TEST(TlMemory, CopyAndConcat) {
   EXPECT_EQ(compare(out, expected, tol(f32)), "");
 }
 
+// covers: atomic_add atomic_max atomic_min
 TEST(TlMemory, AtomicsFromEveryBlock) {
   const tl::Kernel k =
       tl::jit("atomics", [](tl::GlobalAddress sum, tl::GlobalAddress mx, tl::GlobalAddress mn) {

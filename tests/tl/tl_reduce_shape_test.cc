@@ -93,6 +93,7 @@ void expect_prefix(const std::vector<double>& got, const std::vector<double>& ex
   }
 }
 
+// covers: reduce_sum reduce_max reduce_min reduce_prod reduce_mean argmax argmin all any keep_dims
 TEST(TlReduce, EveryOpOverDimsWithAndWithoutKeepDims) {
   std::mt19937_64 rng(11);
   const std::vector<std::vector<int>> dim_sets = {{}, {0}, {1}, {2}, {-1}, {0, 2}};
@@ -137,6 +138,7 @@ TEST(TlReduce, EveryOpOverDimsWithAndWithoutKeepDims) {
   }
 }
 
+// covers: cumsum
 TEST(TlReduce, CumsumEveryAxis) {
   std::mt19937_64 rng(12);
   for (DataType d : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt32}) {
@@ -158,6 +160,7 @@ TEST(TlReduce, CumsumEveryAxis) {
   }
 }
 
+// covers: reshape ravel expand_dims squeeze broadcast_to transpose T broadcasting
 TEST(TlShape, ReshapeRavelExpandSqueezeBroadcastTranspose) {
   std::mt19937_64 rng(13);
   TensorStorage x = random_tensor({3, 4, 5}, DataType::kFloat32, rng);
