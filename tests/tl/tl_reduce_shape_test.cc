@@ -22,9 +22,15 @@ std::vector<double> run(const TileFn& f, DataType in, DataType out_dtype, const 
     tl::store(r, tl::tensor(pout, shape), zeros);
   });
   (void)in;
-  TensorStorage out = poisoned({60}, out_dtype);
-  k.launch(3, x, out);  // three blocks store the same result
-  return to_doubles(out);
+  // Every block stores the same result; any block count must give the one-block answer.
+  TensorStorage first = poisoned({60}, out_dtype);
+  k.launch(1, x, first);
+  for (int cores : {3, 16}) {
+    TensorStorage out = poisoned({60}, out_dtype);
+    k.launch(cores, x, out);
+    EXPECT_EQ(snapshot(out), snapshot(first)) << cores << " blocks";
+  }
+  return to_doubles(first);
 }
 
 // Reference reduction of x [3, 4, 5] over `dims` (all when empty).

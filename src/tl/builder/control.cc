@@ -64,6 +64,7 @@ Range::Iterator Range::begin() {
   std::vector<int> args = {induction_.id()};
   std::vector<Carried> carried;
   for (Var* v : t.vars()) {
+    if (!v->valid()) continue;  // an unset Var has nothing to carry
     const int arg = t.new_value(t.type_of(v->id()));
     carried.push_back({v, v->id(), arg});
     args.push_back(arg);
@@ -135,7 +136,9 @@ void if_(const Operand& cond, const std::function<void()>& then_branch,
   }
   if (ct.dtype != DataType::kBool) c = (cond.value != 0).id();
   std::vector<std::pair<Var*, int>> before;
-  for (Var* v : t.vars()) before.emplace_back(v, v->id());
+  for (Var* v : t.vars()) {
+    if (v->valid()) before.emplace_back(v, v->id());
+  }
   const int depth = t.depth();
   auto trace_branch = [&](const std::function<void()>& branch) {
     t.open_region({});
