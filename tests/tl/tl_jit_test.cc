@@ -64,6 +64,37 @@ TEST(TlJit, CacheKeyedOnConstExprsDtypesAndOptionsNotScalars) {
   EXPECT_EQ(again, 2);
 }
 
+// covers: ConstExpr
+TEST(TlJit, ShapeConstExprsAndHelperFunctions) {
+  // A C++ helper is a sub-kernel: it is inlined while tracing, specialised by its arguments.
+  const auto scaled_tile = [](const tl::Value& t, const std::vector<std::int64_t>& shape,
+                              double factor) {
+    tl::Shape s(shape.begin(), shape.end());
+    return tl::load(t, s, {0, 0}) * factor;
+  };
+  const tl::Kernel k =
+      tl::jit("shapes", [scaled_tile](tl::GlobalAddress x, tl::GlobalAddress y,
+                                      tl::ConstExpr<std::vector<std::int64_t>> shape) {
+        const tl::Value tx = tl::tensor(x, {3, 5});
+        tl::store(scaled_tile(tx, *shape, 2.0) + scaled_tile(tx, *shape, 1.0),
+                  tl::tensor(y, {3, 5}), {0, 0});
+      });
+  TensorStorage x({3, 5}, f32);
+  std::vector<double> xs(15);
+  for (int i = 0; i < 15; ++i) xs[i] = i;
+  from_doubles(x, xs);
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 4}, {4, 8}}) {
+    TensorStorage y = poisoned({3, 5}, f32);
+    k.launch(3, x, y, shape);
+    const auto got = to_doubles(y);
+    for (int i = 0; i < 15; ++i) {
+      const bool inside = i / 5 < shape[0] && i % 5 < shape[1];
+      EXPECT_EQ(std::isnan(got[i]) ? -1 : got[i], inside ? 3.0 * i : -1) << i;
+    }
+  }
+  EXPECT_EQ(k.num_specialisations(), 2u);
+}
+
 TEST(TlJit, StableIrText) {
   const tl::Kernel k = tl::jit("tiny", [](tl::GlobalAddress x, tl::Int n) {
     const tl::Value t = tl::tensor(x, {n});

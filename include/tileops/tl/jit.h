@@ -50,7 +50,8 @@ struct Pointer {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
 };
-using Argument = std::variant<Pointer, std::int64_t, double, bool, std::string>;
+using Argument =
+    std::variant<Pointer, std::int64_t, double, bool, std::string, std::vector<std::int64_t>>;
 // ConstExpr arguments travel as their canonical text (part of the key) plus the typed value.
 
 namespace detail {
@@ -90,6 +91,7 @@ class Kernel {
   static Argument to_argument(const Tensor& t) { return Pointer{t.data(), t.dtype()}; }
   static Argument to_argument(const Pointer& p) { return p; }
   static Argument to_argument(const std::string& s) { return s; }
+  static Argument to_argument(const std::vector<std::int64_t>& v) { return v; }  // a shape
   static Argument to_argument(const char* s) { return std::string(s); }
   static Argument to_argument(bool b) { return b; }
   static Argument to_argument(DataType d) { return std::string(name_of(d)); }
@@ -178,9 +180,12 @@ T constexpr_value(const Argument& arg, std::size_t index) {
       if (auto dtype = parse_data_type(*s)) return *dtype;
     }
     throw_bad_constexpr(index, "a DataType");
+  } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+    if (const auto* v = std::get_if<std::vector<std::int64_t>>(&arg)) return *v;
+    throw_bad_constexpr(index, "a shape (std::vector<int64_t>)");
   } else {
     static_assert(std::is_same_v<T, std::string>,
-                  "ConstExpr of bool, int, float, DataType, string");
+                  "ConstExpr of bool, int, float, DataType, string, std::vector<int64_t>");
     if (const auto* s = std::get_if<std::string>(&arg)) return *s;
     throw_bad_constexpr(index, "a string");
   }

@@ -55,6 +55,11 @@ std::string describe(const Argument& a) {
   if (const auto* i = std::get_if<std::int64_t>(&a)) return "int " + std::to_string(*i);
   if (const auto* d = std::get_if<double>(&a)) return "float " + std::to_string(*d);
   if (const auto* b = std::get_if<bool>(&a)) return *b ? "bool true" : "bool false";
+  if (const auto* v = std::get_if<std::vector<std::int64_t>>(&a)) {
+    std::string s = "shape [";
+    for (std::size_t i = 0; i < v->size(); ++i) s += (i ? ", " : "") + std::to_string((*v)[i]);
+    return s + "]";
+  }
   return "'" + std::get<std::string>(a) + "'";
 }
 
