@@ -30,6 +30,7 @@ class KernelImpl {
   std::vector<TraceParam> params;
   Kernel::Body body;
   Options options;
+  std::string options_key;  // options.key(), computed once: options never change
 
   std::shared_ptr<const Specialisation> specialise(std::span<const Argument> args);
   std::size_t size() const {
@@ -125,6 +126,7 @@ void KernelImpl::check(std::span<const Argument> args) const {
 
 std::string KernelImpl::key(std::span<const Argument> args) const {
   std::string k;
+  k.reserve(64 + options_key.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (params[i].constexpr_param) {
       k += "c:" + describe(args[i]) + "|";
@@ -134,7 +136,7 @@ std::string KernelImpl::key(std::span<const Argument> args) const {
       k += "s|";
     }
   }
-  return k + options.key();
+  return k + options_key;
 }
 
 std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args) {
@@ -179,7 +181,7 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
                          "interp or auto (the '" + options.backend + "' backend is not built yet)",
                          "'" + options.backend + "'");
   }
-  const std::string exec_key = std::to_string(spec->hash) + "|" + options.key();
+  const std::string exec_key = std::to_string(spec->hash) + "|" + options_key;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = executables_.find(exec_key);
@@ -215,6 +217,7 @@ Kernel::Kernel(std::string name, std::vector<detail::TraceParam> params, Body bo
   impl_->params = std::move(params);
   impl_->body = std::move(body);
   impl_->options = std::move(options);
+  impl_->options_key = impl_->options.key();
 }
 
 void Kernel::launch_arguments(std::int64_t core_num, std::span<const Argument> args) const {
