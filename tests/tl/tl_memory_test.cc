@@ -22,9 +22,6 @@ TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
     ASSERT_GT(x.view().stride(1), 1);
     const auto xs = to_doubles(x);
     for (auto [r0, c0] : {std::pair{-2, -3}, {3, 4}, {0, 0}, {4, 6}, {9, 0}}) {
-      TensorStorage out = poisoned({4, 8}, d);
-      k.launch(3, x, out, r0, c0, x.view().stride(0),
-               x.view().stride(1));  // every block stores the same tile
       std::vector<double> expected;
       for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 8; ++j) {
@@ -33,7 +30,11 @@ TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
           expected.push_back(inside ? xs[r * 7 + c] : (d == DataType::kInt32 ? -7 : -7.5));
         }
       }
-      EXPECT_EQ(compare(out, expected, {0, 0}), "") << name_of(d) << " " << r0 << "," << c0;
+      for (int cores : {1, 3, 16}) {  // every block stores the same tile
+        TensorStorage out = poisoned({4, 8}, d);
+        k.launch(cores, x, out, r0, c0, x.view().stride(0), x.view().stride(1));
+        EXPECT_EQ(compare(out, expected, {0, 0}), "") << name_of(d) << " " << r0 << "," << c0;
+      }
     }
   }
 }
@@ -75,12 +76,12 @@ TEST(TlMemory, TileIdMaskAndTails) {
   std::mt19937_64 rng(5);
   TensorStorage x = random_tensor({45}, f32, rng);
   const auto xs = to_doubles(x);
-  for (int count : {0, 5, 16}) {
+  for (auto [count, cores] : {std::pair{0, 3}, {5, 16}, {16, 3}, {7, 1}}) {
     TensorStorage out = poisoned({45}, f32);
-    k.launch(3, x, out, 45, count);
+    k.launch(cores, x, out, 45, count);
     const auto got = to_doubles(out);
     for (int i = 0; i < 45; ++i) {
-      if (i % 16 < count) {
+      if (i % 16 < count && i / 16 < cores) {
         EXPECT_EQ(got[i], 2 * xs[i]) << i;
       } else {
         EXPECT_TRUE(std::isnan(got[i])) << "masked lane " << i << " written";
@@ -100,36 +101,42 @@ TEST(TlMemory, FullZerosArangeLikes) {
         tl::store(a + b, to, {0, 0});
         tl::store(tl::arange(1030) * 2, tl::tensor(idx, {1030}), {0});
       });
-  TensorStorage out = poisoned({3, 130}, DataType::kFloat16);
-  TensorStorage idx = poisoned({1030}, DataType::kInt32);
-  k.launch(1, out, idx, 1.25);
-  EXPECT_EQ(compare(out, std::vector<double>(390, 1.75), {0, 0}), "");
-  std::vector<double> expected(1030);
-  for (int i = 0; i < 1030; ++i) expected[i] = 2.0 * i;
-  EXPECT_EQ(compare(idx, expected, {0, 0}), "");  // every lane of a wide tile, not just 64
+  for (int cores : {1, 3, 16}) {  // every block writes the same values
+    TensorStorage out = poisoned({3, 130}, DataType::kFloat16);
+    TensorStorage idx = poisoned({1030}, DataType::kInt32);
+    k.launch(cores, out, idx, 1.25);
+    EXPECT_EQ(compare(out, std::vector<double>(390, 1.75), {0, 0}), "");
+    std::vector<double> expected(1030);
+    for (int i = 0; i < 1030; ++i) expected[i] = 2.0 * i;
+    EXPECT_EQ(compare(idx, expected, {0, 0}), "");  // every lane of a wide tile, not just 64
+  }
 }
 
 // covers: copy concat
 TEST(TlMemory, CopyAndConcat) {
   const tl::Kernel k = tl::jit("copy_concat", [](tl::GlobalAddress x, tl::GlobalAddress out) {
     const tl::Value t = tl::load(tl::tensor(x, {4, 8}), {4, 8}, {0, 0});
-    const tl::Value sub = tl::copy(t, {2, 3}, {1, 2});                     // [2, 3]
-    const tl::Value rows = tl::concat({sub, sub * 10}, 0);                 // [4, 3]
-    const tl::Value both = tl::concat({rows, tl::zeros({4, 1}, f32)}, 1);  // [4, 4]
+    const tl::Value sub = tl::copy(t, {2, 3}, {1, 2});                           // [2, 3]
+    const tl::Value rows = tl::concat({sub, sub * 10}, 0);                       // [4, 3]
+    const tl::Value both = tl::concat({rows, tl::zeros({4, 1}, t.dtype())}, 1);  // [4, 4]
     tl::store(both, tl::tensor(out, {4, 4}), {0, 0});
   });
   std::mt19937_64 rng(9);
-  TensorStorage x = random_tensor({4, 8}, f32, rng);
-  TensorStorage out = poisoned({4, 4}, f32);
-  k.launch(1, x, out);
-  const auto xs = to_doubles(x);
-  std::vector<double> expected;
-  for (int i = 0; i < 4; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      expected.push_back(j == 3 ? 0 : xs[(1 + i % 2) * 8 + 2 + j] * (i >= 2 ? 10 : 1));
+  for (DataType d : {f32, DataType::kBFloat16, DataType::kInt32}) {
+    for (int cores : {1, 3, 16}) {
+      TensorStorage x = random_tensor({4, 8}, d, rng, Layout::kContiguous, -9, 9);
+      TensorStorage out = poisoned({4, 4}, d);
+      k.launch(cores, x, out);
+      const auto xs = to_doubles(x);
+      std::vector<double> expected;
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          expected.push_back(j == 3 ? 0 : xs[(1 + i % 2) * 8 + 2 + j] * (i >= 2 ? 10 : 1));
+        }
+      }
+      EXPECT_EQ(compare(out, expected, tol(d)), "") << name_of(d) << " cores " << cores;
     }
   }
-  EXPECT_EQ(compare(out, expected, tol(f32)), "");
 }
 
 // covers: atomic_add atomic_max atomic_min
