@@ -9,10 +9,9 @@
 #include <unordered_map>
 
 #include "src/tl/builder/tracer.h"
-#include "src/tl/interp/interpreter.h"
+#include "src/tl/jit/executable.h"
 #include "src/tl/passes/passes.h"
 #include "tileops/core/error.h"
-#include "tileops/runtime/thread_pool.h"
 #include "tileops/tl/jit.h"
 
 namespace tileops::tl {
@@ -21,7 +20,7 @@ namespace detail {
 struct Specialisation {
   std::string ir;  // printed, after passes
   std::uint64_t hash = 0;
-  std::shared_ptr<const interp::Interpreter> executable;
+  std::shared_ptr<const Executable> executable;
 };
 
 class KernelImpl {
@@ -45,7 +44,7 @@ class KernelImpl {
 
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const Specialisation>> cache_;
-  std::unordered_map<std::string, std::shared_ptr<const interp::Interpreter>> executables_;
+  std::unordered_map<std::string, std::shared_ptr<const Executable>> executables_;
 };
 
 namespace {
@@ -176,11 +175,6 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
     std::ofstream(std::filesystem::path(options.dump_dir) / (name + "-" + hex + ".tlir"))
         << print(f, true);
   }
-  if (options.backend == "cpu" || options.backend == "cuda") {
-    throw_argument_error(ErrorKind::kUnsupported, name, "backend",
-                         "interp or auto (the '" + options.backend + "' backend is not built yet)",
-                         "'" + options.backend + "'");
-  }
   const std::string exec_key = std::to_string(spec->hash) + "|" + options_key;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -190,7 +184,7 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
       return spec;
     }
   }
-  spec->executable = std::make_shared<const interp::Interpreter>(std::move(f));
+  spec->executable = prepare(std::move(f), options, name);
   const std::lock_guard<std::mutex> lock(mutex_);
   executables_.emplace(exec_key, spec->executable);
   return spec;
@@ -226,38 +220,13 @@ void Kernel::launch_arguments(std::int64_t core_num, std::span<const Argument> a
                          ">= 0 (0 = all cores)", std::to_string(core_num));
   }
   const auto spec = impl_->specialise(args);
-  ThreadPool& pool = ThreadPool::global();
-  const std::int64_t blocks = core_num == 0 ? pool.num_threads() : core_num;
-  std::vector<interp::Slot> slots;
+  std::vector<Argument> runtime;  // ConstExprs were consumed by tracing
+  runtime.reserve(args.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (impl_->params[i].constexpr_param) continue;
-    interp::Slot s;
-    const Argument& a = args[i];
-    switch (impl_->params[i].kind) {
-      case ParamKind::kGlobalAddress:
-        s.pointer = std::get<Pointer>(a).data;
-        break;
-      case ParamKind::kInt:
-        s.buffer.resize(DataType::kInt64, {});
-        s.buffer.i[0] = std::get<std::int64_t>(a);
-        break;
-      case ParamKind::kFloat:
-        s.buffer.resize(DataType::kFloat32, {});
-        s.buffer.set(0, std::holds_alternative<double>(a)
-                            ? std::get<double>(a)
-                            : static_cast<double>(std::get<std::int64_t>(a)));
-        break;
-      case ParamKind::kBool:
-        s.buffer.resize(DataType::kBool, {});
-        s.buffer.i[0] = std::get<bool>(a) ? 1 : 0;
-        break;
-    }
-    slots.push_back(std::move(s));
+    if (!impl_->params[i].constexpr_param) runtime.push_back(args[i]);
   }
-  static std::mutex atomic_mutex;  // atomics of every launch, so concurrent launches stay atomic
-  const interp::Interpreter& exec = *spec->executable;
-  pool.parallel_for(
-      blocks, [&](std::int64_t block) { exec.run_block(block, blocks, slots, &atomic_mutex); });
+  const Executable& exec = *spec->executable;
+  exec.launch(core_num == 0 ? exec.all_cores() : core_num, runtime);
 }
 
 std::string Kernel::ir(std::span<const Argument> args) const { return impl_->specialise(args)->ir; }
