@@ -1,0 +1,173 @@
+// Builder: runtime loops (tl::range) and branches (tl::if_). Live tl::Vars become loop-carried
+// values / branch results: on entry every Var is rebound to a fresh region argument; on exit the
+// ones the body did not reassign are substituted back by their outer value and dropped.
+#include "tileops/tl/control.h"
+#include "src/tl/builder/tracer.h"
+#include "tileops/tl/ops.h"
+
+namespace tileops::tl {
+namespace {
+
+void substitute(Region& region, int from, int to) {
+  for (Op& op : region.ops) {
+    for (int& id : op.operands) id = id == from ? to : id;
+    for (Region& nested : op.regions) substitute(nested, from, to);
+  }
+  for (int& id : region.yields) id = id == from ? to : id;
+}
+
+struct Carried {
+  Var* var;
+  int init;
+  int arg;
+};
+
+// Vars of the loops being traced, innermost last (a Range object may not move).
+thread_local std::vector<std::vector<Carried>> g_carried;
+
+}  // namespace
+
+Range::Range(const Operand& start, const Operand& stop, const Operand& step, RangeOptions options,
+             Loc loc)
+    : loc_(loc) {
+  Tracer& t = Tracer::current("range", loc);
+  if (options.unroll_factor < 1) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "range",
+                "unroll_factor must be >= 1, got " + std::to_string(options.unroll_factor));
+  }
+  const int ids[] = {index_value(t, start, "range"), index_value(t, stop, "range"),
+                     index_value(t, step, "range")};
+  if (const auto s = t.constant_value(ids[2]); s && *s == 0) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "range", "step must not be 0");
+  }
+  bounds_[0] = ids[0];
+  bounds_[1] = ids[1];
+  bounds_[2] = ids[2];
+  unroll_ = options.unroll_factor;
+  parallel_ = options.parallel;
+}
+
+Range::~Range() {
+  if (depth_ >= 0 && !closed_) {
+    if (Tracer* t = Tracer::active()) {
+      t->set_broken("tl: " + to_loc(loc_).to_string() +
+                    ": 'range': the loop body was left early (break, return or an exception); "
+                    "runtime loops have no early exit");
+    }
+    if (!g_carried.empty()) g_carried.pop_back();
+  }
+}
+
+Range::Iterator Range::begin() {
+  Tracer& t = Tracer::current("range", loc_);
+  induction_ = Value::from_id(t.new_value(Type{TypeKind::kScalar, DataType::kInt64, {}}));
+  std::vector<int> args = {induction_.id()};
+  std::vector<Carried> carried;
+  for (Var* v : t.vars()) {
+    if (!v->valid()) continue;  // an unset Var has nothing to carry
+    const int arg = t.new_value(t.type_of(v->id()));
+    carried.push_back({v, v->id(), arg});
+    args.push_back(arg);
+    v->rebind(arg);
+  }
+  g_carried.push_back(std::move(carried));
+  t.open_region(std::move(args));
+  depth_ = t.depth();
+  return Iterator(this);
+}
+
+void Range::close() {
+  Tracer& t = Tracer::current("range", loc_);
+  closed_ = true;
+  std::vector<Carried> carried = std::move(g_carried.back());
+  g_carried.pop_back();
+  if (t.depth() != depth_) {
+    t.set_broken("tl: " + to_loc(loc_).to_string() +
+                 ": 'range': a nested loop or branch was left early");
+    t.check_not_broken();
+  }
+  Region body = t.close_region();
+  Op op = make_op(OpKind::kFor, loc_);
+  op.operands = {bounds_[0], bounds_[1], bounds_[2]};
+  op.ints2 = {unroll_, parallel_ ? 1 : 0};
+  std::vector<int> args = {body.args[0]};
+  std::vector<Var*> changed;
+  for (const Carried& c : carried) {
+    if (c.var->id() == c.arg) {
+      substitute(body, c.arg, c.init);  // not reassigned: not carried
+      c.var->rebind(c.init);
+      continue;
+    }
+    args.push_back(c.arg);
+    op.operands.push_back(c.init);
+    body.yields.push_back(c.var->id());
+    changed.push_back(c.var);
+  }
+  body.args = std::move(args);
+  op.regions.push_back(std::move(body));
+  const std::vector<int> results = t.append(std::move(op));
+  for (std::size_t i = 0; i < changed.size(); ++i) changed[i]->rebind(results[i]);
+}
+
+Range range(const Operand& stop, Loc loc) { return Range(0, stop, 1, {}, loc); }
+
+Range range(const Operand& start, const Operand& stop, const Operand& step, RangeOptions options,
+            Loc loc) {
+  return Range(start, stop, step, options, loc);
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): `if` is a keyword
+void if_(const Operand& cond, const std::function<void()>& then_branch,
+         const std::function<void()>& else_branch, Loc loc) {
+  Tracer& t = Tracer::current("if_", loc);
+  int c = cond.value.id();
+  const Type& ct = t.type_of(c);
+  if (ct.kind != TypeKind::kScalar) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "if_",
+                "condition must be a scalar, got " + ct.to_string());
+  }
+  if (const auto value = t.constant_value(c)) {  // trace-time condition
+    if (*value != 0) {
+      then_branch();
+    } else if (else_branch) {
+      else_branch();
+    }
+    return;
+  }
+  if (ct.dtype != DataType::kBool) c = (cond.value != 0).id();
+  std::vector<std::pair<Var*, int>> before;
+  for (Var* v : t.vars()) {
+    if (v->valid()) before.emplace_back(v, v->id());
+  }
+  const int depth = t.depth();
+  auto trace_branch = [&](const std::function<void()>& branch) {
+    t.open_region({});
+    if (branch) branch();
+    if (t.depth() != depth + 1) {
+      trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "if_", "a loop was left early");
+    }
+    std::vector<int> ids;
+    for (auto& [v, id] : before) {
+      ids.push_back(v->id());
+      v->rebind(id);
+    }
+    return std::make_pair(t.close_region(), ids);
+  };
+  auto [then_region, then_ids] = trace_branch(then_branch);
+  auto [else_region, else_ids] = trace_branch(else_branch);
+  Op op = make_op(OpKind::kIf, loc);
+  op.operands = {c};
+  std::vector<Var*> changed;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (then_ids[i] == before[i].second && else_ids[i] == before[i].second) continue;
+    then_region.yields.push_back(then_ids[i]);
+    else_region.yields.push_back(else_ids[i]);
+    changed.push_back(before[i].first);
+  }
+  op.regions.push_back(std::move(then_region));
+  op.regions.push_back(std::move(else_region));
+  const std::vector<int> results = t.append(std::move(op));
+  for (std::size_t i = 0; i < changed.size(); ++i) changed[i]->rebind(results[i]);
+}
+
+}  // namespace tileops::tl

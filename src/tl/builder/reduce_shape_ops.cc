@@ -1,0 +1,148 @@
+// Builder: reductions, cumsum and shape operations (reshape, broadcast, transpose, sub-tiles).
+#include "src/tl/builder/tracer.h"
+#include "tileops/tl/ops.h"
+
+namespace tileops::tl {
+namespace {
+
+Value one_input(OpKind kind, const Value& x, std::vector<std::int64_t> ints, const char* construct,
+                const Loc& loc) {
+  Tracer& t = Tracer::current(construct, loc);
+  Op op = make_op(kind, loc);
+  op.ints = std::move(ints);
+  op.operands = {x.id()};
+  return Value::from_id(t.append1(std::move(op)));
+}
+
+int wrap_axis(const Value& x, int axis, const char* construct, const Loc& loc) {
+  const int rank = static_cast<int>(x.shape().size());
+  if (axis < -rank || axis >= rank) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), construct,
+                "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+}  // namespace
+
+Value reduce(ReduceOp r, const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  Tracer& t = Tracer::current(name_of(r), loc);
+  Op op = make_op(OpKind::kReduce, loc);
+  op.sub = static_cast<std::uint8_t>(r);
+  op.flag = keep_dims;
+  op.ints.assign(dims.begin(), dims.end());
+  op.operands = {x.id()};
+  if ((r == ReduceOp::kAll || r == ReduceOp::kAny) && x.valid() && x.is_tile() &&
+      x.dtype() != DataType::kBool) {
+    op.operands = {(x != 0).id()};
+  }
+  return Value::from_id(t.append1(std::move(op)));
+}
+
+Value reduce_sum(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kSum, x, dims, keep_dims, loc);
+}
+Value reduce_max(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kMax, x, dims, keep_dims, loc);
+}
+Value reduce_min(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kMin, x, dims, keep_dims, loc);
+}
+Value reduce_prod(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kProd, x, dims, keep_dims, loc);
+}
+Value reduce_mean(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kMean, x, dims, keep_dims, loc);
+}
+Value argmax(const Value& x, int dim, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kArgmax, x, {dim}, keep_dims, loc);
+}
+Value argmin(const Value& x, int dim, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kArgmin, x, {dim}, keep_dims, loc);
+}
+Value all(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kAll, x, dims, keep_dims, loc);
+}
+Value any(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
+  return reduce(ReduceOp::kAny, x, dims, keep_dims, loc);
+}
+
+Value cumsum(const Value& x, int axis, Loc loc) {
+  return one_input(OpKind::kCumsum, x, {axis}, "cumsum", loc);
+}
+
+Value reshape(const Value& x, const Shape& shape, Loc loc) {
+  Tracer& t = Tracer::current("reshape", loc);
+  return one_input(OpKind::kReshape, x, static_shape(t, shape, "reshape"), "reshape", loc);
+}
+
+Value ravel(const Value& x, Loc loc) {
+  return one_input(OpKind::kReshape, x, {x.size()}, "ravel", loc);
+}
+
+Value expand_dims(const Value& x, int axis, Loc loc) {
+  std::vector<std::int64_t> shape = x.shape();
+  const int rank = static_cast<int>(shape.size()) + 1;
+  if (axis < -rank || axis >= rank) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "expand_dims",
+                "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  }
+  shape.insert(shape.begin() + (axis < 0 ? axis + rank : axis), 1);
+  return one_input(OpKind::kReshape, x, shape, "expand_dims", loc);
+}
+
+Value squeeze(const Value& x, int axis, Loc loc) {
+  std::vector<std::int64_t> shape = x.shape();
+  const int a = wrap_axis(x, axis, "squeeze", loc);
+  if (shape[a] != 1 || shape.size() == 1) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "squeeze",
+                "dim " + std::to_string(axis) + " of " + shape_string(shape) +
+                    " must have extent 1 (and the result rank >= 1)");
+  }
+  shape.erase(shape.begin() + a);
+  return one_input(OpKind::kReshape, x, shape, "squeeze", loc);
+}
+
+Value broadcast_to(const Value& x, const Shape& shape, Loc loc) {
+  Tracer& t = Tracer::current("broadcast_to", loc);
+  std::vector<std::int64_t> s = static_shape(t, shape, "broadcast_to");
+  if (x.is_scalar()) {
+    Op op = make_op(OpKind::kFull, loc);
+    op.ints = s;
+    op.dtype = x.dtype();
+    op.operands = {x.id()};
+    return Value::from_id(t.append1(std::move(op)));
+  }
+  return one_input(OpKind::kBroadcast, x, s, "broadcast_to", loc);
+}
+
+Value transpose(const Value& x, const std::vector<int>& permutation, Loc loc) {
+  std::vector<std::int64_t> perm(permutation.begin(), permutation.end());
+  if (perm.empty()) {
+    for (int i = static_cast<int>(x.shape().size()) - 1; i >= 0; --i) perm.push_back(i);
+  }
+  return one_input(OpKind::kTranspose, x, perm, "transpose", loc);
+}
+
+Value Value::T(Loc loc) const {  // NOLINT(readability-identifier-naming)
+  return transpose(*this, {}, loc);
+}
+
+Value copy(const Value& tile, const Shape& shape, const Shape& offsets, Loc loc) {
+  Tracer& t = Tracer::current("copy", loc);
+  Op op = make_op(OpKind::kSlice, loc);
+  op.ints = static_shape(t, offsets, "copy");
+  op.ints2 = static_shape(t, shape, "copy");
+  op.operands = {tile.id()};
+  return Value::from_id(t.append1(std::move(op)));
+}
+
+Value concat(const std::vector<Value>& tiles, int axis, Loc loc) {
+  Tracer& t = Tracer::current("concat", loc);
+  Op op = make_op(OpKind::kConcat, loc);
+  op.ints = {axis};
+  for (const Value& v : tiles) op.operands.push_back(v.id());
+  return Value::from_id(t.append1(std::move(op)));
+}
+
+}  // namespace tileops::tl

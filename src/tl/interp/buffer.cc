@@ -1,0 +1,188 @@
+// Element storage and conversions of the interpreter (buffer.h).
+#include "src/tl/interp/buffer.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "tileops/core/scalar.h"
+
+namespace tileops::tl::interp {
+namespace {
+
+// The representable neighbour of `r` (a value of float dtype `d`) toward +inf (up) or -inf.
+double step(DataType d, double r, bool up) {
+  if (d == DataType::kFloat64) return std::nextafter(r, up ? HUGE_VAL : -HUGE_VAL);
+  if (d == DataType::kFloat32) {
+    return std::nextafter(static_cast<float>(r), up ? HUGE_VALF : -HUGE_VALF);
+  }
+  // 8/16-bit formats: sign-magnitude bit patterns, one ulp = one step of the magnitude.
+  const std::size_t bytes = size_of(d);
+  std::uint16_t bits = 0;
+  write_from_double(r, &bits, d);
+  const std::uint16_t sign = bytes == 2 ? 0x8000 : 0x80;
+  const bool negative = (bits & sign) != 0;
+  const std::uint16_t magnitude = bits & static_cast<std::uint16_t>(sign - 1);
+  if (magnitude == 0) {
+    bits = up ? 1 : static_cast<std::uint16_t>(sign | 1);
+  } else if (up != negative) {
+    ++bits;  // away from zero
+  } else {
+    --bits;
+  }
+  return read_as_double(&bits, d);
+}
+
+double round_integral(double v, RoundMode mode) {
+  switch (mode) {
+    case RoundMode::kRint:
+      return std::nearbyint(v);
+    case RoundMode::kFloor:
+      return std::floor(v);
+    case RoundMode::kCeil:
+      return std::ceil(v);
+    case RoundMode::kTrunc:
+      return std::trunc(v);
+    case RoundMode::kHalfAway:
+      return std::round(v);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::int64_t Buffer::get_int(std::size_t k) const {
+  if (!floating()) return i[k];
+  const double v = f[k];
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<std::int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(v);
+}
+
+void Buffer::set(std::size_t k, double v) {
+  if (floating()) {
+    f[k] = round_to(dtype, v);
+  } else if (dtype == DataType::kBool) {
+    i[k] = v != 0 ? 1 : 0;
+  } else {
+    // Integer results of float math (e.g. means of ints) truncate toward zero, saturating.
+    Buffer tmp;
+    tmp.dtype = DataType::kFloat64;
+    tmp.f = {v};
+    i[k] = wrap_to(dtype, tmp.get_int(0));
+  }
+}
+
+void Buffer::set_int(std::size_t k, std::int64_t v) {
+  if (floating()) {
+    std::uint64_t bits = 0;
+    write_from_int64(v, &bits, dtype);
+    f[k] = read_as_double(&bits, dtype);
+  } else {
+    i[k] = wrap_to(dtype, v);
+  }
+}
+
+void Buffer::resize(DataType d, std::vector<std::int64_t> s) {
+  dtype = d;
+  shape = std::move(s);
+  std::size_t n = 1;
+  for (std::int64_t e : shape) n *= static_cast<std::size_t>(e);
+  if (floating()) {
+    f.assign(n, 0.0);
+    i.clear();
+  } else {
+    i.assign(n, 0);
+    f.clear();
+  }
+}
+
+double round_to(DataType dtype, double v) {
+  if (dtype == DataType::kFloat64) return v;
+  if (dtype == DataType::kFloat32) return static_cast<float>(v);
+  std::uint64_t bits = 0;
+  write_from_double(v, &bits, dtype);
+  return read_as_double(&bits, dtype);
+}
+
+std::int64_t wrap_to(DataType dtype, std::int64_t v) {
+  switch (dtype) {
+    case DataType::kBool:
+      return v != 0 ? 1 : 0;
+    case DataType::kInt8:
+      return static_cast<std::int8_t>(v);
+    case DataType::kUInt8:
+      return static_cast<std::uint8_t>(v);
+    case DataType::kInt16:
+      return static_cast<std::int16_t>(v);
+    case DataType::kInt32:
+      return static_cast<std::int32_t>(v);
+    default:
+      return v;
+  }
+}
+
+void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, RoundMode mode) {
+  if (!from.floating()) {
+    const std::int64_t v = from.i[k];
+    if (to.floating()) {
+      to.set_int(j, v);
+    } else {
+      to.i[j] = wrap_to(to.dtype, v);
+    }
+    return;
+  }
+  const double v = from.f[k];
+  if (to.dtype == DataType::kBool) {
+    to.i[j] = v != 0 ? 1 : 0;
+  } else if (!to.floating()) {
+    // Round, then saturate to the target's range (NaN gives 0).
+    const double r = round_integral(v, mode);
+    Buffer wide;
+    wide.dtype = DataType::kFloat64;
+    wide.f = {r};
+    const std::int64_t n = wide.get_int(0);
+    const std::int64_t lo =
+        to.dtype == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(to.dtype) - 1));
+    const std::int64_t hi = to.dtype == DataType::kUInt8 ? 255 : -(lo + 1);
+    to.i[j] = to.dtype == DataType::kInt64 ? n : std::min(std::max(n, lo), hi);
+  } else {
+    const double r = round_to(to.dtype, v);
+    if (mode == RoundMode::kRint || r == v || std::isnan(v) || std::isinf(v)) {
+      to.f[j] = r;
+      return;
+    }
+    const double lo = r < v ? r : step(to.dtype, r, false);
+    const double hi = r > v ? r : step(to.dtype, r, true);
+    double out = r;
+    switch (mode) {
+      case RoundMode::kFloor:
+        out = lo;
+        break;
+      case RoundMode::kCeil:
+        out = hi;
+        break;
+      case RoundMode::kTrunc:
+        out = v > 0 ? lo : hi;
+        break;
+      case RoundMode::kHalfAway: {
+        const double dl = v - lo;
+        const double dh = hi - v;
+        out = dl < dh ? lo : (dh < dl ? hi : (v > 0 ? hi : lo));
+        break;
+      }
+      case RoundMode::kRint:
+        break;
+    }
+    to.f[j] = out;
+  }
+}
+
+std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+}  // namespace tileops::tl::interp

@@ -1,0 +1,70 @@
+// Printable names of the IR enums; these spellings are part of the stable text form.
+#include "tileops/tl/ir.h"
+
+namespace tileops::tl {
+namespace {
+
+template <std::size_t N>
+const char* pick(const char* const (&names)[N], std::size_t index) {
+  return index < N ? names[index] : "?";
+}
+
+}  // namespace
+
+const char* name_of(OpKind kind) {
+  static const char* const kNames[] = {
+      "const",   "block_idx", "block_num", "tensor", "tensor_dim", "load",   "store",  "atomic",
+      "full",    "arange",    "unary",     "binary", "where",      "cast",   "reduce", "cumsum",
+      "reshape", "broadcast", "transpose", "slice",  "concat",     "matmul", "for",    "if"};
+  return pick(kNames, static_cast<std::size_t>(kind));
+}
+
+const char* name_of(UnaryOp op) {
+  static const char* const kNames[] = {
+      "abs",   "ceil",  "floor",       "round",      "trunc",    "exp",      "exp2",
+      "expm1", "log",   "log2",        "log1p",      "sqrt",     "rsqrt",    "sin",
+      "cos",   "tan",   "sinh",        "cosh",       "tanh",     "erf",      "sigmoid",
+      "relu",  "gelu",  "gelu_tanh",   "silu",       "softplus", "negative", "reciprocal",
+      "isnan", "isinf", "bitwise_not", "logical_not"};
+  return pick(kNames, static_cast<std::size_t>(op));
+}
+
+const char* name_of(BinaryOp op) {
+  static const char* const kNames[] = {
+      "add",     "sub",     "mul",         "div",         "floordiv",   "mod",
+      "maximum", "minimum", "pow",         "eq",          "ne",         "lt",
+      "le",      "gt",      "ge",          "bitwise_and", "bitwise_or", "bitwise_xor",
+      "shl",     "shr",     "logical_and", "logical_or"};
+  return pick(kNames, static_cast<std::size_t>(op));
+}
+
+const char* name_of(ReduceOp op) {
+  static const char* const kNames[] = {"reduce_sum",  "reduce_max",  "reduce_min",
+                                       "reduce_prod", "reduce_mean", "argmax",
+                                       "argmin",      "all",         "any"};
+  return pick(kNames, static_cast<std::size_t>(op));
+}
+
+const char* name_of(AtomicOp op) {
+  static const char* const kNames[] = {"atomic_add", "atomic_max", "atomic_min"};
+  return pick(kNames, static_cast<std::size_t>(op));
+}
+
+const char* name_of(RoundMode mode) {
+  static const char* const kNames[] = {"rint", "floor", "ceil", "trunc", "round_half_away"};
+  return pick(kNames, static_cast<std::size_t>(mode));
+}
+
+bool is_pure(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kStore:
+    case OpKind::kAtomic:
+    case OpKind::kFor:
+    case OpKind::kIf:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace tileops::tl

@@ -1,0 +1,34 @@
+// A kernel specialisation prepared by one backend. The jit keeps backends behind this interface:
+// interp now, the compiled cpu and cuda backends later.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tileops/tl/ir.h"
+#include "tileops/tl/jit.h"
+
+namespace tileops::tl {
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // The block count `core_num = 0` means on this backend's device.
+  virtual std::int64_t all_cores() const = 0;
+  // Runs `num_blocks` blocks. `args` holds one runtime argument per Function param, in order:
+  // a Pointer for each GlobalAddress, int64 / double (or int64) / bool for Int / Float / Bool;
+  // the jit has checked their kinds.
+  virtual void launch(std::int64_t num_blocks, std::span<const Argument> args) const = 0;
+};
+
+// Prepares `function` (verified, after passes) for options.backend ("auto": the best one
+// available). Throws kUnsupported naming the backend when it is not built.
+std::shared_ptr<const Executable> prepare(Function function, const Options& options,
+                                          const std::string& kernel_name);
+
+// The interp backend (src/tl/interp/executable.cc).
+std::shared_ptr<const Executable> make_interp_executable(Function function);
+
+}  // namespace tileops::tl

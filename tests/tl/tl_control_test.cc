@@ -1,0 +1,149 @@
+// Control flow on the interp backend: runtime loops with loop-carried tl::Vars (scalars and
+// tiles, nested), unroll_factor and parallel, static_range, runtime and trace-time if_, block
+// indices and num_tiles.
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+const DataType f32 = DataType::kFloat32;
+const DataType i64 = DataType::kInt64;
+
+// covers: Var range unroll_factor
+TEST(TlControl, VarsBecomeLoopCarriedValues) {
+  // out[0] = sum_{i<n} i (scalar Var), out[1..4] = sum of rows of x (tile Var), out[5] = nested.
+  const tl::Kernel k =
+      tl::jit("carried", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+        const tl::Value tx = tl::tensor(x, {n, 4});
+        tl::Var total = 0;
+        tl::Var rows = tl::zeros({1, 4}, f32);
+        tl::Var nested = 0.0;
+        for (tl::Value i : tl::range(n)) {
+          total = total + i;
+          rows = rows + tl::load(tx, {1, 4}, {i, 0});
+          for (tl::Value j : tl::range(0, i, 1, {.unroll_factor = 2})) nested = nested + j.to(f32);
+        }
+        const tl::Value to = tl::tensor(out, {6});
+        tl::store(total.to(f32), to, {0});
+        tl::store(tl::reshape(rows, {4}), to, {1});
+        tl::store(nested, to, {5});
+      });
+  std::mt19937_64 rng(21);
+  for (int n : {0, 1, 7}) {
+    TensorStorage x = random_tensor({std::max(n, 1), 4}, f32, rng);
+    TensorStorage out = poisoned({6}, f32);
+    k.launch(2, x, out, n);
+    const auto xs = to_doubles(x);
+    std::vector<double> expected(6, 0);
+    for (int i = 0; i < n; ++i) {
+      expected[0] += i;
+      for (int c = 0; c < 4; ++c) expected[1 + c] += xs[i * 4 + c];
+      expected[5] += i * (i - 1) / 2.0;
+    }
+    EXPECT_EQ(compare(out, expected, tol(f32)), "") << "n=" << n;
+  }
+  const std::string ir = k.ir_for(TensorStorage({1, 4}, f32), TensorStorage({6}, f32), 1);
+  EXPECT_NE(ir.find("{unroll=2}"), std::string::npos) << ir;
+}
+
+// covers: parallel
+TEST(TlControl, UnchangedVarsAreNotCarriedAndParallelLoopsRun) {
+  const tl::Kernel k = tl::jit("parallel", [](tl::GlobalAddress out, tl::Int n) {
+    const tl::Value to = tl::tensor(out, {n});
+    tl::Var scale = 3.0;  // read, never reassigned in the loop: not loop-carried
+    for (tl::Value i : tl::range(0, n, 1, {.parallel = true})) {
+      tl::store(i.to(f32) * scale, to, {i});
+    }
+  });
+  TensorStorage out = poisoned({9}, f32);
+  k.launch(1, out, 9);
+  std::vector<double> expected;
+  for (int i = 0; i < 9; ++i) expected.push_back(3.0 * i);
+  EXPECT_EQ(compare(out, expected, {0, 0}), "");
+  const std::string ir = k.ir_for(out, 9);
+  EXPECT_NE(ir.find("{unroll=1, parallel}"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("yield"), std::string::npos) << ir;
+}
+
+// covers: static_range
+TEST(TlControl, NegativeStepsAndStaticRange) {
+  const tl::Kernel k = tl::jit("steps", [](tl::GlobalAddress out, tl::Int n) {
+    const tl::Value to = tl::tensor(out, {8});
+    tl::Var acc = tl::zeros({8}, i64);
+    for (tl::Value i : tl::range(n, -1, -2)) acc = acc + tl::where(tl::arange(8, i64) == i, 1, 0);
+    for (int s : tl::static_range(3)) acc = acc * 2 + s;  // traced three times
+    tl::store(acc, to, {0});
+  });
+  TensorStorage out = poisoned({8}, i64);
+  k.launch(1, out, 6);
+  std::vector<double> expected;
+  for (int i = 0; i < 8; ++i)
+    expected.push_back((i % 2 == 0 && i <= 6 ? 8 : 0) + 4);  // ((a·2 + 0)·2 + 1)·2 + 2
+  EXPECT_EQ(compare(out, expected, {0, 0}), "");
+  const std::string ir = k.ir_for(out, 6);
+  std::size_t muls = 0;
+  for (std::size_t p = ir.find("= mul "); p != std::string::npos; p = ir.find("= mul ", p + 1))
+    ++muls;
+  EXPECT_EQ(muls, 3u) << ir;
+}
+
+// covers: if_ if_trace_time Bool
+TEST(TlControl, RuntimeAndTraceTimeIf) {
+  const tl::Kernel k = tl::jit("branch", [](tl::GlobalAddress out, tl::Int n, tl::Bool flag,
+                                            tl::ConstExpr<bool> trace_flag) {
+    const tl::Value to = tl::tensor(out, {4});
+    tl::Var a = 1.0;
+    tl::Var t = tl::full({3}, 2.0, f32);
+    tl::if_(
+        n > 5, [&] { a = a * 10; }, [&] { t = t + 1; });
+    tl::if_(flag, [&] { a = a + 0.5; });
+    tl::if_(n, [&] { t = t * n; });         // integer condition: n != 0
+    tl::if_(*trace_flag, [&] { a = -a; });  // decided while tracing
+    tl::store(a, to, {0});
+    tl::store(t, to, {1});
+  });
+  for (int n : {0, 3, 9}) {
+    for (bool flag : {false, true}) {
+      for (bool tf : {false, true}) {
+        TensorStorage out = poisoned({4}, f32);
+        k.launch(3, out, n, flag, tf);
+        double a = n > 5 ? 10 : 1, t = n > 5 ? 2 : 3;
+        if (flag) a += 0.5;
+        if (n != 0) t *= n;
+        if (tf) a = -a;
+        EXPECT_EQ(compare(out, {a, t, t, t}, {0, 0}), "") << n << flag << tf;
+      }
+    }
+  }
+  TensorStorage out({4}, f32);
+  EXPECT_EQ(k.ir_for(out, 1, true, true).find("if %") != std::string::npos, true);
+  const std::string ir = k.ir_for(out, 1, true, false);
+  std::size_t ifs = 0;
+  for (std::size_t p = ir.find(" = if "); p != std::string::npos; p = ir.find(" = if ", p + 1))
+    ++ifs;
+  EXPECT_EQ(ifs, 3u) << ir;  // the ConstExpr branch left no `if` behind
+}
+
+// covers: block_idx block_num num_tiles
+TEST(TlControl, BlockIndicesAndNumTiles) {
+  const tl::Kernel k = tl::jit("blocks", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+    const tl::Value tx = tl::tensor(x, {n, 3});
+    const tl::Value to = tl::tensor(out, {64, 2});
+    tl::Value row = tl::full({1, 2}, 0, i64) + tl::block_num() * 100;
+    row = tl::where(tl::reshape(tl::arange(2, i64), {1, 2}) == 0, tl::num_tiles(tx, 0, 4), row);
+    tl::store(row + tl::block_idx() * 1000, to, {tl::block_idx(), 0});
+  });
+  for (int cores : {1, 3, 16}) {
+    TensorStorage x({10, 3}, f32), out = poisoned({64, 2}, i64);
+    k.launch(cores, x, out, 10);
+    const auto got = to_doubles(out);
+    for (int b = 0; b < cores; ++b) {
+      EXPECT_EQ(got[2 * b], 3 + 1000 * b);
+      EXPECT_EQ(got[2 * b + 1], 100 * cores + 1000 * b);
+    }
+    EXPECT_EQ(got[2 * cores], -1);  // untouched
+  }
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test

@@ -1,0 +1,219 @@
+// Trace-time errors: a wrong kernel is rejected when first launched, with a tileops::Error that
+// names the construct and the user's source line, and nothing is written.
+#include "tests/support/expect_rejected.h"
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+const DataType f32 = DataType::kFloat32;
+
+// Launches `body` as a kernel over (x: f32[16], out: f32[16], n = 16) and expects a trace error
+// naming `construct` at line `*line` of this file.
+template <typename Body>
+void expect_trace_error(Body body, const int* line, const std::string& construct,
+                        ErrorKind kind = ErrorKind::kInvalidArgument,
+                        std::vector<std::string> details = {}) {
+  const tl::Kernel k = tl::jit("bad", body);
+  TensorStorage x({16}, f32);
+  from_doubles(x, std::vector<double>(16, 1.0));
+  TensorStorage out = poisoned({16}, f32);
+  try {  // the first trace records the line of the faulty call
+    k.launch(2, x, out, 16);
+  } catch (const Error&) {
+  }
+  ASSERT_GT(*line, 0);
+  details.push_back("tl_errors_test.cc:" + std::to_string(*line) + ":");
+  expect_rejected([&] { k.launch(2, x, out, 16); }, out, construct, kind, details);
+}
+
+using GA = tl::GlobalAddress;
+
+// covers: trace_errors
+TEST(TlErrors, ShapeMismatchInABinaryOp) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
+        line = __LINE__ + 1;  // the faulty call
+        tl::store(t + tl::load(tl::tensor(x, {n}), {4}, {0}), tl::tensor(out, {n}), {0});
+      },
+      &line, "add", ErrorKind::kInvalidArgument, {"shape mismatch", "[8]", "[4]"});
+}
+
+TEST(TlErrors, DtypeMismatchInAStore) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
+        line = __LINE__ + 1;  // the faulty call
+        tl::store(t.to(DataType::kFloat16), tl::tensor(out, {n}), {0});
+      },
+      &line, "store", ErrorKind::kInvalidType, {"dtype mismatch", "float16", "float32"});
+}
+
+TEST(TlErrors, NonStaticTileShape) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {n}, {0});
+        tl::store(t, tl::tensor(out, {n}), {0});
+      },
+      &line, "load", ErrorKind::kInvalidArgument, {"non-static shape"});
+}
+
+TEST(TlErrors, ParallelLoopThatCarriesAValue) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        tl::Var acc = tl::zeros({8}, f32);
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(0, n, 8, {.parallel = true})) {
+          acc = acc + tl::load(tl::tensor(x, {n}), {8}, {i});
+        }
+        tl::store(acc, tl::tensor(out, {n}), {0});
+      },
+      &line, "range", ErrorKind::kInvalidArgument, {"parallel=true", "carries a value"});
+}
+
+TEST(TlErrors, FloatFunctionOfAnIntegerTile) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::exp(tl::arange(8));
+      },
+      &line, "exp", ErrorKind::kInvalidType, {"int32"});
+}
+
+TEST(TlErrors, LoopCarriedVariableChangesType) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        tl::Var acc = tl::zeros({8}, f32);
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(n)) {
+          acc = tl::reduce_sum(acc) + i;
+        }
+        tl::store(acc, tl::tensor(out, {n}), {0});
+        (void)x;
+      },
+      &line, "range", ErrorKind::kInvalidType, {"changes type", "tile<8xf32>"});
+}
+
+TEST(TlErrors, MatmulInnerDimensions) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::matmul(tl::zeros({4, 8}, f32), tl::zeros({4, 8}, f32));
+      },
+      &line, "matmul", ErrorKind::kInvalidArgument, {"[4, 8] @ [4, 8]"});
+}
+
+TEST(TlErrors, ReductionDimOutOfRange) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::reduce_sum(tl::zeros({4, 8}, f32), {2});
+      },
+      &line, "reduce_sum", ErrorKind::kInvalidArgument, {"axis 2 out of range"});
+}
+
+TEST(TlErrors, ReshapeToAnotherSize) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::reshape(tl::zeros({4, 8}, f32), {3, 8});
+      },
+      &line, "reshape", ErrorKind::kInvalidArgument, {"[4, 8]", "[3, 8]"});
+}
+
+TEST(TlErrors, BreakOutOfARuntimeLoop) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(n)) {
+          tl::store(tl::load(tl::tensor(x, {n}), {1}, {i}), tl::tensor(out, {n}), {i});
+          break;
+        }
+      },
+      &line, "range", ErrorKind::kInvalidArgument, {"left early"});
+}
+
+TEST(TlErrors, WrongNumberOfOffsets) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::load(tl::tensor(x, {n}), {8}, {0, 0});
+      },
+      &line, "load", ErrorKind::kInvalidArgument, {"expected 1 offsets, got 2"});
+}
+
+TEST(TlErrors, BitwiseOpOnFloats) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        (void)(tl::zeros({8}, f32) & tl::zeros({8}, f32));
+      },
+      &line, "bitwise_and", ErrorKind::kInvalidType, {"float32"});
+}
+
+TEST(TlErrors, BranchesAssignDifferentTypes) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int n) {
+        tl::Var v = tl::zeros({8}, f32);
+        line = __LINE__ + 1;  // the faulty call
+        tl::if_(n > 3, [&] { v = tl::zeros({4}, f32); });
+      },
+      &line, "if_", ErrorKind::kInvalidType, {"tile<4xf32>", "tile<8xf32>"});
+}
+
+TEST(TlErrors, ConcatOfMismatchedShapes) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::concat({tl::zeros({2, 8}, f32), tl::zeros({2, 4}, f32)}, 0);
+      },
+      &line, "concat", ErrorKind::kInvalidArgument, {"shape mismatch"});
+}
+
+TEST(TlErrors, WhereNeedsABoolCondition) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::where(tl::zeros({8}, f32), 1.0, 2.0);
+      },
+      &line, "where", ErrorKind::kInvalidType, {"condition must be bool"});
+}
+
+TEST(TlErrors, SqueezeOfANonUnitDim) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::squeeze(tl::zeros({2, 8}, f32), 0);
+      },
+      &line, "squeeze", ErrorKind::kInvalidArgument, {"extent 1"});
+}
+
+TEST(TlErrors, TileOpsOutsideAKernel) {
+  try {
+    tl::exp(1.0);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside a kernel"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test

@@ -1,0 +1,164 @@
+// Global memory and tile creation on the interp backend: pad values and strided tensors, scalar
+// stores from every block, tile_id, masks, full/zeros/arange, copy/concat, atomics.
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+const DataType f32 = DataType::kFloat32;
+
+// covers: tensor_strides pad_value load
+TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
+  // A [5, 7] view with gaps; tiles [4, 8] at offsets that cross every edge.
+  const tl::Kernel k = tl::jit("pad", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int r0,
+                                         tl::Int c0, tl::Int s0, tl::Int s1) {
+    const tl::Value tx = tl::tensor(x, {5, 7}, {s0, s1});
+    const tl::Value to = tl::tensor(out, {4, 8});
+    tl::store(tl::load(tx, {4, 8}, {r0, c0}, -7.5), to, {0, 0});
+  });
+  std::mt19937_64 rng(3);
+  for (DataType d : {f32, DataType::kFloat16, DataType::kInt32}) {
+    TensorStorage x = random_tensor({5, 7}, d, rng, Layout::kStrided);
+    ASSERT_GT(x.view().stride(1), 1);
+    const auto xs = to_doubles(x);
+    for (auto [r0, c0] : {std::pair{-2, -3}, {3, 4}, {0, 0}, {4, 6}, {9, 0}}) {
+      std::vector<double> expected;
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 8; ++j) {
+          const int r = r0 + i, c = c0 + j;
+          const bool inside = r >= 0 && r < 5 && c >= 0 && c < 7;
+          expected.push_back(inside ? xs[r * 7 + c] : (d == DataType::kInt32 ? -7 : -7.5));
+        }
+      }
+      for (int cores : {1, 3, 16}) {  // every block stores the same tile
+        TensorStorage out = poisoned({4, 8}, d);
+        k.launch(cores, x, out, r0, c0, x.view().stride(0), x.view().stride(1));
+        EXPECT_EQ(compare(out, expected, {0, 0}), "") << name_of(d) << " " << r0 << "," << c0;
+      }
+    }
+  }
+}
+
+// covers: store_scalar full
+TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
+  const tl::Kernel k = tl::jit("scalar_store", [](tl::GlobalAddress out, tl::Int n) {
+    const tl::Value t = tl::tensor(out, {n});
+    tl::store(tl::block_idx() * 10 + tl::block_num(), t, {tl::block_idx()});
+    // A 1-element tile at the same place of the second half.
+    tl::store(tl::full({1}, tl::block_idx(), DataType::kInt32), t, {tl::block_idx() + 16});
+  });
+  for (int cores : {1, 3, 16}) {
+    TensorStorage out = poisoned({40}, DataType::kInt32);
+    k.launch(cores, out, 32);  // stores at 16..31 + the 1-element tiles: all in bounds
+    const auto got = to_doubles(out);
+    for (int b = 0; b < 40; ++b) {
+      if (b < cores) {
+        EXPECT_EQ(got[b], b * 10 + cores);
+      } else if (b >= 16 && b < 16 + cores) {
+        EXPECT_EQ(got[b], b - 16);
+      } else {
+        EXPECT_EQ(got[b], -1) << "element " << b << " written";  // poison of int32
+      }
+    }
+  }
+}
+
+// covers: tile_id mask
+TEST(TlMemory, TileIdMaskAndTails) {
+  const tl::Kernel k =
+      tl::jit("mask", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n, tl::Int count) {
+        const tl::Value tx = tl::tensor(x, {n});
+        const tl::Value to = tl::tensor(out, {n});
+        const tl::Value tile = tl::load(tx, {16}, tl::TileId{{tl::block_idx()}});
+        const tl::Mask mask(count);
+        tl::store(tile * 2, to, tl::TileId{{tl::block_idx()}});
+      });
+  std::mt19937_64 rng(5);
+  TensorStorage x = random_tensor({45}, f32, rng);
+  const auto xs = to_doubles(x);
+  for (auto [count, cores] : {std::pair{0, 3}, {5, 16}, {16, 3}, {7, 1}}) {
+    TensorStorage out = poisoned({45}, f32);
+    k.launch(cores, x, out, 45, count);
+    const auto got = to_doubles(out);
+    for (int i = 0; i < 45; ++i) {
+      if (i % 16 < count && i / 16 < cores) {
+        EXPECT_EQ(got[i], 2 * xs[i]) << i;
+      } else {
+        EXPECT_TRUE(std::isnan(got[i])) << "masked lane " << i << " written";
+      }
+    }
+  }
+}
+
+// covers: full zeros full_like zeros_like arange
+TEST(TlMemory, FullZerosArangeLikes) {
+  const tl::Kernel k =
+      tl::jit("create", [](tl::GlobalAddress out, tl::GlobalAddress idx, tl::Float v) {
+        const tl::Value to = tl::tensor(out, {3, 130});
+        const tl::Value a = tl::full({3, 130}, v, DataType::kFloat16);
+        const tl::Value b =
+            tl::zeros_like(a) + tl::full_like(a, 0.5) + tl::zeros({3, 130}, DataType::kFloat16);
+        tl::store(a + b, to, {0, 0});
+        tl::store(tl::arange(1030) * 2, tl::tensor(idx, {1030}), {0});
+      });
+  for (int cores : {1, 3, 16}) {  // every block writes the same values
+    TensorStorage out = poisoned({3, 130}, DataType::kFloat16);
+    TensorStorage idx = poisoned({1030}, DataType::kInt32);
+    k.launch(cores, out, idx, 1.25);
+    EXPECT_EQ(compare(out, std::vector<double>(390, 1.75), {0, 0}), "");
+    std::vector<double> expected(1030);
+    for (int i = 0; i < 1030; ++i) expected[i] = 2.0 * i;
+    EXPECT_EQ(compare(idx, expected, {0, 0}), "");  // every lane of a wide tile, not just 64
+  }
+}
+
+// covers: copy concat
+TEST(TlMemory, CopyAndConcat) {
+  const tl::Kernel k = tl::jit("copy_concat", [](tl::GlobalAddress x, tl::GlobalAddress out) {
+    const tl::Value t = tl::load(tl::tensor(x, {4, 8}), {4, 8}, {0, 0});
+    const tl::Value sub = tl::copy(t, {2, 3}, {1, 2});                           // [2, 3]
+    const tl::Value rows = tl::concat({sub, sub * 10}, 0);                       // [4, 3]
+    const tl::Value both = tl::concat({rows, tl::zeros({4, 1}, t.dtype())}, 1);  // [4, 4]
+    tl::store(both, tl::tensor(out, {4, 4}), {0, 0});
+  });
+  std::mt19937_64 rng(9);
+  for (DataType d : {f32, DataType::kBFloat16, DataType::kInt32}) {
+    for (int cores : {1, 3, 16}) {
+      TensorStorage x = random_tensor({4, 8}, d, rng, Layout::kContiguous, -9, 9);
+      TensorStorage out = poisoned({4, 4}, d);
+      k.launch(cores, x, out);
+      const auto xs = to_doubles(x);
+      std::vector<double> expected;
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          expected.push_back(j == 3 ? 0 : xs[(1 + i % 2) * 8 + 2 + j] * (i >= 2 ? 10 : 1));
+        }
+      }
+      EXPECT_EQ(compare(out, expected, tol(d)), "") << name_of(d) << " cores " << cores;
+    }
+  }
+}
+
+// covers: atomic_add atomic_max atomic_min
+TEST(TlMemory, AtomicsFromEveryBlock) {
+  const tl::Kernel k =
+      tl::jit("atomics", [](tl::GlobalAddress sum, tl::GlobalAddress mx, tl::GlobalAddress mn) {
+        const tl::Value b = tl::block_idx();
+        tl::atomic_add(tl::full({5}, 1.0, f32), tl::tensor(sum, {5}), {0});
+        tl::atomic_max(b.to(DataType::kInt32), tl::tensor(mx, {1}), {0});
+        tl::atomic_min(tl::full({3}, b, DataType::kInt32) - 7, tl::tensor(mn, {2}), {0});  // tail
+      });
+  for (int cores : {1, 3, 16}) {
+    TensorStorage sum({5}, f32), mx({1}, DataType::kInt32), mn({3}, DataType::kInt32);
+    from_doubles(sum, std::vector<double>(5, 0.5));
+    from_doubles(mx, {-100});
+    from_doubles(mn, {100, 100, 42});
+    k.launch(cores, sum, mx, mn);
+    EXPECT_EQ(compare(sum, std::vector<double>(5, 0.5 + cores), {0, 0}), "");
+    EXPECT_EQ(to_doubles(mx)[0], cores - 1);
+    EXPECT_EQ(compare(mn, {-7, -7, 42}, {0, 0}), "");  // element 2 is outside the [2] view
+  }
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test

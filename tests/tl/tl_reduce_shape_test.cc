@@ -1,0 +1,239 @@
+// Reductions, scans and shape operations on the interp backend against float64 references
+// computed over explicit indices.
+#include <numeric>
+
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+using TileFn = std::function<tl::Value(const tl::Value&)>;
+const std::vector<std::int64_t> kShape = {3, 4, 5};
+
+// Loads x [3, 4, 5] whole, applies f and stores the result (any rank; scalars as [1]) into out.
+std::vector<double> run(const TileFn& f, DataType in, DataType out_dtype, const TensorStorage& x) {
+  const tl::Kernel k = tl::jit("tile_fn", [f](tl::GlobalAddress px, tl::GlobalAddress pout) {
+    const tl::Value t = tl::load(tl::tensor(px, {3, 4, 5}), {3, 4, 5}, {0, 0, 0});
+    const tl::Value r = f(t);
+    tl::IndexList shape, zeros;
+    for (std::int64_t d : r.shape()) shape.emplace_back(d);
+    if (shape.empty()) shape.emplace_back(1);
+    for (std::size_t i = 0; i < shape.size(); ++i) zeros.emplace_back(0);
+    tl::store(r, tl::tensor(pout, shape), zeros);
+  });
+  (void)in;
+  // Every block stores the same result; any block count must give the one-block answer.
+  TensorStorage first = poisoned({60}, out_dtype);
+  k.launch(1, x, first);
+  for (int cores : {3, 16}) {
+    TensorStorage out = poisoned({60}, out_dtype);
+    k.launch(cores, x, out);
+    EXPECT_EQ(snapshot(out), snapshot(first)) << cores << " blocks";
+  }
+  return to_doubles(first);
+}
+
+// Reference reduction of x [3, 4, 5] over `dims` (all when empty).
+std::vector<double> reduce_ref(const std::vector<double>& x, std::vector<int> dims,
+                               tl::ReduceOp op) {
+  if (dims.empty()) dims = {0, 1, 2};
+  for (int& d : dims) d = d < 0 ? d + 3 : d;
+  std::vector<std::int64_t> out_shape = kShape;
+  for (int d : dims) out_shape[d] = 1;
+  const std::size_t n_out = out_shape[0] * out_shape[1] * out_shape[2];
+  std::vector<std::vector<double>> groups(n_out);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 5; ++l) {
+        const std::int64_t idx[3] = {i, j, l};
+        std::int64_t o = 0;
+        for (int d = 0; d < 3; ++d) o = o * out_shape[d] + (out_shape[d] == 1 ? 0 : idx[d]);
+        groups[o].push_back(x[(i * 4 + j) * 5 + l]);
+      }
+    }
+  }
+  std::vector<double> out;
+  for (const auto& g : groups) {
+    switch (op) {
+      case tl::ReduceOp::kSum:
+        out.push_back(std::accumulate(g.begin(), g.end(), 0.0));
+        break;
+      case tl::ReduceOp::kMean:
+        out.push_back(std::accumulate(g.begin(), g.end(), 0.0) / g.size());
+        break;
+      case tl::ReduceOp::kProd:
+        out.push_back(std::accumulate(g.begin(), g.end(), 1.0, std::multiplies<>()));
+        break;
+      case tl::ReduceOp::kMax:
+        out.push_back(*std::max_element(g.begin(), g.end()));
+        break;
+      case tl::ReduceOp::kMin:
+        out.push_back(*std::min_element(g.begin(), g.end()));
+        break;
+      case tl::ReduceOp::kArgmax:
+        out.push_back(std::max_element(g.begin(), g.end()) - g.begin());
+        break;
+      case tl::ReduceOp::kArgmin:
+        out.push_back(std::min_element(g.begin(), g.end()) - g.begin());
+        break;
+      case tl::ReduceOp::kAll:
+        out.push_back(std::all_of(g.begin(), g.end(), [](double v) { return v > 0; }));
+        break;
+      case tl::ReduceOp::kAny:
+        out.push_back(std::any_of(g.begin(), g.end(), [](double v) { return v > 0; }));
+        break;
+    }
+  }
+  return out;
+}
+
+void expect_prefix(const std::vector<double>& got, const std::vector<double>& expected, Tolerance t,
+                   const std::string& what, double poison = -1) {
+  ASSERT_LE(expected.size(), got.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_LE(std::fabs(got[i] - expected[i]), t.atol + t.rtol * std::fabs(expected[i]))
+        << what << " element " << i << " got " << got[i] << " expected " << expected[i];
+  }
+  for (std::size_t i = expected.size(); i < got.size(); ++i) {
+    ASSERT_TRUE(std::isnan(got[i]) || got[i] == poison) << what << " wrote past its result";
+  }
+}
+
+// covers: reduce_sum reduce_max reduce_min reduce_prod reduce_mean argmax argmin all any keep_dims
+TEST(TlReduce, EveryOpOverDimsWithAndWithoutKeepDims) {
+  std::mt19937_64 rng(11);
+  const std::vector<std::vector<int>> dim_sets = {{}, {0}, {1}, {2}, {-1}, {0, 2}};
+  for (DataType d : {DataType::kFloat32, DataType::kFloat16, DataType::kInt32}) {
+    TensorStorage x =
+        random_tensor({3, 4, 5}, d, rng, Layout::kContiguous, d == DataType::kInt32 ? -9 : 0.5, 2);
+    const auto xs = to_doubles(x);
+    for (const auto& dims : dim_sets) {
+      for (bool keep : {false, true}) {
+        for (tl::ReduceOp op : {tl::ReduceOp::kSum, tl::ReduceOp::kMax, tl::ReduceOp::kMin,
+                                tl::ReduceOp::kProd, tl::ReduceOp::kMean}) {
+          if (op == tl::ReduceOp::kMean && d == DataType::kInt32) continue;  // float only
+          const auto got = run(
+              [&](const tl::Value& t) { return tl::reduce(op, t, dims, keep, tl::Loc::current()); },
+              d, d, x);
+          Tolerance t = tol(d);
+          if (op == tl::ReduceOp::kProd) t.rtol *= 4;
+          expect_prefix(got, reduce_ref(xs, dims, op), t,
+                        std::string(tl::name_of(op)) + " " + std::string(name_of(d)));
+        }
+      }
+    }
+    for (int dim : {0, 1, 2}) {
+      const auto am =
+          run([&](const tl::Value& t) { return tl::argmax(t, dim); }, d, DataType::kInt32, x);
+      expect_prefix(am, reduce_ref(xs, {dim}, tl::ReduceOp::kArgmax), {0, 0}, "argmax");
+      const auto an =
+          run([&](const tl::Value& t) { return tl::argmin(t, dim, true); }, d, DataType::kInt32, x);
+      expect_prefix(an, reduce_ref(xs, {dim}, tl::ReduceOp::kArgmin), {0, 0}, "argmin");
+    }
+  }
+  TensorStorage x = random_tensor({3, 4, 5}, DataType::kFloat32, rng, Layout::kContiguous, -0.4, 2);
+  const auto xs = to_doubles(x);
+  for (const auto& dims : dim_sets) {
+    expect_prefix(run([&](const tl::Value& t) { return tl::all(t > 0, dims); }, DataType::kFloat32,
+                      DataType::kBool, x),
+                  reduce_ref(xs, dims, tl::ReduceOp::kAll), {0, 0}, "all", 1);
+    expect_prefix(run([&](const tl::Value& t) { return tl::any(t > 1.5, dims, true); },
+                      DataType::kFloat32, DataType::kBool, x),
+                  reduce_ref(map(xs, [](double v) { return v - 1.5; }), dims, tl::ReduceOp::kAny),
+                  {0, 0}, "any", 1);
+  }
+}
+
+// covers: cumsum
+TEST(TlReduce, CumsumEveryAxis) {
+  std::mt19937_64 rng(12);
+  for (DataType d : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt32}) {
+    TensorStorage x = random_tensor({3, 4, 5}, d, rng, Layout::kContiguous, -5, 5);
+    const auto xs = to_doubles(x);
+    for (int axis : {0, 1, 2, -1}) {
+      const int a = axis < 0 ? 2 : axis;
+      const std::int64_t stride[3] = {20, 5, 1};
+      std::vector<double> expected(60);
+      for (int k = 0; k < 60; ++k) {
+        const int pos = static_cast<int>((k / stride[a]) % kShape[a]);
+        double s = 0;
+        for (int p = 0; p <= pos; ++p) s += xs[k - (pos - p) * stride[a]];
+        expected[k] = s;
+      }
+      expect_prefix(run([&](const tl::Value& t) { return tl::cumsum(t, axis); }, d, d, x), expected,
+                    d == DataType::kBFloat16 ? Tolerance{0.1, 1.6e-2} : tol(d), "cumsum");
+    }
+  }
+}
+
+// covers: reshape ravel expand_dims squeeze broadcast_to transpose T broadcasting
+TEST(TlShape, ReshapeRavelExpandSqueezeBroadcastTranspose) {
+  std::mt19937_64 rng(13);
+  TensorStorage x = random_tensor({3, 4, 5}, DataType::kFloat32, rng);
+  const auto xs = to_doubles(x);
+  const Tolerance exact{0, 0};
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::reshape(t, {12, 5});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                xs, exact, "reshape");
+  expect_prefix(run([](const tl::Value& t) { return tl::ravel(t); }, DataType::kFloat32,
+                    DataType::kFloat32, x),
+                xs, exact, "ravel");
+  expect_prefix(run([](const tl::Value& t) { return tl::squeeze(tl::expand_dims(t, 1), 1); },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                xs, exact, "expand/squeeze");
+  // transpose [2, 0, 1]: out[l, i, j] = x[i, j, l].
+  std::vector<double> tr;
+  for (int l = 0; l < 5; ++l)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) tr.push_back(xs[(i * 4 + j) * 5 + l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::transpose(t, {2, 0, 1});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                tr, exact, "transpose");
+  // .T of a 2-D slice: x[0]^T, [5, 4].
+  std::vector<double> t2;
+  for (int l = 0; l < 5; ++l)
+    for (int j = 0; j < 4; ++j) t2.push_back(xs[j * 5 + l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::reshape(tl::copy(t, {1, 4, 5}, {0, 0, 0}), {4, 5}).T();
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                t2, exact, ".T");
+  // broadcast_to: the first row [1, 1, 5] to [2, 4, 5]; a scalar to [2, 3].
+  std::vector<double> bc;
+  for (int r = 0; r < 8; ++r)
+    for (int l = 0; l < 5; ++l) bc.push_back(xs[l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::broadcast_to(tl::copy(t, {1, 1, 5}, {0, 0, 0}), {2, 4, 5});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                bc, exact, "broadcast_to");
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return tl::broadcast_to(tl::reduce_max(t), {2, 3});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                std::vector<double>(6, *std::max_element(xs.begin(), xs.end())), exact,
+                "broadcast scalar");
+  // NumPy broadcasting between tiles: [3, 4, 1] - [1, 1, 5] row/column means.
+  std::vector<double> nb;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 5; ++l) nb.push_back(xs[(i * 4 + j) * 5 + l] * 2 - xs[l]);
+  expect_prefix(run(
+                    [](const tl::Value& t) {
+                      return t * 2 - tl::copy(t, {1, 1, 5}, {0, 0, 0});
+                    },
+                    DataType::kFloat32, DataType::kFloat32, x),
+                nb, tol(DataType::kFloat32), "broadcast binary");
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test

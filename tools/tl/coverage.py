@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Writes the construct x backend coverage table of docs/tile-language.md from the tests.
+
+Every test of tests/tl/ that exercises a construct of SPEC_TL.md says so in a `// covers: a b c`
+comment above it (names as in CONSTRUCTS below). This tool collects them and rewrites the table
+between the coverage markers of the document; `--check` (run by CTest) fails instead when the
+table is stale, a construct has no test, or a comment names an unknown construct.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "tile-language.md"
+BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
+
+CONSTRUCTS = [
+    # kernel definition and launch
+    "jit", "GlobalAddress", "ConstExpr", "Int", "Float", "Bool", "launch", "core_num_0",
+    "options", "print_ir", "dump_dir", "always_compile", "cache",
+    # global tensors and tiles
+    "tensor", "tensor_strides", "load", "pad_value", "tile_id", "store", "store_scalar",
+    "full", "zeros", "full_like", "zeros_like", "arange", "copy", "concat", "to", "round_modes",
+    # computation
+    "add", "sub", "mul", "div", "floordiv", "mod", "maximum", "minimum", "pow", "eq", "ne",
+    "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shl",
+    "shr", "logical_and", "logical_or", "logical_not", "scalar_operands", "broadcasting",
+    "promotion",
+    "abs", "ceil", "floor", "round", "trunc", "exp", "exp2", "expm1", "log", "log2", "log1p",
+    "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "erf", "sigmoid", "relu",
+    "gelu", "gelu_tanh", "silu", "softplus", "negative", "reciprocal", "isnan", "isinf",
+    "where", "mask",
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_mean", "argmax", "argmin",
+    "all", "any", "keep_dims", "cumsum",
+    "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to", "transpose", "T",
+    "softmax", "rms_norm", "layer_norm", "matmul", "matmul_bias", "matmul_acc",
+    "atomic_add", "atomic_max", "atomic_min",
+    # control flow and programming model
+    "block_idx", "block_num", "num_tiles", "ceildiv", "range", "unroll_factor", "parallel",
+    "static_range", "if_", "if_trace_time", "Var", "trace_errors",
+]
+BACKENDS = ["interp", "cpu", "cuda"]
+
+
+def covers_names(text):
+    """Names listed in `// covers:` comments, including lines clang-format wrapped."""
+    names, continuing = [], False
+    for line in text.splitlines():
+        m = re.search(r"//\s*covers:\s*(.*)", line)
+        if m:
+            names += re.split(r"[\s,]+", m.group(1).strip())
+            continuing = True
+        elif continuing and line.strip().startswith("//"):
+            names += re.split(r"[\s,]+", line.strip()[2:].strip())
+        else:
+            continuing = False
+    return [n for n in names if n]
+
+
+def collect():
+    covered, unknown = {}, []
+    for path in sorted((ROOT / "tests" / "tl").glob("*_test.cc")):
+        for name in covers_names(path.read_text()):
+            if name not in CONSTRUCTS:
+                unknown.append(f"{path.name}: {name}")
+            covered.setdefault(name, set()).add(path.stem)
+    return covered, unknown
+
+
+def table(covered):
+    lines = ["| construct | " + " | ".join(BACKENDS) + " | tests |",
+             "|---|" + "---|" * len(BACKENDS) + "---|"]
+    for name in CONSTRUCTS:
+        tests = sorted(covered.get(name, ()))
+        interp = "yes" if tests else "**no test**"
+        lines.append(f"| `{name}` | {interp} | not yet | not yet | {', '.join(tests)} |")
+    return "\n".join(lines)
+
+
+def main():
+    covered, unknown = collect()
+    text = DOC.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    new = text[:start] + "\n" + table(covered) + "\n" + text[end:]
+    missing = [c for c in CONSTRUCTS if c not in covered]
+    if "--check" in sys.argv:
+        problems = [f"unknown construct in a covers comment: {u}" for u in unknown]
+        problems += [f"no test covers '{m}'" for m in missing]
+        if new != text:
+            problems.append("docs/tile-language.md coverage table is stale: run tools/tl/coverage.py")
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
+    DOC.write_text(new)
+    print(f"coverage: {len(CONSTRUCTS) - len(missing)}/{len(CONSTRUCTS)} constructs tested; "
+          f"missing: {missing}; unknown: {unknown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
