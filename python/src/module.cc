@@ -13,6 +13,7 @@ PYBIND11_MODULE(_C, m) {
   py::module_ ops = m.def_submodule("ops", "tileops operators");
   tp::bind_op_functions(ops);
   tp::bind_op_classes(ops);
+  tp::bind_gemm_ops(ops);
   tp::bind_cli(m);
   m.attr("__version__") = TILEOPS_VERSION;
 }

@@ -9,6 +9,19 @@ Errors: ValueError (bad argument), TypeError (bad dtype or Python type), NotImpl
 """
 
 from tileops._C.ops import (
+    Gemm,
+    Linear,
+    Matmul,
+    gemm,
+    linear,
+    matmul,
+)
+specialise an operator once for a geometry and run it on new data with ``__call__``.
+Errors: ValueError (bad argument), TypeError (bad dtype or Python type), NotImplementedError
+(unsupported here), MemoryError, RuntimeError (internal).
+"""
+
+from tileops._C.ops import (
     Add,
     AddRmsNorm,
     Cast,
@@ -39,31 +52,10 @@ from tileops._C.ops import (
 )
 
 __all__ = [
-    "Add",
-    "AddRmsNorm",
-    "Cast",
-    "Cat",
-    "CausalSoftmax",
-    "Embedding",
-    "Mul",
-    "RmsNorm",
-    "ScaledSoftmax",
-    "SiluAndMul",
-    "Swiglu",
-    "active_implementation_indices",
-    "active_implementation_names",
-    "add",
-    "add_rms_norm",
-    "cache_size",
-    "cast",
-    "cat",
-    "causal_softmax",
-    "clear_cache",
-    "embedding",
-    "mul",
-    "registered_operators",
-    "rms_norm",
-    "scaled_softmax",
-    "silu_and_mul",
-    "swiglu",
+    "Gemm",
+    "Linear",
+    "Matmul",
+    "gemm",
+    "linear",
+    "matmul",
 ]

@@ -1,0 +1,231 @@
+#include "src/ops/cpu/simd/gemm_kernels.h"
+
+#include <cstddef>
+
+#include "tileops/core/error.h"
+#include "tileops/core/float16.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/gemm_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "src/ops/cpu/simd/convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+
+std::int64_t GemmNr() { return 2 * static_cast<std::int64_t>(hn::Lanes(DF())); }
+
+// One 6×(2 vectors) register tile: 12 accumulators, two B vectors and one broadcast A value fit
+// the 16 registers of AVX2; the loop body is 12 FMAs against 8 loads.
+HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                              std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
+                              bool accumulate) {
+  const DF d;
+  const std::size_t n = hn::Lanes(d);
+  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
+  auto c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const auto b0 = hn::Load(d, b);
+    const auto b1 = hn::Load(d, b + n);
+    auto av = hn::Set(d, a[0]);
+    c00 = hn::MulAdd(av, b0, c00);
+    c01 = hn::MulAdd(av, b1, c01);
+    av = hn::Set(d, a[1]);
+    c10 = hn::MulAdd(av, b0, c10);
+    c11 = hn::MulAdd(av, b1, c11);
+    av = hn::Set(d, a[2]);
+    c20 = hn::MulAdd(av, b0, c20);
+    c21 = hn::MulAdd(av, b1, c21);
+    av = hn::Set(d, a[3]);
+    c30 = hn::MulAdd(av, b0, c30);
+    c31 = hn::MulAdd(av, b1, c31);
+    av = hn::Set(d, a[4]);
+    c40 = hn::MulAdd(av, b0, c40);
+    c41 = hn::MulAdd(av, b1, c41);
+    av = hn::Set(d, a[5]);
+    c50 = hn::MulAdd(av, b0, c50);
+    c51 = hn::MulAdd(av, b1, c51);
+    a += kGemmMr;
+    b += 2 * n;
+  }
+  auto put = [&](std::int64_t row, std::size_t col, hn::Vec<DF> v) {
+    float* p = c + row * ldc + col;
+    if (accumulate) v = hn::Add(v, hn::LoadU(d, p));
+    hn::StoreU(v, d, p);
+  };
+  put(0, 0, c00), put(0, n, c01), put(1, 0, c10), put(1, n, c11);
+  put(2, 0, c20), put(2, n, c21), put(3, 0, c30), put(3, n, c31);
+  put(4, 0, c40), put(4, n, c41), put(5, 0, c50), put(5, n, c51);
+}
+
+// B strips outside, A strips inside: one B strip (kc×Nr, 16 KiB at kc = 256) stays in L1 while
+// the A block streams from L2.
+void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
+                 std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
+  const std::int64_t nr = GemmNr();
+  for (std::int64_t t = 0; t < n_strips; ++t) {
+    const float* bt = b + t * kc * nr;
+    for (std::int64_t s = 0; s < m_strips; ++s) {
+      MicroKernel(a + s * kc * kGemmMr, bt, kc, acc + s * kGemmMr * ld_acc + t * nr, ld_acc,
+                  accumulate);
+    }
+  }
+}
+
+void EpilogueRow(const float* acc, float alpha, const float* c, float beta, const float* bias,
+                 std::int64_t n, float* out) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto va = hn::Set(d, alpha);
+  const auto vb = hn::Set(d, beta);
+  std::int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    auto v = hn::Mul(va, hn::LoadU(d, acc + j));
+    if (c != nullptr) v = hn::MulAdd(vb, hn::LoadU(d, c + j), v);
+    if (bias != nullptr) v = hn::Add(v, hn::LoadU(d, bias + j));
+    hn::StoreU(v, d, out + j);
+  }
+  for (; j < n; ++j) {
+    float v = alpha * acc[j];
+    if (c != nullptr) v += beta * c[j];
+    if (bias != nullptr) v += bias[j];
+    out[j] = v;
+  }
+}
+
+// How a weight row of one dtype is read as float32 vectors and scalars.
+struct F32Weights {
+  using T = float;
+  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return hn::LoadU(d, p); }
+  static float ToF32(T x) { return x; }
+};
+struct BF16Weights {
+  using T = std::uint16_t;
+  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return LoadBF16AsF32(d, p); }
+  static float ToF32(T x) { return bfloat16_to_float(x); }
+};
+struct F16Weights {
+  using T = std::uint16_t;
+  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return LoadF16AsF32(d, p); }
+  static float ToF32(T x) { return float16_to_float(x); }
+};
+
+// kRows weight rows against kCols x rows: kRows·kCols accumulators, each weight vector loaded
+// once and used kCols times.
+template <class W, int kRows, int kCols>
+HWY_INLINE void DotTile(const float* x, std::int64_t ld_x, const typename W::T* w,
+                        std::int64_t ld_w, std::int64_t k, float* out, std::int64_t ld_out) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  hn::Vec<DF> acc[kCols][kRows];
+  for (int i = 0; i < kCols; ++i) {
+    for (int r = 0; r < kRows; ++r) acc[i][r] = hn::Zero(d);
+  }
+  std::int64_t p = 0;
+  for (; p + lanes <= k; p += lanes) {
+    hn::Vec<DF> wv[kRows];
+    for (int r = 0; r < kRows; ++r) wv[r] = W::Load(d, w + r * ld_w + p);
+    for (int i = 0; i < kCols; ++i) {
+      const auto xv = hn::LoadU(d, x + i * ld_x + p);
+      for (int r = 0; r < kRows; ++r) acc[i][r] = hn::MulAdd(xv, wv[r], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < kCols; ++i) {
+    for (int r = 0; r < kRows; ++r) {
+      float s = hn::GetLane(hn::SumOfLanes(d, acc[i][r]));
+      for (std::int64_t q = p; q < k; ++q) s += x[i * ld_x + q] * W::ToF32(w[r * ld_w + q]);
+      out[i * ld_out + r] = s;
+    }
+  }
+}
+
+template <class W, int kRows>
+HWY_INLINE void DotRowGroup(const float* x, std::int64_t ld_x, std::int64_t m,
+                            const typename W::T* w, std::int64_t ld_w, std::int64_t k,
+                            float* out, std::int64_t ld_out) {
+  std::int64_t i = 0;
+  for (; i + 2 <= m; i += 2) {
+    DotTile<W, kRows, 2>(x + i * ld_x, ld_x, w, ld_w, k, out + i * ld_out, ld_out);
+  }
+  if (i < m) DotTile<W, kRows, 1>(x + i * ld_x, ld_x, w, ld_w, k, out + i * ld_out, ld_out);
+}
+
+template <class W>
+void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_bytes,
+             std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
+  const auto* w = static_cast<const typename W::T*>(w_bytes);
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4) DotRowGroup<W, 4>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+  for (; j < n; ++j) DotRowGroup<W, 1>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+}
+
+void DotRowsF32(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                std::int64_t ld_out) {
+  DotRows<F32Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                 std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                 std::int64_t ld_out) {
+  DotRows<BF16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                std::int64_t ld_out) {
+  DotRows<F16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::ops::cpu {
+
+HWY_EXPORT(GemmNr);
+HWY_EXPORT(MacroKernel);
+HWY_EXPORT(EpilogueRow);
+HWY_EXPORT(DotRowsF32);
+HWY_EXPORT(DotRowsBF16);
+HWY_EXPORT(DotRowsF16);
+
+std::int64_t gemm_nr() {
+  static const std::int64_t nr = HWY_DYNAMIC_DISPATCH(GemmNr)();
+  return nr;
+}
+
+void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b,
+                       std::int64_t n_strips, std::int64_t kc, float* acc, std::int64_t ld_acc,
+                       bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
+}
+
+void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta,
+                       const float* bias, std::int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(EpilogueRow)(acc, alpha, c, beta, bias, n, out);
+}
+
+void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k,
+                   float* out, std::int64_t ld_out) {
+  switch (w_dtype) {
+    case DataType::kFloat32:
+      return HWY_DYNAMIC_DISPATCH(DotRowsF32)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    case DataType::kBFloat16:
+      return HWY_DYNAMIC_DISPATCH(DotRowsBF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    case DataType::kFloat16:
+      return HWY_DYNAMIC_DISPATCH(DotRowsF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    default:
+      throw_internal_error("gemm_dot_rows", "weights must be float32, float16 or bfloat16");
+  }
+}
+
+}  // namespace tileops::ops::cpu
+#endif  // HWY_ONCE
