@@ -9,25 +9,15 @@ Errors: ValueError (bad argument), TypeError (bad dtype or Python type), NotImpl
 """
 
 from tileops._C.ops import (
-    Gemm,
-    Linear,
-    Matmul,
-    gemm,
-    linear,
-    matmul,
-)
-specialise an operator once for a geometry and run it on new data with ``__call__``.
-Errors: ValueError (bad argument), TypeError (bad dtype or Python type), NotImplementedError
-(unsupported here), MemoryError, RuntimeError (internal).
-"""
-
-from tileops._C.ops import (
     Add,
     AddRmsNorm,
     Cast,
     Cat,
     CausalSoftmax,
     Embedding,
+    Gemm,
+    Linear,
+    Matmul,
     Mul,
     RmsNorm,
     ScaledSoftmax,
@@ -43,6 +33,9 @@ from tileops._C.ops import (
     causal_softmax,
     clear_cache,
     embedding,
+    gemm,
+    linear,
+    matmul,
     mul,
     registered_operators,
     rms_norm,
@@ -52,10 +45,37 @@ from tileops._C.ops import (
 )
 
 __all__ = [
+    "Add",
+    "AddRmsNorm",
+    "Cast",
+    "Cat",
+    "CausalSoftmax",
+    "Embedding",
     "Gemm",
     "Linear",
     "Matmul",
+    "Mul",
+    "RmsNorm",
+    "ScaledSoftmax",
+    "SiluAndMul",
+    "Swiglu",
+    "active_implementation_indices",
+    "active_implementation_names",
+    "add",
+    "add_rms_norm",
+    "cache_size",
+    "cast",
+    "cat",
+    "causal_softmax",
+    "clear_cache",
+    "embedding",
     "gemm",
     "linear",
     "matmul",
+    "mul",
+    "registered_operators",
+    "rms_norm",
+    "scaled_softmax",
+    "silu_and_mul",
+    "swiglu",
 ]

@@ -78,7 +78,7 @@ static void test_linear(void) {
     CHECK(close_to(y[j], sum));
   }
   poison(y, M * N);
-  CHECK_FAILS(tileops_linear(&tx, &tx, NULL, &ty, NULL), TILEOPS_INVALID_ARGUMENT, "weight");
+  CHECK_FAILS(tileops_linear(&tx, &ty, NULL, &ty, NULL), TILEOPS_INVALID_ARGUMENT, "weight");
   CHECK_FAILS(tileops_linear(&tx, &tw, &tx, &ty, NULL), TILEOPS_INVALID_ARGUMENT, "bias");
   CHECK(untouched(y, M * N));
 }
