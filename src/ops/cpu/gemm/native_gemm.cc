@@ -16,9 +16,11 @@
 namespace tileops::ops::cpu {
 namespace {
 
-constexpr std::int64_t kKc = 256;  // A strip 6 KiB and B strip 16 KiB (AVX2) in L1
+// The B strip (kc × 24 floats on AVX2, 24 KiB) stays in L1 across the A strips of a block; the A
+// block (mc × kc, 120 KiB) stays in L2; nc bounds the float32 accumulator per row block.
+constexpr std::int64_t kKc = 256;
 constexpr std::int64_t kNc = 1024;
-constexpr std::int64_t kMcMax = 120;  // A block 120 KiB in L2
+constexpr std::int64_t kMcMax = 120;
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,

@@ -10,10 +10,10 @@
 namespace tileops::ops::cpu {
 
 // Rows of the micro-kernel's register tile (A is packed in strips of this many rows).
-inline constexpr std::int64_t kGemmMr = 6;
+inline constexpr std::int64_t kGemmMr = 4;
 
-// Columns of the micro-kernel's register tile on this CPU: two float32 vectors of the best
-// SIMD target (16 on AVX2, 32 on AVX-512). B is packed in strips of this many columns.
+// Columns of the micro-kernel's register tile on this CPU: three float32 vectors of the best
+// SIMD target (24 on AVX2, 48 on AVX-512). B is packed in strips of this many columns.
 std::int64_t gemm_nr();
 
 // acc tiles += A·B over packed panels. `a` holds `m_strips` strips of kc×kGemmMr floats
