@@ -17,7 +17,8 @@ void decode_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
-  const std::int64_t ld_x = (k + 15) / 16 * 16;
+  // Rows padded off multiples of 4 KiB: 16 rows at a power-of-two stride would share L1 sets.
+  const std::int64_t ld_x = (k + 15) / 16 * 16 + 16;
   const std::int64_t ld_out = (n + 15) / 16 * 16;
   const std::int64_t floats = ld_out + m * ld_x + m * ld_out + threads * 2 * ld_out;
   WorkspacePool::Lease lease =

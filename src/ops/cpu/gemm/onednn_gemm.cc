@@ -33,6 +33,14 @@ const float* as_sgemm_operand(const MatrixRef& x, std::int64_t rows, std::int64_
       return static_cast<const float*>(x.data);
     }
   }
+  if (x.row_stride == 1 && x.col_stride != 1) {  // columns contiguous (linear's weight)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      load_f32(element(x, 0, c), x.dtype, 1, rows, buf + c * rows);
+    }
+    *trans = 'T';
+    *ld = std::max<std::int64_t>(1, rows);
+    return buf;
+  }
   for (std::int64_t r = 0; r < rows; ++r) {
     load_f32(element(x, r, 0), x.dtype, x.col_stride, cols, buf + r * cols);
   }

@@ -1,5 +1,6 @@
 #include "src/ops/cpu/simd/gemm_kernels.h"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "tileops/core/error.h"
@@ -74,7 +75,7 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_REST
   put(3, 0, c30), put(3, n, c31), put(3, 2 * n, c32);
 }
 
-// B strips outside, A strips inside: one B strip (kc×Nr, 16 KiB at kc = 256) stays in L1 while
+// B strips outside, A strips inside: one B strip (kc×Nr, 24 KiB at kc = 256 on AVX2) stays in L1 while
 // the A block streams from L2.
 void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
                  std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
@@ -126,19 +127,25 @@ struct F16Weights {
   static float ToF32(T x) { return float16_to_float(x); }
 };
 
-// kRows weight rows against kCols x rows: kRows·kCols accumulators, each weight vector loaded
-// once and used kCols times.
+// K is walked in blocks small enough that the x rows of a block (16 × 256 floats, 16 KiB) and
+// the kRows weight rows of the block stay in L1 while every group of x rows visits them: the
+// weights come from memory once, x from L1. Partial sums are vectors kept in `part`.
+constexpr std::int64_t kDotBlock = 256;
+constexpr int kDotRows = 3;  // 3 weight rows × 4 x rows: 12 accumulators + 3 + 1 registers
+
 template <class W, int kRows, int kCols>
-HWY_INLINE void DotTile(const float* x, std::int64_t ld_x, const typename W::T* w,
-                        std::int64_t ld_w, std::int64_t k, float* out, std::int64_t ld_out) {
+HWY_INLINE void DotBlock(const float* x, std::int64_t ld_x, const typename W::T* w,
+                         std::int64_t ld_w, std::int64_t k0, std::int64_t k1, float* part,
+                         bool first) {
   const DF d;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::size_t lanes = hn::Lanes(d);
   hn::Vec<DF> acc[kCols][kRows];
   for (int i = 0; i < kCols; ++i) {
-    for (int r = 0; r < kRows; ++r) acc[i][r] = hn::Zero(d);
+    for (int r = 0; r < kRows; ++r) {
+      acc[i][r] = first ? hn::Zero(d) : hn::Load(d, part + (i * kRows + r) * lanes);
+    }
   }
-  std::int64_t p = 0;
-  for (; p + lanes <= k; p += lanes) {
+  for (std::int64_t p = k0; p < k1; p += static_cast<std::int64_t>(lanes)) {
     hn::Vec<DF> wv[kRows];
     for (int r = 0; r < kRows; ++r) wv[r] = W::Load(d, w + r * ld_w + p);
     for (int i = 0; i < kCols; ++i) {
@@ -147,23 +154,46 @@ HWY_INLINE void DotTile(const float* x, std::int64_t ld_x, const typename W::T* 
     }
   }
   for (int i = 0; i < kCols; ++i) {
-    for (int r = 0; r < kRows; ++r) {
-      float s = hn::GetLane(hn::SumOfLanes(d, acc[i][r]));
-      for (std::int64_t q = p; q < k; ++q) s += x[i * ld_x + q] * W::ToF32(w[r * ld_w + q]);
-      out[i * ld_out + r] = s;
-    }
+    for (int r = 0; r < kRows; ++r) hn::Store(acc[i][r], d, part + (i * kRows + r) * lanes);
   }
 }
 
+// out[i][r] for kRows weight rows and all m (<= 16) x rows.
 template <class W, int kRows>
-HWY_INLINE void DotRowGroup(const float* x, std::int64_t ld_x, std::int64_t m,
-                            const typename W::T* w, std::int64_t ld_w, std::int64_t k,
-                            float* out, std::int64_t ld_out) {
-  std::int64_t i = 0;
-  for (; i + 2 <= m; i += 2) {
-    DotTile<W, kRows, 2>(x + i * ld_x, ld_x, w, ld_w, k, out + i * ld_out, ld_out);
+void DotRowGroup(const float* x, std::int64_t ld_x, std::int64_t m, const typename W::T* w,
+                 std::int64_t ld_w, std::int64_t k, float* out, std::int64_t ld_out) {
+  const DF d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t kv = k / lanes * lanes;
+  HWY_ALIGN float part[16 * kRows * hn::MaxLanes(DF())];
+  for (std::int64_t k0 = 0; k0 < kv; k0 += kDotBlock) {
+    const std::int64_t k1 = std::min(kv, k0 + kDotBlock);
+    for (std::int64_t i = 0; i < m; i += 4) {
+      const float* xi = x + i * ld_x;
+      float* pi = part + i * kRows * lanes;
+      switch (std::min<std::int64_t>(4, m - i)) {
+        case 4:
+          DotBlock<W, kRows, 4>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        case 3:
+          DotBlock<W, kRows, 3>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        case 2:
+          DotBlock<W, kRows, 2>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        default:
+          DotBlock<W, kRows, 1>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+      }
+    }
   }
-  if (i < m) DotTile<W, kRows, 1>(x + i * ld_x, ld_x, w, ld_w, k, out + i * ld_out, ld_out);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (int r = 0; r < kRows; ++r) {
+      float s = kv == 0 ? 0.0f
+                        : hn::GetLane(hn::SumOfLanes(d, hn::Load(d, part + (i * kRows + r) * lanes)));
+      for (std::int64_t q = kv; q < k; ++q) s += x[i * ld_x + q] * W::ToF32(w[r * ld_w + q]);
+      out[i * ld_out + r] = s;
+    }
+  }
 }
 
 template <class W>
@@ -171,7 +201,9 @@ void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_by
              std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
   const auto* w = static_cast<const typename W::T*>(w_bytes);
   std::int64_t j = 0;
-  for (; j + 4 <= n; j += 4) DotRowGroup<W, 4>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+  for (; j + kDotRows <= n; j += kDotRows) {
+    DotRowGroup<W, kDotRows>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+  }
   for (; j < n; ++j) DotRowGroup<W, 1>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
 }
 
