@@ -34,8 +34,7 @@ void run_peak(benchmark::State& state, PeakFn fn) {
   double total = 0;
   for (auto _ : state) {
     pool.parallel_for(pool.num_threads(), [&](std::int64_t i) {
-      flops[static_cast<std::size_t>(i)] =
-          fn(1 << 22, &sink[static_cast<std::size_t>(i)]);
+      flops[static_cast<std::size_t>(i)] = fn(1 << 22, &sink[static_cast<std::size_t>(i)]);
     });
     for (double f : flops) total += f;
     benchmark::DoNotOptimize(sink.data());
@@ -78,10 +77,9 @@ void BM_linear(benchmark::State& state) {
   Context ctx;
   ctx.implementation_index = index;
   for (auto _ : state) ops::linear(x, w, Tensor(), out, ctx);
-  state.counters["flops_per_second"] =
-      benchmark::Counter(2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                             static_cast<double>(k),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops_per_second"] = benchmark::Counter(
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+      benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes_per_second"] = benchmark::Counter(
       static_cast<double>(w.bytes()), benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -31,7 +31,8 @@ Dims product_shape(std::string_view op, const Tensor& a, bool ta, const Tensor& 
 
 Dims linear_shape(const Tensor& input, const Tensor& weight) {
   if (input.rank() < 1 || weight.rank() != 2) {
-    throw_argument_error(ErrorKind::kInvalidArgument, "linear", input.rank() < 1 ? "input" : "weight",
+    throw_argument_error(ErrorKind::kInvalidArgument, "linear",
+                         input.rank() < 1 ? "input" : "weight",
                          input.rank() < 1 ? "rank >= 1" : "rank 2 [N, K]",
                          (input.rank() < 1 ? input : weight).shape().to_string());
   }
@@ -76,8 +77,8 @@ struct LinearArgs {
 };
 
 LinearArgs linear_args(py::handle input, py::handle weight, py::handle bias, py::handle out) {
-  LinearArgs args{to_tensor(input, "linear", "input"), to_tensor(weight, "linear", "weight"), {},
-                  std::nullopt};
+  LinearArgs args{
+      to_tensor(input, "linear", "input"), to_tensor(weight, "linear", "weight"), {}, std::nullopt};
   if (!bias.is_none()) args.bias = to_tensor(bias, "linear", "bias");
   args.out = output(out, args.input.frontend, linear_shape(args.input.view, args.weight.view),
                     args.input.view.dtype(), "linear", "out");

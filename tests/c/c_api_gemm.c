@@ -32,7 +32,8 @@ static void test_gemm(void) {
   memcpy(c, c0, sizeof c);
   CHECK_OK(tileops_gemm(&ta, &tb, 2.0, 0.5, 0, 0, &tc, NULL));
   for (int i = 0; i < M; ++i) {
-    for (int j = 0; j < N; ++j) CHECK(close_to(c[i * N + j], 2.0 * dot(a, b, i, j, N, K) + 0.5 * c0[i * N + j]));
+    for (int j = 0; j < N; ++j)
+      CHECK(close_to(c[i * N + j], 2.0 * dot(a, b, i, j, N, K) + 0.5 * c0[i * N + j]));
   }
   /* op(at) = a: same product through trans_a, with every implementation index 0. */
   poison(c, M * N);

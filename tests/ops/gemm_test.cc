@@ -42,19 +42,21 @@ class GemmTest : public ::testing::TestWithParam<Param> {
   void check(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, Layout layout,
              double alpha = 1.0, double beta = 0.0) {
     const auto [dtype, index] = GetParam();
-    SCOPED_TRACE(::testing::Message() << "M=" << m << " N=" << n << " K=" << k << " ta=" << ta
-                                      << " tb=" << tb << " " << testing::layout_name(layout)
-                                      << " alpha=" << alpha << " beta=" << beta);
+    SCOPED_TRACE(::testing::Message()
+                 << "M=" << m << " N=" << n << " K=" << k << " ta=" << ta << " tb=" << tb << " "
+                 << testing::layout_name(layout) << " alpha=" << alpha << " beta=" << beta);
     std::mt19937_64 rng(static_cast<std::uint64_t>(m * 131 + n * 7 + k));
     auto a = testing::random_tensor(matrix_shape(m, k, ta), dtype, rng, layout);
     auto b = testing::random_tensor(matrix_shape(k, n, tb), dtype, rng, layout);
     auto c = beta == 0.0 ? testing::poisoned({m, n}, dtype, layout)
                          : testing::random_tensor({m, n}, dtype, rng, layout);
-    auto expected = testing::reference::matmul(testing::to_doubles(a), a.view().shape(), ta,
-                                               testing::to_doubles(b), b.view().shape(), tb, {m, n});
+    auto expected =
+        testing::reference::matmul(testing::to_doubles(a), a.view().shape(), ta,
+                                   testing::to_doubles(b), b.view().shape(), tb, {m, n});
     if (beta != 0.0) {
       const auto old = testing::to_doubles(c);
-      for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = alpha * expected[i] + beta * old[i];
+      for (std::size_t i = 0; i < expected.size(); ++i)
+        expected[i] = alpha * expected[i] + beta * old[i];
     } else {
       for (double& e : expected) e *= alpha;
     }
@@ -66,9 +68,16 @@ class GemmTest : public ::testing::TestWithParam<Param> {
 };
 
 TEST_P(GemmTest, SquareSkinnyAndTallShapes) {
-  for (const auto& [m, n, k] : {std::tuple<int, int, int>{64, 64, 64}, {1, 37, 129}, {3, 100, 67},
-                               {16, 50, 300}, {17, 40, 33}, {257, 31, 513}, {5, 7, 1},
-                               {1, 1, 1}, {20, 1100, 9}, {2, 3, 0}}) {
+  for (const auto& [m, n, k] : {std::tuple<int, int, int>{64, 64, 64},
+                                {1, 37, 129},
+                                {3, 100, 67},
+                                {16, 50, 300},
+                                {17, 40, 33},
+                                {257, 31, 513},
+                                {5, 7, 1},
+                                {1, 1, 1},
+                                {20, 1100, 9},
+                                {2, 3, 0}}) {
     check(m, n, k, false, false, Layout::kContiguous);
   }
 }
@@ -99,9 +108,9 @@ TEST_P(GemmTest, BatchedWithSharedOperand) {
   Context ctx;
   ctx.implementation_index = index;
   gemm(a, b, 1.0, 0.0, false, false, c, ctx);
-  const auto expected = testing::reference::matmul(testing::to_doubles(a), {3, 9, 20}, false,
-                                                   testing::to_doubles(b), {20, 13}, false,
-                                                   {3, 9, 13});
+  const auto expected =
+      testing::reference::matmul(testing::to_doubles(a), {3, 9, 20}, false, testing::to_doubles(b),
+                                 {20, 13}, false, {3, 9, 13});
   EXPECT_EQ(testing::compare(c.view(), expected, gemm_tolerance(dtype, 20)), "");
 }
 
@@ -115,9 +124,9 @@ TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
   auto b = testing::random_tensor({3, 11, 19}, dtype, rng, Layout::kStrided);
   auto c = testing::poisoned({2, 3, 6, 11}, dtype, Layout::kStrided);
   matmul(a, b, c, false, true, ctx);
-  auto expected = testing::reference::matmul(testing::to_doubles(a), {2, 1, 6, 19}, false,
-                                             testing::to_doubles(b), {3, 11, 19}, true,
-                                             {2, 3, 6, 11});
+  auto expected =
+      testing::reference::matmul(testing::to_doubles(a), {2, 1, 6, 19}, false,
+                                 testing::to_doubles(b), {3, 11, 19}, true, {2, 3, 6, 11});
   EXPECT_EQ(testing::compare(c.view(), expected, gemm_tolerance(dtype, 19)), "");
 
   auto a2 = testing::random_tensor({19, 6}, dtype, rng);
@@ -131,11 +140,11 @@ TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
 
 std::vector<int> gemm_indices() { return active_implementation_indices("gemm", DeviceType::kCpu); }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllDtypesAndImplementations, GemmTest,
-    ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat16,
-                                         DataType::kBFloat16),
-                       ::testing::ValuesIn(gemm_indices())));
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndImplementations, GemmTest,
+                         ::testing::Combine(::testing::Values(DataType::kFloat32,
+                                                              DataType::kFloat16,
+                                                              DataType::kBFloat16),
+                                            ::testing::ValuesIn(gemm_indices())));
 
 TEST(Gemm, ActiveImplementations) {
   const auto names = active_implementation_names("gemm", DeviceType::kCpu);
@@ -186,7 +195,8 @@ TEST(Gemm, RejectsBadInputs) {
   auto a_rank4 = testing::random_tensor({1, 1, 4, 8}, f32, rng);
   auto c = testing::poisoned({4, 5}, f32);
   auto c_bad = testing::poisoned({4, 6}, f32);
-  expect_rejected([&] { gemm(a, b_bad_k, 1, 0, false, false, c); }, c, "b", ErrorKind::kInvalidArgument, {"K = 8"});
+  expect_rejected([&] { gemm(a, b_bad_k, 1, 0, false, false, c); }, c, "b",
+                  ErrorKind::kInvalidArgument, {"K = 8"});
   expect_rejected([&] { gemm(a, b_half, 1, 0, false, false, c); }, c, "b", ErrorKind::kInvalidType);
   expect_rejected([&] { gemm(a_int, b, 1, 0, false, false, c); }, c, "a", ErrorKind::kInvalidType);
   expect_rejected([&] { gemm(a_rank1, b, 1, 0, false, false, c); }, c, "a");

@@ -25,7 +25,8 @@ testing::Tolerance linear_tolerance(DataType dtype, std::int64_t k) {
 }
 
 // out[..., n] = Σ_k input[..., k]·weight[n, k] + bias[n] in float64.
-std::vector<double> reference_linear(const Tensor& input, const Tensor& weight, const Tensor* bias) {
+std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
+                                     const Tensor* bias) {
   const std::int64_t k = input.size(-1), n = weight.size(0);
   const auto x = testing::to_doubles(input);
   const auto w = testing::to_doubles(weight);
@@ -46,9 +47,9 @@ class LinearTest : public ::testing::TestWithParam<Param> {
   void check(const Dims& input_shape, std::int64_t n, bool with_bias, Layout layout) {
     const auto [dtype, index] = GetParam();
     const std::int64_t k = input_shape.back();
-    SCOPED_TRACE(::testing::Message() << "input " << input_shape.to_string() << " N=" << n
-                                      << " bias=" << with_bias << " "
-                                      << testing::layout_name(layout));
+    SCOPED_TRACE(::testing::Message()
+                 << "input " << input_shape.to_string() << " N=" << n << " bias=" << with_bias
+                 << " " << testing::layout_name(layout));
     std::mt19937_64 rng(static_cast<std::uint64_t>(input_shape.product() + n));
     auto input = testing::random_tensor(input_shape, dtype, rng, layout);
     auto weight = testing::random_tensor({n, k}, dtype, rng, layout);
@@ -85,11 +86,11 @@ std::vector<int> linear_indices() {
   return active_implementation_indices("linear", DeviceType::kCpu);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllDtypesAndImplementations, LinearTest,
-    ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat16,
-                                         DataType::kBFloat16),
-                       ::testing::ValuesIn(linear_indices())));
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndImplementations, LinearTest,
+                         ::testing::Combine(::testing::Values(DataType::kFloat32,
+                                                              DataType::kFloat16,
+                                                              DataType::kBFloat16),
+                                            ::testing::ValuesIn(linear_indices())));
 
 TEST(Linear, CachedInstanceIsCorrectOnNewData) {
   std::mt19937_64 rng(3);
@@ -103,8 +104,9 @@ TEST(Linear, CachedInstanceIsCorrectOnNewData) {
     auto w = testing::random_tensor({24, 40}, bf16, rng);
     auto y = testing::poisoned({2, 24}, bf16);
     op(x, w, Tensor(), y);
-    EXPECT_EQ(testing::compare(y.view(), reference_linear(x, w, nullptr), linear_tolerance(bf16, 40)),
-              "");
+    EXPECT_EQ(
+        testing::compare(y.view(), reference_linear(x, w, nullptr), linear_tolerance(bf16, 40)),
+        "");
   }
 }
 

@@ -45,7 +45,8 @@ BatchedGemm make_batched_gemm(const Tensor& a, bool trans_a, const Tensor& b, bo
   const std::int64_t count = batch.product();
 
   bool b_shared = true;
-  for (int i = 0; i < batch.size(); ++i) b_shared = b_shared && (b_strides[i] == 0 || batch[i] == 1);
+  for (int i = 0; i < batch.size(); ++i)
+    b_shared = b_shared && (b_strides[i] == 0 || batch[i] == 1);
   const bool a_full = batch_dims(a.shape()) == batch;
   if (count > 1 && b_shared && !trans_a && a_full && folds_into_rows(a) && folds_into_rows(c)) {
     g.call.m *= count;  // one tall GEMM against the shared B

@@ -21,8 +21,8 @@ void decode_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t ld_x = (k + 15) / 16 * 16 + 16;
   const std::int64_t ld_out = (n + 15) / 16 * 16;
   const std::int64_t floats = ld_out + m * ld_x + m * ld_out + threads * 2 * ld_out;
-  WorkspacePool::Lease lease =
-      ctx.workspace().acquire(kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
   float* bias = lease.as<float>();
   float* x = bias + ld_out;
   float* out = x + m * ld_x;

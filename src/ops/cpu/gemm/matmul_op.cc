@@ -16,8 +16,7 @@ class MatmulCpu final : public Operator {
         trans_b_(problem.attributes[1] != 0.0) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const BatchedGemm g =
-        make_batched_gemm(tensors[0], trans_a_, tensors[1], trans_b_, tensors[2]);
+    const BatchedGemm g = make_batched_gemm(tensors[0], trans_a_, tensors[1], trans_b_, tensors[2]);
     run_batched_gemm(engine_.run, engine_.parallel_batches, g, ctx);
   }
 

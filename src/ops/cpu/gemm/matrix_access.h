@@ -15,7 +15,8 @@ inline const void* element(const MatrixRef& matrix, std::int64_t row, std::int64
 
 // C's elements are written: a GemmCall's c is mutable memory held through a const pointer.
 inline void* mutable_element(const MatrixRef& matrix, std::int64_t row, std::int64_t col) {
-  return const_cast<void*>(element(matrix, row, col));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  return const_cast<void*>(
+      element(matrix, row, col));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
 }
 
 }  // namespace tileops::ops::cpu

@@ -46,9 +46,8 @@ void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t
 }
 
 // Strips [t0, t1) of nr columns from column j0, K [p0, p0 + kc) of B, zero padded past n.
-void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0,
-            std::int64_t t1, std::int64_t p0, std::int64_t kc, std::int64_t nr, float* out,
-            float* tmp) {
+void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0, std::int64_t t1,
+            std::int64_t p0, std::int64_t kc, std::int64_t nr, float* out, float* tmp) {
   for (std::int64_t t = t0; t < t1; ++t) {
     float* strip = out + t * kc * nr;
     const std::int64_t j = j0 + t * nr;
@@ -84,8 +83,7 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t kc = std::max<std::int64_t>(1, ceil_div(k, k_blocks));
   const std::int64_t nc = std::min(round_up(n, nr), kNc);
   // Row blocks: a multiple of the thread count, each at most kMcMax rows.
-  const std::int64_t m_blocks =
-      round_up(std::max<std::int64_t>(1, ceil_div(m, kMcMax)), threads);
+  const std::int64_t m_blocks = round_up(std::max<std::int64_t>(1, ceil_div(m, kMcMax)), threads);
   const std::int64_t mc = round_up(ceil_div(m, m_blocks), kGemmMr);
   const std::int64_t used_m_blocks = ceil_div(m, mc);
   // Few row blocks: also split the columns, so that every thread has work.
@@ -94,10 +92,10 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t nc_pad = round_up(nc, nr);
   const std::int64_t tmp_len = std::max(kc, nc);
   const std::int64_t per_thread = mc * kc + tmp_len + 2 * nc_pad + 16;
-  const std::int64_t floats = n + kc * nc_pad + round_up(m, kGemmMr) * nc_pad +
-                              threads * per_thread + 64;
-  WorkspacePool::Lease lease =
-      ctx.workspace().acquire(kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+  const std::int64_t floats =
+      n + kc * nc_pad + round_up(m, kGemmMr) * nc_pad + threads * per_thread + 64;
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
   float* bias = lease.as<float>();
   float* b_pack = bias + round_up(n, 16);
   float* acc = b_pack + kc * nc_pad;
@@ -144,8 +142,8 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
                 packed_block = block;
               }
               float* acc_block = acc + i0 * ld_acc + t0 * nr;
-              gemm_macro_kernel(a_pack, ceil_div(rows, kGemmMr), b_pack + t0 * kcur * nr,
-                                t1 - t0, kcur, acc_block, ld_acc, kb > 0);
+              gemm_macro_kernel(a_pack, ceil_div(rows, kGemmMr), b_pack + t0 * kcur * nr, t1 - t0,
+                                kcur, acc_block, ld_acc, kb > 0);
               if (last) {
                 store_gemm_rows(call, acc_block, ld_acc, i0, i0 + rows, jc + t0 * nr,
                                 std::min(t1 * nr, cols) - t0 * nr, bias_f32, scratch);

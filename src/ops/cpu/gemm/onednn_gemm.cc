@@ -55,8 +55,8 @@ void onednn_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
   const std::int64_t floats = m * k + k * n + m * n + 3 * n + 64;
-  WorkspacePool::Lease lease =
-      ctx.workspace().acquire(kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
   float* a_buf = lease.as<float>();
   float* b_buf = a_buf + m * k;
   float* c_buf = b_buf + k * n;
@@ -71,7 +71,8 @@ void onednn_gemm(const GemmCall& call, const Context& ctx) {
     const float* b = as_sgemm_operand(call.b, k, n, b_buf, &tb, &ldb);
     const dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c_buf, n);
     if (status != dnnl_success) {
-      throw_internal_error("onednn gemm", "dnnl_sgemm failed with status " + std::to_string(status));
+      throw_internal_error("onednn gemm",
+                           "dnnl_sgemm failed with status " + std::to_string(status));
     }
   }
   if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);

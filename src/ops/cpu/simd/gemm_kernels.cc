@@ -75,8 +75,8 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_REST
   put(3, 0, c30), put(3, n, c31), put(3, 2 * n, c32);
 }
 
-// B strips outside, A strips inside: one B strip (kc×Nr, 24 KiB at kc = 256 on AVX2) stays in L1 while
-// the A block streams from L2.
+// B strips outside, A strips inside: one B strip (kc×Nr, 24 KiB at kc = 256 on AVX2) stays in L1
+// while the A block streams from L2.
 void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
                  std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
   const std::int64_t nr = GemmNr();
@@ -188,8 +188,9 @@ void DotRowGroup(const float* x, std::int64_t ld_x, std::int64_t m, const typena
   }
   for (std::int64_t i = 0; i < m; ++i) {
     for (int r = 0; r < kRows; ++r) {
-      float s = kv == 0 ? 0.0f
-                        : hn::GetLane(hn::SumOfLanes(d, hn::Load(d, part + (i * kRows + r) * lanes)));
+      float s = kv == 0
+                    ? 0.0f
+                    : hn::GetLane(hn::SumOfLanes(d, hn::Load(d, part + (i * kRows + r) * lanes)));
       for (std::int64_t q = kv; q < k; ++q) s += x[i * ld_x + q] * W::ToF32(w[r * ld_w + q]);
       out[i * ld_out + r] = s;
     }
@@ -207,9 +208,8 @@ void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_by
   for (; j < n; ++j) DotRowGroup<W, 1>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
 }
 
-void DotRowsF32(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
-                std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
-                std::int64_t ld_out) {
+void DotRowsF32(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
+                std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
   DotRows<F32Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
@@ -217,9 +217,8 @@ void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* 
                  std::int64_t ld_out) {
   DotRows<BF16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
-void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
-                std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
-                std::int64_t ld_out) {
+void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
+                std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
   DotRows<F16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 
@@ -242,20 +241,19 @@ std::int64_t gemm_nr() {
   return nr;
 }
 
-void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b,
-                       std::int64_t n_strips, std::int64_t kc, float* acc, std::int64_t ld_acc,
-                       bool accumulate) {
+void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
   HWY_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
 }
 
-void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta,
-                       const float* bias, std::int64_t n, float* out) {
+void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
+                       std::int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(EpilogueRow)(acc, alpha, c, beta, bias, n, out);
 }
 
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
-                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k,
-                   float* out, std::int64_t ld_out) {
+                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                   std::int64_t ld_out) {
   switch (w_dtype) {
     case DataType::kFloat32:
       return HWY_DYNAMIC_DISPATCH(DotRowsF32)(x, ld_x, m, w, ld_w, n, k, out, ld_out);

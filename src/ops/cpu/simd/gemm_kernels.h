@@ -20,20 +20,19 @@ std::int64_t gemm_nr();
 // (a[k·Mr + i]), `b` holds `n_strips` strips of kc×Nr floats (b[k·Nr + j]), both 64-byte
 // aligned; tile (s, t) is written at acc + s·Mr·ld_acc + t·Nr, whole (padding included).
 // accumulate = false overwrites the tiles instead of adding to them.
-void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b,
-                       std::int64_t n_strips, std::int64_t kc, float* acc, std::int64_t ld_acc,
-                       bool accumulate);
+void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate);
 
 // out[j] = alpha·acc[j] + beta·c[j] + bias[j] for j < n; c and bias may be null (then omitted),
 // out may alias c.
-void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta,
-                       const float* bias, std::int64_t n, float* out);
+void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
+                       std::int64_t n, float* out);
 
 // out[i·ld_out + j] = Σ_p x[i·ld_x + p] · w[j·ld_w + p] for i < m, j < n, p < k: float32 rows x
 // against weight rows w of w_dtype (float32, float16 or bfloat16) read exactly once from memory
 // (m is small: the rows are revisited from cache).
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
-                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k,
-                   float* out, std::int64_t ld_out);
+                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                   std::int64_t ld_out);
 
 }  // namespace tileops::ops::cpu
