@@ -77,6 +77,7 @@ TEST_P(GemmTest, SquareSkinnyAndTallShapes) {
                                 {5, 7, 1},
                                 {1, 1, 1},
                                 {20, 1100, 9},
+                                {3100, 5, 3},
                                 {2, 3, 0}}) {
     check(m, n, k, false, false, Layout::kContiguous);
   }

@@ -21,6 +21,9 @@ namespace {
 constexpr std::int64_t kKc = 256;
 constexpr std::int64_t kNc = 1024;
 constexpr std::int64_t kMcMax = 120;
+// Rows per pass: the accumulator is at most kRowPanel × kNc floats (12 MiB); B is repacked once
+// per panel, which costs 1/kRowPanel of the arithmetic.
+constexpr std::int64_t kRowPanel = 3072;
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,
@@ -75,6 +78,16 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
   if (m <= kDecodeMaxRows && call.b.row_stride == 1 && k > 0) return decode_gemm(call, ctx);
+  if (m > kRowPanel) {  // bound the float32 accumulator: one row panel at a time
+    for (std::int64_t i = 0; i < m; i += kRowPanel) {
+      GemmCall panel = call;
+      panel.m = std::min(kRowPanel, m - i);
+      panel.a.data = element(call.a, i, 0);
+      panel.c.data = element(call.c, i, 0);
+      native_gemm(panel, ctx);
+    }
+    return;
+  }
 
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
