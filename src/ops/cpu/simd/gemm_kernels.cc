@@ -166,6 +166,7 @@ void DotRowGroup(const float* x, std::int64_t ld_x, std::int64_t m, const typena
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t kv = k / lanes * lanes;
   HWY_ALIGN float part[16 * kRows * hn::MaxLanes(DF())];
+  std::fill(part, part + m * kRows * lanes, 0.0f);  // also keeps GCC's uninitialised check quiet
   for (std::int64_t k0 = 0; k0 < kv; k0 += kDotBlock) {
     const std::int64_t k1 = std::min(kv, k0 + kDotBlock);
     for (std::int64_t i = 0; i < m; i += 4) {
@@ -202,6 +203,11 @@ void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_by
              std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
   const auto* w = static_cast<const typename W::T*>(w_bytes);
   std::int64_t j = 0;
+  if (m == 1) {  // one x row: 6 weight rows give 6 independent FMA chains instead of 3
+    for (; j + 2 * kDotRows <= n; j += 2 * kDotRows) {
+      DotRowGroup<W, 2 * kDotRows>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+    }
+  }
   for (; j + kDotRows <= n; j += kDotRows) {
     DotRowGroup<W, kDotRows>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
   }
