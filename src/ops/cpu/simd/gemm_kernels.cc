@@ -24,7 +24,7 @@ std::int64_t GemmNr() { return 3 * static_cast<std::int64_t>(hn::Lanes(DF())); }
 
 // One 4×(3 vectors) register tile: 12 accumulators, three B vectors and one broadcast A value
 // fit the 16 registers of AVX2. Per k: 12 FMAs against 3 loads and 4 broadcasts (a 6×2 tile
-// needs 6 broadcasts, which compete with the FMAs for Zen's FP pipes).
+// needs 6 broadcasts for the same 12 FMAs).
 HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                               std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
                               bool accumulate) {
