@@ -24,9 +24,9 @@ double FmaPeak(std::int64_t iterations, float* sink) {
     a6 = hn::MulAdd(a6, x, y), a7 = hn::MulAdd(a7, x, y), a8 = hn::MulAdd(a8, x, y);
     a9 = hn::MulAdd(a9, x, y), a10 = hn::MulAdd(a10, x, y), a11 = hn::MulAdd(a11, x, y);
   }
-  const auto sum = hn::Add(hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
-                                   hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
-                           hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)));
+  const auto sum = hn::Add(
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
+      hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)));
   *sink = hn::GetLane(sum);
   return 12.0 * 2.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
 }
