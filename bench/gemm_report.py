@@ -4,8 +4,7 @@ writes bench/results/cpu-gemm.md: GFLOP/s of linear (out = x @ W.T) for prefill 
 decode (M = 1, 16; N = K = 4096), float32 and bfloat16, per tileops implementation, as fractions
 of the ceilings measured in the same run (float32 FMA peak, bfloat16 multiply-accumulate peak,
 copy bandwidth) and as ratios to torch and to oneDNN (implementation 1).
-Every number is the best of REPS repetitions (the machine is shared; the best run is the one least
-disturbed). Usage: /usr/bin/python3 bench/gemm_report.py [build_dir]"""
+Ratios compare numbers measured back to back (see measure()). Usage: /usr/bin/python3 bench/gemm_report.py [build_dir]"""
 import datetime
 import json
 import os
@@ -25,29 +24,31 @@ IMPLS = {0: "native", 1: "onednn"}
 CASES = [(2048, 2048, 2048), (1, 4096, 4096), (16, 4096, 4096)]
 
 
-def run_tileops():
+def run_bench(case_filter):
+    """One gemm_bench run: the ceilings, then the cases matching case_filter (a regex)."""
     env = dict(os.environ, TILEOPS_NUM_THREADS=str(THREADS), OMP_NUM_THREADS=str(THREADS))
     out = subprocess.run([os.path.join(BUILD, "bench", "gemm_bench"), "--benchmark_format=json",
-                          "--benchmark_min_time=0.5", f"--benchmark_repetitions={REPS}"],
+                          "--benchmark_min_time=0.3",
+                          f"--benchmark_filter=fma_peak|bf16_peak|copy|{case_filter}"],
                          env=env, check=True, capture_output=True, text=True).stdout
-    best = {}
+    result = {}
     for b in json.loads(out)["benchmarks"]:
-        if b.get("run_type") != "iteration" or "error_occurred" in b:
+        if "error_occurred" in b:
             continue
         parts = b["name"].split("/")
         name = parts[0][3:]
         if name == "linear":
             dtype, impl, m, n, k = (int(p) for p in parts[1:6])
-            key = ("linear", DTYPES[dtype], IMPLS[impl], m, n, k)
+            key = (DTYPES[dtype], IMPLS[impl])
         else:
-            key = (name,)
-        value = b.get("flops_per_second", b.get("bytes_per_second"))
-        best[key] = max(best.get(key, 0.0), value)
-    return best
+            key = name
+        result[key] = b.get("flops_per_second", b.get("bytes_per_second"))
+    return result
 
 
-def time_it(fn, min_time=0.5):
-    fn()
+def time_it(fn, min_time=0.3, warm_up=True):
+    if warm_up:
+        fn()
     reps, start = 0, time.perf_counter()
     while time.perf_counter() - start < min_time:
         fn()
@@ -55,19 +56,33 @@ def time_it(fn, min_time=0.5):
     return (time.perf_counter() - start) / reps
 
 
-def run_torch():
+def torch_gflops(dtype, m, n, k):
+    tdt = torch.float32 if dtype == "float32" else torch.bfloat16
+    x, w = torch.randn(m, k).to(tdt), torch.randn(n, k).to(tdt)
+    # bfloat16 in torch 1.13 on AVX2 runs at ~1 GFLOP/s: one cold call is a long enough timing.
+    slow = tdt == torch.bfloat16 and m > 16
+    seconds = time_it(lambda: F.linear(x, w), 0.05 if slow else 0.3, warm_up=not slow)
+    return 2.0 * m * n * k / seconds / 1e9
+
+
+def measure():
+    """Per case and repetition: ceilings, both implementations and torch back to back, so that
+    every ratio compares numbers taken within a few seconds of each other. Returns, per case,
+    the repetition with the median native GFLOP/s / ceiling."""
     torch.set_num_threads(THREADS)
-    best = {}
-    for dtype, tdt in ((0, torch.float32), (1, torch.bfloat16)):
-        for m, n, k in CASES:
-            x, w = torch.randn(m, k).to(tdt), torch.randn(n, k).to(tdt)
-            # bfloat16 prefill in torch 1.13 on AVX2 is ~1 GFLOP/s: one short timing is enough.
-            min_time = 0.2 if tdt == torch.bfloat16 and m > 16 else 0.5
-            reps = 1 if tdt == torch.bfloat16 and m > 16 else REPS
-            flops = 2.0 * m * n * k
-            best[(DTYPES[dtype], m, n, k)] = max(
-                flops / time_it(lambda: F.linear(x, w), min_time) for _ in range(reps))
-    return best
+    chosen = {}
+    for m, n, k in CASES:
+        for dtype in DTYPES.values():
+            d = [i for i, name in DTYPES.items() if name == dtype][0]
+            runs = []
+            for _ in range(REPS):
+                r = run_bench(f"linear/{d}/./{m}/{n}/{k}/")
+                r["torch"] = torch_gflops(dtype, m, n, k) * 1e9
+                runs.append(r)
+            peak = "fma_peak" if dtype == "float32" else "bf16_peak"
+            runs.sort(key=lambda r: r[(dtype, "native")] / r[peak])
+            chosen[(dtype, m, n, k)] = runs[len(runs) // 2]
+    return chosen
 
 
 def cpu_name():
@@ -80,71 +95,69 @@ def cpu_name():
 
 def main():
     load = os.getloadavg()[0]
-    ours = run_tileops()
-    theirs = run_torch()
-    fma, bf16, copy = ours[("fma_peak",)] / 1e9, ours[("bf16_peak",)] / 1e9, ours[("copy",)] / 1e9
+    runs = measure()
     lines = [
         "# CPU GEMM (linear) vs. the machine's ceilings, torch and oneDNN",
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs (AVX2 + FMA, no AVX-512), shared "
         f"with other jobs (load average {load:.1f} at the start); {THREADS} threads for tileops "
         f"(TILEOPS_NUM_THREADS), oneDNN (OMP_NUM_THREADS) and torch {torch.__version__} "
-        f"(set_num_threads). Date: {datetime.date.today()}. Best of {REPS} repetitions each.",
-        "Generated by `bench/gemm_report.py` from `bench/gemm_bench.cc`.",
+        f"(set_num_threads). Date: {datetime.date.today()}.",
+        "Generated by `bench/gemm_report.py` from `bench/gemm_bench.cc`. Each row group is one "
+        f"repetition (the median of {REPS} by native / ceiling) in which the ceilings, both "
+        "implementations and torch ran back to back, so each ratio compares numbers taken "
+        "seconds apart; on this shared machine absolute numbers swing by 2× between minutes.",
         "",
-        "Ceilings measured in the same run (all threads):",
-        f"- float32 FMA peak (12 independent FMA chains per thread): **{fma:.1f} GFLOP/s**",
-        f"- bfloat16 multiply-accumulate peak: **{bf16:.1f} GFLOP/s** — this CPU has no bfloat16 "
-        "dot-product instruction (no AVX512-BF16), so this is Highway's "
-        "`ReorderWidenMulAccumulate` on AVX2: B widened by shifts every step, then FMAs",
-        f"- copy bandwidth (memcpy over the pool, read + write): **{copy:.2f} GB/s**",
+        "Ceilings (all threads), measured before each case:",
+        "- float32 FMA peak: 12 independent FMA chains per thread",
+        "- bfloat16 multiply-accumulate peak: this CPU has no bfloat16 dot-product instruction "
+        "(no AVX512-BF16), so this is Highway's `ReorderWidenMulAccumulate` on AVX2 (B widened "
+        "by shifts every step, then FMAs)",
+        "- copy bandwidth: memcpy of 64 MiB over the pool, read + write bytes",
         "",
-        "Case `M×N×K` is `linear(x[M, K], W[N, K])`. Peak fraction: float32 FMA peak for float32, "
-        "the bfloat16 peak for bfloat16. Decode rows (M ≤ 16) also give the weight bytes streamed "
-        "per second as a fraction of the copy bandwidth. torch's float32 linear goes to the BLAS "
-        "of Debian's alternatives (OpenBLAS 0.3.21 here); its bfloat16 linear to oneDNN 2.6.",
+        "Case `M×N×K` is `linear(x[M, K], W[N, K])`. Peak: the float32 FMA peak for float32, the "
+        "bfloat16 peak for bfloat16. Decode rows (M ≤ 16) give the weight bytes streamed per "
+        "second and their fraction of the copy bandwidth. torch's float32 linear goes to the "
+        "BLAS of Debian's alternatives (OpenBLAS 0.3.21 here), its bfloat16 linear to oneDNN 2.6.",
         "",
-        "| case | dtype | impl | GFLOP/s | of peak | weight GB/s | of copy | vs torch | "
-        "vs onednn |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | dtype | impl | GFLOP/s | peak GFLOP/s | of peak | weight GB/s | copy GB/s | "
+        "of copy | vs torch | vs onednn |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    bars = []
     for m, n, k in CASES:
         for dtype in DTYPES.values():
-            peak = fma if dtype == "float32" else bf16
-            t = theirs[(dtype, m, n, k)] / 1e9
-            vendor = ours.get(("linear", dtype, "onednn", m, n, k), 0.0) / 1e9
-            for impl in IMPLS.values():
-                key = ("linear", dtype, impl, m, n, k)
-                if key not in ours:
+            r = runs[(dtype, m, n, k)]
+            peak = (r["fma_peak"] if dtype == "float32" else r["bf16_peak"]) / 1e9
+            copy = r["copy"] / 1e9
+            t = r["torch"] / 1e9
+            vendor = r.get((dtype, "onednn"), 0.0) / 1e9
+            size = 4 if dtype == "float32" else 2
+            for impl in list(IMPLS.values()) + ["torch"]:
+                if impl == "torch":
+                    g = t
+                elif (dtype, impl) in r:
+                    g = r[(dtype, impl)] / 1e9
+                else:
                     continue
-                g = ours[key] / 1e9
-                wbytes = n * k * (4 if dtype == "float32" else 2)
-                gbs = g * 1e9 / (2.0 * m * n * k) * wbytes / 1e9
+                gbs = g / (2.0 * m) * size
                 decode = m <= 16
-                vs_vendor = f"{g / vendor:.2f}×" if vendor and impl != "onednn" else "—"
-                lines.append(
-                    f"| {m}×{n}×{k} | {dtype} | {impl} | {g:.1f} | {g / peak:.2f} | "
-                    f"{gbs:.2f} | {gbs / copy:.2f} | {g / t:.2f}× | {vs_vendor} |"
-                    if decode else
-                    f"| {m}×{n}×{k} | {dtype} | {impl} | {g:.1f} | {g / peak:.2f} | — | — | "
-                    f"{g / t:.2f}× | {vs_vendor} |")
-            lines.append(f"| {m}×{n}×{k} | {dtype} | torch | {t:.1f} | {t / peak:.2f} | | | | |")
-    lines += ["", "Bars (issue #3), native implementation:", ""]
-
-    def bar(text, value, goal):
+                w_cols = f"{gbs:.2f} | {copy:.2f} | {gbs / copy:.2f}" if decode else "— | — | —"
+                vs_t = f"{g / t:.2f}×" if impl != "torch" else "—"
+                vs_v = f"{g / vendor:.2f}×" if vendor and impl == "native" else "—"
+                lines.append(f"| {m}×{n}×{k} | {dtype} | {impl} | {g:.1f} | {peak:.1f} | "
+                             f"{g / peak:.2f} | {w_cols} | {vs_t} | {vs_v} |")
+            g = r[(dtype, "native")] / 1e9
+            if m > 16:
+                bars.append((f"{dtype} 2048³ / peak", g / peak,
+                             0.80 if dtype == "float32" else 0.85))
+                bars.append((f"{dtype} 2048³ / torch", g / t, 1.5 if dtype == "float32" else 0.95))
+            else:
+                bars.append((f"decode {dtype} M={m}: weight bytes / copy bandwidth",
+                             g / (2.0 * m) * size / copy, 0.8))
+    lines += ["", "Bars of issue #3 (native implementation, from the rows above):", ""]
+    for text, value, goal in bars:
         lines.append(f"- {text}: {value:.2f} (bar ≥ {goal}) — {'pass' if value >= goal else 'FAIL'}")
-
-    nat = lambda dt, m, n, k: ours[("linear", dt, "native", m, n, k)] / 1e9
-    bar("float32 2048³ / FMA peak", nat("float32", 2048, 2048, 2048) / fma, 0.80)
-    bar("float32 2048³ / torch", nat("float32", 2048, 2048, 2048) /
-        (theirs[("float32", 2048, 2048, 2048)] / 1e9), 1.5)
-    bar("bfloat16 2048³ / bf16 peak", nat("bfloat16", 2048, 2048, 2048) / bf16, 0.85)
-    bar("bfloat16 2048³ / torch", nat("bfloat16", 2048, 2048, 2048) /
-        (theirs[("bfloat16", 2048, 2048, 2048)] / 1e9), 0.95)
-    for dt, size in (("float32", 4), ("bfloat16", 2)):
-        for m in (1, 16):
-            gbs = nat(dt, m, 4096, 4096) / (2.0 * m) * size
-            bar(f"decode {dt} M={m} weight bytes / copy bandwidth", gbs / copy, 0.8)
     out_path = os.path.join(HERE, "results", "cpu-gemm.md")
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
