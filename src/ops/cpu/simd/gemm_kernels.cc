@@ -260,6 +260,7 @@ void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
                    DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
                    std::int64_t ld_out) {
+  if (m > 16) throw_internal_error("gemm_dot_rows", "at most 16 rows of x");  // partial sums
   switch (w_dtype) {
     case DataType::kFloat32:
       return HWY_DYNAMIC_DISPATCH(DotRowsF32)(x, ld_x, m, w, ld_w, n, k, out, ld_out);

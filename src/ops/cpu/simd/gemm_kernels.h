@@ -30,7 +30,7 @@ void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta
 
 // out[i·ld_out + j] = Σ_p x[i·ld_x + p] · w[j·ld_w + p] for i < m, j < n, p < k: float32 rows x
 // against weight rows w of w_dtype (float32, float16 or bfloat16) read exactly once from memory
-// (m is small: the rows are revisited from cache).
+// (m <= 16: the x rows are revisited from cache).
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
                    DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
                    std::int64_t ld_out);
