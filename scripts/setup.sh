@@ -7,6 +7,7 @@ preset="${1:-release}"
 
 packages=(build-essential cmake g++ clang-format clang-tidy
           libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev libdlpack-dev
+          libdnnl-dev libopenblas-dev
           python3-numpy python3-torch libtorch-dev python3-pybind11 python3-pytest pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do

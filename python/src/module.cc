@@ -14,6 +14,7 @@ PYBIND11_MODULE(_C, m) {
   py::module_ ops = m.def_submodule("ops", "tileops operators");
   tp::bind_op_functions(ops);
   tp::bind_op_classes(ops);
+  tp::bind_gemm_ops(ops);
   tp::bind_cli(m);
   m.def("_torch_fast_path", &tp::torch_fast_path_active,
         "Whether torch tensors are read in C++ (needs torch imported and tileops._torch_view).");

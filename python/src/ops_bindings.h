@@ -13,6 +13,8 @@ namespace tileops::python {
 // Free functions (ops_functions.cc) and class forms (ops_classes.cc).
 void bind_op_functions(py::module_& ops);
 void bind_op_classes(py::module_& ops);
+// gemm, matmul and linear, both forms (gemm_bindings.cc).
+void bind_gemm_ops(py::module_& ops);
 
 // Runs `call` with the GIL released (arguments are converted before, results after).
 template <typename Call>

@@ -80,6 +80,35 @@ tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_
   });
 }
 
+tileops_status tileops_gemm(const tileops_tensor* a, const tileops_tensor* b, double alpha,
+                            double beta, int32_t trans_a, int32_t trans_b, const tileops_tensor* c,
+                            const tileops_context* ctx) {
+  return guarded([&] {
+    ops::gemm(to_tensor("gemm", "a", a), to_tensor("gemm", "b", b), alpha, beta, trans_a != 0,
+              trans_b != 0, to_tensor("gemm", "c", c), to_context(ctx));
+  });
+}
+
+tileops_status tileops_matmul(const tileops_tensor* a, const tileops_tensor* b,
+                              const tileops_tensor* c, int32_t trans_a, int32_t trans_b,
+                              const tileops_context* ctx) {
+  return guarded([&] {
+    ops::matmul(to_tensor("matmul", "a", a), to_tensor("matmul", "b", b),
+                to_tensor("matmul", "c", c), trans_a != 0, trans_b != 0, to_context(ctx));
+  });
+}
+
+tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor* weight,
+                              const tileops_tensor* bias, const tileops_tensor* out,
+                              const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("linear", "input", input);
+    const Tensor w = to_tensor("linear", "weight", weight);
+    const Tensor b = bias == nullptr ? Tensor() : to_tensor("linear", "bias", bias);
+    ops::linear(x, w, b, to_tensor("linear", "out", out), to_context(ctx));
+  });
+}
+
 tileops_status tileops_rms_norm(const tileops_tensor* input, const tileops_tensor* weight,
                                 double eps, const tileops_tensor* out, const tileops_context* ctx) {
   return guarded([&] {

@@ -38,6 +38,44 @@ Values broadcast_binary(const Values& a, const Dims& sa, const Values& b, const 
   return out;
 }
 
+Values matmul(const Values& a, const Dims& sa, bool ta, const Values& b, const Dims& sb, bool tb,
+              const Dims& out_shape) {
+  const int rank = out_shape.size();
+  const std::int64_t m = out_shape[rank - 2], n = out_shape[rank - 1];
+  const std::int64_t k = ta ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  // Batch index of a or b for output batch index `index` (size-1 and missing dims broadcast).
+  auto batch_of = [&](const Dims& s, std::int64_t index) {
+    std::int64_t offset = 0, stride = 1;
+    for (int i = s.size() - 3, o = rank - 3; i >= 0; --i, --o) {
+      std::int64_t extent = out_shape[o];
+      std::int64_t coord = 1;
+      std::int64_t rest = index;
+      for (int q = rank - 3; q > o; --q) rest /= out_shape[q];
+      coord = rest % extent;
+      if (s[i] != 1) offset += coord * stride;
+      stride *= s[i];
+    }
+    return offset;
+  };
+  const std::int64_t batches = out_shape.product() / std::max<std::int64_t>(1, m * n);
+  Values out(static_cast<std::size_t>(out_shape.product()), 0.0);
+  for (std::int64_t t = 0; t < batches; ++t) {
+    const double* pa = a.data() + batch_of(sa, t) * m * k;
+    const double* pb = b.data() + batch_of(sb, t) * k * n;
+    double* pc = out.data() + t * m * n;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (std::int64_t p = 0; p < k; ++p) {
+          sum += (ta ? pa[p * m + i] : pa[i * k + p]) * (tb ? pb[j * k + p] : pb[p * n + j]);
+        }
+        pc[i * n + j] = sum;
+      }
+    }
+  }
+  return out;
+}
+
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width) {

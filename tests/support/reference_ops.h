@@ -15,6 +15,11 @@ using Values = std::vector<double>;
 Values broadcast_binary(const Values& a, const Dims& sa, const Values& b, const Dims& sb,
                         const Dims& out_shape, double (*op)(double, double));
 
+// op(a)·op(b) over the last two dims of row-major values (shapes sa, sb of rank >= 2, op = a
+// transpose when ta/tb), batch dims NumPy-broadcast to out_shape [batch..., M, N].
+Values matmul(const Values& a, const Dims& sa, bool ta, const Values& b, const Dims& sb, bool tb,
+              const Dims& out_shape);
+
 double silu(double x);
 Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width);
 // Row-wise softmax of scale·x; columns j > limit(row) are masked to 0 (limit < 0: none).

@@ -107,6 +107,19 @@ tileops_status tileops_causal_softmax(const tileops_tensor* input, const tileops
 tileops_status tileops_scaled_softmax(const tileops_tensor* input, double scale,
                                       const tileops_tensor* out, const tileops_context* ctx);
 
+/* c = alpha * op(a) * op(b) + beta * c, op = transpose when trans_* != 0; 2-D or batched 3-D. */
+tileops_status tileops_gemm(const tileops_tensor* a, const tileops_tensor* b, double alpha,
+                            double beta, int32_t trans_a, int32_t trans_b, const tileops_tensor* c,
+                            const tileops_context* ctx);
+/* c = op(a) * op(b) over the last two dims, batch dims broadcast. */
+tileops_status tileops_matmul(const tileops_tensor* a, const tileops_tensor* b,
+                              const tileops_tensor* c, int32_t trans_a, int32_t trans_b,
+                              const tileops_context* ctx);
+/* out = input * weight^T + bias; weight [N, K]; bias [N] or NULL. */
+tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor* weight,
+                              const tileops_tensor* bias, const tileops_tensor* out,
+                              const tileops_context* ctx);
+
 /* Drops every cached operator instance. */
 tileops_status tileops_clear_cache(void);
 /* Threads of the process-wide CPU pool (>= 1, the caller included). Must not run while

@@ -1,0 +1,90 @@
+#include "bench/peak_kernels.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/peak_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::bench::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Twelve independent accumulators (distinct, so none are merged; as many as the GEMM
+// micro-kernel) cover FMA latency × 2 pipes with room for scheduling hiccups.
+double FmaPeak(std::int64_t iterations, float* sink) {
+  const hn::ScalableTag<float> d;
+  const auto x = hn::Set(d, 0.999f), y = hn::Set(d, 1e-7f);
+  auto a0 = hn::Set(d, 1.0f), a1 = hn::Set(d, 1.1f), a2 = hn::Set(d, 1.2f);
+  auto a3 = hn::Set(d, 1.3f), a4 = hn::Set(d, 1.4f), a5 = hn::Set(d, 1.5f);
+  auto a6 = hn::Set(d, 1.6f), a7 = hn::Set(d, 1.7f), a8 = hn::Set(d, 1.8f);
+  auto a9 = hn::Set(d, 1.9f), a10 = hn::Set(d, 2.0f), a11 = hn::Set(d, 2.1f);
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    a0 = hn::MulAdd(a0, x, y), a1 = hn::MulAdd(a1, x, y), a2 = hn::MulAdd(a2, x, y);
+    a3 = hn::MulAdd(a3, x, y), a4 = hn::MulAdd(a4, x, y), a5 = hn::MulAdd(a5, x, y);
+    a6 = hn::MulAdd(a6, x, y), a7 = hn::MulAdd(a7, x, y), a8 = hn::MulAdd(a8, x, y);
+    a9 = hn::MulAdd(a9, x, y), a10 = hn::MulAdd(a10, x, y), a11 = hn::MulAdd(a11, x, y);
+  }
+  const auto sum = hn::Add(
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
+      hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)));
+  *sink = hn::GetLane(sum);
+  return 12.0 * 2.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
+}
+
+// Like a bfloat16 GEMM micro-kernel: two broadcast-like A operands kept in registers, two B
+// vectors loaded (from L1) and widened every step, four independent accumulator pairs.
+double Bf16Peak(std::int64_t iterations, float* sink) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)iterations;
+  *sink = 0.0f;
+  return 0.0;  // no bfloat16 pairs in one lane
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Repartition<hwy::bfloat16_t, decltype(df)> dbf;
+  const hn::Repartition<std::uint16_t, decltype(df)> du16;
+  constexpr std::size_t kBuf = 16 * hn::MaxLanes(decltype(dbf)());
+  HWY_ALIGN hwy::bfloat16_t buf[kBuf];
+  for (std::size_t i = 0; i < kBuf; ++i) buf[i].bits = static_cast<std::uint16_t>(0x3a83 + (i & 7));
+  const std::size_t lanes = hn::Lanes(dbf);
+  const auto a0 = hn::BitCast(dbf, hn::Set(du16, std::uint16_t{0x3f7f}));
+  const auto a1 = hn::BitCast(dbf, hn::Set(du16, std::uint16_t{0x3f7e}));
+  auto s0 = hn::Set(df, 0.1f), s1 = hn::Set(df, 0.2f), s2 = hn::Set(df, 0.3f);
+  auto s3 = hn::Set(df, 0.4f);
+  auto t0 = hn::Set(df, 0.5f), t1 = hn::Set(df, 0.6f), t2 = hn::Set(df, 0.7f);
+  auto t3 = hn::Set(df, 0.8f);
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    const std::size_t off = (static_cast<std::size_t>(i) & 7) * 2 * lanes;
+    const auto b0 = hn::Load(dbf, buf + off);
+    const auto b1 = hn::Load(dbf, buf + off + lanes);
+    s0 = hn::ReorderWidenMulAccumulate(df, a0, b0, s0, t0);
+    s1 = hn::ReorderWidenMulAccumulate(df, a0, b1, s1, t1);
+    s2 = hn::ReorderWidenMulAccumulate(df, a1, b0, s2, t2);
+    s3 = hn::ReorderWidenMulAccumulate(df, a1, b1, s3, t3);
+  }
+  const auto sum =
+      hn::Add(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), hn::Add(hn::Add(t0, t1), hn::Add(t2, t3)));
+  *sink = hn::GetLane(sum);
+  return 4.0 * 2.0 * static_cast<double>(lanes) * static_cast<double>(iterations);
+#endif
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace tileops::bench::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::bench {
+
+HWY_EXPORT(FmaPeak);
+HWY_EXPORT(Bf16Peak);
+
+double fma_peak_flops(std::int64_t iterations, float* sink) {
+  return HWY_DYNAMIC_DISPATCH(FmaPeak)(iterations, sink);
+}
+
+double bf16_peak_flops(std::int64_t iterations, float* sink) {
+  return HWY_DYNAMIC_DISPATCH(Bf16Peak)(iterations, sink);
+}
+
+}  // namespace tileops::bench
+#endif  // HWY_ONCE

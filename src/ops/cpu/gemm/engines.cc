@@ -1,0 +1,19 @@
+#include "src/ops/cpu/gemm/engines.h"
+
+namespace tileops::ops::cpu {
+
+#ifdef TILEOPS_HAVE_ONEDNN
+void onednn_gemm(const GemmCall& call, const Context& ctx);
+#endif
+
+std::span<const GemmEngineInfo> gemm_engines() {
+  static const GemmEngineInfo engines[] = {
+      {0, "native", &native_gemm, true},
+#ifdef TILEOPS_HAVE_ONEDNN
+      {1, "onednn", &onednn_gemm, false},
+#endif
+  };
+  return engines;
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,42 @@
+// gemm on CPU: the contract's tensors as a batched GemmCall for the chosen engine.
+#include <memory>
+
+#include "src/ops/cpu/gemm/batched_gemm.h"
+#include "src/ops/cpu/gemm/engines.h"
+#include "src/ops/cpu/register.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+class GemmCpu final : public Operator {
+ public:
+  GemmCpu(const Problem& problem, const GemmEngineInfo& engine)
+      : engine_(engine),
+        alpha_(static_cast<float>(problem.attributes[0])),
+        beta_(static_cast<float>(problem.attributes[1])),
+        trans_a_(problem.attributes[2] != 0.0),
+        trans_b_(problem.attributes[3] != 0.0) {}
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    BatchedGemm g = make_batched_gemm(tensors[0], trans_a_, tensors[1], trans_b_, tensors[2]);
+    g.call.alpha = alpha_;
+    g.call.beta = beta_;
+    run_batched_gemm(engine_.run, engine_.parallel_batches, g, ctx);
+  }
+
+ private:
+  GemmEngineInfo engine_;
+  float alpha_, beta_;
+  bool trans_a_, trans_b_;
+};
+
+}  // namespace
+
+void register_gemm(std::vector<Implementation>& out) {
+  for (const GemmEngineInfo& engine : gemm_engines()) {
+    out.push_back({"gemm", DeviceType::kCpu, engine.index, engine.name,
+                   [engine](const Problem& p) { return std::make_unique<GemmCpu>(p, engine); }});
+  }
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,48 @@
+// linear on CPU: input [..., K] · weight[N, K]ᵀ is a GEMM with B = the weight's transpose (its
+// columns run along K, which sends up to 16 rows to the weight-streaming decode path), bias
+// added in the epilogue.
+#include <memory>
+
+#include "src/ops/cpu/gemm/batched_gemm.h"
+#include "src/ops/cpu/gemm/engines.h"
+#include "src/ops/cpu/register.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+// A rank-1 vector as a one-row matrix.
+Tensor as_matrix(const Tensor& t) {
+  if (t.rank() >= 2) return t;
+  return t.with_shape(Dims{1, t.size(0)}, Dims{t.size(0) * t.stride(0), t.stride(0)});
+}
+
+class LinearCpu final : public Operator {
+ public:
+  explicit LinearCpu(const GemmEngineInfo& engine) : engine_(engine) {}
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const Tensor& bias = tensors[2];
+    BatchedGemm g =
+        make_batched_gemm(as_matrix(tensors[0]), false, tensors[1], true, as_matrix(tensors[3]));
+    if (bias.data() != nullptr) {
+      g.call.bias = bias.data();
+      g.call.bias_dtype = bias.dtype();
+      g.call.bias_stride = bias.stride(0);
+    }
+    run_batched_gemm(engine_.run, engine_.parallel_batches, g, ctx);
+  }
+
+ private:
+  GemmEngineInfo engine_;
+};
+
+}  // namespace
+
+void register_linear(std::vector<Implementation>& out) {
+  for (const GemmEngineInfo& engine : gemm_engines()) {
+    out.push_back({"linear", DeviceType::kCpu, engine.index, engine.name,
+                   [engine](const Problem&) { return std::make_unique<LinearCpu>(engine); }});
+  }
+}
+
+}  // namespace tileops::ops::cpu

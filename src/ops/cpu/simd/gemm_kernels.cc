@@ -1,0 +1,277 @@
+#include "src/ops/cpu/simd/gemm_kernels.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "tileops/core/error.h"
+#include "tileops/core/float16.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/gemm_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "src/ops/cpu/simd/convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+
+std::int64_t GemmNr() { return 3 * static_cast<std::int64_t>(hn::Lanes(DF())); }
+
+// One 4×(3 vectors) register tile: 12 accumulators, three B vectors and one broadcast A value
+// fit the 16 registers of AVX2. Per k: 12 FMAs against 3 loads and 4 broadcasts (a 6×2 tile
+// needs 6 broadcasts for the same 12 FMAs).
+HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                              std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
+                              bool accumulate) {
+  const DF d;
+  const std::size_t n = hn::Lanes(d);
+  // The accumulator tile is revisited once per K block and usually no longer cached: start
+  // fetching it now, so that the stores at the end do not stall.
+  for (std::int64_t r = 0; r < kGemmMr; ++r) {
+    __builtin_prefetch(c + r * ldc, 1);
+    __builtin_prefetch(c + r * ldc + 3 * n - 1, 1);
+  }
+  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d);
+  auto c10 = hn::Zero(d), c11 = hn::Zero(d), c12 = hn::Zero(d);
+  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c22 = hn::Zero(d);
+  auto c30 = hn::Zero(d), c31 = hn::Zero(d), c32 = hn::Zero(d);
+#pragma GCC unroll 4
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const auto b0 = hn::Load(d, b);
+    const auto b1 = hn::Load(d, b + n);
+    const auto b2 = hn::Load(d, b + 2 * n);
+    auto av = hn::Set(d, a[0]);
+    c00 = hn::MulAdd(av, b0, c00);
+    c01 = hn::MulAdd(av, b1, c01);
+    c02 = hn::MulAdd(av, b2, c02);
+    av = hn::Set(d, a[1]);
+    c10 = hn::MulAdd(av, b0, c10);
+    c11 = hn::MulAdd(av, b1, c11);
+    c12 = hn::MulAdd(av, b2, c12);
+    av = hn::Set(d, a[2]);
+    c20 = hn::MulAdd(av, b0, c20);
+    c21 = hn::MulAdd(av, b1, c21);
+    c22 = hn::MulAdd(av, b2, c22);
+    av = hn::Set(d, a[3]);
+    c30 = hn::MulAdd(av, b0, c30);
+    c31 = hn::MulAdd(av, b1, c31);
+    c32 = hn::MulAdd(av, b2, c32);
+    a += kGemmMr;
+    b += 3 * n;
+  }
+  auto put = [&](std::int64_t row, std::size_t col, hn::Vec<DF> v) {
+    float* p = c + row * ldc + col;
+    if (accumulate) v = hn::Add(v, hn::LoadU(d, p));
+    hn::StoreU(v, d, p);
+  };
+  put(0, 0, c00), put(0, n, c01), put(0, 2 * n, c02);
+  put(1, 0, c10), put(1, n, c11), put(1, 2 * n, c12);
+  put(2, 0, c20), put(2, n, c21), put(2, 2 * n, c22);
+  put(3, 0, c30), put(3, n, c31), put(3, 2 * n, c32);
+}
+
+// B strips outside, A strips inside: one B strip (kc×Nr, 24 KiB at kc = 256 on AVX2) stays in L1
+// while the A block streams from L2.
+void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
+                 std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
+  const std::int64_t nr = GemmNr();
+  for (std::int64_t t = 0; t < n_strips; ++t) {
+    const float* bt = b + t * kc * nr;
+    for (std::int64_t s = 0; s < m_strips; ++s) {
+      MicroKernel(a + s * kc * kGemmMr, bt, kc, acc + s * kGemmMr * ld_acc + t * nr, ld_acc,
+                  accumulate);
+    }
+  }
+}
+
+void EpilogueRow(const float* acc, float alpha, const float* c, float beta, const float* bias,
+                 std::int64_t n, float* out) {
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto va = hn::Set(d, alpha);
+  const auto vb = hn::Set(d, beta);
+  std::int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    auto v = hn::Mul(va, hn::LoadU(d, acc + j));
+    if (c != nullptr) v = hn::MulAdd(vb, hn::LoadU(d, c + j), v);
+    if (bias != nullptr) v = hn::Add(v, hn::LoadU(d, bias + j));
+    hn::StoreU(v, d, out + j);
+  }
+  for (; j < n; ++j) {
+    float v = alpha * acc[j];
+    if (c != nullptr) v += beta * c[j];
+    if (bias != nullptr) v += bias[j];
+    out[j] = v;
+  }
+}
+
+// How a weight row of one dtype is read as float32 vectors and scalars.
+struct F32Weights {
+  using T = float;
+  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return hn::LoadU(d, p); }
+  static float ToF32(T x) { return x; }
+};
+struct BF16Weights {
+  using T = std::uint16_t;
+  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return LoadBF16AsF32(d, p); }
+  static float ToF32(T x) { return bfloat16_to_float(x); }
+};
+struct F16Weights {
+  using T = std::uint16_t;
+  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return LoadF16AsF32(d, p); }
+  static float ToF32(T x) { return float16_to_float(x); }
+};
+
+// K is walked in blocks small enough that the x rows of a block (16 × 256 floats, 16 KiB) and
+// the kRows weight rows of the block stay in L1 while every group of x rows visits them: the
+// weights come from memory once, x from L1. Partial sums are vectors kept in `part`.
+constexpr std::int64_t kDotBlock = 256;
+constexpr int kDotRows = 3;  // 3 weight rows × 4 x rows: 12 accumulators + 3 + 1 registers
+
+template <class W, int kRows, int kCols>
+HWY_INLINE void DotBlock(const float* x, std::int64_t ld_x, const typename W::T* w,
+                         std::int64_t ld_w, std::int64_t k0, std::int64_t k1, float* part,
+                         bool first) {
+  const DF d;
+  const std::size_t lanes = hn::Lanes(d);
+  hn::Vec<DF> acc[kCols][kRows];
+  for (int i = 0; i < kCols; ++i) {
+    for (int r = 0; r < kRows; ++r) {
+      acc[i][r] = first ? hn::Zero(d) : hn::Load(d, part + (i * kRows + r) * lanes);
+    }
+  }
+  for (std::int64_t p = k0; p < k1; p += static_cast<std::int64_t>(lanes)) {
+    hn::Vec<DF> wv[kRows];
+    for (int r = 0; r < kRows; ++r) wv[r] = W::Load(d, w + r * ld_w + p);
+    for (int i = 0; i < kCols; ++i) {
+      const auto xv = hn::LoadU(d, x + i * ld_x + p);
+      for (int r = 0; r < kRows; ++r) acc[i][r] = hn::MulAdd(xv, wv[r], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < kCols; ++i) {
+    for (int r = 0; r < kRows; ++r) hn::Store(acc[i][r], d, part + (i * kRows + r) * lanes);
+  }
+}
+
+// out[i][r] for kRows weight rows and all m (<= 16) x rows.
+template <class W, int kRows>
+void DotRowGroup(const float* x, std::int64_t ld_x, std::int64_t m, const typename W::T* w,
+                 std::int64_t ld_w, std::int64_t k, float* out, std::int64_t ld_out) {
+  const DF d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t kv = k / lanes * lanes;
+  HWY_ALIGN float part[16 * kRows * hn::MaxLanes(DF())];
+  std::fill(part, part + m * kRows * lanes, 0.0f);  // also keeps GCC's uninitialised check quiet
+  for (std::int64_t k0 = 0; k0 < kv; k0 += kDotBlock) {
+    const std::int64_t k1 = std::min(kv, k0 + kDotBlock);
+    for (std::int64_t i = 0; i < m; i += 4) {
+      const float* xi = x + i * ld_x;
+      float* pi = part + i * kRows * lanes;
+      switch (std::min<std::int64_t>(4, m - i)) {
+        case 4:
+          DotBlock<W, kRows, 4>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        case 3:
+          DotBlock<W, kRows, 3>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        case 2:
+          DotBlock<W, kRows, 2>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        default:
+          DotBlock<W, kRows, 1>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+      }
+    }
+  }
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (int r = 0; r < kRows; ++r) {
+      float s = kv == 0
+                    ? 0.0f
+                    : hn::GetLane(hn::SumOfLanes(d, hn::Load(d, part + (i * kRows + r) * lanes)));
+      for (std::int64_t q = kv; q < k; ++q) s += x[i * ld_x + q] * W::ToF32(w[r * ld_w + q]);
+      out[i * ld_out + r] = s;
+    }
+  }
+}
+
+template <class W>
+void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_bytes,
+             std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
+  const auto* w = static_cast<const typename W::T*>(w_bytes);
+  std::int64_t j = 0;
+  if (m == 1) {  // one x row: 6 weight rows give 6 independent FMA chains instead of 3
+    for (; j + 2 * kDotRows <= n; j += 2 * kDotRows) {
+      DotRowGroup<W, 2 * kDotRows>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+    }
+  }
+  for (; j + kDotRows <= n; j += kDotRows) {
+    DotRowGroup<W, kDotRows>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+  }
+  for (; j < n; ++j) DotRowGroup<W, 1>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+}
+
+void DotRowsF32(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
+                std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
+  DotRows<F32Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                 std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                 std::int64_t ld_out) {
+  DotRows<BF16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
+                std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
+  DotRows<F16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::ops::cpu {
+
+HWY_EXPORT(GemmNr);
+HWY_EXPORT(MacroKernel);
+HWY_EXPORT(EpilogueRow);
+HWY_EXPORT(DotRowsF32);
+HWY_EXPORT(DotRowsBF16);
+HWY_EXPORT(DotRowsF16);
+
+std::int64_t gemm_nr() {
+  static const std::int64_t nr = HWY_DYNAMIC_DISPATCH(GemmNr)();
+  return nr;
+}
+
+void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
+}
+
+void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
+                       std::int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(EpilogueRow)(acc, alpha, c, beta, bias, n, out);
+}
+
+void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                   std::int64_t ld_out) {
+  if (m > 16) throw_internal_error("gemm_dot_rows", "at most 16 rows of x");  // partial sums
+  switch (w_dtype) {
+    case DataType::kFloat32:
+      return HWY_DYNAMIC_DISPATCH(DotRowsF32)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    case DataType::kBFloat16:
+      return HWY_DYNAMIC_DISPATCH(DotRowsBF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    case DataType::kFloat16:
+      return HWY_DYNAMIC_DISPATCH(DotRowsF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    default:
+      throw_internal_error("gemm_dot_rows", "weights must be float32, float16 or bfloat16");
+  }
+}
+
+}  // namespace tileops::ops::cpu
+#endif  // HWY_ONCE

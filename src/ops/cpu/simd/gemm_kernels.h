@@ -1,0 +1,38 @@
+// SIMD kernels of the native GEMM (src/ops/cpu/gemm/): the register-tiled micro-kernel over
+// packed float32 panels, the epilogue that scales, adds and rounds a row of results, and the
+// weight-streaming dot-product kernel of the small-M (decode) path.
+#pragma once
+
+#include <cstdint>
+
+#include "tileops/core/data_type.h"
+
+namespace tileops::ops::cpu {
+
+// Rows of the micro-kernel's register tile (A is packed in strips of this many rows).
+inline constexpr std::int64_t kGemmMr = 4;
+
+// Columns of the micro-kernel's register tile on this CPU: three float32 vectors of the best
+// SIMD target (24 on AVX2, 48 on AVX-512). B is packed in strips of this many columns.
+std::int64_t gemm_nr();
+
+// acc tiles += A·B over packed panels. `a` holds `m_strips` strips of kc×kGemmMr floats
+// (a[k·Mr + i]), `b` holds `n_strips` strips of kc×Nr floats (b[k·Nr + j]), both 64-byte
+// aligned; tile (s, t) is written at acc + s·Mr·ld_acc + t·Nr, whole (padding included).
+// accumulate = false overwrites the tiles instead of adding to them.
+void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate);
+
+// out[j] = alpha·acc[j] + beta·c[j] + bias[j] for j < n; c and bias may be null (then omitted),
+// out may alias c.
+void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
+                       std::int64_t n, float* out);
+
+// out[i·ld_out + j] = Σ_p x[i·ld_x + p] · w[j·ld_w + p] for i < m, j < n, p < k: float32 rows x
+// against weight rows w of w_dtype (float32, float16 or bfloat16) read exactly once from memory
+// (m <= 16: the x rows are revisited from cache).
+void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                   DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                   std::int64_t ld_out);
+
+}  // namespace tileops::ops::cpu
