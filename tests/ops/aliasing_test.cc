@@ -92,6 +92,26 @@ TEST_F(Aliasing, GathersAndConcatenationNeverRunInPlace) {
       buffer_, "out", ErrorKind::kInvalidArgument, {"'tensors[0]'"});
 }
 
+TEST_F(Aliasing, ProductsNeverRunInPlace) {
+  const Tensor a = at(0, {8, 8});
+  const Tensor b = at(64, {8, 8});
+  expect_rejected([&] { ops::gemm(a, b, 1.0, 0.0, false, false, a); }, buffer_, "c",
+                  ErrorKind::kInvalidArgument, {"'a'"});
+  expect_rejected(
+      [&] {
+        ops::matmul(a, b, at(100, {8, 8}));
+      },
+      buffer_, "c", ErrorKind::kInvalidArgument, {"'b'"});
+  expect_rejected(
+      [&] {
+        ops::linear(a, b, at(200, {8}), at(196, {8, 8}));
+      },
+      buffer_, "out", ErrorKind::kInvalidArgument, {"'bias'"});
+  TensorStorage c = random_tensor({8, 8}, DataType::kFloat32, rng_);
+  const ops::Gemm gemm(a, b, 1.0, 0.0, false, false, c);
+  expect_rejected([&] { gemm(a, b, at(32, {8, 8})); }, buffer_, "c");
+}
+
 TEST_F(Aliasing, ClassFormsCheckEveryCall) {
   TensorStorage weight = random_tensor({64}, DataType::kFloat32, rng_);
   TensorStorage out = random_tensor({4, 64}, DataType::kFloat32, rng_);

@@ -54,6 +54,7 @@ Gemm::Gemm(const Tensor& a, const Tensor& b, double alpha, double beta, bool tra
                 implementation_index) {}
 
 void Gemm::operator()(const Tensor& a, const Tensor& b, const Tensor& c, const Context& ctx) const {
+  check_product_memory(kOp, a, b, c);
   const Tensor tensors[] = {a, b, c};
   prepared_.run(tensors, ctx);
 }

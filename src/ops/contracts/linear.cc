@@ -9,6 +9,15 @@ constexpr std::string_view kOp = "linear";
 
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
+// out must not overlap input, weight or bias (no in-place product); checked on every call, as
+// data pointers are not part of the cached geometry.
+void check_memory(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                  const Tensor& out) {
+  const ArgCheck check(kOp);
+  check.outputs_do_not_overlap({{input, "input"}, {weight, "weight"}}, {{out, "out"}}, false);
+  if (present(bias)) check.outputs_do_not_overlap({{bias, "bias"}}, {{out, "out"}}, false);
+}
+
 Problem make_problem(const Tensor& input, const Tensor& weight, const Tensor& bias,
                      const Tensor& out) {
   const ArgCheck check(kOp);
@@ -32,6 +41,7 @@ Problem make_problem(const Tensor& input, const Tensor& weight, const Tensor& bi
   expected[expected.size() - 1] = n;
   check.shape_is(out, "out", expected, "input's shape with the last dim N");
   check.writable(out, "out");
+  check_memory(input, weight, bias, out);
   return Problem{kOp,
                  {TensorDesc::of(input), TensorDesc::of(weight),
                   present(bias) ? TensorDesc::of(bias) : TensorDesc::absent(), TensorDesc::of(out)},
@@ -53,6 +63,7 @@ Linear::Linear(const Tensor& input, const Tensor& weight, const Tensor& bias, co
 
 void Linear::operator()(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const Tensor& out, const Context& ctx) const {
+  check_memory(input, weight, bias, out);
   const Tensor tensors[] = {input, weight, bias, out};
   prepared_.run(tensors, ctx);
 }

@@ -30,6 +30,7 @@ Matmul::Matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, 
 
 void Matmul::operator()(const Tensor& a, const Tensor& b, const Tensor& c,
                         const Context& ctx) const {
+  check_product_memory(kOp, a, b, c);
   const Tensor tensors[] = {a, b, c};
   prepared_.run(tensors, ctx);
 }

@@ -48,6 +48,11 @@ void check_matrix_product(const ArgCheck& check, const Tensor& a, std::string_vi
   expected.push_back(n);
   check.shape_is(c, c_arg, expected, "[batch..., M, N]");
   check.writable(c, c_arg);
+  check.outputs_do_not_overlap({{a, a_arg}, {b, b_arg}}, {{c, c_arg}}, false);
+}
+
+void check_product_memory(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& c) {
+  ArgCheck(op).outputs_do_not_overlap({{a, "a"}, {b, "b"}}, {{c, "c"}}, false);
 }
 
 }  // namespace tileops::ops

@@ -16,4 +16,8 @@ void check_matrix_product(const ArgCheck& check, const Tensor& a, std::string_vi
                           bool trans_a, const Tensor& b, std::string_view b_arg, bool trans_b,
                           const Tensor& c, std::string_view c_arg);
 
+// c must not overlap a or b (a product cannot run in place). Part of check_matrix_product;
+// class forms call it on every call, as data pointers are not part of the cached geometry.
+void check_product_memory(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& c);
+
 }  // namespace tileops::ops
