@@ -54,6 +54,7 @@ class AddRmsNormCpu final : public Operator {
       // Contiguous rows: one pass adds, rounds, stores residual_out and sums the squares of
       // what it stored; the second normalises residual_out (in cache) into out. No scratch.
       const bool stream = stream_stores(out);
+      const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
       const auto contiguous_rows = [&](int, std::int64_t begin, std::int64_t end) {
         for (std::int64_t r = begin; r < end; ++r) {
           void* sum = element_at(residual_out, sum_rows(r));
@@ -62,7 +63,11 @@ class AddRmsNormCpu final : public Operator {
                                       element_at(residual, residual_rows(r)), dtype, d, sum) /
               static_cast<float>(d);
           const float scale = 1.0f / std::sqrt(mean + eps_);
-          scale_row_by_weight(sum, w, scale, dtype, d, element_at(out, out_rows(r)), stream);
+          // The next input row is fetched during the cached pass (the hardware prefetcher keeps
+          // up with the residual stream alone).
+          const void* next = r + 1 < end ? element_at(input, input_rows(r + 1)) : nullptr;
+          scale_row_by_weight(sum, w, scale, dtype, d, element_at(out, out_rows(r)), stream, next,
+                              next_bytes);
         }
       };
       pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d), contiguous_rows);

@@ -150,12 +150,22 @@ float AddRowsSumOfSquaresT(const typename Row::T* a, const typename Row::T* b, s
 
 template <class Row>
 void ScaleRowByWeightT(const typename Row::T* x, const float* w, float scale, std::int64_t n,
-                       typename Row::T* out, bool stream) {
+                       typename Row::T* out, bool stream, const void* next,
+                       std::int64_t next_bytes) {
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const auto s = hn::Set(d, scale);
+  // This pass reads x from cache, so memory would idle: pull the caller's next row into L2 at
+  // the pace of this one, a cache line per line of x consumed.
+  const char* ahead = static_cast<const char*>(next);
+  const char* ahead_end = ahead + (next == nullptr ? 0 : next_bytes);
+  constexpr std::int64_t kLine = 64;
+  const std::int64_t step_bytes = 2 * lanes * static_cast<std::int64_t>(sizeof(typename Row::T));
   std::int64_t i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    for (std::int64_t b = 0; b < step_bytes && ahead < ahead_end; b += kLine, ahead += kLine) {
+      __builtin_prefetch(ahead, 0, 2);
+    }
     const auto y0 = hn::Mul(hn::Mul(Row::Load(d, x + i), s), hn::LoadU(d, w + i));
     const auto y1 = hn::Mul(hn::Mul(Row::Load(d, x + i + lanes), s), hn::LoadU(d, w + i + lanes));
     Row::Store(d, y0, out + i, stream);
@@ -182,7 +192,13 @@ void AddRows(const float* a, const float* b, std::int64_t n, float* out) {
 
 void ScaleByWeight(const float* x, const float* w, float scale, std::int64_t n, float* out,
                    bool stream) {
-  ScaleRowByWeightT<F32Row>(x, w, scale, n, out, stream);
+  ScaleRowByWeightT<F32Row>(x, w, scale, n, out, stream, nullptr, 0);
+}
+
+void ScaleRowByWeightF32(const void* x, const float* w, float scale, std::int64_t n, void* out,
+                         bool stream, const void* next, std::int64_t next_bytes) {
+  ScaleRowByWeightT<F32Row>(static_cast<const float*>(x), w, scale, n, static_cast<float*>(out),
+                            stream, next, next_bytes);
 }
 
 // One entry point per dtype, since HWY_EXPORT takes plain functions.
@@ -255,14 +271,14 @@ float AddRowsSumOfSquaresF16(const void* a, const void* b, std::int64_t n, void*
 }
 
 void ScaleRowByWeightF16(const void* x, const float* w, float scale, std::int64_t n, void* out,
-                         bool stream) {
+                         bool stream, const void* next, std::int64_t next_bytes) {
   ScaleRowByWeightT<F16Row>(static_cast<const std::uint16_t*>(x), w, scale, n,
-                            static_cast<std::uint16_t*>(out), stream);
+                            static_cast<std::uint16_t*>(out), stream, next, next_bytes);
 }
 void ScaleRowByWeightBF16(const void* x, const float* w, float scale, std::int64_t n, void* out,
-                          bool stream) {
+                          bool stream, const void* next, std::int64_t next_bytes) {
   ScaleRowByWeightT<BF16Row>(static_cast<const std::uint16_t*>(x), w, scale, n,
-                             static_cast<std::uint16_t*>(out), stream);
+                             static_cast<std::uint16_t*>(out), stream, next, next_bytes);
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
@@ -279,6 +295,7 @@ HWY_EXPORT(SumOfSquaresBF16);
 HWY_EXPORT(AddRowsSumOfSquaresF32);
 HWY_EXPORT(AddRowsSumOfSquaresF16);
 HWY_EXPORT(AddRowsSumOfSquaresBF16);
+HWY_EXPORT(ScaleRowByWeightF32);
 HWY_EXPORT(ScaleRowByWeightF16);
 HWY_EXPORT(ScaleRowByWeightBF16);
 
@@ -328,15 +345,17 @@ float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std:
 }
 
 void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,
-                         void* out, bool stream) {
+                         void* out, bool stream, const void* next, std::int64_t next_bytes) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ScaleByWeight)(static_cast<const float*>(x), w, scale, n,
-                                                 static_cast<float*>(out), stream);
+      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF32)(x, w, scale, n, out, stream, next,
+                                                       next_bytes);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF16)(x, w, scale, n, out, stream);
+      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF16)(x, w, scale, n, out, stream, next,
+                                                       next_bytes);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightBF16)(x, w, scale, n, out, stream);
+      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightBF16)(x, w, scale, n, out, stream, next,
+                                                        next_bytes);
     default:
       not_a_float_row();
   }

@@ -28,7 +28,10 @@ float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std:
 
 // out[i] = round(x[i] · scale · w[i]) for contiguous rows x and out of dtype and a float32
 // weight w; out may alias x. stream: write out with streaming stores (src/ops/cpu/streaming.h).
+// Meanwhile pulls up to `next_bytes` bytes at `next` into the L2 cache (nullptr: none): the
+// caller's next row, whose memory read then overlaps this pass over a cached row.
 void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,
-                         void* out, bool stream = false);
+                         void* out, bool stream = false, const void* next = nullptr,
+                         std::int64_t next_bytes = 0);
 
 }  // namespace tileops::ops::cpu
