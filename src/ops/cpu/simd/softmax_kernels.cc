@@ -204,6 +204,52 @@ void SoftmaxRow(const float* x, float scale, std::int64_t n, float* out, const v
   if (!std::isnan(factor)) ScaleRowImpl(out, factor, n, out, stream);
 }
 
+// ExpPass<true> for a bfloat16 row: its first `blocks` elements are widened from x again (two
+// shifts per pair of vectors, cheaper than a float32 round trip through scratch) into scratch's
+// [even | odd] block layout; the rest are already float32 in scratch.
+HWY_INLINE float ExpPassBF16(const std::uint16_t* x, std::int64_t blocks, float scale, float m,
+                             std::int64_t n, float* scratch, const void* next,
+                             std::int64_t next_bytes) {
+  if (!std::isfinite(m)) {
+    std::fill(scratch, scratch + n, std::numeric_limits<float>::quiet_NaN());
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  const DF d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto s = hn::Set(d, scale * 1.44269504088896341f);
+  const auto shift = hn::Set(d, m * 1.44269504088896341f);
+  auto a0 = hn::Zero(d);
+  auto a1 = hn::Zero(d);
+  const char* ahead = static_cast<const char*>(next);
+  const char* ahead_end = ahead + (next == nullptr ? 0 : next_bytes);
+  constexpr std::int64_t kLine = 64;
+  for (std::int64_t i = 0; i < blocks; i += 2 * lanes) {
+    // A line of the next row per line of this one (2·Lanes bfloat16 <= 64 bytes).
+    if (ahead < ahead_end && (i * 2) % kLine == 0) {
+      __builtin_prefetch(ahead, 0, 2);
+      ahead += kLine;
+    }
+    hn::Vec<DF> v0, v1;
+    LoadBF16PairsAsF32(d, x + i, v0, v1);
+    const auto e0 = Exp2CoarseNonPositive(d, hn::MulSub(v0, s, shift));
+    const auto e1 = Exp2CoarseNonPositive(d, hn::MulSub(v1, s, shift));
+    hn::StoreU(e0, d, scratch + i);
+    hn::StoreU(e1, d, scratch + i + lanes);
+    a0 = hn::Add(a0, e0);
+    a1 = hn::Add(a1, e1);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+  if (blocks < n) {
+    sum += ScaledExpSumImpl<true>(scratch + blocks, scale, m, n - blocks, scratch + blocks, nullptr,
+                                  0);
+  }
+  if (std::isnan(sum)) {
+    std::fill(scratch, scratch + n, sum);
+    return sum;
+  }
+  return 1.0f / sum;
+}
+
 // StoreF32PairsAsBF16 for values known not to be NaN (softmax outputs in [0, 1]): the same
 // round to nearest even, without the NaN select.
 template <class D>
@@ -244,8 +290,10 @@ void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch
       v0 = LoadF16AsF32(d, x + i);
       v1 = LoadF16AsF32(d, x + i + lanes);
     }
-    hn::StoreU(v0, d, scratch + i);
-    hn::StoreU(v1, d, scratch + i + lanes);
+    if constexpr (!kBF16) {  // bfloat16 blocks are widened again by the exp pass instead
+      hn::StoreU(v0, d, scratch + i);
+      hn::StoreU(v1, d, scratch + i + lanes);
+    }
     m0 = hn::Max(m0, hn::Mul(v0, s));
     m1 = hn::Max(m1, hn::Mul(v1, s));
   }
@@ -256,7 +304,12 @@ void SoftmaxRow16(const void* x_ptr, float scale, std::int64_t n, float* scratch
     m = std::max(m, scratch[i] * scale);
   }
 
-  const float factor = ExpPass<true>(scratch, scale, m, n, scratch, next, next_bytes);
+  float factor;
+  if constexpr (kBF16) {
+    factor = ExpPassBF16(x, blocks_end, scale, m, n, scratch, next, next_bytes);
+  } else {
+    factor = ExpPass<true>(scratch, scale, m, n, scratch, next, next_bytes);
+  }
   if (std::isnan(factor)) {
     std::fill(out, out + n, kBF16 ? float_to_bfloat16(factor) : float_to_float16(factor));
     return;
