@@ -53,7 +53,7 @@ class AddRmsNormCpu final : public Operator {
     if (in_stride == 1 && res_stride == 1 && out_stride == 1 && sum_stride == 1) {
       // Contiguous rows: one pass adds, rounds, stores residual_out and sums the squares of
       // what it stored; the second normalises residual_out (in cache) into out. No scratch.
-      const bool stream = stream_stores(out);
+      const bool stream = stream_stores(out, 4);  // input, residual and both outputs
       const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
       const auto contiguous_rows = [&](int, std::int64_t begin, std::int64_t end) {
         for (std::int64_t r = begin; r < end; ++r) {

@@ -36,7 +36,7 @@ void run_float_elementwise(const ElementwiseLoop& loop, ElementwiseOp op, DataTy
   ThreadPool& pool = ctx.threads();
 
   if (sa == 1 && sb == 1 && so == 1) {
-    const bool stream = stream_stores(out);
+    const bool stream = stream_stores(out, 3);  // a, b and out, all of out's size here
     loop.run(pool, [&](int, const std::int64_t* offsets, std::int64_t n) {
       elementwise_rows(op, dtype, a_bytes + offsets[0] * size, b_bytes + offsets[1] * size, n,
                        out_bytes + offsets[2] * size, stream);

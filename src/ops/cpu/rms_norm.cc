@@ -44,7 +44,7 @@ class RmsNormCpu final : public Operator {
     const DataType dtype = input.dtype();
     if (in_stride == 1 && out_stride == 1) {
       // Contiguous rows: two fused passes straight over the row, no scratch.
-      const bool stream = stream_stores(out);
+      const bool stream = stream_stores(out, 2);  // input and out
       const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
       pool.parallel_range(
           rows, std::max<std::int64_t>(1, 16384 / d),

@@ -46,7 +46,7 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
   const bool fused_16 = input.dtype() != DataType::kFloat32 && in_stride == 1 && out_stride == 1;
   const std::int64_t in_size = static_cast<std::int64_t>(input.element_size());
   const std::int64_t out_size = static_cast<std::int64_t>(out.element_size());
-  const bool stream = stream_stores(out);
+  const bool stream = stream_stores(out, 2);  // input and out
   const auto row_of = [&](std::int64_t k) {
     if (order == RowOrder::kSequential) return k;
     return k % 2 == 0 ? k / 2 : rows - 1 - k / 2;

@@ -19,7 +19,7 @@ std::int64_t last_level_cache_bytes() {
 }
 
 std::atomic<std::int64_t>& threshold() {
-  static std::atomic<std::int64_t> bytes{last_level_cache_bytes() / 4 * 3};
+  static std::atomic<std::int64_t> bytes{last_level_cache_bytes()};
   return bytes;
 }
 

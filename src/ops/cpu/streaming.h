@@ -1,8 +1,8 @@
 // Streaming (non-temporal) stores for outputs too large to stay in the last-level cache. An
 // ordinary store first reads the line it writes (read-for-ownership), so an operator writing one
 // byte per byte read moves 3 bytes per 2; a streaming store writes whole lines without reading
-// them, as glibc's memcpy does for large copies. Small outputs keep ordinary stores: their
-// consumer finds them in cache.
+// them, as glibc's memcpy does for large copies. Calls whose data fit in the cache keep ordinary
+// stores: the consumer of their output finds it there.
 #pragma once
 
 #include <cstddef>
@@ -16,14 +16,16 @@
 
 namespace tileops::ops::cpu {
 
-// Whether an output of `bytes` should be written with streaming stores: at least 3/4 of the
-// last-level cache (sysconf; 32 MiB when unknown), glibc's threshold for memcpy.
-bool stream_stores(std::int64_t bytes);
+// Whether a call that reads and writes `working_set_bytes` in all should write its output with
+// streaming stores: when they exceed the last-level cache (sysconf; 32 MiB when unknown), which
+// then cannot keep the output for its consumer anyway.
+bool stream_stores(std::int64_t working_set_bytes);
 // Sets the threshold (tests use a small one to reach the streaming paths quickly); returns
 // the previous one.
 std::int64_t set_stream_threshold(std::int64_t bytes);
-inline bool stream_stores(const Tensor& out) {
-  return stream_stores(out.numel() * static_cast<std::int64_t>(out.element_size()));
+// For a call whose operands are `operands` tensors of out's size, out included.
+inline bool stream_stores(const Tensor& out, int operands) {
+  return stream_stores(operands * out.numel() * static_cast<std::int64_t>(out.element_size()));
 }
 
 // memset(dst, 0, bytes), with streaming stores when `stream` (and fenced).
