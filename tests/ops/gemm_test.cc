@@ -22,13 +22,7 @@ namespace {
 using testing::expect_rejected;
 using testing::Layout;
 
-// Float32 accumulation over K products of values in [-2, 2) adds ~K·2^-22 absolute error on top
-// of the per-dtype rounding of the result.
-testing::Tolerance gemm_tolerance(DataType dtype, std::int64_t k) {
-  testing::Tolerance tol = testing::tolerance_for(dtype);
-  tol.atol += 4e-7 * static_cast<double>(k);
-  return tol;
-}
+using testing::dot_tolerance;
 
 Dims matrix_shape(std::int64_t rows, std::int64_t cols, bool transposed) {
   return transposed ? Dims{cols, rows} : Dims{rows, cols};
@@ -63,7 +57,7 @@ class GemmTest : public ::testing::TestWithParam<Param> {
     Context ctx;
     ctx.implementation_index = index;
     gemm(a, b, alpha, beta, ta, tb, c, ctx);
-    EXPECT_EQ(testing::compare(c.view(), expected, gemm_tolerance(dtype, k)), "");
+    EXPECT_EQ(testing::compare(c.view(), expected, dot_tolerance(dtype, k)), "");
   }
 };
 
@@ -112,7 +106,7 @@ TEST_P(GemmTest, BatchedWithSharedOperand) {
   const auto expected =
       testing::reference::matmul(testing::to_doubles(a), {3, 9, 20}, false, testing::to_doubles(b),
                                  {20, 13}, false, {3, 9, 13});
-  EXPECT_EQ(testing::compare(c.view(), expected, gemm_tolerance(dtype, 20)), "");
+  EXPECT_EQ(testing::compare(c.view(), expected, dot_tolerance(dtype, 20)), "");
 }
 
 TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
@@ -128,7 +122,7 @@ TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
   auto expected =
       testing::reference::matmul(testing::to_doubles(a), {2, 1, 6, 19}, false,
                                  testing::to_doubles(b), {3, 11, 19}, true, {2, 3, 6, 11});
-  EXPECT_EQ(testing::compare(c.view(), expected, gemm_tolerance(dtype, 19)), "");
+  EXPECT_EQ(testing::compare(c.view(), expected, dot_tolerance(dtype, 19)), "");
 
   auto a2 = testing::random_tensor({19, 6}, dtype, rng);
   auto b2 = testing::random_tensor({4, 19, 40}, dtype, rng);
@@ -136,7 +130,7 @@ TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
   matmul(a2, b2, c2, true, false, ctx);
   expected = testing::reference::matmul(testing::to_doubles(a2), {19, 6}, true,
                                         testing::to_doubles(b2), {4, 19, 40}, false, {4, 6, 40});
-  EXPECT_EQ(testing::compare(c2.view(), expected, gemm_tolerance(dtype, 19)), "");
+  EXPECT_EQ(testing::compare(c2.view(), expected, dot_tolerance(dtype, 19)), "");
 }
 
 std::vector<int> gemm_indices() { return active_implementation_indices("gemm", DeviceType::kCpu); }
@@ -178,7 +172,7 @@ TEST(Gemm, CachedInstanceIsCorrectOnNewData) {
     auto expected = testing::reference::matmul(testing::to_doubles(x), {8, 30}, false,
                                                testing::to_doubles(y), {30, 12}, false, {8, 12});
     for (double& e : expected) e *= 2.0;
-    EXPECT_EQ(testing::compare(z.view(), expected, gemm_tolerance(DataType::kFloat32, 30)), "");
+    EXPECT_EQ(testing::compare(z.view(), expected, dot_tolerance(DataType::kFloat32, 30)), "");
   }
   auto other = testing::poisoned({9, 12}, DataType::kFloat32);
   EXPECT_THROW(op(a, b, other), Error);

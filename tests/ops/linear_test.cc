@@ -18,11 +18,7 @@ namespace {
 using testing::expect_rejected;
 using testing::Layout;
 
-testing::Tolerance linear_tolerance(DataType dtype, std::int64_t k) {
-  testing::Tolerance tol = testing::tolerance_for(dtype);
-  tol.atol += 4e-7 * static_cast<double>(k);
-  return tol;
-}
+using testing::dot_tolerance;
 
 // out[..., n] = Σ_k input[..., k]·weight[n, k] + bias[n] in float64.
 std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
@@ -62,7 +58,7 @@ class LinearTest : public ::testing::TestWithParam<Param> {
     linear(input, weight, with_bias ? bias.view() : Tensor(), out, ctx);
     const Tensor bias_view = bias.view();
     const auto expected = reference_linear(input, weight, with_bias ? &bias_view : nullptr);
-    EXPECT_EQ(testing::compare(out.view(), expected, linear_tolerance(dtype, k)), "");
+    EXPECT_EQ(testing::compare(out.view(), expected, dot_tolerance(dtype, k)), "");
   }
 };
 
@@ -104,9 +100,8 @@ TEST(Linear, CachedInstanceIsCorrectOnNewData) {
     auto w = testing::random_tensor({24, 40}, bf16, rng);
     auto y = testing::poisoned({2, 24}, bf16);
     op(x, w, Tensor(), y);
-    EXPECT_EQ(
-        testing::compare(y.view(), reference_linear(x, w, nullptr), linear_tolerance(bf16, 40)),
-        "");
+    EXPECT_EQ(testing::compare(y.view(), reference_linear(x, w, nullptr), dot_tolerance(bf16, 40)),
+              "");
   }
 }
 

@@ -79,6 +79,12 @@ std::vector<unsigned char> snapshot(const TensorStorage& storage) {
   return bytes;
 }
 
+Tolerance dot_tolerance(DataType dtype, std::int64_t k) {
+  Tolerance tol = tolerance_for(dtype);
+  tol.atol += 4e-7 * static_cast<double>(k);
+  return tol;
+}
+
 Tolerance tolerance_for(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32:

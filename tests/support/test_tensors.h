@@ -46,6 +46,9 @@ struct Tolerance {
   double rtol;
 };
 Tolerance tolerance_for(DataType dtype);
+// tolerance_for(dtype) widened for a dot product of `k` terms in [-2, 2) accumulated in float32
+// (about k·2^-22 absolute error on top of the result's rounding).
+Tolerance dot_tolerance(DataType dtype, std::int64_t k);
 
 // Returns "" when every element is within tolerance (NaN only where expected is NaN), else a
 // message with the count, the worst element and its index.
