@@ -25,8 +25,8 @@ std::atomic<std::int64_t>& threshold() {
 
 }  // namespace
 
-bool stream_stores(std::int64_t bytes) {
-  return bytes >= threshold().load(std::memory_order_relaxed);
+bool stream_stores(std::int64_t working_set_bytes) {
+  return working_set_bytes > threshold().load(std::memory_order_relaxed);
 }
 
 void zero_bytes(void* dst, std::size_t bytes, bool stream) {
