@@ -188,5 +188,8 @@ void verify(const Function& function);
 
 // Ops that only compute values (removable when unused); stores, atomics, loops, ifs are not.
 bool is_pure(const Op& op);
+// The op's name in the IR text: its sub-operation for unary/binary/reduce/atomic ops ("exp",
+// "add", ...), else its kind.
+const char* name_of(const Op& op);
 
 }  // namespace tileops::tl

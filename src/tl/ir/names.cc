@@ -55,6 +55,21 @@ const char* name_of(RoundMode mode) {
   return pick(kNames, static_cast<std::size_t>(mode));
 }
 
+const char* name_of(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kUnary:
+      return name_of(static_cast<UnaryOp>(op.sub));
+    case OpKind::kBinary:
+      return name_of(static_cast<BinaryOp>(op.sub));
+    case OpKind::kReduce:
+      return name_of(static_cast<ReduceOp>(op.sub));
+    case OpKind::kAtomic:
+      return name_of(static_cast<AtomicOp>(op.sub));
+    default:
+      return name_of(op.kind);
+  }
+}
+
 bool is_pure(const Op& op) {
   switch (op.kind) {
     case OpKind::kStore:

@@ -79,21 +79,6 @@ class Printer {
 
   static std::string indent(int depth) { return std::string(2 * depth, ' '); }
 
-  std::string name(const Op& op) {
-    switch (op.kind) {
-      case OpKind::kUnary:
-        return name_of(static_cast<UnaryOp>(op.sub));
-      case OpKind::kBinary:
-        return name_of(static_cast<BinaryOp>(op.sub));
-      case OpKind::kReduce:
-        return name_of(static_cast<ReduceOp>(op.sub));
-      case OpKind::kAtomic:
-        return name_of(static_cast<AtomicOp>(op.sub));
-      default:
-        return name_of(op.kind);
-    }
-  }
-
   void attrs(const Op& op) {
     std::vector<std::string> a;
     switch (op.kind) {
@@ -149,7 +134,7 @@ class Printer {
   void op(const Op& op, int depth) {
     out_ << indent(depth);
     if (!op.results.empty()) out_ << values(op.results) << " = ";
-    out_ << name(op);
+    out_ << name_of(op);
     if (!op.operands.empty()) out_ << " " << values(op.operands);
     attrs(op);
     if (!op.results.empty()) {

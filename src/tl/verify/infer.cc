@@ -187,15 +187,7 @@ void trace_error(ErrorKind kind, const SourceLoc& loc, std::string_view construc
 }
 
 std::string construct_name(const Op& op) {
-  switch (op.kind) {
-    case OpKind::kUnary:
-      return name_of(static_cast<UnaryOp>(op.sub));
-    case OpKind::kBinary:
-      return name_of(static_cast<BinaryOp>(op.sub));
-    case OpKind::kReduce:
-      return name_of(static_cast<ReduceOp>(op.sub));
-    case OpKind::kAtomic:
-      return name_of(static_cast<AtomicOp>(op.sub));
+  switch (op.kind) {  // the user-facing construct where it differs from the IR name
     case OpKind::kFor:
       return "range";
     case OpKind::kIf:
@@ -207,7 +199,7 @@ std::string construct_name(const Op& op) {
     case OpKind::kConstant:
       return "constant";
     default:
-      return name_of(op.kind);
+      return name_of(op);
   }
 }
 
