@@ -120,6 +120,51 @@ tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor*
                               const tileops_tensor* bias, const tileops_tensor* out,
                               const tileops_context* ctx);
 
+/* KV cache, rotary embedding and sampling (include/tileops/ops/<op>.h). NULL for an optional
+ * tensor means none. */
+
+/* vLLM rotary_embedding: key may be NULL (no key); rotary_dim <= 0 means cos_sin_cache's
+ * shape[1]; query_out/key_out NULL means in place (into query/key). */
+tileops_status tileops_rotary_embedding(const tileops_tensor* positions,
+                                        const tileops_tensor* query, const tileops_tensor* key,
+                                        int64_t head_size, const tileops_tensor* cos_sin_cache,
+                                        int32_t is_neox_style, int64_t rotary_dim,
+                                        const tileops_tensor* query_out,
+                                        const tileops_tensor* key_out, const tileops_context* ctx);
+/* Rotary embedding with cos/sin gathered per token ([T, rot/2], or [T, head_size] per element). */
+tileops_status tileops_apply_rotary_pos_emb(const tileops_tensor* query, const tileops_tensor* key,
+                                            const tileops_tensor* cos, const tileops_tensor* sin,
+                                            int64_t head_size, int32_t is_neox_style,
+                                            const tileops_tensor* query_out,
+                                            const tileops_tensor* key_out,
+                                            const tileops_context* ctx);
+/* key/value [T, Hkv, D] into key_cache/value_cache [num_blocks, block_size, Hkv, D] at
+ * slot_mapping (int32/int64 [T], -1 skips). */
+tileops_status tileops_reshape_and_cache(const tileops_tensor* key, const tileops_tensor* value,
+                                         const tileops_tensor* key_cache,
+                                         const tileops_tensor* value_cache,
+                                         const tileops_tensor* slot_mapping,
+                                         const tileops_context* ctx);
+/* The same into one kv_cache [2, num_blocks, block_size, Hkv, D]. */
+tileops_status tileops_reshape_and_cache_combined(const tileops_tensor* key,
+                                                  const tileops_tensor* value,
+                                                  const tileops_tensor* kv_cache,
+                                                  const tileops_tensor* slot_mapping,
+                                                  const tileops_context* ctx);
+/* One int64 token per row of logits [B, V]; k (int32/int64, B or 1 elements) and p
+ * (float32/float64) may be NULL (off). Deterministic for a seed. */
+tileops_status tileops_top_k_top_p_sampler(const tileops_tensor* logits, const tileops_tensor* k,
+                                           const tileops_tensor* p, uint64_t seed,
+                                           const tileops_tensor* out, const tileops_context* ctx);
+/* Scalar k and p: k <= 0 or k >= V and p >= 1 are off. */
+tileops_status tileops_top_k_top_p_sampler_scalar(const tileops_tensor* logits, int64_t k, double p,
+                                                  uint64_t seed, const tileops_tensor* out,
+                                                  const tileops_context* ctx);
+/* One int32 token per row of probs [B, V]. */
+tileops_status tileops_topk_topp_sampling(const tileops_tensor* probs, int64_t topk, double topp,
+                                          uint64_t seed, const tileops_tensor* out,
+                                          const tileops_context* ctx);
+
 /* Drops every cached operator instance. */
 tileops_status tileops_clear_cache(void);
 /* Threads of the process-wide CPU pool (>= 1, the caller included). Must not run while

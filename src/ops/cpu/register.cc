@@ -7,6 +7,7 @@ namespace tileops::ops {
 void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_add(out);
   cpu::register_add_rms_norm(out);
+  cpu::register_apply_rotary_pos_emb(out);
   cpu::register_cast(out);
   cpu::register_cat(out);
   cpu::register_causal_softmax(out);
@@ -15,10 +16,14 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_linear(out);
   cpu::register_matmul(out);
   cpu::register_mul(out);
+  cpu::register_reshape_and_cache(out);
   cpu::register_rms_norm(out);
+  cpu::register_rotary_embedding(out);
   cpu::register_scaled_softmax(out);
   cpu::register_silu_and_mul(out);
   cpu::register_swiglu(out);
+  cpu::register_top_k_top_p_sampler(out);
+  cpu::register_topk_topp_sampling(out);
 }
 
 }  // namespace tileops::ops

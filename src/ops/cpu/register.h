@@ -9,6 +9,7 @@ namespace tileops::ops::cpu {
 
 void register_add(std::vector<Implementation>& out);
 void register_add_rms_norm(std::vector<Implementation>& out);
+void register_apply_rotary_pos_emb(std::vector<Implementation>& out);
 void register_cast(std::vector<Implementation>& out);
 void register_cat(std::vector<Implementation>& out);
 void register_causal_softmax(std::vector<Implementation>& out);
@@ -17,9 +18,13 @@ void register_gemm(std::vector<Implementation>& out);
 void register_linear(std::vector<Implementation>& out);
 void register_matmul(std::vector<Implementation>& out);
 void register_mul(std::vector<Implementation>& out);
+void register_reshape_and_cache(std::vector<Implementation>& out);
 void register_rms_norm(std::vector<Implementation>& out);
+void register_rotary_embedding(std::vector<Implementation>& out);
 void register_scaled_softmax(std::vector<Implementation>& out);
 void register_silu_and_mul(std::vector<Implementation>& out);
 void register_swiglu(std::vector<Implementation>& out);
+void register_top_k_top_p_sampler(std::vector<Implementation>& out);
+void register_topk_topp_sampling(std::vector<Implementation>& out);
 
 }  // namespace tileops::ops::cpu

@@ -1,0 +1,125 @@
+// reshape_and_cache on CPU: every slot is checked first (a bad one leaves the caches untouched);
+// then tokens are split over the thread pool and each token's key and value rows are copied
+// into their slot (one memcpy per row when the heads are contiguous).
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/row_offsets.h"
+#include "src/ops/cpu/strided_copy.h"
+#include "tileops/core/error.h"
+#include "tileops/runtime/thread_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+// A [Hkv, D] block at some base: head stride and element stride.
+struct Block {
+  std::int64_t heads;
+  std::int64_t width;
+  std::int64_t head_stride;
+  std::int64_t element_stride;
+
+  bool dense() const { return element_stride == 1 && (heads == 1 || head_stride == width); }
+};
+
+// Copies one token's [Hkv, D] block between two layouts of the same dtype.
+void copy_block(const char* src, const Block& from, char* dst, const Block& to,
+                std::size_t element_size) {
+  const auto bytes = static_cast<std::int64_t>(element_size);
+  if (from.dense() && to.dense()) {
+    copy_elements(src, 1, dst, 1, from.heads * from.width, element_size);
+    return;
+  }
+  for (std::int64_t h = 0; h < from.heads; ++h) {
+    copy_elements(src + h * from.head_stride * bytes, from.element_stride,
+                  dst + h * to.head_stride * bytes, to.element_stride, from.width, element_size);
+  }
+}
+
+class ReshapeAndCacheCpu final : public Operator {
+ public:
+  explicit ReshapeAndCacheCpu(const Problem& p)
+      : tokens_(p.tensors[4].shape[0]),
+        slots_int64_(p.tensors[4].dtype == DataType::kInt64),
+        slot_stride_(p.tensors[4].strides[0]),
+        block_size_(p.tensors[2].shape[1]),
+        num_slots_(p.tensors[2].shape[0] * p.tensors[2].shape[1]) {
+    for (int i = 0; i < 2; ++i) {
+      const TensorDesc& rows = p.tensors[i];
+      const TensorDesc& cache = p.tensors[2 + i];
+      rows_[i] = {rows.shape[1], rows.shape[2], rows.strides[1], rows.strides[2]};
+      token_stride_[i] = rows.strides[0];
+      cache_[i] = {cache.shape[2], cache.shape[3], cache.strides[2], cache.strides[3]};
+      block_stride_[i] = cache.strides[0];
+      slot_in_block_stride_[i] = cache.strides[1];
+      row_bytes_ =
+          std::max<std::int64_t>(row_bytes_, rows.shape[1] * rows.shape[2] *
+                                                 static_cast<std::int64_t>(size_of(rows.dtype)));
+    }
+  }
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const Tensor& slots = tensors[4];
+    check_slots(slots);
+    ctx.threads().parallel_range(
+        tokens_, std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, row_bytes_)),
+        [&](int, std::int64_t begin, std::int64_t end) {
+          for (std::int64_t t = begin; t < end; ++t) {
+            const std::int64_t slot = slot_of(slots, t);
+            if (slot < 0) continue;  // -1: a padding token
+            const std::int64_t block = slot / block_size_;
+            const std::int64_t offset = slot % block_size_;
+            for (int i = 0; i < 2; ++i) {
+              const Tensor& rows = tensors[i];
+              const Tensor& cache = tensors[2 + i];
+              copy_block(
+                  element_at(rows, t * token_stride_[i]), rows_[i],
+                  element_at(cache, block * block_stride_[i] + offset * slot_in_block_stride_[i]),
+                  cache_[i], rows.element_size());
+            }
+          }
+        });
+  }
+
+ private:
+  std::int64_t slot_of(const Tensor& slots, std::int64_t t) const {
+    return slots_int64_ ? slots.data_as<std::int64_t>()[t * slot_stride_]
+                        : slots.data_as<std::int32_t>()[t * slot_stride_];
+  }
+
+  // Throws naming the first slot outside {-1} ∪ [0, num_blocks·block_size) and its token.
+  void check_slots(const Tensor& slots) const {
+    for (std::int64_t t = 0; t < tokens_; ++t) {
+      const std::int64_t slot = slot_of(slots, t);
+      if (slot < -1 || slot >= num_slots_) {
+        throw_argument_error(ErrorKind::kInvalidArgument, "reshape_and_cache", "slot_mapping",
+                             "slots in [0, " + std::to_string(num_slots_) +
+                                 ") (num_blocks * block_size) or -1 (skip)",
+                             "slot " + std::to_string(slot) + " at token " + std::to_string(t));
+      }
+    }
+  }
+
+  std::int64_t tokens_;
+  bool slots_int64_;
+  std::int64_t slot_stride_;
+  std::int64_t block_size_;
+  std::int64_t num_slots_;
+  std::int64_t row_bytes_ = 0;
+  Block rows_[2]{};
+  Block cache_[2]{};
+  std::int64_t token_stride_[2]{};
+  std::int64_t block_stride_[2]{};
+  std::int64_t slot_in_block_stride_[2]{};
+};
+
+}  // namespace
+
+void register_reshape_and_cache(std::vector<Implementation>& out) {
+  out.push_back({"reshape_and_cache", DeviceType::kCpu, 0, "native",
+                 [](const Problem& p) { return std::make_unique<ReshapeAndCacheCpu>(p); }});
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,82 @@
+// rotary_embedding on CPU: every position is checked against the cache first (a bad one leaves
+// the outputs untouched); then tokens are split over the thread pool, each token's cos/sin
+// cache row expanded once to per-element tables and applied to all its query and key heads.
+#include <memory>
+#include <string>
+
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/rotary.h"
+#include "src/ops/cpu/row_offsets.h"
+#include "src/ops/cpu/simd/convert.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+class RotaryEmbeddingCpu final : public Operator {
+ public:
+  explicit RotaryEmbeddingCpu(const Problem& p)
+      : plan_(p.tensors[1], p.tensors[2], p.tensors[4], p.tensors[5],
+              static_cast<std::int64_t>(p.attributes[0]),
+              static_cast<std::int64_t>(p.attributes[2]), p.attributes[1] != 0.0),
+        positions_int64_(p.tensors[0].dtype == DataType::kInt64),
+        positions_stride_(p.tensors[0].strides[0]),
+        max_pos_(p.tensors[3].shape[0]),
+        cache_row_(p.tensors[3].strides[0]),
+        cache_col_(p.tensors[3].strides[1]) {}
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const Tensor& positions = tensors[0];
+    const Tensor& cache = tensors[3];
+    check_positions(positions);
+    const std::int64_t half = plan_.rot_dim() / 2;
+    const DataType cache_dtype = cache.dtype();
+    const bool neox = plan_.neox();
+    const std::int64_t rot_dim = plan_.rot_dim();
+    plan_.run(
+        tensors[1], tensors[2], tensors[4], tensors[5],
+        [&](std::int64_t t, float* c, float* s, float* scratch) {
+          const char* row = element_at(cache, position(positions, t) * cache_row_);
+          const auto bytes = static_cast<std::int64_t>(cache.element_size());
+          load_f32(row, cache_dtype, cache_col_, half, scratch);
+          load_f32(row + half * cache_col_ * bytes, cache_dtype, cache_col_, half, scratch + half);
+          expand_frequency_tables(scratch, scratch + half, rot_dim, neox, c, s);
+        },
+        ctx);
+  }
+
+ private:
+  std::int64_t position(const Tensor& positions, std::int64_t t) const {
+    return positions_int64_ ? positions.data_as<std::int64_t>()[t * positions_stride_]
+                            : positions.data_as<std::int32_t>()[t * positions_stride_];
+  }
+
+  // Throws naming the first position outside [0, max_pos) and its token.
+  void check_positions(const Tensor& positions) const {
+    for (std::int64_t t = 0; t < plan_.tokens(); ++t) {
+      const std::int64_t p = position(positions, t);
+      if (p < 0 || p >= max_pos_) {
+        throw_argument_error(
+            ErrorKind::kInvalidArgument, "rotary_embedding", "positions",
+            "positions in [0, " + std::to_string(max_pos_) + ") (the rows of cos_sin_cache)",
+            "position " + std::to_string(p) + " at token " + std::to_string(t));
+      }
+    }
+  }
+
+  RotaryPlan plan_;
+  bool positions_int64_;
+  std::int64_t positions_stride_;
+  std::int64_t max_pos_;
+  std::int64_t cache_row_;
+  std::int64_t cache_col_;
+};
+
+}  // namespace
+
+void register_rotary_embedding(std::vector<Implementation>& out) {
+  out.push_back({"rotary_embedding", DeviceType::kCpu, 0, "native",
+                 [](const Problem& p) { return std::make_unique<RotaryEmbeddingCpu>(p); }});
+}
+
+}  // namespace tileops::ops::cpu

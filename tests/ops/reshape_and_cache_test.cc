@@ -1,0 +1,161 @@
+// reshape_and_cache: rows land in their slots bit for bit (block sizes 16 and 32, int32/int64
+// slots, several dtypes, strided inputs and caches), slot -1 skips (every other cache entry
+// checked untouched), the combined kv_cache form, the class form and bad inputs (an
+// out-of-range slot leaves the caches untouched).
+#include "tileops/ops/reshape_and_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "tests/support/expect_rejected.h"
+#include "tests/support/test_tensors.h"
+#include "tileops/core/error.h"
+#include "tileops/runtime/thread_pool.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::expect_rejected;
+using testing::Layout;
+
+constexpr std::int64_t kHeads = 2;
+constexpr std::int64_t kBlocks = 3;
+
+// The cache after writing rows into slots: starts as `before`, row t replaces slot slots[t].
+std::vector<double> expected_cache(std::vector<double> before, const std::vector<double>& rows,
+                                   const std::vector<double>& slots, std::int64_t row_size) {
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    const auto slot = static_cast<std::int64_t>(slots[t]);
+    if (slot < 0) continue;
+    std::copy(rows.begin() + static_cast<std::int64_t>(t) * row_size,
+              rows.begin() + static_cast<std::int64_t>(t + 1) * row_size,
+              before.begin() + slot * row_size);
+  }
+  return before;
+}
+
+// Distinct slots, a few of them -1.
+std::vector<double> pick_slots(std::int64_t tokens, std::int64_t num_slots, std::mt19937_64& rng) {
+  std::vector<double> all(static_cast<std::size_t>(num_slots));
+  for (std::int64_t i = 0; i < num_slots; ++i) all[i] = static_cast<double>(i);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(static_cast<std::size_t>(tokens));
+  for (std::size_t t = 1; t < all.size(); t += 4) all[t] = -1;
+  return all;
+}
+
+using Param = std::tuple<DataType, std::int64_t, DataType, Layout, std::int64_t>;
+
+class ReshapeAndCacheTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ReshapeAndCacheTest, RowsLandInTheirSlots) {
+  const auto [dtype, block_size, slot_dtype, layout, head_size] = GetParam();
+  std::mt19937_64 rng(21);
+  const std::int64_t tokens = 37;
+  const std::int64_t row = kHeads * head_size;
+  auto key = testing::random_tensor({tokens, kHeads, head_size}, dtype, rng, layout);
+  auto value = testing::random_tensor({tokens, kHeads, head_size}, dtype, rng, layout);
+  const Dims cache_shape{kBlocks, block_size, kHeads, head_size};
+  auto key_cache = testing::random_tensor(cache_shape, dtype, rng, layout);
+  auto value_cache = testing::random_tensor(cache_shape, dtype, rng, layout);
+  auto slots = testing::poisoned({tokens}, slot_dtype, layout);
+  const std::vector<double> slot_values = pick_slots(tokens, kBlocks * block_size, rng);
+  testing::from_doubles(slots, slot_values);
+  const auto k_expected = expected_cache(testing::to_doubles(key_cache.view()),
+                                         testing::to_doubles(key.view()), slot_values, row);
+  const auto v_expected = expected_cache(testing::to_doubles(value_cache.view()),
+                                         testing::to_doubles(value.view()), slot_values, row);
+  reshape_and_cache(key, value, key_cache, value_cache, slots);
+  const testing::Tolerance exact{0.0, 0.0};
+  EXPECT_EQ(testing::compare(key_cache.view(), k_expected, exact), "");
+  EXPECT_EQ(testing::compare(value_cache.view(), v_expected, exact), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BlockSizesDtypesLayouts, ReshapeAndCacheTest,
+    ::testing::Combine(
+        ::testing::Values(DataType::kFloat32, DataType::kBFloat16, DataType::kFloat8E4M3FN),
+        ::testing::Values(16, 32), ::testing::Values(DataType::kInt32, DataType::kInt64),
+        ::testing::Values(Layout::kContiguous, Layout::kStrided), ::testing::Values(8, 65)));
+
+TEST(ReshapeAndCache, CombinedCacheAndThreads) {
+  std::mt19937_64 rng(22);
+  ThreadPool pool(3);
+  Context ctx;
+  ctx.thread_pool = &pool;
+  const std::int64_t tokens = 300, block_size = 16, blocks = 20, d = 16;
+  auto key = testing::random_tensor({tokens, kHeads, d}, DataType::kFloat16, rng);
+  auto value = testing::random_tensor({tokens, kHeads, d}, DataType::kFloat16, rng);
+  auto kv = testing::random_tensor({2, blocks, block_size, kHeads, d}, DataType::kFloat16, rng);
+  auto slots = testing::poisoned({tokens}, DataType::kInt64);
+  const std::vector<double> slot_values = pick_slots(tokens, blocks * block_size, rng);
+  testing::from_doubles(slots, slot_values);
+  std::vector<double> before = testing::to_doubles(kv.view());
+  const std::size_t half = before.size() / 2;
+  auto k_part = expected_cache({before.begin(), before.begin() + half},
+                               testing::to_doubles(key.view()), slot_values, kHeads * d);
+  const auto v_part = expected_cache({before.begin() + half, before.end()},
+                                     testing::to_doubles(value.view()), slot_values, kHeads * d);
+  k_part.insert(k_part.end(), v_part.begin(), v_part.end());
+  reshape_and_cache(key, value, kv, slots, ctx);
+  EXPECT_EQ(testing::compare(kv.view(), k_part, {0.0, 0.0}), "");
+}
+
+TEST(ReshapeAndCache, CachedInstanceIsCorrectOnNewData) {
+  std::mt19937_64 rng(23);
+  const Dims rows{4, kHeads, 8}, cache{kBlocks, 16, kHeads, 8};
+  auto key = testing::random_tensor(rows, DataType::kFloat32, rng);
+  auto kc = testing::random_tensor(cache, DataType::kFloat32, rng);
+  auto vc = testing::random_tensor(cache, DataType::kFloat32, rng);
+  auto slots = testing::poisoned({4}, DataType::kInt32);
+  testing::from_doubles(slots, {0, 1, 2, 3});
+  const ReshapeAndCache op(key, key, kc, vc, slots);
+  for (int round = 0; round < 2; ++round) {
+    auto k = testing::random_tensor(rows, DataType::kFloat32, rng);
+    auto v = testing::random_tensor(rows, DataType::kFloat32, rng);
+    const std::vector<double> s = pick_slots(4, kBlocks * 16, rng);
+    testing::from_doubles(slots, s);
+    const auto k_expected =
+        expected_cache(testing::to_doubles(kc.view()), testing::to_doubles(k.view()), s, 16);
+    op(k, v, kc, vc, slots);
+    EXPECT_EQ(testing::compare(kc.view(), k_expected, {0.0, 0.0}), "");
+  }
+}
+
+TEST(ReshapeAndCache, RejectsBadInputs) {
+  std::mt19937_64 rng(24);
+  const Dims rows{5, kHeads, 8}, cache{kBlocks, 16, kHeads, 8};
+  auto key = testing::random_tensor(rows, DataType::kFloat32, rng);
+  auto value = testing::random_tensor(rows, DataType::kFloat32, rng);
+  auto kc = testing::random_tensor(cache, DataType::kFloat32, rng);
+  auto vc = testing::random_tensor(cache, DataType::kFloat32, rng);
+  const std::vector<const TensorStorage*> caches{&kc, &vc};
+  auto slots = testing::poisoned({5}, DataType::kInt64);
+  // The bad slot comes last, after tokens that would already have been written.
+  testing::from_doubles(slots, {0, 1, 2, 3, kBlocks * 16});
+  expect_rejected([&] { reshape_and_cache(key, value, kc, vc, slots); }, caches, "slot_mapping",
+                  ErrorKind::kInvalidArgument, {"slot 48", "token 4", "[0, 48)"});
+  testing::from_doubles(slots, {0, -2, 2, 3, 4});
+  expect_rejected([&] { reshape_and_cache(key, value, kc, vc, slots); }, caches, "slot_mapping",
+                  ErrorKind::kInvalidArgument, {"slot -2", "token 1"});
+  testing::from_doubles(slots, {0, 1, 2, 3, 4});
+  auto float_slots = testing::random_tensor({5}, DataType::kFloat32, rng);
+  expect_rejected([&] { reshape_and_cache(key, value, kc, vc, float_slots); }, caches,
+                  "slot_mapping", ErrorKind::kInvalidType);
+  auto wide = testing::random_tensor({5, kHeads, 16}, DataType::kFloat32, rng);
+  expect_rejected([&] { reshape_and_cache(wide, value, kc, vc, slots); }, caches, "key_cache");
+  auto half = testing::random_tensor(cache, DataType::kFloat16, rng);
+  expect_rejected([&] { reshape_and_cache(key, value, kc, half, slots); }, caches, "value_cache",
+                  ErrorKind::kInvalidType);
+  auto short_key = testing::random_tensor({4, kHeads, 8}, DataType::kFloat32, rng);
+  expect_rejected([&] { reshape_and_cache(short_key, value, kc, vc, slots); }, caches, "key");
+  expect_rejected([&] { reshape_and_cache(key, value, kc, kc, slots); }, caches, "value_cache");
+  auto kv = testing::random_tensor({3, kBlocks, 16, kHeads, 8}, DataType::kFloat32, rng);
+  expect_rejected([&] { reshape_and_cache(key, value, kv, slots); }, kv, "kv_cache");
+}
+
+}  // namespace
+}  // namespace tileops::ops

@@ -1,0 +1,165 @@
+// rotary_embedding against a float64 reference: GPT-NeoX and GPT-J styles, full and partial
+// rotary, [T, H*D] and [T, H, D] layouts, int32/int64 positions, every float dtype, strided
+// views, in place equal to out of place, no key, the class form and bad inputs (a bad position
+// leaves the outputs untouched).
+#include "tileops/ops/rotary_embedding.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "tests/ops/rotary_reference.h"
+#include "tests/support/expect_rejected.h"
+#include "tests/support/test_tensors.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::expect_rejected;
+using testing::Layout;
+
+constexpr std::int64_t kTokens = 5;
+constexpr std::int64_t kMaxPos = 40;
+
+struct Shape {
+  std::int64_t heads, kv_heads, head_size, rot_dim;
+  bool three_d;
+};
+
+Dims operand_shape(const Shape& s, std::int64_t heads) {
+  return s.three_d ? Dims{kTokens, heads, s.head_size} : Dims{kTokens, heads * s.head_size};
+}
+
+using Param = std::tuple<DataType, bool, Layout, Shape, DataType>;
+
+class RotaryEmbeddingTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RotaryEmbeddingTest, MatchesFloat64Reference) {
+  const auto [dtype, neox, layout, s, pos_dtype] = GetParam();
+  std::mt19937_64 rng(7);
+  auto positions =
+      testing::random_tensor({kTokens}, pos_dtype, rng, layout, 0, static_cast<double>(kMaxPos));
+  auto cache = testing::rotary_cache(kMaxPos, s.rot_dim, dtype, layout);
+  auto query = testing::random_tensor(operand_shape(s, s.heads), dtype, rng, layout);
+  auto key = testing::random_tensor(operand_shape(s, s.kv_heads), dtype, rng, layout);
+  const auto expected_q = testing::rotary_reference(query, positions, cache, s.head_size, neox);
+  const auto expected_k = testing::rotary_reference(key, positions, cache, s.head_size, neox);
+  const auto tol = testing::tolerance_for(dtype);
+
+  // Out of place: the inputs stay as they were, the outputs get the rotation and the tail.
+  const auto q_before = testing::snapshot(query);
+  auto q_out = testing::poisoned(query.view().shape(), dtype, layout);
+  auto k_out = testing::poisoned(key.view().shape(), dtype, layout);
+  const std::int64_t rotary_dim = s.rot_dim == s.head_size ? -1 : s.rot_dim;
+  rotary_embedding(positions, query, key, s.head_size, cache, neox, rotary_dim, q_out, k_out);
+  EXPECT_EQ(testing::compare(q_out.view(), expected_q, tol), "");
+  EXPECT_EQ(testing::compare(k_out.view(), expected_k, tol), "");
+  EXPECT_EQ(testing::snapshot(query), q_before);
+
+  // In place gives the same bits.
+  rotary_embedding(positions, query, key, s.head_size, cache, neox);
+  EXPECT_EQ(testing::to_doubles(query.view()), testing::to_doubles(q_out.view()));
+  EXPECT_EQ(testing::to_doubles(key.view()), testing::to_doubles(k_out.view()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    StylesShapesDtypes, RotaryEmbeddingTest,
+    ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat16,
+                                         DataType::kBFloat16),
+                       ::testing::Bool(), ::testing::Values(Layout::kContiguous, Layout::kStrided),
+                       ::testing::Values(Shape{4, 2, 64, 64, false}, Shape{3, 1, 80, 32, true},
+                                         Shape{2, 2, 10, 6, false}, Shape{1, 1, 2, 2, true}),
+                       ::testing::Values(DataType::kInt64)));
+
+INSTANTIATE_TEST_SUITE_P(Int32Positions, RotaryEmbeddingTest,
+                         ::testing::Combine(::testing::Values(DataType::kFloat32),
+                                            ::testing::Bool(),
+                                            ::testing::Values(Layout::kContiguous),
+                                            ::testing::Values(Shape{2, 1, 18, 18, true}),
+                                            ::testing::Values(DataType::kInt32)));
+
+TEST(RotaryEmbedding, NoKeyAndCacheOfAnotherDtype) {
+  std::mt19937_64 rng(3);
+  auto positions =
+      testing::random_tensor({kTokens}, DataType::kInt32, rng, Layout::kContiguous, 0, kMaxPos);
+  auto cache = testing::rotary_cache(kMaxPos, 16, DataType::kFloat32, Layout::kContiguous);
+  auto query = testing::random_tensor({kTokens, 2, 16}, DataType::kBFloat16, rng);
+  const auto expected = testing::rotary_reference(query, positions, cache, 16, true);
+  rotary_embedding(positions, query, Tensor(), 16, cache, true);
+  EXPECT_EQ(testing::compare(query.view(), expected, testing::tolerance_for(DataType::kBFloat16)),
+            "");
+}
+
+TEST(RotaryEmbedding, CachedInstanceIsCorrectOnNewData) {
+  std::mt19937_64 rng(5);
+  auto cache = testing::rotary_cache(kMaxPos, 8, DataType::kFloat32, Layout::kContiguous);
+  auto make_positions = [&] {
+    return testing::random_tensor({kTokens}, DataType::kInt64, rng, Layout::kContiguous, 0,
+                                  kMaxPos);
+  };
+  auto positions = make_positions();
+  auto query = testing::random_tensor({kTokens, 24}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({kTokens, 24}, DataType::kFloat32);
+  const RotaryEmbedding op(positions, query, Tensor(), 8, cache, false, 8, out, Tensor());
+  for (int round = 0; round < 3; ++round) {
+    auto pos = make_positions();
+    auto q = testing::random_tensor({kTokens, 24}, DataType::kFloat32, rng);
+    auto o = testing::poisoned({kTokens, 24}, DataType::kFloat32);
+    op(pos, q, Tensor(), cache, o, Tensor());
+    EXPECT_EQ(testing::compare(o.view(), testing::rotary_reference(q, pos, cache, 8, false),
+                               testing::tolerance_for(DataType::kFloat32)),
+              "");
+  }
+  auto other = testing::random_tensor({kTokens, 16}, DataType::kFloat32, rng);
+  EXPECT_THROW(op(positions, other, Tensor(), cache, out, Tensor()), Error);
+}
+
+TEST(RotaryEmbedding, RejectsBadInputs) {
+  std::mt19937_64 rng(2);
+  auto positions =
+      testing::random_tensor({kTokens}, DataType::kInt64, rng, Layout::kContiguous, 0, kMaxPos);
+  auto cache = testing::rotary_cache(kMaxPos, 8, DataType::kFloat32, Layout::kContiguous);
+  auto query = testing::random_tensor({kTokens, 2, 8}, DataType::kFloat32, rng);
+  auto key = testing::random_tensor({kTokens, 1, 8}, DataType::kFloat32, rng);
+  auto q_out = testing::poisoned({kTokens, 2, 8}, DataType::kFloat32);
+  auto k_out = testing::poisoned({kTokens, 1, 8}, DataType::kFloat32);
+  const std::vector<const TensorStorage*> outs{&q_out, &k_out};
+  const auto call = [&](const Tensor& pos, const Tensor& q, const Tensor& k, std::int64_t head,
+                        const Tensor& c, std::int64_t rot, const Tensor& qo, const Tensor& ko) {
+    return [=] { rotary_embedding(pos, q, k, head, c, true, rot, qo, ko); };
+  };
+  // A position past the cache, after tokens that would already have been rotated.
+  std::vector<double> p = testing::to_doubles(positions);
+  p.back() = kMaxPos;
+  testing::from_doubles(positions, p);
+  expect_rejected(call(positions, query, key, 8, cache, -1, q_out, k_out), outs, "positions",
+                  ErrorKind::kInvalidArgument, {"position 40", "token 4", "[0, 40)"});
+  // ... and in place: the inputs are the outputs.
+  expect_rejected([&] { rotary_embedding(positions, query, key, 8, cache, true); },
+                  std::vector<const TensorStorage*>{&query, &key}, "positions");
+  p.back() = 1;
+  testing::from_doubles(positions, p);
+  expect_rejected(call(positions, query, key, 6, cache, -1, q_out, k_out), outs, "query");
+  expect_rejected(call(positions, query, key, 8, cache, 4, q_out, k_out), outs, "rotary_dim");
+  auto key16 = testing::random_tensor({kTokens, 1, 8}, DataType::kFloat16, rng);
+  expect_rejected(call(positions, query, key16, 8, cache, -1, q_out, k_out), outs, "key",
+                  ErrorKind::kInvalidType);
+  auto short_pos =
+      testing::random_tensor({kTokens - 1}, DataType::kInt64, rng, Layout::kContiguous, 0, kMaxPos);
+  expect_rejected(call(short_pos, query, key, 8, cache, -1, q_out, k_out), outs, "query");
+  auto float_pos = testing::random_tensor({kTokens}, DataType::kFloat32, rng);
+  expect_rejected(call(float_pos, query, key, 8, cache, -1, q_out, k_out), outs, "positions",
+                  ErrorKind::kInvalidType);
+  // query_out over key; key_out without key.
+  expect_rejected(call(positions, query, key, 8, cache, -1, key, k_out), outs, "query_out");
+  expect_rejected(call(positions, query, Tensor(), 8, cache, -1, q_out, k_out), outs, "key_out");
+  auto odd_cache = testing::rotary_cache(kMaxPos, 8, DataType::kFloat32, Layout::kContiguous);
+  const Tensor cache_3 = odd_cache.view().slice(1, 0, 3);
+  expect_rejected(call(positions, query, key, 8, cache_3, -1, q_out, k_out), outs, "rotary_dim");
+}
+
+}  // namespace
+}  // namespace tileops::ops
