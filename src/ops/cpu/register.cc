@@ -11,10 +11,12 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_cat(out);
   cpu::register_causal_softmax(out);
   cpu::register_embedding(out);
+  cpu::register_flash_attention(out);
   cpu::register_gemm(out);
   cpu::register_linear(out);
   cpu::register_matmul(out);
   cpu::register_mul(out);
+  cpu::register_paged_attention(out);
   cpu::register_rms_norm(out);
   cpu::register_scaled_softmax(out);
   cpu::register_silu_and_mul(out);
