@@ -1,9 +1,11 @@
-// paged_attention on CPU: one work item per (sequence, kv head, split of the keys). The query
-// rows of the kv head's group are dotted with the cached key rows straight from the cache (any
-// float dtype; gemm_dot_rows), the online softmax runs over chunks of keys, and the value rows are
-// accumulated straight from the cache too, so every cached byte is read once. When the batch has
-// fewer (sequence, kv head) pairs than the threads can use, long contexts are split over threads
-// (split-KV) and the partial results merged by their log-sum-exp.
+// paged_attention on CPU: one work item per (sequence, split of its keys) covering every head,
+// so that the cache is read block by block in address order (a block holds all kv heads of its
+// keys: reading one head at a time would touch one row per 4 KiB page). Per run of keys inside a
+// block and per kv head, the group's query rows are dotted with the key rows straight from the
+// cache (any float dtype), the online softmax advances, and the value rows are accumulated
+// straight from the cache too: every cached byte is read once. When there are fewer sequences
+// than the threads can use, long contexts are split over threads (split-KV) and the partial
+// results merged by their log-sum-exp.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -15,22 +17,27 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
-#include "src/ops/cpu/simd/gemm_kernels.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
-constexpr std::int64_t kChunk = 64;         // keys per online-softmax step
-constexpr std::int64_t kMinSplit = 256;     // fewer keys per split cost more to merge than gain
+constexpr std::int64_t kChunk = 64;          // most keys per online-softmax step
+constexpr std::int64_t kMinSplit = 256;      // fewer keys per split cost more to merge than gain
 constexpr std::int64_t kItemsPerThread = 4;  // split until there are this many items per thread
-constexpr std::int64_t kDotRowsMax = 16;    // gemm_dot_rows' row limit
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct DecodeItem {
-  std::int64_t b, kv_head, k0, k1;
+  std::int64_t b, k0, k1;
   std::int64_t partial;  // slot in the partial buffer, -1: the only split (writes the output)
+};
+
+// Per-item state of every head: running max, sum and unnormalised output.
+struct HeadState {
+  float* m;
+  float* l;
+  float* o;  // [heads][head_size]
 };
 
 class PagedAttentionCpu final : public Operator {
@@ -43,52 +50,49 @@ class PagedAttentionCpu final : public Operator {
     const Tensor& lens = present(tensors[6]) ? tensors[6] : tensors[3];
     const Tensor& table = present(tensors[7]) ? tensors[7] : tensors[4];
     const std::int64_t batch = query.size(0);
-    const std::int64_t kv_heads = shape_.kv_heads;
-    const std::int64_t g = shape_.group;
+    const std::int64_t heads = shape_.heads;
     const std::int64_t d = shape_.head_size;
     ThreadPool& pool = ctx.threads();
     const std::int64_t threads = pool.num_threads();
 
     std::int64_t max_len = 0;
-    for (std::int64_t b = 0; b < batch; ++b) max_len = std::max<std::int64_t>(max_len, index_at(lens, b));
-    const std::int64_t units = batch * kv_heads;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      max_len = std::max<std::int64_t>(max_len, index_at(lens, b));
+    }
     std::int64_t split = std::numeric_limits<std::int64_t>::max();
-    if (units < kItemsPerThread * threads / 2) {
-      const std::int64_t want = (max_len * units + kItemsPerThread * threads - 1) /
-                                (kItemsPerThread * threads);
-      split = std::max(kMinSplit, (want + shape_.block_size - 1) / shape_.block_size *
-                                      shape_.block_size);
+    if (batch < kItemsPerThread * threads / 2) {
+      const std::int64_t want =
+          (max_len * batch + kItemsPerThread * threads - 1) / (kItemsPerThread * threads);
+      split = std::max(kMinSplit,
+                       (want + shape_.block_size - 1) / shape_.block_size * shape_.block_size);
     }
     std::vector<DecodeItem> items;
-    std::vector<std::int64_t> merge_first;  // per (b, h) with several splits: first partial slot
-    std::vector<std::int64_t> merge_unit, merge_count;
+    std::vector<std::int64_t> merge_batch, merge_first, merge_count;
     std::int64_t partials = 0;
     for (std::int64_t b = 0; b < batch; ++b) {
       const std::int64_t len = index_at(lens, b);
+      // The query is the last position: the left window counts back from it.
       const std::int64_t lo =
           shape_.window_left < 0 ? 0 : std::max<std::int64_t>(0, len - 1 - shape_.window_left);
       const std::int64_t n = len - lo;
       const std::int64_t splits = n <= split ? 1 : (n + split - 1) / split;
-      for (std::int64_t h = 0; h < kv_heads; ++h) {
-        if (splits > 1) {
-          merge_first.push_back(partials);
-          merge_unit.push_back(b * kv_heads + h);
-          merge_count.push_back(splits);
-        }
-        for (std::int64_t s = 0; s < splits; ++s) {
-          items.push_back({b, h, lo + s * n / splits, lo + (s + 1) * n / splits,
-                           splits > 1 ? partials++ : -1});
-        }
+      if (splits > 1) {
+        merge_batch.push_back(b), merge_first.push_back(partials), merge_count.push_back(splits);
+      }
+      for (std::int64_t s = 0; s < splits; ++s) {
+        items.push_back(
+            {b, lo + s * n / splits, lo + (s + 1) * n / splits, splits > 1 ? partials++ : -1});
       }
     }
 
-    const std::int64_t partial_floats = g * (d + 2);
-    const std::int64_t scratch = g * d + g * kChunk + g * d + 3 * g + 2 * kChunk * d + 64;
+    const std::int64_t state_floats = heads * (d + 2);
+    const std::int64_t scratch = state_floats + heads * d + shape_.group * kChunk + 2 * heads +
+                                 kChunk * d + 64;
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
-        sizeof(float) * static_cast<std::size_t>(partials * partial_floats + threads * scratch));
+        sizeof(float) * static_cast<std::size_t>(partials * state_floats + threads * scratch));
     float* partial = lease.as<float>();
-    float* thread_scratch = partial + partials * partial_floats;
+    float* thread_scratch = partial + partials * state_floats;
     const KvRows keys(tensors[1], table, shape_.block_size);
     const KvRows values(tensors[2], table, shape_.block_size);
 
@@ -96,135 +100,100 @@ class PagedAttentionCpu final : public Operator {
     const auto n_items = static_cast<std::int64_t>(items.size());
     pool.parallel_range(threads, 1, [&](int chunk, std::int64_t, std::int64_t) {
       for (std::int64_t i = next.fetch_add(1); i < n_items; i = next.fetch_add(1)) {
-        run_item(query, keys, values, tensors[5], items[i], partial, partial_floats,
-                 thread_scratch + chunk * scratch);
+        float* mine = thread_scratch + chunk * scratch;
+        float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
+        const HeadState state{slot, slot + heads, slot + 2 * heads};
+        run_item(query, keys, values, items[i], state, mine + state_floats);
+        if (items[i].partial < 0) finish(state, 1, 0, items[i].b, tensors[5]);
       }
     });
-    if (partials == 0) return;
-    pool.parallel_for(static_cast<std::int64_t>(merge_unit.size()), [&](std::int64_t u) {
-      merge(partial + merge_first[u] * partial_floats, merge_count[u], partial_floats,
-            merge_unit[u], tensors[5]);
+    pool.parallel_for(static_cast<std::int64_t>(merge_batch.size()), [&](std::int64_t u) {
+      float* slot = partial + merge_first[u] * state_floats;
+      finish({slot, slot + heads, slot + 2 * heads}, merge_count[u], state_floats, merge_batch[u],
+             tensors[5]);
     });
   }
 
  private:
   static bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
-  const void* element(const Tensor& t, std::int64_t i, std::int64_t h) const {
-    return static_cast<const char*>(t.data()) +
+  void* element(const Tensor& t, std::int64_t i, std::int64_t h) const {
+    return static_cast<char*>(t.data()) +
            (i * t.stride(0) + h * t.stride(1)) * static_cast<std::int64_t>(t.element_size());
   }
 
-  // Scores s[r][j] = q_r · k_j for the keys [j0, j0 + n) of one item.
-  void scores(const float* q, const KvRows& keys, std::int64_t b, const Sequence& seq,
-              std::int64_t h, std::int64_t j0, std::int64_t n, float* s, float* rows) const {
-    const std::int64_t d = shape_.head_size;
-    for (std::int64_t j = j0; j < j0 + n;) {
-      const std::int64_t run = keys.run_length(j, j0 + n);
-      const void* k = keys.row(b, seq, h, j);
-      std::int64_t ld = keys.key_stride();
-      DataType dt = dtype_;
-      if (keys.d_stride() != 1) {  // gather the rows into float32 first
-        for (std::int64_t i = 0; i < run; ++i) {
-          load_f32(keys.row(b, seq, h, j + i), dtype_, keys.d_stride(), d, rows + i * d);
-        }
-        k = rows, ld = d, dt = DataType::kFloat32;
-      }
-      for (std::int64_t r = 0; r < shape_.group; r += kDotRowsMax) {
-        gemm_dot_rows(q + r * d, d, std::min(kDotRowsMax, shape_.group - r), k, dt, ld, run, d,
-                      s + r * kChunk + (j - j0), kChunk);
-      }
-      j += run;
+  // The rows of keys [j, j + n) of kv head h as contiguous rows of some dtype: straight from the
+  // cache when its last dim is contiguous, else gathered into float32 `rows`.
+  const void* rows_of(const KvRows& kv, std::int64_t b, std::int64_t h, std::int64_t j,
+                      std::int64_t n, float* rows, std::int64_t& ld, DataType& dtype) const {
+    const Sequence seq{};  // paged: rows are found through the block table alone
+    if (kv.d_stride() == 1) {
+      ld = kv.key_stride(), dtype = dtype_;
+      return kv.row(b, seq, h, j);
     }
-  }
-
-  void accumulate(const float* p, const KvRows& values, std::int64_t b, const Sequence& seq,
-                  std::int64_t h, std::int64_t j0, std::int64_t n, float* o, float* rows) const {
     const std::int64_t d = shape_.head_size;
-    for (std::int64_t j = j0; j < j0 + n;) {
-      const std::int64_t run = values.run_length(j, j0 + n);
-      const void* v = values.row(b, seq, h, j);
-      std::int64_t ld = values.key_stride();
-      DataType dt = dtype_;
-      if (values.d_stride() != 1) {
-        for (std::int64_t i = 0; i < run; ++i) {
-          load_f32(values.row(b, seq, h, j + i), dtype_, values.d_stride(), d, rows + i * d);
-        }
-        v = rows, ld = d, dt = DataType::kFloat32;
-      }
-      attention_accumulate_values(p + (j - j0), kChunk, shape_.group, v, dt, ld, run, d, o, d);
-      j += run;
+    for (std::int64_t i = 0; i < n; ++i) {
+      load_f32(kv.row(b, seq, h, j + i), dtype_, kv.d_stride(), d, rows + i * d);
     }
+    ld = d, dtype = DataType::kFloat32;
+    return rows;
   }
 
   void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
-                const Tensor& output, const DecodeItem& item, float* partial,
-                std::int64_t partial_floats, float* scratch) const {
+                const DecodeItem& item, const HeadState& state, float* scratch) const {
     const std::int64_t g = shape_.group;
     const std::int64_t d = shape_.head_size;
+    const std::int64_t heads = shape_.heads;
     float* q = scratch;
-    float* s = q + g * d;
-    float* o = s + g * kChunk;
-    float* m = o + g * d;
-    float* l = m + g;
-    float* corr = l + g;
-    float* rows = corr + g;
-    for (std::int64_t r = 0; r < g; ++r) {
-      load_f32(element(query, item.b, item.kv_head * g + r), dtype_, query.stride(2), d, q + r * d);
-      for (std::int64_t c = 0; c < d; ++c) q[r * d + c] *= shape_.scale;
+    float* s = q + heads * d;
+    float* corr = s + g * kChunk;
+    float* rows = corr + 2 * heads;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      load_f32(element(query, item.b, h), dtype_, query.stride(2), d, q + h * d);
+      for (std::int64_t c = 0; c < d; ++c) q[h * d + c] *= shape_.scale;
     }
-    std::fill(o, o + g * d, 0.0f);
-    std::fill(m, m + g, kNegInf);
-    std::fill(l, l + g, 0.0f);
-    const Sequence seq{};  // paged: rows are found through the block table alone
-    for (std::int64_t j0 = item.k0; j0 < item.k1; j0 += kChunk) {
-      const std::int64_t n = std::min(kChunk, item.k1 - j0);
-      scores(q, keys, item.b, seq, item.kv_head, j0, n, s, rows);
-      attention_softmax_tile(s, kChunk, g, n, m, l, corr);
-      attention_scale_rows(o, d, g, d, corr);
-      accumulate(s, values, item.b, seq, item.kv_head, j0, n, o, rows);
-    }
-    if (item.partial >= 0) {
-      float* slot = partial + item.partial * partial_floats;
-      std::copy(m, m + g, slot);
-      std::copy(l, l + g, slot + g);
-      std::copy(o, o + g * d, slot + 2 * g);
-      return;
-    }
-    for (std::int64_t r = 0; r < g; ++r) {
-      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // an empty sequence gets zeros
-      for (std::int64_t c = 0; c < d; ++c) o[r * d + c] *= inv;
-      store_f32(o + r * d, const_cast<void*>(element(output, item.b, item.kv_head * g + r)),
-                dtype_, output.stride(2), d);
+    std::fill(state.o, state.o + heads * d, 0.0f);
+    std::fill(state.m, state.m + heads, kNegInf);
+    std::fill(state.l, state.l + heads, 0.0f);
+    for (std::int64_t j = item.k0; j < item.k1;) {
+      const std::int64_t n = std::min(kChunk, keys.run_length(j, item.k1));
+      for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
+        const std::int64_t r0 = h * g;
+        std::int64_t ld = 0;
+        DataType dt = dtype_;
+        const void* k = rows_of(keys, item.b, h, j, n, rows, ld, dt);
+        attention_scores(q + r0 * d, d, g, k, dt, ld, n, d, s, kChunk);
+        attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
+        attention_scale_rows(state.o + r0 * d, d, g, d, corr);
+        const void* v = rows_of(values, item.b, h, j, n, rows, ld, dt);
+        attention_accumulate_values(s, kChunk, g, v, dt, ld, n, d, state.o + r0 * d, d);
+      }
+      j += n;
     }
   }
 
-  // out = Σ_s e^(m_s - M)·o_s / Σ_s e^(m_s - M)·l_s over the splits of one (sequence, kv head).
-  void merge(const float* slots, std::int64_t count, std::int64_t partial_floats,
-             std::int64_t unit, const Tensor& output) const {
-    const std::int64_t g = shape_.group;
+  // output = Σ_s e^(m_s - M)·o_s / Σ_s e^(m_s - M)·l_s over `count` states `stride` floats apart
+  // (one state: o / l). A head that saw no key (an empty sequence) gets zeros.
+  void finish(const HeadState& first, std::int64_t count, std::int64_t stride, std::int64_t b,
+              const Tensor& output) const {
     const std::int64_t d = shape_.head_size;
-    const std::int64_t b = unit / shape_.kv_heads;
-    const std::int64_t h = unit % shape_.kv_heads;
     std::vector<float> row(d);
-    for (std::int64_t r = 0; r < g; ++r) {
+    for (std::int64_t h = 0; h < shape_.heads; ++h) {
       float big = kNegInf;
-      for (std::int64_t s = 0; s < count; ++s) big = std::max(big, slots[s * partial_floats + r]);
+      for (std::int64_t s = 0; s < count; ++s) big = std::max(big, first.m[s * stride + h]);
       std::fill(row.begin(), row.end(), 0.0f);
       float total = 0.0f;
-      if (big != kNegInf) {
-        for (std::int64_t s = 0; s < count; ++s) {
-          const float* slot = slots + s * partial_floats;
-          if (slot[r] == kNegInf) continue;
-          const float w = std::exp(slot[r] - big);
-          total += w * slot[g + r];
-          for (std::int64_t c = 0; c < d; ++c) row[c] += w * slot[2 * g + r * d + c];
-        }
+      for (std::int64_t s = 0; s < count && big != kNegInf; ++s) {
+        const float m = first.m[s * stride + h];
+        if (m == kNegInf) continue;
+        const float w = count == 1 ? 1.0f : std::exp(m - big);
+        total += w * first.l[s * stride + h];
+        const float* o = first.o + s * stride + h * d;
+        for (std::int64_t c = 0; c < d; ++c) row[c] += w * o[c];
       }
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
       for (float& x : row) x *= inv;
-      store_f32(row.data(), const_cast<void*>(element(output, b, h * g + r)), dtype_,
-                output.stride(2), d);
+      store_f32(row.data(), element(output, b, h), dtype_, output.stride(2), d);
     }
   }
 

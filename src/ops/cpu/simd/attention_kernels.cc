@@ -155,6 +155,73 @@ struct F16Rows {
   static float ToF32(T x) { return float16_to_float(x); }
 };
 
+// Four keys at a time: four independent FMA chains per query row, reduced at the end. The
+// rows (a few KiB) come from memory for the first query row of the group and from L1 after.
+template <class R>
+void Scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k_bytes,
+            std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
+            std::int64_t lds) {
+  const DF d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t dv = head_size / lanes * lanes;
+  const auto* k = static_cast<const typename R::T*>(k_bytes);
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const typename R::T* k0 = k + j * ldk;
+    const typename R::T* k1 = k0 + ldk;
+    const typename R::T* k2 = k1 + ldk;
+    const typename R::T* k3 = k2 + ldk;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float* qg = q + g * ldq;
+      auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+      for (std::int64_t c = 0; c < dv; c += lanes) {
+        const auto qv = hn::LoadU(d, qg + c);
+        a0 = hn::MulAdd(qv, R::Load(d, k0 + c), a0);
+        a1 = hn::MulAdd(qv, R::Load(d, k1 + c), a1);
+        a2 = hn::MulAdd(qv, R::Load(d, k2 + c), a2);
+        a3 = hn::MulAdd(qv, R::Load(d, k3 + c), a3);
+      }
+      float r0 = hn::GetLane(hn::SumOfLanes(d, a0)), r1 = hn::GetLane(hn::SumOfLanes(d, a1));
+      float r2 = hn::GetLane(hn::SumOfLanes(d, a2)), r3 = hn::GetLane(hn::SumOfLanes(d, a3));
+      for (std::int64_t c = dv; c < head_size; ++c) {
+        r0 += qg[c] * R::ToF32(k0[c]), r1 += qg[c] * R::ToF32(k1[c]);
+        r2 += qg[c] * R::ToF32(k2[c]), r3 += qg[c] * R::ToF32(k3[c]);
+      }
+      float* sg = s + g * lds + j;
+      sg[0] = r0, sg[1] = r1, sg[2] = r2, sg[3] = r3;
+    }
+  }
+  for (; j < n; ++j) {
+    const typename R::T* kj = k + j * ldk;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float* qg = q + g * ldq;
+      auto a = hn::Zero(d);
+      for (std::int64_t c = 0; c < dv; c += lanes) {
+        a = hn::MulAdd(hn::LoadU(d, qg + c), R::Load(d, kj + c), a);
+      }
+      float r = hn::GetLane(hn::SumOfLanes(d, a));
+      for (std::int64_t c = dv; c < head_size; ++c) r += qg[c] * R::ToF32(kj[c]);
+      s[g * lds + j] = r;
+    }
+  }
+}
+
+void ScoresF32(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
+               std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
+               std::int64_t lds) {
+  Scores<F32Rows>(q, ldq, groups, k, ldk, n, head_size, s, lds);
+}
+void ScoresBF16(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
+                std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
+                std::int64_t lds) {
+  Scores<BF16Rows>(q, ldq, groups, k, ldk, n, head_size, s, lds);
+}
+void ScoresF16(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
+               std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
+               std::int64_t lds) {
+  Scores<F16Rows>(q, ldq, groups, k, ldk, n, head_size, s, lds);
+}
+
 // One vector column of o at a time, kept in a register over all n value rows; the n rows
 // (<= a chunk of keys, a few KiB) are read from memory for the first group and from L1 after.
 template <class R>
@@ -221,6 +288,9 @@ HWY_EXPORT(AttentionNr);
 HWY_EXPORT(TileProduct);
 HWY_EXPORT(SoftmaxTile);
 HWY_EXPORT(ScaleRows);
+HWY_EXPORT(ScoresF32);
+HWY_EXPORT(ScoresBF16);
+HWY_EXPORT(ScoresF16);
 HWY_EXPORT(AccumulateF32);
 HWY_EXPORT(AccumulateBF16);
 HWY_EXPORT(AccumulateF16);
@@ -245,6 +315,21 @@ void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::
 void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
                           const float* factor) {
   HWY_DYNAMIC_DISPATCH(ScaleRows)(o, ldo, rows, cols, factor);
+}
+
+void attention_scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
+                      DataType dtype, std::int64_t ldk, std::int64_t n, std::int64_t head_size,
+                      float* s, std::int64_t lds) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return HWY_DYNAMIC_DISPATCH(ScoresF32)(q, ldq, groups, k, ldk, n, head_size, s, lds);
+    case DataType::kBFloat16:
+      return HWY_DYNAMIC_DISPATCH(ScoresBF16)(q, ldq, groups, k, ldk, n, head_size, s, lds);
+    case DataType::kFloat16:
+      return HWY_DYNAMIC_DISPATCH(ScoresF16)(q, ldq, groups, k, ldk, n, head_size, s, lds);
+    default:
+      throw_internal_error("attention_scores", "dtype is not a float dtype");
+  }
 }
 
 void attention_accumulate_values(const float* p, std::int64_t ldp, std::int64_t groups,

@@ -34,6 +34,12 @@ void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::
 void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
                           const float* factor);
 
+// s[g·lds + j] = Σ_d q[g·ldq + d] · k[j·ldk + d] for g < groups, j < n, d < head_size: key
+// rows of `dtype` (float32, float16, bfloat16, contiguous) read once from memory per call.
+void attention_scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
+                      DataType dtype, std::int64_t ldk, std::int64_t n, std::int64_t head_size,
+                      float* s, std::int64_t lds);
+
 // o[g·ldo + d] += Σ_j p[g·ldp + j] · v[j·ldv + d] for g < groups, j < n, d < head_size: value
 // rows of `dtype` (float32, float16, bfloat16, contiguous) read once from memory per call.
 void attention_accumulate_values(const float* p, std::int64_t ldp, std::int64_t groups,
