@@ -12,10 +12,12 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_cat(out);
   cpu::register_causal_softmax(out);
   cpu::register_embedding(out);
+  cpu::register_flash_attention(out);
   cpu::register_gemm(out);
   cpu::register_linear(out);
   cpu::register_matmul(out);
   cpu::register_mul(out);
+  cpu::register_paged_attention(out);
   cpu::register_reshape_and_cache(out);
   cpu::register_rms_norm(out);
   cpu::register_rotary_embedding(out);

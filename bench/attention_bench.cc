@@ -1,0 +1,123 @@
+// Attention against this machine's ceilings, measured in the same run: the float32 FMA peak, the
+// bfloat16 multiply-accumulate peak (bench/peak_kernels.h), the copy bandwidth, causal prefill
+// (flash_attention, H = 8, S = 2048, D = 128) and decode (paged_attention, B = 8, H = 32,
+// Hkv = 32 or 8, context 4096, D = 128, block size 16). Counters: flops_per_second (useful
+// FLOPs: 4·S·S·D·H / 2 for causal prefill) and kv_bytes_per_second (the cached K and V bytes a
+// decode step must read).
+// Run: TILEOPS_NUM_THREADS=2 build/release/bench/attention_bench (bench/attention_report.py does).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "bench/peak_kernels.h"
+#include "tests/support/test_tensors.h"
+#include "tileops/ops.h"
+#include "tileops/runtime/thread_pool.h"
+
+namespace tileops {
+namespace {
+
+TensorStorage make(const Dims& shape, DataType dtype) {
+  static std::mt19937_64 rng(1);
+  return testing::random_tensor(shape, dtype, rng, testing::Layout::kContiguous, -1.0, 1.0);
+}
+
+DataType dtype_of(std::int64_t code) {
+  return code == 0 ? DataType::kFloat32 : code == 1 ? DataType::kBFloat16 : DataType::kFloat16;
+}
+
+using PeakFn = double (*)(std::int64_t, float*);
+
+void run_peak(benchmark::State& state, PeakFn fn) {
+  ThreadPool& pool = ThreadPool::global();
+  std::vector<float> sink(static_cast<std::size_t>(pool.num_threads()));
+  std::vector<double> flops(sink.size());
+  double total = 0;
+  for (auto _ : state) {
+    pool.parallel_for(pool.num_threads(), [&](std::int64_t i) {
+      flops[static_cast<std::size_t>(i)] = fn(1 << 22, &sink[static_cast<std::size_t>(i)]);
+    });
+    for (double f : flops) total += f;
+    benchmark::DoNotOptimize(sink.data());
+  }
+  state.counters["flops_per_second"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
+}
+
+void BM_fma_peak(benchmark::State& state) { run_peak(state, &bench::fma_peak_flops); }
+void BM_bf16_peak(benchmark::State& state) { run_peak(state, &bench::bf16_peak_flops); }
+
+// memcpy of 64 MiB split over the pool (read + write bytes/s), as in ops_bench.
+void BM_copy(benchmark::State& state) {
+  TensorStorage in = make({4096, 4096}, DataType::kFloat32);
+  TensorStorage out = make({4096, 4096}, DataType::kFloat32);
+  const auto bytes = static_cast<std::int64_t>(in.bytes());
+  for (auto _ : state) {
+    ThreadPool::global().parallel_range(bytes, 1 << 20, [&](int, std::int64_t b, std::int64_t e) {
+      std::memcpy(static_cast<char*>(out.data()) + b, static_cast<char*>(in.data()) + b,
+                  static_cast<std::size_t>(e - b));
+    });
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes_per_second"] = benchmark::Counter(
+      2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: dtype (0 float32, 1 bfloat16, 2 float16), heads, sequence length, head size.
+void BM_prefill(benchmark::State& state) {
+  const DataType dtype = dtype_of(state.range(0));
+  const std::int64_t h = state.range(1), s = state.range(2), d = state.range(3);
+  TensorStorage q = make({s, h, d}, dtype), k = make({s, h, d}, dtype), v = make({s, h, d}, dtype);
+  TensorStorage out = make({s, h, d}, dtype);
+  ops::AttentionAttributes attrs;
+  attrs.num_heads = h, attrs.num_kv_heads = h, attrs.head_size = d, attrs.causal = true;
+  for (auto _ : state) ops::flash_attention(q, k, v, Tensor(), Tensor(), Tensor(), attrs, out);
+  const double useful = 4.0 * static_cast<double>(s * s * d * h) / 2.0;
+  state.counters["flops_per_second"] =
+      benchmark::Counter(useful, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: dtype, batch, heads, kv heads, context, head size. Block size 16, blocks shuffled.
+void BM_decode(benchmark::State& state) {
+  const DataType dtype = dtype_of(state.range(0));
+  const std::int64_t b = state.range(1), h = state.range(2), hkv = state.range(3);
+  const std::int64_t ctx_len = state.range(4), d = state.range(5), bs = 16;
+  const std::int64_t per_seq = ctx_len / bs, blocks = b * per_seq;
+  TensorStorage q = make({b, h, d}, dtype), out = make({b, h, d}, dtype);
+  TensorStorage kc = make({blocks, bs, hkv, d}, dtype), vc = make({blocks, bs, hkv, d}, dtype);
+  TensorStorage lens({b}, DataType::kInt32), table({b, per_seq}, DataType::kInt32);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(3));
+  std::memcpy(table.data(), ids.data(), ids.size() * sizeof(std::int32_t));
+  for (std::int64_t i = 0; i < b; ++i) static_cast<std::int32_t*>(lens.data())[i] = ctx_len;
+  ops::AttentionAttributes attrs;
+  attrs.num_heads = h, attrs.num_kv_heads = hkv, attrs.head_size = d;
+  for (auto _ : state) ops::paged_attention(q, kc, vc, lens, table, attrs, out);
+  state.counters["kv_bytes_per_second"] =
+      benchmark::Counter(static_cast<double>(kc.bytes() + vc.bytes()),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_prefill)
+    ->Args({0, 8, 2048, 128})
+    ->Args({1, 8, 2048, 128})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_decode)
+    ->Args({0, 8, 32, 32, 4096, 128})
+    ->Args({0, 8, 32, 8, 4096, 128})
+    ->Args({1, 8, 32, 32, 4096, 128})
+    ->Args({1, 8, 32, 8, 4096, 128})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tileops
+
+BENCHMARK_MAIN();

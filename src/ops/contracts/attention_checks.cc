@@ -1,0 +1,121 @@
+#include "src/ops/contracts/attention_checks.h"
+
+#include <cmath>
+#include <string>
+
+namespace tileops::ops {
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+bool attention_present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+
+bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors) {
+  if (tensors.size() != problem.tensors.size()) return false;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!problem.tensors[i].matches(tensors[i])) return false;
+  }
+  return true;
+}
+
+std::vector<double> resolve_attention_attributes(const ArgCheck& check,
+                                                 const AttentionAttributes& attrs,
+                                                 std::int64_t query_heads,
+                                                 std::int64_t query_head_size) {
+  if (attrs.num_heads != query_heads || attrs.num_heads < 1) {
+    check.fail(ErrorKind::kInvalidArgument, "num_heads",
+               "the query's head count " + str(query_heads) + ", >= 1", str(attrs.num_heads));
+  }
+  if (attrs.num_kv_heads <= 0 || attrs.num_heads % attrs.num_kv_heads != 0) {
+    check.fail(ErrorKind::kInvalidArgument, "num_kv_heads",
+               "a positive divisor of num_heads = " + str(attrs.num_heads),
+               str(attrs.num_kv_heads));
+  }
+  if (attrs.head_size != query_head_size || attrs.head_size <= 0 || attrs.head_size > 256) {
+    check.fail(ErrorKind::kInvalidArgument, "head_size",
+               "the query's last dim " + str(query_head_size) + ", in [1, 256]",
+               str(attrs.head_size));
+  }
+  if (!std::isfinite(attrs.scale)) {
+    check.fail(ErrorKind::kInvalidArgument, "scale", "a finite number (0: 1/sqrt(head_size))",
+               std::to_string(attrs.scale));
+  }
+  if (attrs.window_left < -1 || attrs.window_right < -1) {
+    check.fail(ErrorKind::kInvalidArgument, attrs.window_left < -1 ? "window_left" : "window_right",
+               ">= -1 (-1: unbounded)",
+               str(attrs.window_left < -1 ? attrs.window_left : attrs.window_right));
+  }
+  std::int64_t left = attrs.window_left;
+  std::int64_t right = attrs.window_right;
+  if (attrs.sliding_window) {
+    const std::int64_t w = *attrs.sliding_window;
+    if (w < 1) {
+      check.fail(ErrorKind::kInvalidArgument, "sliding_window", ">= 1 (or none)", str(w));
+    }
+    const bool given = left != -1 || right != -1;
+    if (given && (left != w - 1 || right != 0)) {
+      check.fail(ErrorKind::kInvalidArgument, "sliding_window",
+                 "to agree with (window_left, window_right) = (" + str(w - 1) + ", 0)",
+                 "sliding_window " + str(w) + " with (" + str(left) + ", " + str(right) + ")");
+    }
+    left = w - 1;
+    right = 0;
+  }
+  if (attrs.causal) right = 0;
+  const double scale =
+      attrs.scale != 0 ? attrs.scale : 1.0 / std::sqrt(static_cast<double>(attrs.head_size));
+  std::vector<double> out(kAttrCount, 0.0);
+  out[kAttrHeads] = static_cast<double>(attrs.num_heads);
+  out[kAttrKvHeads] = static_cast<double>(attrs.num_kv_heads);
+  out[kAttrHeadSize] = static_cast<double>(attrs.head_size);
+  out[kAttrScale] = scale;
+  out[kAttrCausal] = attrs.causal ? 1.0 : 0.0;
+  out[kAttrWindowLeft] = static_cast<double>(left);
+  out[kAttrWindowRight] = static_cast<double>(right);
+  return out;
+}
+
+void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view arg,
+                        const Dims& shape, std::string_view why) {
+  check.usable(t, arg);
+  check.dtype_is(t, arg, DataType::kInt32);
+  check.rank_is(t, arg, shape.size());
+  check.shape_is(t, arg, shape, why);
+}
+
+void check_cumulative_lengths(const ArgCheck& check, const Tensor& cu, std::string_view arg,
+                              std::int64_t total) {
+  const std::int64_t n = cu.size(0);
+  if (index_at(cu, 0) != 0) {
+    check.fail(ErrorKind::kInvalidArgument, arg, "cumulative lengths starting at 0",
+               "first value " + str(index_at(cu, 0)));
+  }
+  for (std::int64_t i = 1; i < n; ++i) {
+    if (index_at(cu, i) < index_at(cu, i - 1)) {
+      check.fail(ErrorKind::kInvalidArgument, arg, "non-decreasing cumulative lengths",
+                 "value " + str(index_at(cu, i)) + " at " + str(i) + " after " +
+                     str(index_at(cu, i - 1)));
+    }
+  }
+  if (total >= 0 && index_at(cu, n - 1) != total) {
+    check.fail(ErrorKind::kInvalidArgument, arg, "a last value equal to the token count " + str(total),
+               str(index_at(cu, n - 1)));
+  }
+}
+
+void check_block_ids(const ArgCheck& check, const Tensor& block_table, std::int64_t b,
+                     std::int64_t length, std::int64_t block_size, std::int64_t num_blocks) {
+  const std::int64_t used = (length + block_size - 1) / block_size;
+  for (std::int64_t k = 0; k < used; ++k) {
+    const std::int64_t id = index_at(block_table, b, k);
+    if (id < 0 || id >= num_blocks) {
+      check.fail(ErrorKind::kInvalidArgument, "block_table",
+                 "block ids in [0, " + str(num_blocks) + ")",
+                 str(id) + " at [" + str(b) + ", " + str(k) + "]");
+    }
+  }
+}
+
+}  // namespace tileops::ops

@@ -1,0 +1,154 @@
+// flash_attention on CPU in two parallel phases: (1) every key/value tile that some query can see
+// is converted to float32 and packed once (kv_pack.h); (2) query tiles run the online softmax
+// over their visible key tiles (prefill_tile.h), the most expensive tiles first so that the
+// threads, which claim tiles dynamically, finish together under a causal mask.
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "src/ops/cpu/attention/kv_pack.h"
+#include "src/ops/cpu/attention/prefill_tile.h"
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/simd/attention_kernels.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tileops/runtime/workspace_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+constexpr std::int64_t kKvTileStrips = 4;    // key tile = 4 strips (96 keys on AVX2)
+constexpr std::int64_t kQueryTileRows = 64;  // rows (positions × group heads) per query tile
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+// Calls fn(chunk, item) for items [0, n) claimed one at a time by every thread; chunk indexes
+// per-thread scratch.
+template <typename Fn>
+void for_each_claimed(ThreadPool& pool, std::int64_t n, Fn&& fn) {
+  std::atomic<std::int64_t> next{0};
+  pool.parallel_range(pool.num_threads(), 1, [&](int chunk, std::int64_t, std::int64_t) {
+    for (std::int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(chunk, i);
+  });
+}
+
+class FlashAttentionCpu final : public Operator {
+ public:
+  explicit FlashAttentionCpu(const Problem& problem)
+      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[0].dtype) {
+    packed_.nr = attention_nr();
+    packed_.kv_tile = kKvTileStrips * packed_.nr;
+    packed_.head_size = shape_.head_size;
+    packed_.padded_size = round_up(shape_.head_size, packed_.nr);
+    positions_per_tile_ = std::max<std::int64_t>(1, kQueryTileRows / shape_.group);
+  }
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const Tensor& query = tensors[0];
+    const Tensor& cu_q = tensors[3];
+    const Tensor& cu_kv = tensors[4];
+    const Tensor& block_table = tensors[5];
+    const std::vector<Sequence> sequences = read_sequences(query, tensors[1], cu_q, cu_kv,
+                                                           block_table);
+    const auto batch = static_cast<std::int64_t>(sequences.size());
+    const std::int64_t kv_heads = shape_.kv_heads;
+
+    // Key tiles each sequence's queries can see, and where their packed copies go.
+    std::vector<std::int64_t> first_tile(batch), tile_count(batch), tile_offset(batch * kv_heads);
+    std::vector<QueryTile> work;
+    std::int64_t total_tiles = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const Sequence& seq = sequences[b];
+      std::int64_t first = 0, last = -1;
+      visible_key_tiles(shape_, seq, 0, seq.q_len, packed_.kv_tile, first, last);
+      first_tile[b] = first;
+      tile_count[b] = std::max<std::int64_t>(0, last - first + 1);
+      for (std::int64_t h = 0; h < kv_heads; ++h) {
+        tile_offset[b * kv_heads + h] = total_tiles;
+        total_tiles += tile_count[b];
+        for (std::int64_t i = 0; i < seq.q_len; i += positions_per_tile_) {
+          QueryTile t{b, h, i, std::min(positions_per_tile_, seq.q_len - i), 0};
+          std::int64_t f = 0, l = -1;
+          visible_key_tiles(shape_, seq, t.first, t.first + t.positions, packed_.kv_tile, f, l);
+          t.cost = l - f + 2;  // +1: the query rows' own load and store
+          work.push_back(t);
+        }
+      }
+    }
+    std::stable_sort(work.begin(), work.end(),
+                     [](const QueryTile& a, const QueryTile& b) { return a.cost > b.cost; });
+
+    ThreadPool& pool = ctx.threads();
+    const std::int64_t threads = pool.num_threads();
+    const std::int64_t scratch = round_up(
+        std::max(query_tile_scratch(packed_, positions_per_tile_ * shape_.group), shape_.head_size),
+        16);
+    WorkspacePool::Lease lease = ctx.workspace().acquire(
+        kCpu, ctx.stream, 0,
+        sizeof(float) * static_cast<std::size_t>(total_tiles * packed_.tile_floats() +
+                                                 threads * scratch + 16));
+    float* tiles = lease.as<float>();
+    float* thread_scratch = tiles + total_tiles * packed_.tile_floats();
+
+    const KvRows keys(tensors[1], block_table, shape_.block_size);
+    const KvRows values(tensors[2], block_table, shape_.block_size);
+    // Phase 1: pack (sequence, kv head, key tile) items.
+    for_each_claimed(pool, total_tiles, [&](int chunk, std::int64_t item) {
+      const auto it = std::upper_bound(tile_offset.begin(), tile_offset.end(), item) - 1;
+      const std::int64_t bh = it - tile_offset.begin();
+      const std::int64_t b = bh / kv_heads;
+      const std::int64_t kt = first_tile[b] + (item - *it);
+      const std::int64_t j0 = kt * packed_.kv_tile;
+      pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0,
+                   std::min(packed_.kv_tile, sequences[b].kv_len - j0), packed_,
+                   tiles + item * packed_.tile_floats(), thread_scratch + chunk * scratch);
+    });
+    // Phase 2: query tiles.
+    PrefillCall call{shape_,          packed_,           dtype_, query, tensors[6], tiles,
+                     tile_offset.data(), first_tile.data(), sequences.data()};
+    for_each_claimed(pool, static_cast<std::int64_t>(work.size()),
+                     [&](int chunk, std::int64_t i) {
+                       run_query_tile(call, work[i], thread_scratch + chunk * scratch);
+                     });
+  }
+
+ private:
+  std::vector<Sequence> read_sequences(const Tensor& query, const Tensor& key, const Tensor& cu_q,
+                                       const Tensor& cu_kv, const Tensor& block_table) const {
+    const bool has_q = attention_present(cu_q);
+    const bool has_kv = attention_present(cu_kv);
+    std::int64_t batch = 1;
+    if (has_q) batch = cu_q.size(0) - 1;
+    else if (has_kv) batch = cu_kv.size(0) - 1;
+    const bool paged = shape_.block_size > 0;
+    std::vector<Sequence> out(batch);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      Sequence& s = out[b];
+      s.q_start = has_q ? index_at(cu_q, b) : 0;
+      s.q_len = has_q ? index_at(cu_q, b + 1) - s.q_start : query.size(0);
+      if (has_kv) {
+        s.kv_start = paged ? 0 : index_at(cu_kv, b);
+        s.kv_len = index_at(cu_kv, b + 1) - index_at(cu_kv, b);
+      } else {
+        s.kv_len = paged ? block_table.size(1) * shape_.block_size : key.size(0);
+      }
+    }
+    return out;
+  }
+
+  static bool attention_present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+
+  AttentionShape shape_;
+  DataType dtype_;
+  PackedTileShape packed_;
+  std::int64_t positions_per_tile_ = 1;
+};
+
+}  // namespace
+
+void register_flash_attention(std::vector<Implementation>& out) {
+  out.push_back({"flash_attention", DeviceType::kCpu, 0, "native",
+                 [](const Problem& p) { return std::make_unique<FlashAttentionCpu>(p); }});
+}
+
+}  // namespace tileops::ops::cpu

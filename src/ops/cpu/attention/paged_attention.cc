@@ -1,0 +1,211 @@
+// paged_attention on CPU: one work item per (sequence, split of its keys) covering every head,
+// so that the cache is read block by block in address order (a block holds all kv heads of its
+// keys: reading one head at a time would touch one row per 4 KiB page). Per run of keys inside a
+// block and per kv head, the group's query rows are dotted with the key rows straight from the
+// cache (any float dtype), the online softmax advances, and the value rows are accumulated
+// straight from the cache too: every cached byte is read once. When there are fewer sequences
+// than the threads can use, long contexts are split over threads (split-KV) and the partial
+// results merged by their log-sum-exp.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "src/ops/cpu/attention/attention_plan.h"
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/simd/attention_kernels.h"
+#include "src/ops/cpu/simd/convert.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tileops/runtime/workspace_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+constexpr std::int64_t kChunk = 64;          // most keys per online-softmax step
+constexpr std::int64_t kMinSplit = 256;      // fewer keys per split cost more to merge than gain
+constexpr std::int64_t kItemsPerThread = 4;  // split until there are this many items per thread
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct DecodeItem {
+  std::int64_t b, k0, k1;
+  std::int64_t partial;  // slot in the partial buffer, -1: the only split (writes the output)
+};
+
+// Per-item state of every head: running max, sum and unnormalised output.
+struct HeadState {
+  float* m;
+  float* l;
+  float* o;  // [heads][head_size]
+};
+
+class PagedAttentionCpu final : public Operator {
+ public:
+  explicit PagedAttentionCpu(const Problem& problem)
+      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[0].dtype) {}
+
+  void run(std::span<const Tensor> tensors, const Context& ctx) const override {
+    const Tensor& query = tensors[0];
+    const Tensor& lens = present(tensors[6]) ? tensors[6] : tensors[3];
+    const Tensor& table = present(tensors[7]) ? tensors[7] : tensors[4];
+    const std::int64_t batch = query.size(0);
+    const std::int64_t heads = shape_.heads;
+    const std::int64_t d = shape_.head_size;
+    ThreadPool& pool = ctx.threads();
+    const std::int64_t threads = pool.num_threads();
+
+    std::int64_t max_len = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      max_len = std::max<std::int64_t>(max_len, index_at(lens, b));
+    }
+    std::int64_t split = std::numeric_limits<std::int64_t>::max();
+    if (batch < kItemsPerThread * threads / 2) {
+      const std::int64_t want =
+          (max_len * batch + kItemsPerThread * threads - 1) / (kItemsPerThread * threads);
+      split = std::max(kMinSplit,
+                       (want + shape_.block_size - 1) / shape_.block_size * shape_.block_size);
+    }
+    std::vector<DecodeItem> items;
+    std::vector<std::int64_t> merge_batch, merge_first, merge_count;
+    std::int64_t partials = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const std::int64_t len = index_at(lens, b);
+      // The query is the last position: the left window counts back from it.
+      const std::int64_t lo =
+          shape_.window_left < 0 ? 0 : std::max<std::int64_t>(0, len - 1 - shape_.window_left);
+      const std::int64_t n = len - lo;
+      const std::int64_t splits = n <= split ? 1 : (n + split - 1) / split;
+      if (splits > 1) {
+        merge_batch.push_back(b), merge_first.push_back(partials), merge_count.push_back(splits);
+      }
+      for (std::int64_t s = 0; s < splits; ++s) {
+        items.push_back(
+            {b, lo + s * n / splits, lo + (s + 1) * n / splits, splits > 1 ? partials++ : -1});
+      }
+    }
+
+    const std::int64_t state_floats = heads * (d + 2);
+    const std::int64_t scratch = state_floats + heads * d + shape_.group * kChunk + 2 * heads +
+                                 kChunk * d + 64;
+    WorkspacePool::Lease lease = ctx.workspace().acquire(
+        kCpu, ctx.stream, 0,
+        sizeof(float) * static_cast<std::size_t>(partials * state_floats + threads * scratch));
+    float* partial = lease.as<float>();
+    float* thread_scratch = partial + partials * state_floats;
+    const KvRows keys(tensors[1], table, shape_.block_size);
+    const KvRows values(tensors[2], table, shape_.block_size);
+
+    std::atomic<std::int64_t> next{0};
+    const auto n_items = static_cast<std::int64_t>(items.size());
+    pool.parallel_range(threads, 1, [&](int chunk, std::int64_t, std::int64_t) {
+      for (std::int64_t i = next.fetch_add(1); i < n_items; i = next.fetch_add(1)) {
+        float* mine = thread_scratch + chunk * scratch;
+        float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
+        const HeadState state{slot, slot + heads, slot + 2 * heads};
+        run_item(query, keys, values, items[i], state, mine + state_floats);
+        if (items[i].partial < 0) finish(state, 1, 0, items[i].b, tensors[5]);
+      }
+    });
+    pool.parallel_for(static_cast<std::int64_t>(merge_batch.size()), [&](std::int64_t u) {
+      float* slot = partial + merge_first[u] * state_floats;
+      finish({slot, slot + heads, slot + 2 * heads}, merge_count[u], state_floats, merge_batch[u],
+             tensors[5]);
+    });
+  }
+
+ private:
+  static bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+
+  void* element(const Tensor& t, std::int64_t i, std::int64_t h) const {
+    return static_cast<char*>(t.data()) +
+           (i * t.stride(0) + h * t.stride(1)) * static_cast<std::int64_t>(t.element_size());
+  }
+
+  // The rows of keys [j, j + n) of kv head h as contiguous rows of some dtype: straight from the
+  // cache when its last dim is contiguous, else gathered into float32 `rows`.
+  const void* rows_of(const KvRows& kv, std::int64_t b, std::int64_t h, std::int64_t j,
+                      std::int64_t n, float* rows, std::int64_t& ld, DataType& dtype) const {
+    const Sequence seq{};  // paged: rows are found through the block table alone
+    if (kv.d_stride() == 1) {
+      ld = kv.key_stride(), dtype = dtype_;
+      return kv.row(b, seq, h, j);
+    }
+    const std::int64_t d = shape_.head_size;
+    for (std::int64_t i = 0; i < n; ++i) {
+      load_f32(kv.row(b, seq, h, j + i), dtype_, kv.d_stride(), d, rows + i * d);
+    }
+    ld = d, dtype = DataType::kFloat32;
+    return rows;
+  }
+
+  void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
+                const DecodeItem& item, const HeadState& state, float* scratch) const {
+    const std::int64_t g = shape_.group;
+    const std::int64_t d = shape_.head_size;
+    const std::int64_t heads = shape_.heads;
+    float* q = scratch;
+    float* s = q + heads * d;
+    float* corr = s + g * kChunk;
+    float* rows = corr + 2 * heads;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      load_f32(element(query, item.b, h), dtype_, query.stride(2), d, q + h * d);
+      for (std::int64_t c = 0; c < d; ++c) q[h * d + c] *= shape_.scale;
+    }
+    std::fill(state.o, state.o + heads * d, 0.0f);
+    std::fill(state.m, state.m + heads, kNegInf);
+    std::fill(state.l, state.l + heads, 0.0f);
+    for (std::int64_t j = item.k0; j < item.k1;) {
+      const std::int64_t n = std::min(kChunk, keys.run_length(j, item.k1));
+      for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
+        const std::int64_t r0 = h * g;
+        std::int64_t ld = 0;
+        DataType dt = dtype_;
+        const void* k = rows_of(keys, item.b, h, j, n, rows, ld, dt);
+        attention_scores(q + r0 * d, d, g, k, dt, ld, n, d, s, kChunk);
+        attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
+        attention_scale_rows(state.o + r0 * d, d, g, d, corr);
+        const void* v = rows_of(values, item.b, h, j, n, rows, ld, dt);
+        attention_accumulate_values(s, kChunk, g, v, dt, ld, n, d, state.o + r0 * d, d);
+      }
+      j += n;
+    }
+  }
+
+  // output = Σ_s e^(m_s - M)·o_s / Σ_s e^(m_s - M)·l_s over `count` states `stride` floats apart
+  // (one state: o / l). A head that saw no key (an empty sequence) gets zeros.
+  void finish(const HeadState& first, std::int64_t count, std::int64_t stride, std::int64_t b,
+              const Tensor& output) const {
+    const std::int64_t d = shape_.head_size;
+    std::vector<float> row(d);
+    for (std::int64_t h = 0; h < shape_.heads; ++h) {
+      float big = kNegInf;
+      for (std::int64_t s = 0; s < count; ++s) big = std::max(big, first.m[s * stride + h]);
+      std::fill(row.begin(), row.end(), 0.0f);
+      float total = 0.0f;
+      for (std::int64_t s = 0; s < count && big != kNegInf; ++s) {
+        const float m = first.m[s * stride + h];
+        if (m == kNegInf) continue;
+        const float w = count == 1 ? 1.0f : std::exp(m - big);
+        total += w * first.l[s * stride + h];
+        const float* o = first.o + s * stride + h * d;
+        for (std::int64_t c = 0; c < d; ++c) row[c] += w * o[c];
+      }
+      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+      for (float& x : row) x *= inv;
+      store_f32(row.data(), element(output, b, h), dtype_, output.stride(2), d);
+    }
+  }
+
+  AttentionShape shape_;
+  DataType dtype_;
+};
+
+}  // namespace
+
+void register_paged_attention(std::vector<Implementation>& out) {
+  out.push_back({"paged_attention", DeviceType::kCpu, 0, "native",
+                 [](const Problem& p) { return std::make_unique<PagedAttentionCpu>(p); }});
+}
+
+}  // namespace tileops::ops::cpu

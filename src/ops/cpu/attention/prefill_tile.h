@@ -1,0 +1,44 @@
+// One work item of flash_attention: a tile of query rows (consecutive positions × the query
+// heads of one kv head, so GQA shares every key/value tile across its group) against the packed
+// key/value tiles it can see, with the online softmax carried across tiles in float32.
+#pragma once
+
+#include <cstdint>
+
+#include "src/ops/cpu/attention/attention_plan.h"
+#include "src/ops/cpu/attention/kv_pack.h"
+
+namespace tileops::ops::cpu {
+
+struct QueryTile {
+  std::int64_t sequence_index = 0;
+  std::int64_t kv_head = 0;
+  std::int64_t first = 0;      // first query position in the sequence
+  std::int64_t positions = 0;  // positions in the tile (rows = positions · group)
+  std::int64_t cost = 0;       // key tiles visited (for scheduling)
+};
+
+struct PrefillCall {
+  AttentionShape shape;
+  PackedTileShape packed;
+  DataType dtype = DataType::kFloat32;
+  Tensor query, output;
+  // Packed tiles of (sequence, kv head): packed_tiles + tile_offset(b, h)·tile_floats, where the
+  // sequence's tiles start at key tile first_tile[b].
+  const float* packed_tiles = nullptr;
+  const std::int64_t* tile_offset = nullptr;  // [b·kv_heads + h]
+  const std::int64_t* first_tile = nullptr;   // [b]
+  const Sequence* sequences = nullptr;
+};
+
+// Floats of scratch run_query_tile needs for a tile of `rows` rows.
+std::int64_t query_tile_scratch(const PackedTileShape& packed, std::int64_t rows);
+
+// Key tiles [first, last] a tile of query positions [i0, i1) can see (first > last: none).
+void visible_key_tiles(const AttentionShape& shape, const Sequence& seq, std::int64_t i0,
+                       std::int64_t i1, std::int64_t kv_tile, std::int64_t& first,
+                       std::int64_t& last);
+
+void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scratch);
+
+}  // namespace tileops::ops::cpu

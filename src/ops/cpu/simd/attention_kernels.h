@@ -1,0 +1,49 @@
+// SIMD kernels of the CPU attention (src/ops/cpu/attention/): the register-tiled product of
+// row-major float32 rows with a packed panel (QKᵀ with the keys packed d-major, PV with the
+// values packed key-major), the online-softmax update of a score tile, and the decode kernel
+// that accumulates probability-weighted value rows read straight from a float32/float16/bfloat16
+// cache.
+#pragma once
+
+#include <cstdint>
+
+#include "tileops/core/data_type.h"
+
+namespace tileops::ops::cpu {
+
+// Rows of the tile product's register tile (A rows are visited in groups of this many).
+inline constexpr std::int64_t kAttentionMr = 4;
+
+// Columns of one packed strip: three float32 vectors of the best SIMD target (24 on AVX2).
+std::int64_t attention_nr();
+
+// c[i·ldc + t·Nr + j] (+)= Σ_p a[i·lda + p] · b[t·b_strip + p·Nr + j] for i < 4·m_strips,
+// t < n_strips, j < Nr, p < kc. A is row-major (rows padded to a multiple of 4 by the caller),
+// each B strip kc×Nr floats. accumulate = false overwrites c.
+void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips,
+                            const float* b, std::int64_t b_strip, std::int64_t n_strips,
+                            std::int64_t kc, float* c, std::int64_t ldc, bool accumulate);
+
+// Online-softmax step over a tile of scores s (rows × cols, row stride lds; -inf = masked):
+// per row, m' = max(m, max_j s), s_j = e^(s_j - m'), corr = e^(m - m'), l = l·corr + Σ_j s_j,
+// m = m'. A row whose scores are all -inf so far keeps m = -inf, gets zeros and corr = 1.
+void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
+                            float* m, float* l, float* corr);
+
+// o[i·ldo + j] *= factor[i] for i < rows, j < cols (rows whose factor is 1 are skipped).
+void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
+                          const float* factor);
+
+// s[g·lds + j] = Σ_d q[g·ldq + d] · k[j·ldk + d] for g < groups, j < n, d < head_size: key
+// rows of `dtype` (float32, float16, bfloat16, contiguous) read once from memory per call.
+void attention_scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
+                      DataType dtype, std::int64_t ldk, std::int64_t n, std::int64_t head_size,
+                      float* s, std::int64_t lds);
+
+// o[g·ldo + d] += Σ_j p[g·ldp + j] · v[j·ldv + d] for g < groups, j < n, d < head_size: value
+// rows of `dtype` (float32, float16, bfloat16, contiguous) read once from memory per call.
+void attention_accumulate_values(const float* p, std::int64_t ldp, std::int64_t groups,
+                                 const void* v, DataType dtype, std::int64_t ldv, std::int64_t n,
+                                 std::int64_t head_size, float* o, std::int64_t ldo);
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,119 @@
+// Building blocks of the attention tests: random queries, keys and values for a batch of
+// sequences, packed ([T, Hkv, D]) or in a paged cache scattered over shuffled blocks, and the
+// float64 reference on the same (rounded) values.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "tests/support/reference_attention.h"
+#include "tests/support/test_tensors.h"
+#include "tileops/ops/flash_attention.h"
+
+namespace tileops::testing {
+
+struct AttentionCase {
+  DataType dtype = DataType::kFloat32;
+  std::int64_t heads = 4, kv_heads = 1, head_size = 64;
+  std::vector<std::int64_t> q_lens, kv_lens;
+  bool causal = false;
+  std::int64_t window_left = -1, window_right = -1;
+  std::optional<std::int64_t> sliding_window;
+  std::int64_t block_size = 0;  // 0: packed keys and values
+  Layout layout = Layout::kContiguous;  // of query and output (and caches)
+  double scale = 0;
+
+  ops::AttentionAttributes attributes() const {
+    ops::AttentionAttributes a;
+    a.num_heads = heads, a.num_kv_heads = kv_heads, a.head_size = head_size;
+    a.scale = scale, a.causal = causal;
+    a.window_left = window_left, a.window_right = window_right;
+    a.sliding_window = sliding_window;
+    return a;
+  }
+  reference::AttentionSpec spec() const {
+    reference::AttentionSpec s;
+    s.heads = heads, s.kv_heads = kv_heads, s.head_size = head_size;
+    s.scale = scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_size));
+    s.causal = causal;
+    s.window_left = sliding_window ? *sliding_window - 1 : window_left;
+    s.window_right = sliding_window ? 0 : window_right;
+    return s;
+  }
+};
+
+inline std::vector<std::int64_t> cumulative(const std::vector<std::int64_t>& lens) {
+  std::vector<std::int64_t> cu(lens.size() + 1, 0);
+  std::partial_sum(lens.begin(), lens.end(), cu.begin() + 1);
+  return cu;
+}
+
+inline TensorStorage int32_tensor(const std::vector<std::int64_t>& values, const Dims& shape) {
+  TensorStorage t(shape, DataType::kInt32);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    static_cast<std::int32_t*>(t.data())[i] = static_cast<std::int32_t>(values[i]);
+  }
+  return t;
+}
+
+// Keys and values of every sequence: packed, plus (when block_size > 0) the paged cache holding
+// the same rows, its block table (unused entries -1) and the cumulative kv lengths.
+struct AttentionInputs {
+  TensorStorage query, key, value;        // key/value packed [Tkv, Hkv, D]
+  TensorStorage key_cache, value_cache;   // paged [blocks, block_size, Hkv, D]
+  TensorStorage block_table, cu_q, cu_kv;
+  std::vector<double> q, k, v;            // row-major float64 of query/key/value
+
+  AttentionInputs(const AttentionCase& c, std::mt19937_64& rng) {
+    const auto cu_q_values = cumulative(c.q_lens);
+    const auto cu_kv_values = cumulative(c.kv_lens);
+    const std::int64_t tq = cu_q_values.back(), tkv = cu_kv_values.back();
+    const auto batch = static_cast<std::int64_t>(c.q_lens.size());
+    query = random_tensor({tq, c.heads, c.head_size}, c.dtype, rng, c.layout);
+    key = random_tensor({tkv, c.kv_heads, c.head_size}, c.dtype, rng);
+    value = random_tensor({tkv, c.kv_heads, c.head_size}, c.dtype, rng);
+    q = to_doubles(query), k = to_doubles(key), v = to_doubles(value);
+    cu_q = int32_tensor(cu_q_values, {batch + 1});
+    cu_kv = int32_tensor(cu_kv_values, {batch + 1});
+    if (c.block_size == 0) return;
+    const std::int64_t bs = c.block_size;
+    std::int64_t max_blocks = 1, used = 0;
+    for (std::int64_t len : c.kv_lens) {
+      max_blocks = std::max(max_blocks, (len + bs - 1) / bs);
+      used += (len + bs - 1) / bs;
+    }
+    const std::int64_t num_blocks = used + 3;  // spare blocks never referenced
+    std::vector<std::int64_t> order(num_blocks);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::int64_t> table(batch * max_blocks, -1);
+    const Dims cache_shape{num_blocks, bs, c.kv_heads, c.head_size};
+    key_cache = random_tensor(cache_shape, c.dtype, rng, c.layout);
+    value_cache = random_tensor(cache_shape, c.dtype, rng, c.layout);
+    std::vector<double> kc = to_doubles(key_cache), vc = to_doubles(value_cache);
+    const std::int64_t row = c.kv_heads * c.head_size;
+    std::int64_t next = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t j = 0; j < c.kv_lens[b]; ++j) {
+        if (j % bs == 0) table[b * max_blocks + j / bs] = order[next++];
+        const std::int64_t slot = table[b * max_blocks + j / bs] * bs + j % bs;
+        const std::int64_t t = cu_kv_values[b] + j;
+        std::copy(&k[t * row], &k[t * row] + row, &kc[slot * row]);
+        std::copy(&v[t * row], &v[t * row] + row, &vc[slot * row]);
+      }
+    }
+    from_doubles(key_cache, kc);
+    from_doubles(value_cache, vc);
+    block_table = int32_tensor(table, {batch, max_blocks});
+  }
+
+  std::vector<double> expected(const AttentionCase& c) const {
+    return reference::attention(q, k, v, cumulative(c.q_lens), cumulative(c.kv_lens), c.spec());
+  }
+};
+
+}  // namespace tileops::testing

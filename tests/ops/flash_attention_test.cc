@@ -1,0 +1,224 @@
+// flash_attention against the float64 reference: varlen batches with lengths 1, 17, 129 and 1000,
+// GQA ratios 1/4/8, head sizes 64/80/128/256, every float dtype, causal with q shorter than kv,
+// both sliding-window forms, paged caches with block sizes 16 and 32 (equal to the packed
+// results bit for bit), strided query/output, poisoned outputs, the class form, the flash-attn
+// adapters and bad inputs.
+#include "tileops/ops/flash_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/ops/attention_cases.h"
+#include "tests/support/expect_rejected.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::AttentionCase;
+using testing::AttentionInputs;
+using testing::expect_rejected;
+using testing::Layout;
+
+testing::Tolerance attention_tolerance(DataType dtype, std::int64_t head_size) {
+  return testing::dot_tolerance(dtype, head_size);
+}
+
+// Runs the case (packed and, when block_size > 0, paged) and checks it against the reference;
+// returns the output.
+TensorStorage run_case(const AttentionCase& c, std::uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  AttentionInputs in(c, rng);
+  const Dims out_shape = in.query.view().shape();
+  TensorStorage out = testing::poisoned(out_shape, c.dtype, c.layout);
+  if (c.block_size == 0) {
+    flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), c.attributes(), out);
+  } else {
+    flash_attention(in.query, in.key_cache, in.value_cache, in.cu_q, in.cu_kv, in.block_table,
+                    c.attributes(), out);
+  }
+  EXPECT_EQ(testing::compare(out, in.expected(c), attention_tolerance(c.dtype, c.head_size)), "");
+  return out;
+}
+
+TEST(FlashAttention, VarlenCausalGqa) {
+  for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+    AttentionCase c;
+    c.heads = 8, c.kv_heads = 2, c.head_size = 64;
+    c.q_lens = {1, 17, 129};
+    c.kv_lens = c.q_lens;
+    c.causal = true;
+    c.layout = layout;
+    SCOPED_TRACE(testing::layout_name(layout));
+    run_case(c);
+  }
+}
+
+TEST(FlashAttention, LongSequence) {
+  AttentionCase c;
+  c.heads = 2, c.kv_heads = 1, c.head_size = 64;
+  c.q_lens = {1000};
+  c.kv_lens = {1000};
+  c.causal = true;
+  run_case(c);
+  c.causal = false;
+  c.q_lens = {17}, c.kv_lens = {1000};  // chunked prefill against a long context
+  run_case(c);
+}
+
+TEST(FlashAttention, DtypesHeadSizesAndGroups) {
+  const std::int64_t sizes[] = {64, 80, 128, 256};
+  const std::int64_t groups[] = {1, 4, 8};
+  int i = 0;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (std::int64_t d : sizes) {
+      const std::int64_t g = groups[i++ % 3];
+      AttentionCase c;
+      c.dtype = dtype, c.head_size = d, c.kv_heads = 1, c.heads = g;
+      c.q_lens = {17, 5}, c.kv_lens = {40, 5};
+      c.causal = true;
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " D=" << d << " G=" << g);
+      run_case(c);
+    }
+  }
+}
+
+TEST(FlashAttention, CausalQueriesShorterAndLongerThanKeys) {
+  AttentionCase c;
+  c.heads = 4, c.kv_heads = 4;
+  c.q_lens = {5, 30, 1}, c.kv_lens = {100, 30, 129};
+  c.causal = true;
+  run_case(c);
+  // More queries than keys: the first rows see no key at all and get zeros.
+  c.q_lens = {20}, c.kv_lens = {7};
+  TensorStorage out = run_case(c);
+  for (double x : testing::to_doubles(out.view().slice(0, 0, 13))) EXPECT_EQ(x, 0.0);
+}
+
+TEST(FlashAttention, SlidingWindows) {
+  AttentionCase c;
+  c.heads = 4, c.kv_heads = 2;
+  c.q_lens = {129, 17}, c.kv_lens = {129, 200};
+  c.causal = true, c.sliding_window = 33;  // vLLM's form
+  run_case(c);
+  c.sliding_window.reset(), c.window_left = 32, c.window_right = 0;  // flash-attn's form
+  run_case(c);
+  c.sliding_window = 33;  // both, agreeing
+  run_case(c);
+  c.sliding_window.reset(), c.causal = false, c.window_left = 10, c.window_right = 25;
+  run_case(c);
+  c.window_left = -1, c.window_right = 3;
+  run_case(c);
+}
+
+TEST(FlashAttention, PagedEqualsPacked) {
+  for (std::int64_t bs : {16, 32}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+      AttentionCase c;
+      c.dtype = dtype, c.heads = 8, c.kv_heads = 2, c.head_size = 80;
+      c.q_lens = {1, 17, 40}, c.kv_lens = {33, 129, 40};
+      c.causal = true;
+      c.layout = bs == 32 ? Layout::kStrided : Layout::kContiguous;
+      SCOPED_TRACE(::testing::Message() << "block " << bs << " " << name_of(dtype));
+      c.block_size = bs;
+      const TensorStorage paged = run_case(c, 7);
+      c.block_size = 0;
+      const TensorStorage packed = run_case(c, 7);
+      EXPECT_EQ(testing::to_doubles(paged), testing::to_doubles(packed));
+    }
+  }
+}
+
+TEST(FlashAttention, OneSequenceWithoutCumulativeLengths) {
+  AttentionCase c;
+  c.q_lens = {33}, c.kv_lens = {33};
+  c.causal = true;
+  std::mt19937_64 rng(3);
+  AttentionInputs in(c, rng);
+  TensorStorage out = testing::poisoned({33, 4, 64}, c.dtype);
+  flash_attention(in.query, in.key, in.value, Tensor(), Tensor(), Tensor(), c.attributes(), out);
+  EXPECT_EQ(testing::compare(out, in.expected(c), attention_tolerance(c.dtype, 64)), "");
+}
+
+TEST(FlashAttention, ClassFormOnNewData) {
+  AttentionCase c;
+  c.q_lens = {9, 20}, c.kv_lens = {9, 20};
+  c.causal = true;
+  std::mt19937_64 rng(5);
+  AttentionInputs first(c, rng), second(c, rng);
+  TensorStorage out = testing::poisoned({29, 4, 64}, c.dtype);
+  const FlashAttention op(first.query, first.key, first.value, first.cu_q, first.cu_kv, Tensor(),
+                          c.attributes(), out);
+  op(second.query, second.key, second.value, second.cu_q, second.cu_kv, Tensor(), out);
+  EXPECT_EQ(testing::compare(out, second.expected(c), attention_tolerance(c.dtype, 64)), "");
+}
+
+TEST(FlashAttention, Adapters) {
+  AttentionCase c;
+  c.heads = 4, c.kv_heads = 2;
+  c.q_lens = {3, 3}, c.kv_lens = {50, 20};
+  c.causal = true, c.block_size = 16;
+  std::mt19937_64 rng(11);
+  AttentionInputs in(c, rng);
+  const auto expected = in.expected(c);
+  const auto tol = attention_tolerance(c.dtype, 64);
+  TensorStorage out = testing::poisoned({6, 4, 64}, c.dtype);
+  mha_varlen_fwd(in.query, in.key_cache, in.value_cache, out, in.cu_q, in.cu_kv, in.block_table,
+                 3, 50, 0.0, true, -1, -1);
+  EXPECT_EQ(testing::compare(out, expected, tol), "");
+  TensorStorage out4 = testing::poisoned({2, 3, 4, 64}, c.dtype);
+  const Tensor q4 = in.query.view().with_shape({2, 3, 4, 64}, {3 * 256, 256, 64, 1});
+  const TensorStorage lens = testing::int32_tensor({50, 20}, {2});
+  mha_fwd_kvcache(q4, in.key_cache, in.value_cache, lens, in.block_table, out4, 0.0, true, -1, -1);
+  EXPECT_EQ(testing::compare(out4, expected, tol), "");
+}
+
+TEST(FlashAttention, BadInputs) {
+  AttentionCase c;
+  c.q_lens = {5, 7}, c.kv_lens = {5, 7};
+  c.block_size = 16;
+  std::mt19937_64 rng(13);
+  AttentionInputs in(c, rng);
+  TensorStorage out = testing::poisoned({12, 4, 64}, c.dtype);
+  const auto attrs = c.attributes();
+  const auto call = [&](const Tensor& q, const Tensor& k, const Tensor& cu_q, const Tensor& cu_kv,
+                        const Tensor& table, const AttentionAttributes& a) {
+    const Tensor& v = k.rank() == 4 ? in.value_cache.view() : in.value.view();
+    return [&, a] { flash_attention(q, k, v, cu_q, cu_kv, table, a, out); };
+  };
+  // Packed keys with a half-precision dtype.
+  TensorStorage k16 = testing::random_tensor({12, 1, 64}, DataType::kFloat16, rng);
+  expect_rejected(call(in.query, k16, in.cu_q, in.cu_kv, Tensor(), attrs), out, "key",
+                  ErrorKind::kInvalidType);
+  AttentionAttributes bad = attrs;
+  bad.num_heads = 3;
+  expect_rejected(call(in.query, in.key, in.cu_q, in.cu_kv, Tensor(), bad), out, "num_heads");
+  bad = attrs, bad.num_kv_heads = 3;
+  expect_rejected(call(in.query, in.key, in.cu_q, in.cu_kv, Tensor(), bad), out, "num_kv_heads");
+  bad = attrs, bad.sliding_window = 8, bad.window_left = 4, bad.window_right = 0;
+  expect_rejected(call(in.query, in.key, in.cu_q, in.cu_kv, Tensor(), bad), out, "sliding_window");
+  const TensorStorage short_cu = testing::int32_tensor({0, 5, 11}, {3});
+  expect_rejected(call(in.query, in.key, short_cu, in.cu_kv, Tensor(), attrs), out,
+                  "cu_seqlens_q");
+  const TensorStorage falling = testing::int32_tensor({0, 6, 5, 12}, {4});
+  const TensorStorage cu3 = testing::int32_tensor({0, 4, 8, 12}, {4});
+  expect_rejected(call(in.query, in.key, falling, cu3, Tensor(), attrs), out, "cu_seqlens_q");
+  // Paged: a block id outside the cache, a sequence longer than its blocks.
+  TensorStorage table = testing::int32_tensor({0, 99}, {2, 1});
+  expect_rejected(call(in.query, in.key_cache, in.cu_q, in.cu_kv, table, attrs), out,
+                  "block_table");
+  const TensorStorage long_kv = testing::int32_tensor({0, 5, 40}, {3});
+  expect_rejected(call(in.query, in.key_cache, in.cu_q, long_kv, in.block_table, attrs), out,
+                  "cu_seqlens_kv");
+  bad = attrs, bad.block_size = 32;
+  expect_rejected(call(in.query, in.key_cache, in.cu_q, in.cu_kv, in.block_table, bad), out,
+                  "block_size");
+  // The output overlapping the query.
+  expect_rejected([&] {
+    flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), attrs, in.query);
+  }, in.query, "output");
+}
+
+}  // namespace
+}  // namespace tileops::ops

@@ -1,0 +1,135 @@
+// paged_attention (decode) against the float64 reference: lengths 0, 1, 17, 129 and 1000,
+// block sizes 16 and 32, GQA ratios 1/4/8, every float dtype, split-KV over 4 threads, sliding
+// windows, host mirrors, strided query/output/caches, the class form and bad inputs.
+#include "tileops/ops/paged_attention.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/ops/attention_cases.h"
+#include "tests/support/expect_rejected.h"
+#include "tileops/core/error.h"
+#include "tileops/runtime/thread_pool.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::AttentionCase;
+using testing::AttentionInputs;
+using testing::expect_rejected;
+using testing::Layout;
+
+// A decode case: one query per sequence against kv_lens keys in a paged cache.
+AttentionCase decode_case(std::vector<std::int64_t> kv_lens, std::int64_t heads,
+                          std::int64_t kv_heads, std::int64_t head_size, std::int64_t block_size,
+                          DataType dtype = DataType::kFloat32) {
+  AttentionCase c;
+  c.dtype = dtype, c.heads = heads, c.kv_heads = kv_heads, c.head_size = head_size;
+  c.kv_lens = std::move(kv_lens);
+  c.q_lens.assign(c.kv_lens.size(), 1);
+  c.block_size = block_size;
+  return c;
+}
+
+void run_decode(const AttentionCase& c, const Context& ctx = {}, bool mirrors = false) {
+  std::mt19937_64 rng(c.kv_lens.size() * 31 + c.head_size);
+  AttentionInputs in(c, rng);
+  const auto batch = static_cast<std::int64_t>(c.kv_lens.size());
+  const TensorStorage lens = testing::int32_tensor(c.kv_lens, {batch});
+  TensorStorage out = testing::poisoned({batch, c.heads, c.head_size}, c.dtype, c.layout);
+  paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(), out,
+                  mirrors ? lens.view() : Tensor(), mirrors ? in.block_table.view() : Tensor(),
+                  ctx);
+  EXPECT_EQ(testing::compare(out, in.expected(c), testing::dot_tolerance(c.dtype, c.head_size)),
+            "");
+}
+
+TEST(PagedAttention, LengthsBlockSizesGroupsDtypes) {
+  int i = 0;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (std::int64_t bs : {16, 32}) {
+      const std::int64_t g = std::vector<std::int64_t>{1, 4, 8}[i++ % 3];
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " block " << bs << " G=" << g);
+      run_decode(decode_case({1, 17, 129, 0}, 2 * g, 2, 128, bs, dtype));
+    }
+  }
+}
+
+TEST(PagedAttention, HeadSizes) {
+  for (std::int64_t d : {64, 80, 256}) {
+    SCOPED_TRACE(d);
+    run_decode(decode_case({33, 5}, 4, 1, d, 16));
+  }
+}
+
+TEST(PagedAttention, SplitKvOverThreads) {
+  ThreadPool pool(4);
+  Context ctx;
+  ctx.thread_pool = &pool;
+  run_decode(decode_case({1000}, 4, 1, 64, 32), ctx);
+  run_decode(decode_case({1000, 300}, 8, 1, 128, 16, DataType::kBFloat16), ctx);
+  AttentionCase c = decode_case({1000}, 2, 1, 64, 16);
+  c.sliding_window = 300;
+  run_decode(c, ctx);
+}
+
+TEST(PagedAttention, SlidingWindowAndMirrors) {
+  AttentionCase c = decode_case({129, 40, 3}, 4, 2, 64, 16);
+  c.window_left = 20;
+  run_decode(c, {}, true);
+  c.window_left = -1, c.sliding_window = 7, c.causal = true;
+  run_decode(c, {}, true);
+}
+
+TEST(PagedAttention, StridedEverything) {
+  AttentionCase c = decode_case({17, 129}, 8, 2, 80, 16, DataType::kFloat16);
+  c.layout = Layout::kStrided;
+  run_decode(c);
+  c.dtype = DataType::kFloat32;
+  run_decode(c);
+}
+
+TEST(PagedAttention, ClassFormOnNewData) {
+  const AttentionCase c = decode_case({20, 9}, 4, 1, 64, 16);
+  std::mt19937_64 rng(2);
+  AttentionInputs first(c, rng), second(c, rng);
+  const TensorStorage lens = testing::int32_tensor(c.kv_lens, {2});
+  TensorStorage out = testing::poisoned({2, 4, 64}, c.dtype);
+  const PagedAttention op(first.query, first.key_cache, first.value_cache, lens, first.block_table,
+                          c.attributes(), out);
+  op(second.query, second.key_cache, second.value_cache, lens, second.block_table, out);
+  EXPECT_EQ(testing::compare(out, second.expected(c), testing::dot_tolerance(c.dtype, 64)), "");
+}
+
+TEST(PagedAttention, BadInputs) {
+  const AttentionCase c = decode_case({20, 9}, 4, 1, 64, 16);
+  std::mt19937_64 rng(4);
+  AttentionInputs in(c, rng);
+  const TensorStorage lens = testing::int32_tensor(c.kv_lens, {2});
+  TensorStorage out = testing::poisoned({2, 4, 64}, c.dtype);
+  const auto attrs = c.attributes();
+  const auto call = [&](const Tensor& seq_lens, const Tensor& table, const AttentionAttributes& a,
+                        const Tensor& lens_host = {}) {
+    return [&, a] {
+      paged_attention(in.query, in.key_cache, in.value_cache, seq_lens, table, a, out, lens_host);
+    };
+  };
+  const TensorStorage too_long = testing::int32_tensor({20, 33}, {2});
+  expect_rejected(call(too_long, in.block_table, attrs), out, "seq_lens");
+  expect_rejected(call(lens, in.block_table, attrs, too_long), out, "seq_lens_host");
+  const TensorStorage bad_table = testing::int32_tensor({0, 1, -1, 7}, {2, 2});
+  expect_rejected(call(lens, bad_table, attrs), out, "block_table");
+  TensorStorage lens64({2}, DataType::kInt64);
+  expect_rejected(call(lens64, in.block_table, attrs), out, "seq_lens", ErrorKind::kInvalidType);
+  AttentionAttributes bad = attrs;
+  bad.head_size = 32;
+  expect_rejected(call(lens, in.block_table, bad), out, "head_size");
+  bad = attrs, bad.sliding_window = 0;
+  expect_rejected(call(lens, in.block_table, bad), out, "sliding_window");
+  TensorStorage half_out = testing::poisoned({2, 4, 64}, DataType::kFloat16);
+  expect_rejected([&] {
+    paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, attrs, half_out);
+  }, half_out, "output", ErrorKind::kInvalidType);
+}
+
+}  // namespace
+}  // namespace tileops::ops
