@@ -148,16 +148,28 @@ def main():
                 lines.append(f"| {m}×{n}×{k} | {dtype} | {impl} | {g:.1f} | {peak:.1f} | "
                              f"{g / peak:.2f} | {w_cols} | {vs_t} | {vs_v} |")
             g = r[(dtype, "native")] / 1e9
+            fma_peak = r["fma_peak"] / 1e9
             if m > 16:
                 bars.append((f"{dtype} 2048³ / peak", g / peak,
-                             0.80 if dtype == "float32" else 0.85))
-                bars.append((f"{dtype} 2048³ / torch", g / t, 1.5 if dtype == "float32" else 0.95))
+                             0.80 if dtype == "float32" else 0.85, ""))
+                # The torch bar is only reachable if torch stays below 1/1.5 of the peak.
+                note = (f"torch reaches {t / peak:.2f} of the peak here, so 1.5× torch would be "
+                        f"{1.5 * t / peak:.2f} of the peak") if dtype == "float32" else ""
+                bars.append((f"{dtype} 2048³ / torch", g / t,
+                             1.5 if dtype == "float32" else 0.95, note))
             else:
+                # Every weight element costs M multiply-adds; with this CPU's float32 FMAs (16-bit
+                # weights are widened: no bf16 dot product) the weights cannot stream faster than
+                # size·N·K bytes per 2·M·N·K/fma_peak seconds.
+                ceiling = size * fma_peak / (2.0 * m) / copy
                 bars.append((f"decode {dtype} M={m}: weight bytes / copy bandwidth",
-                             g / (2.0 * m) * size / copy, 0.8))
+                             g / (2.0 * m) * size / copy, 0.8,
+                             f"compute ceiling at the float32 FMA peak: {min(ceiling, 1.0):.2f}"
+                             + (" of copy (already memory-bound)" if ceiling >= 1 else " of copy")))
     lines += ["", "Bars of issue #3 (native implementation, from the rows above):", ""]
-    for text, value, goal in bars:
-        lines.append(f"- {text}: {value:.2f} (bar ≥ {goal}) — {'pass' if value >= goal else 'FAIL'}")
+    for text, value, goal, note in bars:
+        lines.append(f"- {text}: {value:.2f} (bar ≥ {goal}) — {'pass' if value >= goal else 'FAIL'}"
+                     + (f" ({note})" if note else ""))
     out_path = os.path.join(HERE, "results", "cpu-gemm.md")
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -47,6 +47,28 @@ TEST_F(Aliasing, ElementwiseOutputShiftedOverAnInput) {
       buffer_, "out");
 }
 
+// Column slices of one fused buffer ([4, 192] here, like q/k/v of a fused qkv projection) share
+// an extent but no element: they are separate tensors. Slices that share columns are not.
+TEST_F(Aliasing, InterleavedColumnSlicesOfOneBufferAreApart) {
+  const Tensor fused(buffer_.data(), {4, 3, 64}, {192, 64, 1}, DataType::kFloat32);
+  const Tensor q = fused.slice(1, 0, 1), k = fused.slice(1, 1, 1), v = fused.slice(1, 2, 1);
+  const std::vector<double> q_before = testing::to_doubles(q), k_before = testing::to_doubles(k);
+  ops::add(q, k, v);
+  const std::vector<double> sum = testing::to_doubles(v);
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    ASSERT_EQ(sum[i], static_cast<double>(static_cast<float>(q_before[i] + k_before[i]))) << i;
+  }
+  const Tensor flat(buffer_.data(), {4, 192}, {192, 1}, DataType::kFloat32);
+  expect_rejected([&] { ops::add(flat.slice(1, 0, 64), other_, flat.slice(1, 32, 64)); }, buffer_,
+                  "out", ErrorKind::kInvalidArgument, {"'input'"});
+  // Output row r covers bytes of input row r (element 192·r + 32 onwards): same stride, offset.
+  const Tensor input(buffer_.data(), {3, 64}, {192, 1}, DataType::kFloat32);
+  const Tensor shifted(static_cast<float*>(buffer_.data()) + 160, {3, 64}, {192, 1},
+                       DataType::kFloat32);
+  expect_rejected([&] { ops::add(input, other_.view().slice(0, 0, 3), shifted); }, buffer_, "out",
+                  ErrorKind::kInvalidArgument, {"'input'"});
+}
+
 TEST_F(Aliasing, BroadcastInputUnderTheOutput) {
   // out covers the row that is broadcast over it: writing row 0 would change later rows' input.
   const Tensor row = at(64, {64});
