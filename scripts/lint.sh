@@ -4,11 +4,11 @@
 # kernels are linted for the static target only: the other targets are the same source.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.h' '*.cc' '*.c' | grep -E '^(include|src|tests|tools|bench|python)/')
+mapfile -t files < <(git ls-files '*.h' '*.cc' '*.c' | grep -E '^(include|src|tests|tools|bench|python|examples)/')
 clang-format --dry-run --Werror "${files[@]}"
 echo "lint: clang-format clean (${#files[@]} files)"
 
-mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(src|tools|python/src)/.*\.cc$')
+mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(src|tools|python/src|examples)/.*\.cc$')
 log=build/clang-tidy.log
 status=0
 printf '%s\n' "${sources[@]}" |

@@ -1,6 +1,7 @@
 // `tileops demo`: every registered operator on LLM shapes (hidden 4096; 16 and 2048 tokens),
-// checked against its float64 reference and timed. Prints one table row per case and fails
-// (exit 1) when any result is out of tolerance or an operator has no demo case.
+// checked against its float64 reference and timed, then the Llama decoder of examples/llama
+// (prefill, decode, time per operator). Fails (exit 1) when any operator result is out of
+// tolerance or an operator has no demo case.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/llama/demo.h"
 #include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
@@ -180,18 +182,8 @@ double time_call(const std::function<void()>& run) {
   return samples[samples.size() / 2];
 }
 
-}  // namespace
-
-int run_demo(int argc, char** argv) {
-  bool quick = false;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else {
-      std::fprintf(stderr, "tileops demo: unknown option '%s' (options: --quick)\n", argv[i]);
-      return 2;
-    }
-  }
+// Runs every operator case, prints the table and returns the number of failures.
+int run_operator_table(bool quick) {
   std::printf("tileops demo: every operator on the CPU (%d threads), checked against float64\n\n",
               ThreadPool::global().num_threads());
   std::printf("%-15s %-34s %-9s %10s %9s %11s %s\n", "operator", "shape", "dtype", "time (us)",
@@ -227,6 +219,39 @@ int run_demo(int argc, char** argv) {
   }
   std::printf("\n%s\n", failures == 0 ? "all results within tolerance"
                                       : (std::to_string(failures) + " failure(s)").c_str());
+  return failures;
+}
+
+}  // namespace
+
+int run_demo(int argc, char** argv) {
+  llama::DemoOptions decoder;
+  bool quick = false, operators = true, model = true;
+  for (const std::string& arg : llama::parse_demo_options({argv, argv + argc}, decoder)) {
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--operators-only") {
+      model = false;
+    } else if (arg == "--decoder-only") {
+      operators = false;
+    } else {
+      std::fprintf(stderr,
+                   "tileops demo: unknown option '%s'\noptions: --quick --operators-only "
+                   "--decoder-only\n%s",
+                   arg.c_str(), llama::demo_options_help());
+      return 2;
+    }
+  }
+  if (quick) {  // fewer and shorter prompts
+    decoder.prompts = std::min<std::int64_t>(decoder.prompts, 2);
+    decoder.prompt_tokens = std::min<std::int64_t>(decoder.prompt_tokens, 32);
+    decoder.new_tokens = std::min<std::int64_t>(decoder.new_tokens, 8);
+  }
+  const int failures = operators ? run_operator_table(quick) : 0;
+  if (model) {
+    std::printf("\n");
+    llama::run_decoder_demo(decoder);
+  }
   return failures == 0 ? 0 : 1;
 }
 

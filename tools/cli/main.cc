@@ -10,7 +10,9 @@ int main(int argc, char** argv) {
     std::printf(
         "usage: tileops <command> [options]\n"
         "commands:\n"
-        "  demo [--quick]   run every operator on LLM shapes, check and time each\n"
+        "  demo [--quick] [--operators-only|--decoder-only] [decoder options]\n"
+        "                   run every operator on LLM shapes, check and time each, then\n"
+        "                   prefill and decode with a Llama-architecture model\n"
         "  env              show the build, CPU features and registered implementations\n");
     return argc < 2 ? 2 : 0;
   }

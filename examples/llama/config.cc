@@ -1,0 +1,90 @@
+#include "examples/llama/config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tileops/core/error.h"
+
+namespace tileops::llama {
+namespace {
+
+void require(bool ok, const char* field, const std::string& expected, std::int64_t actual) {
+  if (!ok) {
+    throw_argument_error(ErrorKind::kInvalidArgument, "llama config", field, expected,
+                         std::to_string(actual));
+  }
+}
+
+}  // namespace
+
+std::int64_t Config::parameters() const {
+  const std::int64_t per_layer = hidden * qkv_size() + (qkv_bias ? qkv_size() : 0) +
+                                 q_size() * hidden + 3 * hidden * intermediate + 2 * hidden;
+  return layers * per_layer + vocab * hidden * (tie_embeddings ? 1 : 2) + hidden;
+}
+
+void Config::validate() const {
+  require(layers >= 1, "layers", ">= 1", layers);
+  require(hidden >= 1, "hidden", ">= 1", hidden);
+  require(heads >= 1, "heads", ">= 1", heads);
+  require(kv_heads >= 1 && heads % kv_heads == 0, "kv_heads", "a divisor of heads", kv_heads);
+  require(head_size >= 2 && head_size % 2 == 0 && head_size <= 256, "head_size",
+          "even and in [2, 256]", head_size);
+  require(intermediate >= 1, "intermediate", ">= 1", intermediate);
+  require(vocab >= 1, "vocab", ">= 1", vocab);
+  require(max_positions >= 1, "max_positions", ">= 1", max_positions);
+  if (!(rms_eps > 0) || !(rope_theta > 0)) {
+    throw Error(ErrorKind::kInvalidArgument, "llama config: rms_eps and rope_theta must be > 0");
+  }
+  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat16 && dtype != DataType::kBFloat16) {
+    throw_argument_error(ErrorKind::kInvalidType, "llama config", "dtype",
+                         "float32, float16 or bfloat16", std::string(name_of(dtype)));
+  }
+}
+
+std::string Config::describe() const {
+  return std::to_string(layers) + " layers, hidden " + std::to_string(hidden) + ", heads " +
+         std::to_string(heads) + "/" + std::to_string(kv_heads) + " x " +
+         std::to_string(head_size) + ", intermediate " + std::to_string(intermediate) + ", vocab " +
+         std::to_string(vocab) + ", " + std::string(name_of(dtype)) + ", " +
+         std::to_string(parameters() / 1000000) + "M parameters";
+}
+
+Config read_config_json(const std::filesystem::path& path, const Config& base) {
+  std::ifstream in(path);
+  if (!in) {
+    throw Error(ErrorKind::kInvalidArgument, "llama: cannot open config " + path.string());
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "llama: config " + path.string() + " is not valid JSON: " + e.what());
+  }
+  Config c = base;
+  auto get = [&](const char* key, auto fallback) {
+    return j.contains(key) && !j[key].is_null() ? j[key].get<decltype(fallback)>() : fallback;
+  };
+  try {
+    c.hidden = get("hidden_size", c.hidden);
+    c.layers = get("num_hidden_layers", c.layers);
+    c.heads = get("num_attention_heads", c.heads);
+    c.kv_heads = get("num_key_value_heads", c.heads);
+    c.head_size = get("head_dim", c.hidden / c.heads);
+    c.intermediate = get("intermediate_size", c.intermediate);
+    c.vocab = get("vocab_size", c.vocab);
+    c.max_positions = get("max_position_embeddings", c.max_positions);
+    c.rms_eps = get("rms_norm_eps", c.rms_eps);
+    c.rope_theta = get("rope_theta", 10000.0);
+    c.tie_embeddings = get("tie_word_embeddings", false);
+    c.qkv_bias = get("model_type", std::string()) == "qwen2" || get("attention_bias", false);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "llama: config " + path.string() + " has a field of the wrong type: " + e.what());
+  }
+  c.validate();
+  return c;
+}
+
+}  // namespace tileops::llama

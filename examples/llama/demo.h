@@ -1,0 +1,34 @@
+// The decoder part of `tileops demo` (and of the llama_generate example): prefill a batch of
+// prompts, decode tokens, print tokens/s and the time per operator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "examples/llama/config.h"
+#include "examples/llama/generate.h"
+
+namespace tileops::llama {
+
+struct DemoOptions {
+  Config config;
+  std::string weights;  // .safetensors file or directory; empty = synthetic weights from seed
+  std::int64_t prompts = 4;
+  std::int64_t prompt_tokens = 128;
+  std::int64_t new_tokens = 32;
+  std::int64_t block_size = 16;
+  Sampling sampling;
+};
+
+// Consumes the decoder options in args ("--layers 2", ...) and returns the others; throws
+// kInvalidArgument for a bad value.
+std::vector<std::string> parse_demo_options(const std::vector<std::string>& args,
+                                            DemoOptions& options);
+// Help text for the options above.
+const char* demo_options_help();
+
+// Builds the model, generates and prints the report. Returns 0.
+int run_decoder_demo(const DemoOptions& options);
+
+}  // namespace tileops::llama

@@ -1,0 +1,46 @@
+#include "examples/llama/generate.h"
+
+#include <chrono>
+
+#include "tileops/ops/top_k_top_p_sampler.h"
+
+namespace tileops::llama {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+Generation generate(Model& model, const std::vector<std::vector<std::int64_t>>& prompts,
+                    std::int64_t new_tokens, const Sampling& sampling) {
+  const auto batch = static_cast<std::int64_t>(prompts.size());
+  Generation result;
+  result.tokens.assign(batch, {});
+  std::vector<std::int64_t> next(batch);
+  const Tensor next_view(next.data(), {batch}, DataType::kInt64);
+  auto sample = [&](const Tensor& logits, std::int64_t step) {
+    const auto start = Clock::now();
+    ops::top_k_top_p_sampler(logits, sampling.top_k, sampling.top_p,
+                             sampling.seed + static_cast<std::uint64_t>(step), next_view);
+    model.profile().add("top_k_top_p_sampler", seconds_since(start));
+    for (std::int64_t b = 0; b < batch; ++b) result.tokens[b].push_back(next[b]);
+  };
+  if (new_tokens <= 0) return result;
+
+  auto start = Clock::now();
+  sample(model.prefill(prompts), 0);
+  result.prefill_seconds = seconds_since(start);
+  for (const auto& p : prompts) result.prefill_tokens += static_cast<std::int64_t>(p.size());
+
+  start = Clock::now();
+  for (std::int64_t step = 1; step < new_tokens; ++step) sample(model.decode(next), step);
+  result.decode_seconds = seconds_since(start);
+  result.decode_tokens = batch * (new_tokens - 1);
+  return result;
+}
+
+}  // namespace tileops::llama

@@ -1,0 +1,69 @@
+// A Llama-architecture decoder built only from tileops operators, with a paged KV cache:
+// prefill runs flash_attention over the packed prompts, decode runs paged_attention.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "examples/llama/config.h"
+#include "examples/llama/weights.h"
+#include "tileops/core/tensor_storage.h"
+
+namespace tileops::llama {
+
+// Wall time per operator over the model's calls, in the order operators first ran.
+class Profile {
+ public:
+  void add(const std::string& op, double seconds);
+  void clear() { entries_.clear(); }
+  double total() const;
+  const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
+
+ private:
+  std::vector<std::pair<std::string, double>> entries_;
+};
+
+class Model {
+ public:
+  // Room for `max_batch` sequences of up to `max_context` tokens each (prompt + generated).
+  Model(const Config& config, Weights weights, std::int64_t max_batch, std::int64_t max_context,
+        std::int64_t block_size = 16);
+
+  // Starts one sequence per prompt (forgetting earlier ones) and returns the logits of each
+  // prompt's last token: [prompts.size(), vocab] in the model dtype (valid until the next call).
+  Tensor prefill(const std::vector<std::vector<std::int64_t>>& prompts);
+  // Appends one token to every sequence and returns its logits [batch, vocab].
+  Tensor decode(std::span<const std::int64_t> tokens);
+
+  const Config& config() const { return config_; }
+  std::int64_t batch() const { return static_cast<std::int64_t>(lengths_.size()); }
+  Profile& profile() { return profile_; }
+
+ private:
+  void reserve_tokens(std::int64_t tokens);
+  // Runs every layer and the final norm over the first `tokens` rows of the activations; ids,
+  // positions and slots are already written. `prefill` selects the attention form.
+  void forward(std::int64_t tokens, bool prefill);
+  void attention(std::int64_t layer, std::int64_t tokens, bool prefill);
+  template <typename F>
+  void timed(const char* op, F&& call);
+
+  Config config_;
+  Weights weights_;
+  std::int64_t max_batch_, max_context_, block_size_, blocks_per_sequence_;
+  std::vector<std::int64_t> lengths_;  // tokens cached per sequence
+
+  TensorStorage cos_sin_;                               // [max_positions, head_size] f32
+  std::vector<TensorStorage> key_cache_, value_cache_;  // per layer [blocks, bs, Hkv, D]
+  TensorStorage block_table_;                           // int32 [max_batch, blocks/seq]
+  TensorStorage seq_lens_, cu_seqlens_, last_rows_;     // int32 [B], int32 [B+1], int64 [B]
+  std::int64_t capacity_ = 0;                           // tokens the activations hold
+  TensorStorage ids_, positions_, slots_;               // int64 [T]
+  TensorStorage residual_, hidden_, normed_, qkv_, attn_, gate_up_, act_;
+  TensorStorage last_hidden_, logits_;  // [B, hidden], [B, vocab]
+  Profile profile_;
+};
+
+}  // namespace tileops::llama

@@ -1,0 +1,193 @@
+#include "examples/llama/weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "examples/llama/safetensors.h"
+#include "tileops/core/error.h"
+#include "tileops/ops/cast.h"
+
+namespace tileops::llama {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// center ± half_width, uniform, rounded to the model dtype.
+TensorStorage uniform(const Dims& shape, DataType dtype, std::uint64_t seed, double center,
+                      double half_width) {
+  TensorStorage f32(shape, DataType::kFloat32);
+  float* values = f32.view().data_as<float>();
+  std::uint64_t state = seed;
+  for (std::int64_t i = 0; i < shape.product(); ++i) {
+    const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
+    values[i] = static_cast<float>(center + half_width * (2 * u - 1));
+  }
+  if (dtype == DataType::kFloat32) return f32;
+  TensorStorage out(shape, dtype);
+  ops::cast(f32, out);
+  return out;
+}
+
+// Uniform with the variance of 1/fan_in: keeps x·Wᵀ at the scale of x.
+TensorStorage projection(const Dims& shape, DataType dtype, std::uint64_t seed) {
+  return uniform(shape, dtype, seed, 0, std::sqrt(3.0 / static_cast<double>(shape[1])));
+}
+
+std::string layer_prefix(std::int64_t layer) {
+  return "model.layers." + std::to_string(layer) + ".";
+}
+
+// Every .safetensors file of the checkpoint, looked up by tensor name.
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::filesystem::path& file_or_dir) {
+    std::vector<std::filesystem::path> paths;
+    if (std::filesystem::is_directory(file_or_dir)) {
+      for (const auto& entry : std::filesystem::directory_iterator(file_or_dir)) {
+        if (entry.path().extension() == ".safetensors") paths.push_back(entry.path());
+      }
+      std::sort(paths.begin(), paths.end());
+    } else {
+      paths.push_back(file_or_dir);
+    }
+    if (paths.empty()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "llama: no .safetensors file in " + file_or_dir.string());
+    }
+    for (const auto& p : paths) files_.push_back(std::make_unique<SafetensorsFile>(p));
+  }
+
+  bool contains(const std::string& name) const {
+    return std::any_of(files_.begin(), files_.end(),
+                       [&](const auto& f) { return f->contains(name); });
+  }
+
+  // Converts the named tensor into `out` (any dtype to the model's), checking its shape.
+  void copy(const std::string& name, const Tensor& out) const {
+    for (const auto& f : files_) {
+      if (!f->contains(name)) continue;
+      const Tensor t = f->tensor(name);
+      if (!(t.shape() == out.shape())) {
+        throw_argument_error(ErrorKind::kInvalidArgument, "llama checkpoint", name,
+                             "shape " + out.shape().to_string(), t.shape().to_string());
+      }
+      ops::cast(t, out);
+      return;
+    }
+    throw Error(ErrorKind::kInvalidArgument, "llama checkpoint: tensor '" + name +
+                                                 "' is missing from " +
+                                                 files_.front()->path().parent_path().string());
+  }
+
+ private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+};
+
+}  // namespace
+
+Weights synthetic_weights(const Config& config, std::uint64_t seed) {
+  config.validate();
+  const DataType dt = config.dtype;
+  std::uint64_t next = seed * 1000003;
+  Weights w;
+  w.embed = uniform({config.vocab, config.hidden}, dt, ++next, 0, 1);
+  for (std::int64_t l = 0; l < config.layers; ++l) {
+    LayerWeights& lw = w.layers.emplace_back();
+    lw.input_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
+    lw.qkv = projection({config.qkv_size(), config.hidden}, dt, ++next);
+    if (config.qkv_bias) lw.qkv_bias = uniform({config.qkv_size()}, dt, ++next, 0, 0.1);
+    lw.o_proj = projection({config.hidden, config.q_size()}, dt, ++next);
+    lw.post_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
+    lw.gate_up = projection({2 * config.intermediate, config.hidden}, dt, ++next);
+    lw.down = projection({config.hidden, config.intermediate}, dt, ++next);
+  }
+  w.final_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
+  if (!config.tie_embeddings) w.lm_head = projection({config.vocab, config.hidden}, dt, ++next);
+  return w;
+}
+
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Config& config,
+                                                               const Weights& weights) {
+  const std::int64_t q = config.q_size(), kv = config.kv_size(), inter = config.intermediate;
+  std::vector<std::pair<std::string, Tensor>> out;
+  out.emplace_back("model.embed_tokens.weight", weights.embed);
+  for (std::int64_t l = 0; l < config.layers; ++l) {
+    const LayerWeights& lw = weights.layers[l];
+    const std::string p = layer_prefix(l);
+    const Tensor qkv = lw.qkv;
+    out.emplace_back(p + "input_layernorm.weight", lw.input_norm);
+    out.emplace_back(p + "self_attn.q_proj.weight", qkv.slice(0, 0, q));
+    out.emplace_back(p + "self_attn.k_proj.weight", qkv.slice(0, q, kv));
+    out.emplace_back(p + "self_attn.v_proj.weight", qkv.slice(0, q + kv, kv));
+    if (config.qkv_bias) {
+      const Tensor bias = lw.qkv_bias;
+      out.emplace_back(p + "self_attn.q_proj.bias", bias.slice(0, 0, q));
+      out.emplace_back(p + "self_attn.k_proj.bias", bias.slice(0, q, kv));
+      out.emplace_back(p + "self_attn.v_proj.bias", bias.slice(0, q + kv, kv));
+    }
+    out.emplace_back(p + "self_attn.o_proj.weight", lw.o_proj);
+    out.emplace_back(p + "post_attention_layernorm.weight", lw.post_norm);
+    const Tensor gate_up = lw.gate_up;
+    out.emplace_back(p + "mlp.gate_proj.weight", gate_up.slice(0, 0, inter));
+    out.emplace_back(p + "mlp.up_proj.weight", gate_up.slice(0, inter, inter));
+    out.emplace_back(p + "mlp.down_proj.weight", lw.down);
+  }
+  out.emplace_back("model.norm.weight", weights.final_norm);
+  if (!config.tie_embeddings) out.emplace_back("lm_head.weight", weights.lm_head);
+  return out;
+}
+
+Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir) {
+  config.validate();
+  const Checkpoint checkpoint(file_or_dir);
+  const DataType dt = config.dtype;
+  const std::int64_t q = config.q_size(), kv = config.kv_size(), inter = config.intermediate;
+  const std::int64_t h = config.hidden;
+  Weights w;
+  w.embed = TensorStorage({config.vocab, h}, dt);
+  checkpoint.copy("model.embed_tokens.weight", w.embed);
+  for (std::int64_t l = 0; l < config.layers; ++l) {
+    LayerWeights& lw = w.layers.emplace_back();
+    const std::string p = layer_prefix(l);
+    lw.input_norm = TensorStorage({h}, dt);
+    checkpoint.copy(p + "input_layernorm.weight", lw.input_norm);
+    lw.qkv = TensorStorage({config.qkv_size(), h}, dt);
+    const Tensor qkv = lw.qkv;
+    checkpoint.copy(p + "self_attn.q_proj.weight", qkv.slice(0, 0, q));
+    checkpoint.copy(p + "self_attn.k_proj.weight", qkv.slice(0, q, kv));
+    checkpoint.copy(p + "self_attn.v_proj.weight", qkv.slice(0, q + kv, kv));
+    if (config.qkv_bias) {
+      lw.qkv_bias = TensorStorage({config.qkv_size()}, dt);
+      const Tensor bias = lw.qkv_bias;
+      checkpoint.copy(p + "self_attn.q_proj.bias", bias.slice(0, 0, q));
+      checkpoint.copy(p + "self_attn.k_proj.bias", bias.slice(0, q, kv));
+      checkpoint.copy(p + "self_attn.v_proj.bias", bias.slice(0, q + kv, kv));
+    }
+    lw.o_proj = TensorStorage({h, q}, dt);
+    checkpoint.copy(p + "self_attn.o_proj.weight", lw.o_proj);
+    lw.post_norm = TensorStorage({h}, dt);
+    checkpoint.copy(p + "post_attention_layernorm.weight", lw.post_norm);
+    lw.gate_up = TensorStorage({2 * inter, h}, dt);
+    const Tensor gate_up = lw.gate_up;
+    checkpoint.copy(p + "mlp.gate_proj.weight", gate_up.slice(0, 0, inter));
+    checkpoint.copy(p + "mlp.up_proj.weight", gate_up.slice(0, inter, inter));
+    lw.down = TensorStorage({h, inter}, dt);
+    checkpoint.copy(p + "mlp.down_proj.weight", lw.down);
+  }
+  w.final_norm = TensorStorage({h}, dt);
+  checkpoint.copy("model.norm.weight", w.final_norm);
+  // Some tied checkpoints still carry lm_head.weight; use it when present.
+  if (!config.tie_embeddings || checkpoint.contains("lm_head.weight")) {
+    w.lm_head = TensorStorage({config.vocab, h}, dt);
+    checkpoint.copy("lm_head.weight", w.lm_head);
+  }
+  return w;
+}
+
+}  // namespace tileops::llama

@@ -1,0 +1,49 @@
+// The weights of a Llama-architecture decoder in the layout the operators want: q/k/v fused
+// into one [q+2kv, hidden] matrix and gate/up into one [2·intermediate, hidden] matrix, so each
+// layer runs two linear calls where the checkpoint has five.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "examples/llama/config.h"
+#include "tileops/core/tensor_storage.h"
+
+namespace tileops::llama {
+
+struct LayerWeights {
+  TensorStorage input_norm;  // [hidden]
+  TensorStorage qkv;         // [q_size + 2·kv_size, hidden]: q rows, then k, then v
+  TensorStorage qkv_bias;    // [q_size + 2·kv_size], or empty (Llama)
+  TensorStorage o_proj;      // [hidden, q_size]
+  TensorStorage post_norm;   // [hidden]
+  TensorStorage gate_up;     // [2·intermediate, hidden]: gate rows, then up
+  TensorStorage down;        // [hidden, intermediate]
+};
+
+struct Weights {
+  TensorStorage embed;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  TensorStorage final_norm;  // [hidden]
+  TensorStorage lm_head;     // [vocab, hidden], empty when tied to embed
+
+  const Tensor& lm_head_view() const { return lm_head.view().defined() ? lm_head : embed; }
+};
+
+// Random weights from a seed, scaled so activations keep unit size through the layers.
+Weights synthetic_weights(const Config& config, std::uint64_t seed);
+
+// Loads Llama/Qwen2 checkpoint names (model.layers.N.self_attn.q_proj.weight, ...) from one
+// .safetensors file or every .safetensors file of a directory, converting to config.dtype.
+// A missing or wrongly shaped tensor is an error naming it.
+Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir);
+
+// The weights under their checkpoint names (views into `weights`; q/k/v and gate/up split
+// again), e.g. to write a .safetensors file.
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Config& config,
+                                                               const Weights& weights);
+
+}  // namespace tileops::llama
