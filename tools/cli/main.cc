@@ -2,6 +2,7 @@
 #include <cstring>
 #include <exception>
 
+#include "examples/llama/demo.h"
 #include "tileops/core/error.h"
 #include "tools/cli/commands.h"
 
@@ -13,7 +14,9 @@ int main(int argc, char** argv) {
         "  demo [--quick] [--operators-only|--decoder-only] [decoder options]\n"
         "                   run every operator on LLM shapes, check and time each, then\n"
         "                   prefill and decode with a Llama-architecture model\n"
-        "  env              show the build, CPU features and registered implementations\n");
+        "  env              show the build, CPU features and registered implementations\n"
+        "%s",
+        tileops::llama::demo_options_help());
     return argc < 2 ? 2 : 0;
   }
   try {
