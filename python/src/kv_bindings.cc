@@ -116,12 +116,26 @@ Dims sampler_rows(const Tensor& weights, std::string_view op, std::string_view a
   return Dims{weights.size(0)};
 }
 
+std::uint64_t sampler_seed(std::uint64_t seed, py::handle generator) {
+  if (generator.is_none()) return seed;
+  // A torch.Generator (torch is then imported): one draw from it, so that each call with the
+  // same generator gets fresh tokens, as torch.multinomial(generator=...) would.
+  py::object torch = py::module_::import("torch");
+  return torch
+      .attr("randint")(0, std::int64_t{1} << 62, py::make_tuple(1),
+                       py::arg("generator") = generator)
+      .attr("item")()
+      .cast<std::uint64_t>();
+}
+
 namespace {
 
 py::object top_k_top_p_sampler(py::handle logits, py::handle k, py::handle p, py::handle out,
-                               std::uint64_t seed, int index, py::handle stream) {
+                               std::uint64_t seed, py::handle generator, int index,
+                               py::handle stream) {
   constexpr const char* kOp = "top_k_top_p_sampler";
   Context ctx = make_context(kOp, index, stream);
+  seed = sampler_seed(seed, generator);
   PyTensor x = to_tensor(logits, kOp, "logits");
   SamplerFilter kf, pf;
   read_k(k, kOp, "k", kf);
@@ -134,9 +148,11 @@ py::object top_k_top_p_sampler(py::handle logits, py::handle k, py::handle p, py
 }
 
 py::object topk_topp_sampling(py::handle probs, std::int64_t topk, double topp, py::handle out,
-                              std::uint64_t seed, int index, py::handle stream) {
+                              std::uint64_t seed, py::handle generator, int index,
+                              py::handle stream) {
   constexpr const char* kOp = "topk_topp_sampling";
   Context ctx = make_context(kOp, index, stream);
+  seed = sampler_seed(seed, generator);
   PyTensor x = to_tensor(probs, kOp, "probs");
   PyTensor o =
       output(out, x.frontend, sampler_rows(x.view, kOp, "probs"), DataType::kInt32, kOp, "out");
@@ -173,13 +189,14 @@ void bind_kv_ops(py::module_& m) {
         stream);
   m.def("top_k_top_p_sampler", &top_k_top_p_sampler,
         "One int64 token per row of logits [B, V] from softmax restricted to the top k and the "
-        "top-p nucleus; k/p: None (off), a number or a per-row tensor. Deterministic per seed.",
+        "top-p nucleus; k/p: None (off), a number or a per-row tensor. Deterministic per seed; a "
+        "torch.Generator, when given, supplies the seed (one draw per call).",
         py::arg("logits"), py::arg("k") = none, py::arg("p") = none, py::arg("out") = none,
-        py::kw_only(), py::arg("seed") = 0, index, stream);
+        py::kw_only(), py::arg("seed") = 0, py::arg("generator") = none, index, stream);
   m.def("topk_topp_sampling", &topk_topp_sampling,
         "One int32 token per row of probs [B, V] (topk <= 0 / topp >= 1: off).", py::arg("probs"),
         py::arg("topk") = 0, py::arg("topp") = 1.0, py::arg("out") = none, py::kw_only(),
-        py::arg("seed") = 0, index, stream);
+        py::arg("seed") = 0, py::arg("generator") = none, index, stream);
 }
 
 }  // namespace tileops::python

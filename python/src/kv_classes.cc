@@ -104,9 +104,10 @@ class TopKTopPSampler {
                                                  index);
   }
   py::object call(py::handle logits, py::handle k, py::handle p, py::handle out, std::uint64_t seed,
-                  py::handle stream) const {
+                  py::handle generator, py::handle stream) const {
     constexpr const char* kOp = "top_k_top_p_sampler";
     Context ctx = make_context(kOp, 0, stream);
+    seed = sampler_seed(seed, generator);
     PyTensor x = to_tensor(logits, kOp, "logits");
     SamplerFilter kf, pf;
     read_k(k, kOp, "k", kf);
@@ -132,8 +133,10 @@ class TopkToppSampling {
     PyTensor o = out_of(out, x);
     op_ = std::make_shared<ops::TopkToppSampling>(x.view, topk, topp, o.view, index);
   }
-  py::object call(py::handle probs, py::handle out, std::uint64_t seed, py::handle stream) const {
+  py::object call(py::handle probs, py::handle out, std::uint64_t seed, py::handle generator,
+                  py::handle stream) const {
     Context ctx = make_context("topk_topp_sampling", 0, stream);
+    seed = sampler_seed(seed, generator);
     PyTensor x = to_tensor(probs, "topk_topp_sampling", "probs");
     PyTensor o = out_of(out, x);
     run_released([&] { (*op_)(x.view, seed, o.view, ctx); });
@@ -175,12 +178,13 @@ void bind_kv_classes(py::module_& m) {
       .def(py::init<py::handle, py::handle, py::handle, py::handle, int>(), py::arg("logits"),
            py::arg("k") = none, py::arg("p") = none, py::arg("out") = none, py::kw_only(), index)
       .def("__call__", &TopKTopPSampler::call, py::arg("logits"), py::arg("k") = none,
-           py::arg("p") = none, py::arg("out") = none, py::kw_only(), py::arg("seed") = 0, stream);
+           py::arg("p") = none, py::arg("out") = none, py::kw_only(), py::arg("seed") = 0,
+           py::arg("generator") = none, stream);
   py::class_<TopkToppSampling>(m, "TopkToppSampling")
       .def(py::init<py::handle, std::int64_t, double, py::handle, int>(), py::arg("probs"),
            py::arg("topk") = 0, py::arg("topp") = 1.0, py::arg("out") = none, py::kw_only(), index)
       .def("__call__", &TopkToppSampling::call, py::arg("probs"), py::arg("out") = none,
-           py::kw_only(), py::arg("seed") = 0, stream);
+           py::kw_only(), py::arg("seed") = 0, py::arg("generator") = none, stream);
 }
 
 }  // namespace tileops::python

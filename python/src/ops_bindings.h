@@ -32,6 +32,8 @@ struct SamplerFilter {
 };
 void read_k(py::handle obj, std::string_view op, std::string_view arg, SamplerFilter& f);
 void read_p(py::handle obj, std::string_view op, std::string_view arg, SamplerFilter& f);
+// `seed`, or one draw from `generator` (a torch.Generator) when it is not None.
+std::uint64_t sampler_seed(std::uint64_t seed, py::handle generator);
 // [B] for weights [B, V] (kInvalidArgument naming `arg` for another rank).
 Dims sampler_rows(const Tensor& weights, std::string_view op, std::string_view arg);
 

@@ -194,6 +194,15 @@ def test_sampler_matches_torch_softmax_and_top_p_set():
     assert np.array_equal(numpy_tokens, ops.top_k_top_p_sampler(logits, 2, 0.9, seed=7).numpy())
 
 
+def test_sampler_generator_gives_fresh_reproducible_draws():
+    logits = torch.zeros(64, 1000)
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    a1, a2 = ops.top_k_top_p_sampler(logits, generator=g1), ops.top_k_top_p_sampler(logits,
+                                                                                     generator=g1)
+    b1 = ops.top_k_top_p_sampler(logits, generator=g2)
+    assert torch.equal(a1, b1) and not torch.equal(a1, a2)
+
+
 def test_sampler_errors():
     logits = torch.randn(3, 10)
     with pytest.raises(ValueError, match="'p'"):
