@@ -15,6 +15,27 @@ void bind_op_functions(py::module_& ops);
 void bind_op_classes(py::module_& ops);
 // gemm, matmul and linear, both forms (gemm_bindings.cc).
 void bind_gemm_ops(py::module_& ops);
+// rotary_embedding, apply_rotary_pos_emb, reshape_and_cache and the samplers (kv_bindings.cc).
+void bind_kv_ops(py::module_& ops);
+// Their class forms (kv_classes.cc).
+void bind_kv_classes(py::module_& ops);
+
+// k or p of a sampler: None (off), a Python number (every row) or a tensor (per row); `tensor`
+// views `k`/`p` for numbers, so the struct must outlive the call.
+struct SamplerFilter {
+  PyTensor tensor;
+  std::int64_t k = 0;
+  double p = 1.0;
+  SamplerFilter() = default;
+  SamplerFilter(const SamplerFilter&) = delete;
+  SamplerFilter& operator=(const SamplerFilter&) = delete;
+};
+void read_k(py::handle obj, std::string_view op, std::string_view arg, SamplerFilter& f);
+void read_p(py::handle obj, std::string_view op, std::string_view arg, SamplerFilter& f);
+// `seed`, or one draw from `generator` (a torch.Generator) when it is not None.
+std::uint64_t sampler_seed(std::uint64_t seed, py::handle generator);
+// [B] for weights [B, V] (kInvalidArgument naming `arg` for another rank).
+Dims sampler_rows(const Tensor& weights, std::string_view op, std::string_view arg);
 
 // Runs `call` with the GIL released (arguments are converted before, results after).
 template <typename Call>

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/ops/rotary_reference.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/rotary_reference.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/ops/rotary_embedding.h"

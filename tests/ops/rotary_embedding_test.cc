@@ -10,8 +10,8 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/ops/rotary_reference.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/rotary_reference.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
@@ -91,6 +91,31 @@ TEST(RotaryEmbedding, NoKeyAndCacheOfAnotherDtype) {
   rotary_embedding(positions, query, Tensor(), 16, cache, true);
   EXPECT_EQ(testing::compare(query.view(), expected, testing::tolerance_for(DataType::kBFloat16)),
             "");
+}
+
+TEST(RotaryEmbedding, InPlaceOnViewsOfOneFusedQkvBuffer) {
+  // vLLM splits the fused QKV projection [T, (H + 2 Hkv)·D] into q, k, v views and rotates q
+  // and k in place: their byte ranges interleave, their elements do not.
+  std::mt19937_64 rng(9);
+  constexpr std::int64_t kD = 16, kWidth = (4 + 2 + 2) * kD;
+  auto qkv = testing::random_tensor({kTokens, kWidth}, DataType::kFloat16, rng);
+  const Tensor q = qkv.view().slice(1, 0, 4 * kD);
+  const Tensor k = qkv.view().slice(1, 4 * kD, 2 * kD);
+  auto positions =
+      testing::random_tensor({kTokens}, DataType::kInt64, rng, Layout::kContiguous, 0, kMaxPos);
+  auto cache = testing::rotary_cache(kMaxPos, kD, DataType::kFloat32, Layout::kContiguous);
+  const auto expected_q = testing::rotary_reference(q, positions, cache, kD, true);
+  const auto expected_k = testing::rotary_reference(k, positions, cache, kD, true);
+  const auto v_before = testing::to_doubles(qkv.view().slice(1, 6 * kD, 2 * kD));
+  rotary_embedding(positions, q, k, kD, cache, true);
+  const auto tol = testing::tolerance_for(DataType::kFloat16);
+  EXPECT_EQ(testing::compare(q, expected_q, tol), "");
+  EXPECT_EQ(testing::compare(k, expected_k, tol), "");
+  EXPECT_EQ(testing::to_doubles(qkv.view().slice(1, 6 * kD, 2 * kD)), v_before);
+  // An output that really shares elements with key is still refused.
+  const Tensor shifted = qkv.view().slice(1, kD, 4 * kD);
+  expect_rejected([&] { rotary_embedding(positions, q, k, kD, cache, true, -1, shifted, k); }, qkv,
+                  "query_out");
 }
 
 TEST(RotaryEmbedding, CachedInstanceIsCorrectOnNewData) {

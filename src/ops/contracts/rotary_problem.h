@@ -29,10 +29,15 @@ void check_rotary_operands(const ArgCheck& check, const Tensor& query, const Ten
                            RotaryOutputNames names = {});
 
 // Outputs may be exactly their input's view (in place) and overlap nothing else; `tables` are
-// the cos/sin inputs of the operator (cos_sin_cache, or cos and sin).
+// the cos/sin inputs of the operator (cos_sin_cache, or cos and sin). Query and key sides may
+// interleave without touching (views of one fused QKV buffer).
 void check_rotary_memory(const ArgCheck& check, const Tensor& query, const Tensor& key,
                          std::initializer_list<ArgCheck::Named> tables, const Tensor& query_out,
                          const Tensor& key_out, RotaryOutputNames names = {});
+
+// Whether a and b share no element: byte ranges apart, or rows (dim 0) of one buffer at one
+// stride whose inner spans do not meet (q and k split from a fused [T, (H + 2Hkv)·D] buffer).
+bool rows_apart(const Tensor& a, const Tensor& b);
 
 // The output to use: `out` when given, else `input` (in place).
 inline const Tensor& output_or_input(const Tensor& out, const Tensor& input) {

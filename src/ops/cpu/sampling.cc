@@ -1,7 +1,9 @@
 #include "src/ops/cpu/sampling.h"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -18,21 +20,38 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return z ^ (z >> 31);
 }
 
-// Draws from idx[0, count) in that order with target u·mass; zero weights are never drawn.
-std::int64_t draw(const float* w, const std::int32_t* idx, std::int64_t count, double mass,
-                  double u) {
+// A token's sort key: its weight's bits (non-negative floats order as their bits) above its
+// complemented index, so a larger key is a heavier token and, on equal weights, a lower index.
+std::uint64_t key_of(const float* w, std::int64_t i) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &w[i], sizeof bits);
+  return (static_cast<std::uint64_t>(bits) << 32) | static_cast<std::uint32_t>(~i);
+}
+float weight_of(std::uint64_t key) {
+  const auto bits = static_cast<std::uint32_t>(key >> 32);
+  float w = 0.0f;
+  std::memcpy(&w, &bits, sizeof w);
+  return w;
+}
+std::int64_t token_of(std::uint64_t key) { return ~static_cast<std::uint32_t>(key); }
+
+// Draws from keys[0, count) in that order with target u·mass; zero weights are never drawn.
+std::int64_t draw(const std::uint64_t* keys, std::int64_t count, double mass, double u) {
   const double target = u * mass;
   double cumulative = 0.0;
-  std::int64_t last = idx[0];
+  std::int64_t last = token_of(keys[0]);
   for (std::int64_t j = 0; j < count; ++j) {
-    const float weight = w[idx[j]];
+    const float weight = weight_of(keys[j]);
     if (weight <= 0.0f) continue;
     cumulative += weight;
-    last = idx[j];
+    last = token_of(keys[j]);
     if (cumulative > target) return last;
   }
   return last;  // rounding: target reached the mass itself
 }
+
+// Top-k up to this k scans through a heap; larger k selects with nth_element.
+constexpr std::int64_t kHeapTopK = 1024;
 
 }  // namespace
 
@@ -42,7 +61,7 @@ double uniform_draw(std::uint64_t seed, std::int64_t row) {
 }
 
 std::int64_t sample_row(const float* w, std::int64_t n, double total, RowFilter filter, double u,
-                        std::int32_t* idx) {
+                        std::uint64_t* keys) {
   const bool top_k = filter.k > 0 && filter.k < n;
   const bool top_p = filter.p < 1.0;
   if (!top_k && !top_p) {
@@ -58,36 +77,60 @@ std::int64_t sample_row(const float* w, std::int64_t n, double total, RowFilter 
     }
     return last;
   }
-  for (std::int64_t i = 0; i < n; ++i) idx[i] = static_cast<std::int32_t>(i);
-  // Heavier first; equal weights by index, so the order (and the draw) is fully determined.
-  const auto heavier = [w](std::int32_t a, std::int32_t b) {
-    return w[a] > w[b] || (w[a] == w[b] && a < b);
-  };
-  const std::int64_t cap = top_k ? filter.k : n;
+  const std::greater<> heavier;
+  std::int64_t count = n;
   double mass = total;
   if (top_k) {
-    std::nth_element(idx, idx + cap, idx + n, heavier);
+    count = filter.k;
+    if (count <= kHeapTopK) {
+      // A min-heap of the k heaviest so far: most tokens cost one comparison with its root.
+      for (std::int64_t i = 0; i < count; ++i) keys[i] = key_of(w, i);
+      std::make_heap(keys, keys + count, heavier);
+      for (std::int64_t i = count; i < n; ++i) {
+        const std::uint64_t key = key_of(w, i);
+        if (key <= keys[0]) continue;
+        std::pop_heap(keys, keys + count, heavier);
+        keys[count - 1] = key;
+        std::push_heap(keys, keys + count, heavier);
+      }
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) keys[i] = key_of(w, i);
+      std::nth_element(keys, keys + count, keys + n, heavier);
+    }
     mass = 0.0;
-    for (std::int64_t j = 0; j < cap; ++j) mass += w[idx[j]];
+    for (std::int64_t j = 0; j < count; ++j) mass += weight_of(keys[j]);
   }
   if (!top_p) {
-    std::sort(idx, idx + cap);  // index order, independent of nth_element's arrangement
-    return draw(w, idx, cap, mass, u);
+    std::sort(keys, keys + count, heavier);
+    return draw(keys, count, mass, u);
   }
-  // The nucleus is usually small: sort growing prefixes of the heaviest tokens until one holds
-  // the mass p·mass.
-  const double needed = filter.p * mass;
-  std::int64_t sorted = std::min<std::int64_t>(cap, 256);
-  while (true) {
-    if (sorted < cap) std::nth_element(idx, idx + sorted, idx + cap, heavier);
-    std::sort(idx, idx + sorted, heavier);
-    double cumulative = 0.0;
-    for (std::int64_t j = 0; j < sorted; ++j) {
-      cumulative += w[idx[j]];
-      if (cumulative >= needed) return draw(w, idx, j + 1, cumulative, u);
+  // The tokens lighter than (1 - p)·mass / count weigh at most (1 - p)·mass together, so the
+  // nucleus (mass >= p·mass) never needs them: drop them before sorting.
+  const double floor = (1.0 - filter.p) * mass / static_cast<double>(count);
+  std::int64_t m = 0;
+  if (top_k) {
+    for (std::int64_t j = 0; j < count; ++j) {
+      if (weight_of(keys[j]) >= floor) keys[m++] = keys[j];
     }
-    if (sorted == cap) return draw(w, idx, cap, cumulative, u);
-    sorted = std::min(cap, sorted * 4);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (w[i] >= floor) keys[m++] = key_of(w, i);
+    }
+  }
+  // Sort growing prefixes of the heaviest until one holds the mass p·mass (usually small).
+  const double needed = filter.p * mass;
+  double cumulative = 0.0;
+  std::int64_t done = 0;
+  std::int64_t sorted = std::min<std::int64_t>(m, 256);
+  while (true) {
+    if (sorted < m) std::nth_element(keys + done, keys + sorted, keys + m, heavier);
+    std::sort(keys + done, keys + sorted, heavier);
+    for (; done < sorted; ++done) {
+      cumulative += weight_of(keys[done]);
+      if (cumulative >= needed) return draw(keys, done + 1, cumulative, u);
+    }
+    if (sorted == m) return draw(keys, m, cumulative, u);
+    sorted = std::min(m, sorted * 4);
   }
 }
 
@@ -96,8 +139,8 @@ void sample_rows(std::int64_t rows, std::int64_t n, RowWeights weights, RowFilte
   if (rows == 0) return;
   ThreadPool& pool = ctx.threads();
   const int chunks = pool.num_threads();
-  // Per chunk: n float weights and n int32 indices.
-  const auto per_chunk = static_cast<std::size_t>(n) * (sizeof(float) + sizeof(std::int32_t));
+  // Per chunk: n uint64 sort keys, then n float weights.
+  const auto per_chunk = static_cast<std::size_t>(n) * (sizeof(std::uint64_t) + sizeof(float));
   WorkspacePool::Lease lease =
       ctx.workspace().acquire(kCpu, ctx.stream, 0, per_chunk * static_cast<std::size_t>(chunks));
   std::vector<std::int64_t> tokens(static_cast<std::size_t>(rows));
@@ -106,14 +149,14 @@ void sample_rows(std::int64_t rows, std::int64_t n, RowWeights weights, RowFilte
                                                                   {rows, nullptr});
   pool.parallel_range(rows, 1, [&](int chunk, std::int64_t begin, std::int64_t end) {
     auto* base = lease.as<char>() + per_chunk * static_cast<std::size_t>(chunk);
-    auto* w = reinterpret_cast<float*>(base);
-    auto* idx = reinterpret_cast<std::int32_t*>(base + static_cast<std::size_t>(n) * sizeof(float));
+    auto* keys = reinterpret_cast<std::uint64_t*>(base);
+    auto* w = reinterpret_cast<float*>(base + static_cast<std::size_t>(n) * sizeof(std::uint64_t));
     std::int64_t r = begin;
     try {
       for (; r < end; ++r) {
         const double total = weights(r, w);
         tokens[static_cast<std::size_t>(r)] =
-            sample_row(w, n, total, filters(r), uniform_draw(seed, r), idx);
+            sample_row(w, n, total, filters(r), uniform_draw(seed, r), keys);
       }
     } catch (...) {
       errors[static_cast<std::size_t>(chunk)] = {r, std::current_exception()};

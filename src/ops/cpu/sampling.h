@@ -22,9 +22,10 @@ double uniform_draw(std::uint64_t seed, std::int64_t row);
 
 // The token drawn with u in [0, 1) from weights w[0, n) (non-negative, total = Σ w > 0) under
 // `filter`: the top k by weight (ties: lower index first), then the shortest prefix of those by
-// decreasing weight whose mass is >= p times their mass, renormalised. idx: n int32 scratch.
+// decreasing weight whose mass is >= p times their mass, renormalised. The draw walks the kept
+// tokens by decreasing weight (index order when nothing is filtered). keys: n scratch words.
 std::int64_t sample_row(const float* w, std::int64_t n, double total, RowFilter filter, double u,
-                        std::int32_t* idx);
+                        std::uint64_t* keys);
 
 // Fills the weights of a row (n floats) and returns their sum; throws Error for a bad row.
 using RowWeights = FunctionRef<double(std::int64_t row, float* w)>;
