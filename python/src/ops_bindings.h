@@ -15,6 +15,8 @@ void bind_op_functions(py::module_& ops);
 void bind_op_classes(py::module_& ops);
 // gemm, matmul and linear, both forms (gemm_bindings.cc).
 void bind_gemm_ops(py::module_& ops);
+// flash_attention, paged_attention and the flash-attn adapters (attention_bindings.cc).
+void bind_attention_ops(py::module_& ops);
 
 // Runs `call` with the GIL released (arguments are converted before, results after).
 template <typename Call>
