@@ -17,40 +17,10 @@
 #include "tileops/ops.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/demo_case.h"
 
 namespace tileops::cli {
 namespace {
-
-namespace ref = testing::reference;
-using Storage = std::shared_ptr<TensorStorage>;
-
-struct Case {
-  std::string op;
-  std::string shape;
-  DataType dtype;
-  double bytes;                            // bytes read + written by one run
-  std::function<void()> run;               // one call of the operator
-  std::function<Storage()> output;         // the tensor to check
-  std::function<ref::Values()> reference;  // float64 expected values
-};
-
-Storage random(const Dims& shape, DataType dtype, std::mt19937_64& rng, double lo = -2,
-               double hi = 2) {
-  return std::make_shared<TensorStorage>(
-      testing::random_tensor(shape, dtype, rng, testing::Layout::kContiguous, lo, hi));
-}
-
-Storage empty(const Dims& shape, DataType dtype) {
-  return std::make_shared<TensorStorage>(testing::poisoned(shape, dtype));
-}
-
-double bytes_of(std::initializer_list<Storage> tensors) {
-  double total = 0;
-  for (const Storage& s : tensors) total += static_cast<double>(s->bytes());
-  return total;
-}
-
-ref::Values values(const Storage& s) { return testing::to_doubles(s->view()); }
 
 std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& rng) {
   constexpr std::int64_t kHidden = 4096;
@@ -162,6 +132,7 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
                      [=] { ops::scaled_softmax(*x, 0.125, *out2); }, [=] { return out2; },
                      [=] { return ref::softmax_rows(values(x), tokens, 0.125, false, tokens); }});
   }
+  for (Case& c : make_attention_cases(tokens, dt, rng)) cases.push_back(std::move(c));
   return cases;
 }
 

@@ -1,0 +1,52 @@
+// One `tileops demo` case (an operator call, its output and float64 reference) and the helpers
+// the case files share.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/support/reference_ops.h"
+#include "tests/support/test_tensors.h"
+
+namespace tileops::cli {
+
+namespace ref = testing::reference;
+using Storage = std::shared_ptr<TensorStorage>;
+
+struct Case {
+  std::string op;
+  std::string shape;
+  DataType dtype;
+  double bytes;                            // bytes read + written by one run
+  std::function<void()> run;               // one call of the operator
+  std::function<Storage()> output;         // the tensor to check
+  std::function<ref::Values()> reference;  // float64 expected values
+};
+
+inline Storage random(const Dims& shape, DataType dtype, std::mt19937_64& rng, double lo = -2,
+                      double hi = 2) {
+  return std::make_shared<TensorStorage>(
+      testing::random_tensor(shape, dtype, rng, testing::Layout::kContiguous, lo, hi));
+}
+
+inline Storage empty(const Dims& shape, DataType dtype) {
+  return std::make_shared<TensorStorage>(testing::poisoned(shape, dtype));
+}
+
+inline double bytes_of(std::initializer_list<Storage> tensors) {
+  double total = 0;
+  for (const Storage& s : tensors) total += static_cast<double>(s->bytes());
+  return total;
+}
+
+inline ref::Values values(const Storage& s) { return testing::to_doubles(s->view()); }
+
+// flash_attention (causal prefill of `tokens` tokens) and paged_attention (16 sequences decoding
+// over a paged cache) cases (demo_attention_cases.cc).
+std::vector<Case> make_attention_cases(std::int64_t tokens, DataType dt, std::mt19937_64& rng);
+
+}  // namespace tileops::cli
