@@ -64,10 +64,14 @@ FlashArgs flash_args(py::handle query, py::handle key, py::handle value, py::han
                      std::int64_t window_left, std::int64_t window_right, std::int64_t block_size,
                      py::handle sliding_window, py::handle output) {
   constexpr std::string_view kOp = "flash_attention";
-  FlashArgs a{to_tensor(query, kOp, "query"), to_tensor(key, kOp, "key"),
-              to_tensor(value, kOp, "value"), {}, optional_tensor(cu_seqlens_q, kOp, "cu_seqlens_q"),
+  FlashArgs a{to_tensor(query, kOp, "query"),
+              to_tensor(key, kOp, "key"),
+              to_tensor(value, kOp, "value"),
+              {},
+              optional_tensor(cu_seqlens_q, kOp, "cu_seqlens_q"),
               optional_tensor(cu_seqlens_kv, kOp, "cu_seqlens_kv"),
-              optional_tensor(block_table, kOp, "block_table"), {}};
+              optional_tensor(block_table, kOp, "block_table"),
+              {}};
   a.attrs = attributes(a.query.view, a.key.view, num_heads, num_kv_heads, head_size, scale, causal,
                        window_left, window_right, block_size, sliding_window);
   a.output = ::tileops::python::output(output, a.query.frontend, a.query.view.shape(),
@@ -175,12 +179,12 @@ py::object mha_varlen_fwd(py::handle q, py::handle k, py::handle v, py::handle o
 // without block_table the cache is [B, Sk, Hkv, D], read as one block per sequence.
 py::object mha_fwd_kvcache(py::handle q, py::handle kcache, py::handle vcache, py::handle k,
                            py::handle v, py::handle seqlens_k, py::handle rotary_cos,
-                           py::handle rotary_sin, py::handle cache_batch_idx,
-                           py::handle leftpad_k, py::handle block_table, py::handle alibi_slopes,
-                           py::handle out, py::handle softmax_scale, bool is_causal,
-                           std::int64_t window_size_left, std::int64_t window_size_right,
-                           double softcap, bool /*is_rotary_interleaved*/,
-                           std::int64_t /*num_splits*/, int index, py::handle stream) {
+                           py::handle rotary_sin, py::handle cache_batch_idx, py::handle leftpad_k,
+                           py::handle block_table, py::handle alibi_slopes, py::handle out,
+                           py::handle softmax_scale, bool is_causal, std::int64_t window_size_left,
+                           std::int64_t window_size_right, double softcap,
+                           bool /*is_rotary_interleaved*/, std::int64_t /*num_splits*/, int index,
+                           py::handle stream) {
   constexpr std::string_view kOp = "mha_fwd_kvcache";
   unsupported(kOp, "k", !k.is_none());
   unsupported(kOp, "v", !v.is_none());
@@ -230,9 +234,9 @@ class FlashAttention {
                  py::handle num_kv_heads, py::handle head_size, double scale, bool causal,
                  std::int64_t window_left, std::int64_t window_right, std::int64_t block_size,
                  py::handle sliding_window, py::handle output, int index) {
-    FlashArgs a = flash_args(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table,
-                             num_heads, num_kv_heads, head_size, scale, causal, window_left,
-                             window_right, block_size, sliding_window, output);
+    FlashArgs a = flash_args(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, num_heads,
+                             num_kv_heads, head_size, scale, causal, window_left, window_right,
+                             block_size, sliding_window, output);
     op_ = std::make_shared<ops::FlashAttention>(a.query.view, a.key.view, a.value.view,
                                                 a.cu_q.view(), a.cu_kv.view(), a.table.view(),
                                                 a.attrs, a.output.view, index);
@@ -246,8 +250,8 @@ class FlashAttention {
     FlashArgs a = flash_args(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, none,
                              none, none, 0.0, false, -1, -1, 0, none, output);
     run_released([&] {
-      (*op_)(a.query.view, a.key.view, a.value.view, a.cu_q.view(), a.cu_kv.view(),
-             a.table.view(), a.output.view, ctx);
+      (*op_)(a.query.view, a.key.view, a.value.view, a.cu_q.view(), a.cu_kv.view(), a.table.view(),
+             a.output.view, ctx);
     });
     return result_of(output, a.output);
   }
@@ -276,8 +280,8 @@ class PagedAttention {
                   py::handle seq_lens_host, py::handle block_table_host, py::handle stream) const {
     Context ctx = make_context("paged_attention", 0, stream);
     const py::object none = py::none();
-    PagedArgs a = paged_args(query, key_cache, value_cache, seq_lens, block_table, none, none,
-                             none, 0.0, 0, output, seq_lens_host, block_table_host, none, -1);
+    PagedArgs a = paged_args(query, key_cache, value_cache, seq_lens, block_table, none, none, none,
+                             0.0, 0, output, seq_lens_host, block_table_host, none, -1);
     run_released([&] {
       (*op_)(a.query.view, a.key_cache.view, a.value_cache.view, a.seq_lens.view,
              a.block_table.view, a.output.view, a.lens_host.view(), a.table_host.view(), ctx);
@@ -298,11 +302,11 @@ void bind_attention_ops(py::module_& m) {
   m.def("flash_attention", &flash_attention,
         "Varlen prefill attention (packed or paged KV, GQA, causal, sliding window).",
         py::arg("query"), py::arg("key"), py::arg("value"), py::arg("cu_seqlens_q") = none,
-        py::arg("cu_seqlens_kv") = none, py::arg("block_table") = none,
-        py::arg("num_heads") = none, py::arg("num_kv_heads") = none, py::arg("head_size") = none,
-        py::arg("scale") = 0.0, py::arg("causal") = false, py::arg("window_left") = -1,
-        py::arg("window_right") = -1, py::arg("block_size") = 0, py::arg("sliding_window") = none,
-        py::arg("output") = none, py::kw_only(), index, stream);
+        py::arg("cu_seqlens_kv") = none, py::arg("block_table") = none, py::arg("num_heads") = none,
+        py::arg("num_kv_heads") = none, py::arg("head_size") = none, py::arg("scale") = 0.0,
+        py::arg("causal") = false, py::arg("window_left") = -1, py::arg("window_right") = -1,
+        py::arg("block_size") = 0, py::arg("sliding_window") = none, py::arg("output") = none,
+        py::kw_only(), index, stream);
   m.def("paged_attention", &paged_attention, "Decode attention over a paged KV cache.",
         py::arg("query"), py::arg("key_cache"), py::arg("value_cache"), py::arg("seq_lens"),
         py::arg("block_table"), py::arg("num_heads") = none, py::arg("num_kv_heads") = none,
@@ -312,33 +316,31 @@ void bind_attention_ops(py::module_& m) {
         py::arg("window_left") = -1, py::kw_only(), index, stream);
   m.def("mha_varlen_fwd", &mha_varlen_fwd, "flash-attn's varlen_fwd over flash_attention.",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out") = none,
-        py::arg("cu_seqlens_q") = none, py::arg("cu_seqlens_k") = none,
-        py::arg("seqused_k") = none, py::arg("leftpad_k") = none, py::arg("block_table") = none,
-        py::arg("alibi_slopes") = none, py::arg("max_seqlen_q") = 0, py::arg("max_seqlen_k") = 0,
-        py::arg("p_dropout") = 0.0, py::arg("softmax_scale") = none,
-        py::arg("zero_tensors") = false, py::arg("is_causal") = false,
-        py::arg("window_size_left") = -1, py::arg("window_size_right") = -1,
-        py::arg("softcap") = 0.0, py::arg("return_softmax") = false, py::arg("gen") = none,
-        py::kw_only(), index, stream);
+        py::arg("cu_seqlens_q") = none, py::arg("cu_seqlens_k") = none, py::arg("seqused_k") = none,
+        py::arg("leftpad_k") = none, py::arg("block_table") = none, py::arg("alibi_slopes") = none,
+        py::arg("max_seqlen_q") = 0, py::arg("max_seqlen_k") = 0, py::arg("p_dropout") = 0.0,
+        py::arg("softmax_scale") = none, py::arg("zero_tensors") = false,
+        py::arg("is_causal") = false, py::arg("window_size_left") = -1,
+        py::arg("window_size_right") = -1, py::arg("softcap") = 0.0,
+        py::arg("return_softmax") = false, py::arg("gen") = none, py::kw_only(), index, stream);
   m.def("mha_fwd_kvcache", &mha_fwd_kvcache, "flash-attn's fwd_kvcache over flash_attention.",
         py::arg("q"), py::arg("kcache"), py::arg("vcache"), py::arg("k") = none,
         py::arg("v") = none, py::arg("seqlens_k") = none, py::arg("rotary_cos") = none,
         py::arg("rotary_sin") = none, py::arg("cache_batch_idx") = none,
-        py::arg("leftpad_k") = none, py::arg("block_table") = none,
-        py::arg("alibi_slopes") = none, py::arg("out") = none, py::arg("softmax_scale") = none,
-        py::arg("is_causal") = false, py::arg("window_size_left") = -1,
-        py::arg("window_size_right") = -1, py::arg("softcap") = 0.0,
-        py::arg("is_rotary_interleaved") = true, py::arg("num_splits") = 0, py::kw_only(), index,
-        stream);
+        py::arg("leftpad_k") = none, py::arg("block_table") = none, py::arg("alibi_slopes") = none,
+        py::arg("out") = none, py::arg("softmax_scale") = none, py::arg("is_causal") = false,
+        py::arg("window_size_left") = -1, py::arg("window_size_right") = -1,
+        py::arg("softcap") = 0.0, py::arg("is_rotary_interleaved") = true,
+        py::arg("num_splits") = 0, py::kw_only(), index, stream);
   py::class_<FlashAttention>(m, "FlashAttention")
       .def(py::init<py::handle, py::handle, py::handle, py::handle, py::handle, py::handle,
                     py::handle, py::handle, py::handle, double, bool, std::int64_t, std::int64_t,
                     std::int64_t, py::handle, py::handle, int>(),
            py::arg("query"), py::arg("key"), py::arg("value"), py::arg("cu_seqlens_q") = none,
            py::arg("cu_seqlens_kv") = none, py::arg("block_table") = none,
-           py::arg("num_heads") = none, py::arg("num_kv_heads") = none,
-           py::arg("head_size") = none, py::arg("scale") = 0.0, py::arg("causal") = false,
-           py::arg("window_left") = -1, py::arg("window_right") = -1, py::arg("block_size") = 0,
+           py::arg("num_heads") = none, py::arg("num_kv_heads") = none, py::arg("head_size") = none,
+           py::arg("scale") = 0.0, py::arg("causal") = false, py::arg("window_left") = -1,
+           py::arg("window_right") = -1, py::arg("block_size") = 0,
            py::arg("sliding_window") = none, py::arg("output") = none, py::kw_only(), index)
       .def("__call__", &FlashAttention::call, py::arg("query"), py::arg("key"), py::arg("value"),
            py::arg("cu_seqlens_q") = none, py::arg("cu_seqlens_kv") = none,

@@ -56,15 +56,12 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
   });
 }
 
-tileops_status tileops_paged_attention(const tileops_tensor* query, const tileops_tensor* key_cache,
-                                       const tileops_tensor* value_cache,
-                                       const tileops_tensor* seq_lens,
-                                       const tileops_tensor* block_table,
-                                       const tileops_attention_attributes* attrs,
-                                       const tileops_tensor* output,
-                                       const tileops_tensor* seq_lens_host,
-                                       const tileops_tensor* block_table_host,
-                                       const tileops_context* ctx) {
+tileops_status tileops_paged_attention(
+    const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
+    const tileops_tensor* seq_lens, const tileops_tensor* block_table,
+    const tileops_attention_attributes* attrs, const tileops_tensor* output,
+    const tileops_tensor* seq_lens_host, const tileops_tensor* block_table_host,
+    const tileops_context* ctx) {
   return guarded([&] {
     constexpr std::string_view kOp = "paged_attention";
     const Tensor q = to_tensor(kOp, "query", query);
@@ -74,10 +71,9 @@ tileops_status tileops_paged_attention(const tileops_tensor* query, const tileop
     const Tensor table = to_tensor(kOp, "block_table", block_table);
     const ops::AttentionAttributes a = to_attributes(kOp, attrs);
     const Tensor out = to_tensor(kOp, "output", output);
-    ops::paged_attention(q, kc, vc, lens, table, a, out,
-                         optional_tensor(kOp, "seq_lens_host", seq_lens_host),
-                         optional_tensor(kOp, "block_table_host", block_table_host),
-                         to_context(ctx));
+    ops::paged_attention(
+        q, kc, vc, lens, table, a, out, optional_tensor(kOp, "seq_lens_host", seq_lens_host),
+        optional_tensor(kOp, "block_table_host", block_table_host), to_context(ctx));
   });
 }
 

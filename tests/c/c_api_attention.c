@@ -81,7 +81,7 @@ static void test_paged_attention(void) {
   fill(kc, 8 * kD, 1.1);
   fill(vc, 8 * kD, 0.6);
   const int32_t lens[] = {5, 3};
-  const int32_t table[] = {3, 0, 1, 2, 1, 0};  /* [2, 3]: sequence 1 uses blocks 2, 1 */
+  const int32_t table[] = {3, 0, 1, 2, 1, 0}; /* [2, 3]: sequence 1 uses blocks 2, 1 */
   const int64_t q_shape[] = {2, kH, kD}, cache_shape[] = {4, 2, kHkv, kD};
   const int64_t lens_shape[] = {2}, table_shape[] = {2, 3};
   const tileops_tensor qt = tensor(q, TILEOPS_FLOAT32, 3, q_shape, NULL);

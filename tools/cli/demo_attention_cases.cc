@@ -28,14 +28,13 @@ std::vector<Case> make_attention_cases(std::int64_t tokens, DataType dt, std::mt
     causal.causal = true;
     ref::AttentionSpec causal_spec = spec;
     causal_spec.causal = true;
-    cases.push_back({"flash_attention", "causal [" + tk + ", 8/2, 128]", dt,
-                     bytes_of({q, k, v, out}),
-                     [=] { ops::flash_attention(*q, *k, *v, {}, {}, {}, causal, *out); },
-                     [=] { return out; },
-                     [=] {
-                       return ref::attention(values(q), values(k), values(v), {0, tokens},
-                                             {0, tokens}, causal_spec);
-                     }});
+    cases.push_back(
+        {"flash_attention", "causal [" + tk + ", 8/2, 128]", dt, bytes_of({q, k, v, out}),
+         [=] { ops::flash_attention(*q, *k, *v, {}, {}, {}, causal, *out); }, [=] { return out; },
+         [=] {
+           return ref::attention(values(q), values(k), values(v), {0, tokens}, {0, tokens},
+                                 causal_spec);
+         }});
   }
   {
     const std::int64_t context = tokens <= 16 ? 512 : 4096;
@@ -68,15 +67,12 @@ std::vector<Case> make_attention_cases(std::int64_t tokens, DataType dt, std::mt
     };
     std::vector<std::int64_t> cu_q(kBatch + 1), cu_kv(kBatch + 1);
     for (std::int64_t b = 0; b <= kBatch; ++b) cu_q[b] = b, cu_kv[b] = b * context;
-    cases.push_back({"paged_attention",
-                     "16 x 1 over " + std::to_string(context) + " keys, 8/2, 128", dt,
-                     bytes_of({q, kc, vc, out}),
-                     [=] { ops::paged_attention(*q, *kc, *vc, *lens, *table, attrs, *out); },
-                     [=] { return out; },
-                     [=] {
-                       return ref::attention(values(q), gather(kc), gather(vc), cu_q, cu_kv,
-                                             spec);
-                     }});
+    cases.push_back(
+        {"paged_attention", "16 x 1 over " + std::to_string(context) + " keys, 8/2, 128", dt,
+         bytes_of({q, kc, vc, out}),
+         [=] { ops::paged_attention(*q, *kc, *vc, *lens, *table, attrs, *out); },
+         [=] { return out; },
+         [=] { return ref::attention(values(q), gather(kc), gather(vc), cu_q, cu_kv, spec); }});
   }
   return cases;
 }

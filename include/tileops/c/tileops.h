@@ -147,15 +147,12 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
                                        const tileops_tensor* output, const tileops_context* ctx);
 /* Decode attention: query [B, H, D] over paged caches; seq_lens int32 [B]; block_table int32
  * [B, max_blocks]; seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
-tileops_status tileops_paged_attention(const tileops_tensor* query, const tileops_tensor* key_cache,
-                                       const tileops_tensor* value_cache,
-                                       const tileops_tensor* seq_lens,
-                                       const tileops_tensor* block_table,
-                                       const tileops_attention_attributes* attrs,
-                                       const tileops_tensor* output,
-                                       const tileops_tensor* seq_lens_host,
-                                       const tileops_tensor* block_table_host,
-                                       const tileops_context* ctx);
+tileops_status tileops_paged_attention(
+    const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
+    const tileops_tensor* seq_lens, const tileops_tensor* block_table,
+    const tileops_attention_attributes* attrs, const tileops_tensor* output,
+    const tileops_tensor* seq_lens_host, const tileops_tensor* block_table_host,
+    const tileops_context* ctx);
 
 /* Drops every cached operator instance. */
 tileops_status tileops_clear_cache(void);

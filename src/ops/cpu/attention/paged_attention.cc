@@ -86,8 +86,8 @@ class PagedAttentionCpu final : public Operator {
     }
 
     const std::int64_t state_floats = heads * (d + 2);
-    const std::int64_t scratch = state_floats + heads * d + shape_.group * kChunk + 2 * heads +
-                                 kChunk * d + 64;
+    const std::int64_t scratch =
+        state_floats + heads * d + shape_.group * kChunk + 2 * heads + kChunk * d + 64;
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
         sizeof(float) * static_cast<std::size_t>(partials * state_floats + threads * scratch));

@@ -159,8 +159,7 @@ struct F16Rows {
 // rows (a few KiB) come from memory for the first query row of the group and from L1 after.
 template <class R>
 void Scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k_bytes,
-            std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
-            std::int64_t lds) {
+            std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dv = head_size / lanes * lanes;
@@ -300,11 +299,10 @@ std::int64_t attention_nr() {
   return nr;
 }
 
-void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips,
-                            const float* b, std::int64_t b_strip, std::int64_t n_strips,
-                            std::int64_t kc, float* c, std::int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, kc, c, ldc,
-                                    accumulate);
+void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
+                            std::int64_t b_strip, std::int64_t n_strips, std::int64_t kc, float* c,
+                            std::int64_t ldc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, kc, c, ldc, accumulate);
 }
 
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
