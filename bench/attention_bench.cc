@@ -96,9 +96,8 @@ void BM_decode(benchmark::State& state) {
   ops::AttentionAttributes attrs;
   attrs.num_heads = h, attrs.num_kv_heads = hkv, attrs.head_size = d;
   for (auto _ : state) ops::paged_attention(q, kc, vc, lens, table, attrs, out);
-  state.counters["kv_bytes_per_second"] =
-      benchmark::Counter(static_cast<double>(kc.bytes() + vc.bytes()),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["kv_bytes_per_second"] = benchmark::Counter(
+      static_cast<double>(kc.bytes() + vc.bytes()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);

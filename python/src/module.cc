@@ -17,6 +17,7 @@ PYBIND11_MODULE(_C, m) {
   tp::bind_gemm_ops(ops);
   tp::bind_kv_ops(ops);
   tp::bind_kv_classes(ops);
+  tp::bind_attention_ops(ops);
   tp::bind_cli(m);
   m.def("_torch_fast_path", &tp::torch_fast_path_active,
         "Whether torch tensors are read in C++ (needs torch imported and tileops._torch_view).");

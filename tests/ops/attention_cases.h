@@ -23,7 +23,7 @@ struct AttentionCase {
   bool causal = false;
   std::int64_t window_left = -1, window_right = -1;
   std::optional<std::int64_t> sliding_window;
-  std::int64_t block_size = 0;  // 0: packed keys and values
+  std::int64_t block_size = 0;          // 0: packed keys and values
   Layout layout = Layout::kContiguous;  // of query and output (and caches)
   double scale = 0;
 
@@ -63,10 +63,10 @@ inline TensorStorage int32_tensor(const std::vector<std::int64_t>& values, const
 // Keys and values of every sequence: packed, plus (when block_size > 0) the paged cache holding
 // the same rows, its block table (unused entries -1) and the cumulative kv lengths.
 struct AttentionInputs {
-  TensorStorage query, key, value;        // key/value packed [Tkv, Hkv, D]
-  TensorStorage key_cache, value_cache;   // paged [blocks, block_size, Hkv, D]
+  TensorStorage query, key, value;       // key/value packed [Tkv, Hkv, D]
+  TensorStorage key_cache, value_cache;  // paged [blocks, block_size, Hkv, D]
   TensorStorage block_table, cu_q, cu_kv;
-  std::vector<double> q, k, v;            // row-major float64 of query/key/value
+  std::vector<double> q, k, v;  // row-major float64 of query/key/value
 
   AttentionInputs(const AttentionCase& c, std::mt19937_64& rng) {
     const auto cu_q_values = cumulative(c.q_lens);

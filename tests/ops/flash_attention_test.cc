@@ -164,8 +164,8 @@ TEST(FlashAttention, Adapters) {
   const auto expected = in.expected(c);
   const auto tol = attention_tolerance(c.dtype, 64);
   TensorStorage out = testing::poisoned({6, 4, 64}, c.dtype);
-  mha_varlen_fwd(in.query, in.key_cache, in.value_cache, out, in.cu_q, in.cu_kv, in.block_table,
-                 3, 50, 0.0, true, -1, -1);
+  mha_varlen_fwd(in.query, in.key_cache, in.value_cache, out, in.cu_q, in.cu_kv, in.block_table, 3,
+                 50, 0.0, true, -1, -1);
   EXPECT_EQ(testing::compare(out, expected, tol), "");
   TensorStorage out4 = testing::poisoned({2, 3, 4, 64}, c.dtype);
   const Tensor q4 = in.query.view().with_shape({2, 3, 4, 64}, {3 * 256, 256, 64, 1});
@@ -199,8 +199,7 @@ TEST(FlashAttention, BadInputs) {
   bad = attrs, bad.sliding_window = 8, bad.window_left = 4, bad.window_right = 0;
   expect_rejected(call(in.query, in.key, in.cu_q, in.cu_kv, Tensor(), bad), out, "sliding_window");
   const TensorStorage short_cu = testing::int32_tensor({0, 5, 11}, {3});
-  expect_rejected(call(in.query, in.key, short_cu, in.cu_kv, Tensor(), attrs), out,
-                  "cu_seqlens_q");
+  expect_rejected(call(in.query, in.key, short_cu, in.cu_kv, Tensor(), attrs), out, "cu_seqlens_q");
   const TensorStorage falling = testing::int32_tensor({0, 6, 5, 12}, {4});
   const TensorStorage cu3 = testing::int32_tensor({0, 4, 8, 12}, {4});
   expect_rejected(call(in.query, in.key, falling, cu3, Tensor(), attrs), out, "cu_seqlens_q");
@@ -215,9 +214,11 @@ TEST(FlashAttention, BadInputs) {
   expect_rejected(call(in.query, in.key_cache, in.cu_q, in.cu_kv, in.block_table, bad), out,
                   "block_size");
   // The output overlapping the query.
-  expect_rejected([&] {
-    flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), attrs, in.query);
-  }, in.query, "output");
+  expect_rejected(
+      [&] {
+        flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), attrs, in.query);
+      },
+      in.query, "output");
 }
 
 }  // namespace

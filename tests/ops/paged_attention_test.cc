@@ -126,9 +126,12 @@ TEST(PagedAttention, BadInputs) {
   bad = attrs, bad.sliding_window = 0;
   expect_rejected(call(lens, in.block_table, bad), out, "sliding_window");
   TensorStorage half_out = testing::poisoned({2, 4, 64}, DataType::kFloat16);
-  expect_rejected([&] {
-    paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, attrs, half_out);
-  }, half_out, "output", ErrorKind::kInvalidType);
+  expect_rejected(
+      [&] {
+        paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, attrs,
+                        half_out);
+      },
+      half_out, "output", ErrorKind::kInvalidType);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ namespace tileops::cli {
 namespace {
 
 namespace ref = testing::reference;
+using demo::append_attention_cases;
 using demo::append_kv_cases;
 using demo::bytes_of;
 using demo::Case;
@@ -144,6 +145,7 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
                      [=] { return ref::softmax_rows(values(x), tokens, 0.125, false, tokens); }});
   }
   append_kv_cases(cases, tokens, dt, rng);
+  append_attention_cases(cases, tokens, dt, rng);
   return cases;
 }
 

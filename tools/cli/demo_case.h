@@ -53,4 +53,9 @@ inline testing::reference::Values values(const Storage& s) {
 void append_kv_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
                      std::mt19937_64& rng);
 
+// flash_attention (causal prefill of `tokens` tokens) and paged_attention (16 sequences decoding
+// over a paged cache) cases (demo_attention_cases.cc).
+void append_attention_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
+                            std::mt19937_64& rng);
+
 }  // namespace tileops::cli::demo

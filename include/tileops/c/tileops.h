@@ -165,6 +165,40 @@ tileops_status tileops_topk_topp_sampling(const tileops_tensor* probs, int64_t t
                                           uint64_t seed, const tileops_tensor* out,
                                           const tileops_context* ctx);
 
+/* Attention attributes (include/tileops/ops/flash_attention.h): scale 0 = 1/sqrt(head_size);
+ * window bounds -1 = unbounded; block_size 0 = from the cache's shape; sliding_window 0 = none,
+ * w > 0 = (w - 1, 0) and must agree with window_left/right when those are given. */
+typedef struct tileops_attention_attributes { /* NOLINT(readability-identifier-naming) */
+  int64_t num_heads;
+  int64_t num_kv_heads;
+  int64_t head_size;
+  double scale;
+  int32_t causal; /* bottom-right aligned when a sequence has fewer queries than keys */
+  int64_t window_left;
+  int64_t window_right;
+  int64_t block_size;
+  int64_t sliding_window;
+} tileops_attention_attributes;
+
+/* Varlen prefill attention: query [Tq, H, D]; key/value packed [Tkv, Hkv, D] (block_table NULL)
+ * or paged caches [blocks, block_size, Hkv, D] with block_table int32 [B, max_blocks];
+ * cu_seqlens_q / cu_seqlens_kv int32 [B + 1] or NULL (one sequence); output [Tq, H, D]. */
+tileops_status tileops_flash_attention(const tileops_tensor* query, const tileops_tensor* key,
+                                       const tileops_tensor* value,
+                                       const tileops_tensor* cu_seqlens_q,
+                                       const tileops_tensor* cu_seqlens_kv,
+                                       const tileops_tensor* block_table,
+                                       const tileops_attention_attributes* attrs,
+                                       const tileops_tensor* output, const tileops_context* ctx);
+/* Decode attention: query [B, H, D] over paged caches; seq_lens int32 [B]; block_table int32
+ * [B, max_blocks]; seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
+tileops_status tileops_paged_attention(
+    const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
+    const tileops_tensor* seq_lens, const tileops_tensor* block_table,
+    const tileops_attention_attributes* attrs, const tileops_tensor* output,
+    const tileops_tensor* seq_lens_host, const tileops_tensor* block_table_host,
+    const tileops_context* ctx);
+
 /* Drops every cached operator instance. */
 tileops_status tileops_clear_cache(void);
 /* Threads of the process-wide CPU pool (>= 1, the caller included). Must not run while

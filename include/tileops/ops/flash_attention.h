@@ -40,13 +40,12 @@ void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value
 class FlashAttention {
  public:
   FlashAttention(const Tensor& query, const Tensor& key, const Tensor& value,
-                 const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
-                 const Tensor& block_table, const AttentionAttributes& attrs,
-                 const Tensor& output, int implementation_index = 0);
+                 const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv, const Tensor& block_table,
+                 const AttentionAttributes& attrs, const Tensor& output,
+                 int implementation_index = 0);
   void operator()(const Tensor& query, const Tensor& key, const Tensor& value,
                   const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
-                  const Tensor& block_table, const Tensor& output,
-                  const Context& ctx = {}) const;
+                  const Tensor& block_table, const Tensor& output, const Context& ctx = {}) const;
 
  private:
   PreparedOperator prepared_;
@@ -59,10 +58,9 @@ class FlashAttention {
 // them; here the cumulative lengths say everything).
 void mha_varlen_fwd(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                     const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_k,
-                    const Tensor& block_table, std::int64_t max_seqlen_q,
-                    std::int64_t max_seqlen_k, double softmax_scale, bool is_causal,
-                    std::int64_t window_size_left, std::int64_t window_size_right,
-                    const Context& ctx = {});
+                    const Tensor& block_table, std::int64_t max_seqlen_q, std::int64_t max_seqlen_k,
+                    double softmax_scale, bool is_causal, std::int64_t window_size_left,
+                    std::int64_t window_size_right, const Context& ctx = {});
 
 // flash-attn's mha_fwd_kvcache for a paged cache: q [B, Sq, H, D], k_cache/v_cache
 // [num_blocks, block_size, Hkv, D], cache_seqlens int32 [B] (keys per sequence, the new ones

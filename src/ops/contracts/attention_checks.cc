@@ -94,14 +94,14 @@ void check_cumulative_lengths(const ArgCheck& check, const Tensor& cu, std::stri
   }
   for (std::int64_t i = 1; i < n; ++i) {
     if (index_at(cu, i) < index_at(cu, i - 1)) {
-      check.fail(ErrorKind::kInvalidArgument, arg, "non-decreasing cumulative lengths",
-                 "value " + str(index_at(cu, i)) + " at " + str(i) + " after " +
-                     str(index_at(cu, i - 1)));
+      check.fail(
+          ErrorKind::kInvalidArgument, arg, "non-decreasing cumulative lengths",
+          "value " + str(index_at(cu, i)) + " at " + str(i) + " after " + str(index_at(cu, i - 1)));
     }
   }
   if (total >= 0 && index_at(cu, n - 1) != total) {
-    check.fail(ErrorKind::kInvalidArgument, arg, "a last value equal to the token count " + str(total),
-               str(index_at(cu, n - 1)));
+    check.fail(ErrorKind::kInvalidArgument, arg,
+               "a last value equal to the token count " + str(total), str(index_at(cu, n - 1)));
   }
 }
 

@@ -27,7 +27,8 @@ void check_values(const Tensor& query, const Tensor& key, const Tensor& cu_seqle
   }
   const std::int64_t block_size = key.size(1);
   const std::int64_t capacity = block_table.size(1) * block_size;
-  if (attention_present(cu_seqlens_kv)) check_cumulative_lengths(check, cu_seqlens_kv, "cu_seqlens_kv", -1);
+  if (attention_present(cu_seqlens_kv))
+    check_cumulative_lengths(check, cu_seqlens_kv, "cu_seqlens_kv", -1);
   for (std::int64_t b = 0; b < block_table.size(0); ++b) {
     const std::int64_t length = attention_present(cu_seqlens_kv)
                                     ? index_at(cu_seqlens_kv, b + 1) - index_at(cu_seqlens_kv, b)

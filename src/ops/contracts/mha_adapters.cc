@@ -43,8 +43,7 @@ void mha_fwd_kvcache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   // [B, Sq, H, D] as packed [B·Sq, H, D]: B and Sq must merge into one dim.
   for (const auto& [t, name] : {std::pair<const Tensor&, const char*>{q, "q"}, {out, "out"}}) {
     if (batch > 1 && t.stride(0) != sq * t.stride(1)) {
-      check.fail(ErrorKind::kInvalidArgument, name, "stride(0) == size(1)·stride(1)",
-                 t.describe());
+      check.fail(ErrorKind::kInvalidArgument, name, "stride(0) == size(1)·stride(1)", t.describe());
     }
   }
   std::vector<std::int32_t> cu_q(batch + 1), cu_k(batch + 1);
@@ -69,9 +68,9 @@ void mha_fwd_kvcache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   attrs.causal = is_causal;
   attrs.window_left = window_size_left;
   attrs.window_right = window_size_right;
-  flash_attention(merged(q), k_cache, v_cache, Tensor(cu_q.data(), Dims{batch + 1}, DataType::kInt32),
-                  Tensor(cu_k.data(), Dims{batch + 1}, DataType::kInt32), block_table, attrs,
-                  merged(out), ctx);
+  flash_attention(
+      merged(q), k_cache, v_cache, Tensor(cu_q.data(), Dims{batch + 1}, DataType::kInt32),
+      Tensor(cu_k.data(), Dims{batch + 1}, DataType::kInt32), block_table, attrs, merged(out), ctx);
 }
 
 }  // namespace tileops::ops

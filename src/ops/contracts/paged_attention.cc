@@ -102,8 +102,8 @@ void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor&
                      const AttentionAttributes& attrs, const Tensor& output,
                      const Tensor& seq_lens_host, const Tensor& block_table_host,
                      const Context& ctx) {
-  const Tensor tensors[] = {query,  key_cache,     value_cache,     seq_lens,
-                            block_table, output, seq_lens_host, block_table_host};
+  const Tensor tensors[] = {query,       key_cache, value_cache,   seq_lens,
+                            block_table, output,    seq_lens_host, block_table_host};
   run_problem(make_problem(query, key_cache, value_cache, seq_lens, block_table, attrs, output,
                            seq_lens_host, block_table_host),
               tensors, ctx);
@@ -126,8 +126,8 @@ void PagedAttention::operator()(const Tensor& query, const Tensor& key_cache,
                                 const Tensor& seq_lens_host, const Tensor& block_table_host,
                                 const Context& ctx) const {
   check_memory(query, key_cache, value_cache, output);
-  const Tensor tensors[] = {query,  key_cache,     value_cache,     seq_lens,
-                            block_table, output, seq_lens_host, block_table_host};
+  const Tensor tensors[] = {query,       key_cache, value_cache,   seq_lens,
+                            block_table, output,    seq_lens_host, block_table_host};
   // Lengths and block ids are data: checked on every call once the geometry is the prepared one
   // (otherwise prepared_.run raises the geometry error first).
   if (geometry_matches(prepared_.problem(), tensors)) {

@@ -17,7 +17,7 @@ struct AttentionShape {
   std::int64_t heads = 0, kv_heads = 0, group = 0, head_size = 0;
   float scale = 0;
   std::int64_t window_left = -1, window_right = -1;  // -1 = unbounded (causal: right = 0)
-  std::int64_t block_size = 0;                        // 0: not paged
+  std::int64_t block_size = 0;                       // 0: not paged
 
   static AttentionShape of(const Problem& problem) {
     const auto& a = problem.attributes;
@@ -35,7 +35,7 @@ struct AttentionShape {
 };
 
 struct Sequence {
-  std::int64_t q_start = 0, q_len = 0;  // rows of the query (flash) or the batch index (decode)
+  std::int64_t q_start = 0, q_len = 0;    // rows of the query (flash) or the batch index (decode)
   std::int64_t kv_start = 0, kv_len = 0;  // kv_start: first packed key row (0 when paged)
 };
 
@@ -45,9 +45,10 @@ struct VisibleKeys {
 };
 inline VisibleKeys visible_keys(const AttentionShape& s, const Sequence& seq, std::int64_t i) {
   const std::int64_t diagonal = i + seq.kv_len - seq.q_len;
-  const std::int64_t lo = s.window_left < 0 ? 0 : std::max<std::int64_t>(0, diagonal - s.window_left);
-  const std::int64_t hi = s.window_right < 0 ? seq.kv_len - 1
-                                             : std::min(seq.kv_len - 1, diagonal + s.window_right);
+  const std::int64_t lo =
+      s.window_left < 0 ? 0 : std::max<std::int64_t>(0, diagonal - s.window_left);
+  const std::int64_t hi =
+      s.window_right < 0 ? seq.kv_len - 1 : std::min(seq.kv_len - 1, diagonal + s.window_right);
   return {lo, hi};
 }
 

@@ -48,8 +48,8 @@ class FlashAttentionCpu final : public Operator {
     const Tensor& cu_q = tensors[3];
     const Tensor& cu_kv = tensors[4];
     const Tensor& block_table = tensors[5];
-    const std::vector<Sequence> sequences = read_sequences(query, tensors[1], cu_q, cu_kv,
-                                                           block_table);
+    const std::vector<Sequence> sequences =
+        read_sequences(query, tensors[1], cu_q, cu_kv, block_table);
     const auto batch = static_cast<std::int64_t>(sequences.size());
     const std::int64_t kv_heads = shape_.kv_heads;
 
@@ -85,8 +85,8 @@ class FlashAttentionCpu final : public Operator {
         16);
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
-        sizeof(float) * static_cast<std::size_t>(total_tiles * packed_.tile_floats() +
-                                                 threads * scratch + 16));
+        sizeof(float) *
+            static_cast<std::size_t>(total_tiles * packed_.tile_floats() + threads * scratch + 16));
     float* tiles = lease.as<float>();
     float* thread_scratch = tiles + total_tiles * packed_.tile_floats();
 
@@ -104,12 +104,18 @@ class FlashAttentionCpu final : public Operator {
                    tiles + item * packed_.tile_floats(), thread_scratch + chunk * scratch);
     });
     // Phase 2: query tiles.
-    PrefillCall call{shape_,          packed_,           dtype_, query, tensors[6], tiles,
-                     tile_offset.data(), first_tile.data(), sequences.data()};
-    for_each_claimed(pool, static_cast<std::int64_t>(work.size()),
-                     [&](int chunk, std::int64_t i) {
-                       run_query_tile(call, work[i], thread_scratch + chunk * scratch);
-                     });
+    PrefillCall call{shape_,
+                     packed_,
+                     dtype_,
+                     query,
+                     tensors[6],
+                     tiles,
+                     tile_offset.data(),
+                     first_tile.data(),
+                     sequences.data()};
+    for_each_claimed(pool, static_cast<std::int64_t>(work.size()), [&](int chunk, std::int64_t i) {
+      run_query_tile(call, work[i], thread_scratch + chunk * scratch);
+    });
   }
 
  private:
@@ -118,8 +124,10 @@ class FlashAttentionCpu final : public Operator {
     const bool has_q = attention_present(cu_q);
     const bool has_kv = attention_present(cu_kv);
     std::int64_t batch = 1;
-    if (has_q) batch = cu_q.size(0) - 1;
-    else if (has_kv) batch = cu_kv.size(0) - 1;
+    if (has_q)
+      batch = cu_q.size(0) - 1;
+    else if (has_kv)
+      batch = cu_kv.size(0) - 1;
     const bool paged = shape_.block_size > 0;
     std::vector<Sequence> out(batch);
     for (std::int64_t b = 0; b < batch; ++b) {

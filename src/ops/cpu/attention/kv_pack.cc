@@ -7,9 +7,8 @@
 namespace tileops::ops::cpu {
 
 void pack_kv_tile(const KvRows& keys, const KvRows& values, DataType dtype,
-                  std::int64_t sequence_index, const Sequence& seq, std::int64_t h,
-                  std::int64_t j0, std::int64_t n, const PackedTileShape& shape, float* tile,
-                  float* row) {
+                  std::int64_t sequence_index, const Sequence& seq, std::int64_t h, std::int64_t j0,
+                  std::int64_t n, const PackedTileShape& shape, float* tile, float* row) {
   const std::int64_t nr = shape.nr;
   const std::int64_t d = shape.head_size;
   float* key_tile = tile;

@@ -86,8 +86,8 @@ class PagedAttentionCpu final : public Operator {
     }
 
     const std::int64_t state_floats = heads * (d + 2);
-    const std::int64_t scratch = state_floats + heads * d + shape_.group * kChunk + 2 * heads +
-                                 kChunk * d + 64;
+    const std::int64_t scratch =
+        state_floats + heads * d + shape_.group * kChunk + 2 * heads + kChunk * d + 64;
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
         sizeof(float) * static_cast<std::size_t>(partials * state_floats + threads * scratch));
@@ -139,6 +139,21 @@ class PagedAttentionCpu final : public Operator {
     return rows;
   }
 
+  void prefetch(const KvRows& keys, const KvRows& values, std::int64_t b, std::int64_t h,
+                std::int64_t j, std::int64_t n) const {
+    const Sequence seq{};
+    const std::int64_t bytes = shape_.head_size * static_cast<std::int64_t>(size_of(dtype_)) *
+                               std::max<std::int64_t>(1, keys.d_stride());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const char* k = static_cast<const char*>(keys.row(b, seq, h, j + i));
+      const char* v = static_cast<const char*>(values.row(b, seq, h, j + i));
+      for (std::int64_t off = 0; off < bytes; off += 64) {
+        __builtin_prefetch(k + off, 0, 1);
+        __builtin_prefetch(v + off, 0, 1);
+      }
+    }
+  }
+
   void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
                 const DecodeItem& item, const HeadState& state, float* scratch) const {
     const std::int64_t g = shape_.group;
@@ -158,6 +173,14 @@ class PagedAttentionCpu final : public Operator {
     for (std::int64_t j = item.k0; j < item.k1;) {
       const std::int64_t n = std::min(kChunk, keys.run_length(j, item.k1));
       for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
+        // Blocks are scattered, so the hardware prefetcher restarts at each one: fetch the rows
+        // of the next (run, kv head) while this one computes.
+        if (h + 1 < shape_.kv_heads) {
+          prefetch(keys, values, item.b, h + 1, j, n);
+        } else if (j + n < item.k1) {
+          prefetch(keys, values, item.b, 0, j + n,
+                   std::min(kChunk, keys.run_length(j + n, item.k1)));
+        }
         const std::int64_t r0 = h * g;
         std::int64_t ld = 0;
         DataType dt = dtype_;

@@ -114,9 +114,9 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t t = seq.q_start + tile.first + r / shape.group;
     const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
-    auto* dst = static_cast<char*>(output.data()) +
-                (t * output.stride(0) + head * output.stride(1)) *
-                    static_cast<std::int64_t>(output.element_size());
+    auto* dst =
+        static_cast<char*>(output.data()) + (t * output.stride(0) + head * output.stride(1)) *
+                                                static_cast<std::int64_t>(output.element_size());
     float* row = o + r * d_pad;
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key gets zeros
     for (std::int64_t c = 0; c < d; ++c) row[c] *= inv;

@@ -159,8 +159,7 @@ struct F16Rows {
 // rows (a few KiB) come from memory for the first query row of the group and from L1 after.
 template <class R>
 void Scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k_bytes,
-            std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
-            std::int64_t lds) {
+            std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dv = head_size / lanes * lanes;
@@ -222,29 +221,33 @@ void ScoresF16(const float* q, std::int64_t ldq, std::int64_t groups, const void
   Scores<F16Rows>(q, ldq, groups, k, ldk, n, head_size, s, lds);
 }
 
-// One vector column of o at a time, kept in a register over all n value rows; the n rows
-// (<= a chunk of keys, a few KiB) are read from memory for the first group and from L1 after.
+// Eight vector columns of o at a time, kept in registers over all n value rows: eight
+// independent FMA chains cover the FMA latency (two chains would leave the units 3/4 idle). The n
+// rows (a run of keys, a few KiB) come from memory for the first query row of the group and from
+// L1 after.
 template <class R>
 void AccumulateValues(const float* p, std::int64_t ldp, std::int64_t groups, const void* v_bytes,
                       std::int64_t ldv, std::int64_t n, std::int64_t head_size, float* o,
                       std::int64_t ldo) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  constexpr int kVectors = 8;
   const auto* v = static_cast<const typename R::T*>(v_bytes);
   for (std::int64_t g = 0; g < groups; ++g) {
     const float* pg = p + g * ldp;
     float* og = o + g * ldo;
     std::int64_t c = 0;
-    for (; c + 2 * lanes <= head_size; c += 2 * lanes) {
-      auto acc0 = hn::LoadU(d, og + c);
-      auto acc1 = hn::LoadU(d, og + c + lanes);
+    for (; c + kVectors * lanes <= head_size; c += kVectors * lanes) {
+      hn::Vec<DF> acc[kVectors];
+      for (int i = 0; i < kVectors; ++i) acc[i] = hn::LoadU(d, og + c + i * lanes);
       for (std::int64_t j = 0; j < n; ++j) {
         const auto w = hn::Set(d, pg[j]);
-        acc0 = hn::MulAdd(w, R::Load(d, v + j * ldv + c), acc0);
-        acc1 = hn::MulAdd(w, R::Load(d, v + j * ldv + c + lanes), acc1);
+        const typename R::T* row = v + j * ldv + c;
+        for (int i = 0; i < kVectors; ++i) {
+          acc[i] = hn::MulAdd(w, R::Load(d, row + i * lanes), acc[i]);
+        }
       }
-      hn::StoreU(acc0, d, og + c);
-      hn::StoreU(acc1, d, og + c + lanes);
+      for (int i = 0; i < kVectors; ++i) hn::StoreU(acc[i], d, og + c + i * lanes);
     }
     for (; c + lanes <= head_size; c += lanes) {
       auto acc = hn::LoadU(d, og + c);
@@ -300,11 +303,10 @@ std::int64_t attention_nr() {
   return nr;
 }
 
-void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips,
-                            const float* b, std::int64_t b_strip, std::int64_t n_strips,
-                            std::int64_t kc, float* c, std::int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, kc, c, ldc,
-                                    accumulate);
+void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
+                            std::int64_t b_strip, std::int64_t n_strips, std::int64_t kc, float* c,
+                            std::int64_t ldc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, kc, c, ldc, accumulate);
 }
 
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
