@@ -26,6 +26,7 @@ namespace {
 
 namespace ref = testing::reference;
 using demo::append_attention_cases;
+using demo::append_gemm_cases;
 using demo::append_kv_cases;
 using demo::bytes_of;
 using demo::Case;
@@ -145,6 +146,7 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
                      [=] { return ref::softmax_rows(values(x), tokens, 0.125, false, tokens); }});
   }
   append_kv_cases(cases, tokens, dt, rng);
+  append_gemm_cases(cases, tokens, dt, rng);
   append_attention_cases(cases, tokens, dt, rng);
   return cases;
 }
@@ -182,7 +184,9 @@ int run_operator_table(bool quick) {
         c.run();
         const Storage out = c.output();
         const ref::Values expected = c.reference();
-        const auto tol = testing::tolerance_for(out->view().dtype());
+        const DataType out_dtype = out->view().dtype();
+        const auto tol = c.dot_length > 0 ? testing::dot_tolerance(out_dtype, c.dot_length)
+                                          : testing::tolerance_for(out_dtype);
         const bool ok = testing::compare(out->view(), expected, tol).empty();
         const double error = testing::max_abs_error(out->view(), expected);
         const double seconds = time_call(c.run);

@@ -26,6 +26,7 @@ struct Case {
   std::function<void()> run;                              // one call of the operator
   std::function<Storage()> output;                        // the tensor to check
   std::function<testing::reference::Values()> reference;  // float64 expected values
+  std::int64_t dot_length = 0;  // > 0: outputs are dot products of this length (wider tolerance)
 };
 
 inline Storage random(const Dims& shape, DataType dtype, std::mt19937_64& rng, double lo = -2,
@@ -52,6 +53,10 @@ inline testing::reference::Values values(const Storage& s) {
 // (demo_kv_cases.cc), for `tokens` tokens of dtype dt.
 void append_kv_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
                      std::mt19937_64& rng);
+
+// gemm, matmul and linear (demo_gemm_cases.cc).
+void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
+                       std::mt19937_64& rng);
 
 // flash_attention (causal prefill of `tokens` tokens) and paged_attention (16 sequences decoding
 // over a paged cache) cases (demo_attention_cases.cc).

@@ -1,0 +1,62 @@
+// `tileops demo` cases of the matrix products: linear with bias (x[tokens, 1024]·W[1024, 1024]ᵀ),
+// gemm with alpha and beta (trans_b) and a batched matmul of 8 heads. The widths stay near 1024
+// so the float64 reference of the 2048-token case takes about a second.
+#include <string>
+
+#include "tileops/ops.h"
+#include "tools/cli/demo_case.h"
+
+namespace tileops::cli::demo {
+
+namespace ref = testing::reference;
+
+void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
+                       std::mt19937_64& rng) {
+  const std::string tk = std::to_string(tokens);
+  {
+    constexpr std::int64_t kIn = 1024, kOut = 1024;
+    auto x = random({tokens, kIn}, dt, rng), w = random({kOut, kIn}, dt, rng, -0.1, 0.1);
+    auto bias = random({kOut}, dt, rng), out = empty({tokens, kOut}, dt);
+    cases.push_back({"linear", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt,
+                     bytes_of({x, w, bias, out}), [=] { ops::linear(*x, *w, *bias, *out); },
+                     [=] { return out; },
+                     [=] {
+                       ref::Values y = ref::matmul(values(x), {tokens, kIn}, false, values(w),
+                                                   {kOut, kIn}, true, {tokens, kOut});
+                       const ref::Values b = values(bias);
+                       for (std::size_t i = 0; i < y.size(); ++i) y[i] += b[i % kOut];
+                       return y;
+                     },
+                     kIn});
+  }
+  {
+    constexpr std::int64_t kK = 512, kN = 512;
+    auto a = random({tokens, kK}, dt, rng), b = random({kN, kK}, dt, rng, -0.1, 0.1);
+    auto c = random({tokens, kN}, dt, rng);
+    const ref::Values c0 = values(c);  // beta·c reads the values from before the first run
+    cases.push_back({"gemm", "0.5 [" + tk + ", 512] x [512, 512]T + c", dt, bytes_of({a, b, c}),
+                     [=] { ops::gemm(*a, *b, 0.5, 1.0, false, true, *c); }, [=] { return c; },
+                     [=] {
+                       ref::Values y = ref::matmul(values(a), {tokens, kK}, false, values(b),
+                                                   {kN, kK}, true, {tokens, kN});
+                       for (std::size_t i = 0; i < y.size(); ++i) y[i] = 0.5 * y[i] + c0[i];
+                       return y;
+                     },
+                     kK});
+  }
+  {
+    constexpr std::int64_t kBatch = 8, kK = 128, kN = 128;
+    auto a = random({kBatch, tokens, kK}, dt, rng),
+         b = random({kBatch, kK, kN}, dt, rng, -0.1, 0.1);
+    auto c = empty({kBatch, tokens, kN}, dt);
+    cases.push_back({"matmul", "8 x [" + tk + ", 128] x [128, 128]", dt, bytes_of({a, b, c}),
+                     [=] { ops::matmul(*a, *b, *c); }, [=] { return c; },
+                     [=] {
+                       return ref::matmul(values(a), {kBatch, tokens, kK}, false, values(b),
+                                          {kBatch, kK, kN}, false, {kBatch, tokens, kN});
+                     },
+                     kK});
+  }
+}
+
+}  // namespace tileops::cli::demo
