@@ -198,15 +198,19 @@ def test_kernel_returning_a_value():
         returns[1](np.zeros(4, np.float32), 4)
 
 
-def test_parameters_need_annotations():
+def test_launched_kernels_need_annotations():
+    @tl.jit
+    def unannotated(x: tl.GlobalAddress, n):
+        pass
+
+    @tl.jit
+    def variadic(*xs: tl.GlobalAddress):
+        pass
+
     with pytest.raises(TypeError, match="parameter 'n'"):
-        @tl.jit
-        def unannotated(x: tl.GlobalAddress, n):
-            pass
+        unannotated[1](np.zeros(4, np.float32), 4)
     with pytest.raises(TypeError, match=r"\*args"):
-        @tl.jit
-        def variadic(*xs: tl.GlobalAddress):
-            pass
+        variadic[1](np.zeros(4, np.float32))
 
 
 def test_bad_launch_arguments():

@@ -107,7 +107,11 @@ def tracing():
 _SCALARS = {int: "int", float: "float", bool: "bool"}
 
 
-def _param_kind(fn, name, annotation):
+def _param_kind(fn, param):
+    name, annotation = param.name, param.annotation
+    if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        raise TypeError(f"tl.jit: kernel '{fn.__name__}': *args/**kwargs parameters are not "
+                        "supported")
     if isinstance(annotation, str):  # from __future__ import annotations
         try:
             annotation = eval(annotation, fn.__globals__, {"tl": sys.modules[__name__]})
@@ -156,16 +160,21 @@ class JitFunction:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._signature = inspect.signature(fn)
-        self._params = []
-        for p in self._signature.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TypeError(f"tl.jit: kernel '{fn.__name__}': *args/**kwargs parameters "
-                                "are not supported")
-            self._params.append((p.name, *_param_kind(fn, p.name, p.annotation)))
         self.options = dict(options)
-        self._kernel = _C.tl.Kernel(fn.__name__, [(n, k) for n, k, _ in self._params],
-                                    self._trace, self.options)
         self._checked = False
+        self._params = self._kernel = None
+        try:
+            self._params = [(p.name, *_param_kind(fn, p))
+                            for p in self._signature.parameters.values()]
+        except TypeError as e:
+            # A sub-kernel (only called from kernels) may take untyped Values: the parameter
+            # kinds are needed, and checked, when it is launched.
+            self._param_error = e
+        if self._params is not None:
+            self._kernel = _C.tl.Kernel(fn.__name__, [(n, k) for n, k, _ in self._params],
+                                        self._trace, self.options)
+        else:
+            _C.tl.Kernel(fn.__name__, [], self._trace, self.options)  # validates the options
 
     def _trace(self, values):
         if not self._checked:
@@ -195,6 +204,8 @@ class JitFunction:
         return values, engine
 
     def _run(self, action, args, kwargs):
+        if self._kernel is None:
+            raise self._param_error
         values, engine = self._arguments(args, kwargs)
         previous = getattr(_state, "launch_args", None)
         _state.launch_args = values
