@@ -184,3 +184,41 @@ def test_shape_ops_and_creation():
            (v[0:1] - 1.0 + np.zeros(SHAPE)).ravel(), (e / e.sum(0)).ravel(),
            np.concatenate([v @ np.full((8, 4), 0.5), v @ v.T[:, 0:4] + 1.0], 1).ravel()]
     check(out, np.stack(ref), "float32")
+
+
+@tl.jit
+def promotion(h: GA, f: GA, i: GA, out: GA):
+    x16 = tl.load(tl.tensor(h, [4]), [4], offsets=[0])
+    x32 = tl.load(tl.tensor(f, [4]), [4], offsets=[0])
+    xi = tl.load(tl.tensor(i, [4]), [4], offsets=[0])
+    assert (x16 + 1.5).dtype == tl.float16  # the tile's dtype wins over a Python number
+    assert (x16 + x32).dtype == tl.float32  # the wider float wins
+    assert (x16 + x16.to(tl.bfloat16)).dtype == tl.float32
+    assert (xi + 1).dtype == tl.int32 and (xi + 0.5).dtype == tl.float32  # float beats int
+    assert (xi / 2).dtype == tl.float32 and (xi // 2).dtype == tl.int32
+    tl.store(tl.concat([x16 + x32, xi + 0.5], 0), tl.tensor(out, [8]), offsets=[0])
+
+
+# covers: promotion
+def test_dtype_promotion():
+    h = np.array([1.5, -2, 3, 0.25], np.float16)
+    f = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    i = np.array([1, -2, 3, 7], np.int32)
+    out = np.zeros(8, np.float32)
+    promotion[1](h, f, i, out)
+    ref = np.concatenate([h.astype(np.float64) + f.astype(np.float64), i + 0.5])
+    check(out, ref, "float32")
+
+
+@tl.jit
+def strided_column(x: GA, y: GA, rows: int, ld: int):
+    col = tl.tensor(x, [rows, 1], strides=[ld, 1])  # a column of a row-major [rows, ld] buffer
+    tl.store(tl.load(col, [8, 1], offsets=[0, 0]) * 2.0, tl.tensor(y, [rows, 1]), offsets=[0, 0])
+
+
+# covers: tensor_strides
+def test_tensor_with_strides():
+    buf = np.arange(30, dtype=np.float32).reshape(6, 5)
+    y = np.full((6, 1), np.nan, np.float32)
+    strided_column[1](buf[:, 2], y, 6, 5)  # a non-contiguous view: its first element's address
+    assert y[:, 0].tolist() == (buf[:, 2] * 2).tolist()
