@@ -235,3 +235,16 @@ def test_bad_launch_arguments():
         k[1](ro, 4, 4)
     with pytest.raises(ValueError, match="stream"):
         k[1, "cuda:0"](x, 4, 4)
+
+
+def test_every_traced_op_records_the_kernels_line():
+    @tl.jit(debug=True)
+    def located(x: tl.GlobalAddress, n: int):
+        t = tl.tensor(x, [n])  # line: loc-tensor
+        v = tl.exp(tl.load(t, [4], offsets=[0]))  # line: loc-exp
+        tl.store(v, t, offsets=[0])  # line: loc-store
+
+    ir = located.ir(np.zeros(4, np.float32), 4)
+    for tag, op in [("loc-tensor", "tensor"), ("loc-exp", "exp"), ("loc-store", "store")]:
+        lines = [text for text in ir.splitlines() if f" {op} " in f" {text} "]
+        assert lines and all(f"test_tl_errors.py:{line_of(tag)}" in text for text in lines), ir
