@@ -148,8 +148,8 @@ class PyKernel {
         // Writable: a kernel may store through any GlobalAddress, and read-only memory must
         // never be written (copying it instead would break "no copies").
         keep.push_back(to_tensor(obj, name_, arg, /*writable=*/true));
-        converted.emplace_back(std::in_place_type<tl::Pointer>, keep.back().view.data(),
-                               keep.back().view.dtype());
+        const tl::Pointer pointer{keep.back().view.data(), keep.back().view.dtype()};
+        converted.emplace_back(std::in_place_type<tl::Pointer>, pointer);
       } else {
         converted.push_back(scalar_argument(obj, name_, arg));
       }

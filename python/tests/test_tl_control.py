@@ -141,3 +141,49 @@ def test_num_tiles_and_tile_id():
     out = np.full(37, np.nan, np.float32)
     tiles_and_blocks(x, out, 37, 8)  # every core
     assert np.array_equal(out, x + 1)
+
+
+@tl.jit
+def block_branches(out: GA, n: int, with_else: tl.ConstExpr[bool]):
+    t = tl.tensor(out, [4])
+    acc = tl.Var(tl.full([4], 1.0, tl.float32))
+    with tl.if_(n > 2):
+        acc += 10.0
+        with tl.if_(n > 5):  # nested
+            acc *= 2.0
+    if with_else:
+        with tl.else_():
+            acc -= 1.0
+    tl.store(acc, t, offsets=[0])
+
+
+# covers: if_ Var
+@pytest.mark.parametrize("n,with_else,expected", [
+    (1, False, 1.0), (3, False, 11.0), (6, False, 22.0), (1, True, 0.0), (3, True, 11.0),
+    (6, True, 22.0)])
+def test_if_block_form_with_else(n, with_else, expected):
+    out = np.zeros(4, np.float32)
+    block_branches[1](out, n, with_else)
+    assert (out == expected).all()
+
+
+def test_else_must_follow_its_if_block():
+    @tl.jit
+    def stray_else(out: GA, n: int):
+        with tl.else_():
+            pass
+
+    @tl.jit
+    def late_else(out: GA, n: int):
+        with tl.if_(n > 2):
+            tl.store(1.0, tl.tensor(out, [4]), offsets=[0])
+        tl.store(2.0, tl.tensor(out, [4]), offsets=[1])
+        with tl.else_():
+            pass
+
+    out = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="'else_'"):
+        stray_else[1](out, 4)
+    with pytest.raises(ValueError, match="directly follow"):
+        late_else[1](out, 4)
+    assert not out.any()

@@ -37,7 +37,7 @@ from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arang
                            argmin, atomic_add, atomic_max, atomic_min, bitwise_not, block_idx,
                            block_num, broadcast_to, ceil, ceildiv, concat, copy, cos, cosh,
                            cumsum, erf, exp, exp2, expand_dims, expm1, floor, floordiv, full,
-                           full_like, gelu, if_, isinf, isnan, layer_norm, load, log, log1p,
+                           full_like, gelu, if_, else_, isinf, isnan, layer_norm, load, log, log1p,
                            log2, logical_and, logical_not, logical_or, mask, matmul, matmul_acc,
                            maximum, minimum, mod, negative, num_tiles, pow, range, ravel,
                            reciprocal, reduce_max, reduce_mean, reduce_min, reduce_prod,
