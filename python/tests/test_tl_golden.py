@@ -23,7 +23,7 @@ def vadd(x: tl.GlobalAddress, y: tl.GlobalAddress, z: tl.GlobalAddress, n: int,
 
 # covers: jit GlobalAddress Int ConstExpr launch tensor load store add range block_idx
 # block_num ceildiv
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16", "int32"])
 @pytest.mark.parametrize("n", [1, 1000, 4099])
 def test_vadd(dtype, n):
     x, y = rand([n], dtype, 1), rand([n], dtype, 2)

@@ -5,10 +5,8 @@ import torch
 
 CORE_NUMS = (1, 3, 16)
 # |got - ref| <= tol + tol * |ref| against float64 references computed from the rounded inputs.
-TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2, "int32": 0}
-NP = {"float32": np.float32, "float16": np.float16, "int32": np.int32}
-TORCH = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-         "int32": torch.int32}
+TOL = {"float64": 1e-12, "float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2, "int32": 0}
+NP = {"float64": np.float64, "float32": np.float32, "float16": np.float16, "int32": np.int32}
 
 
 def rand(shape, dtype, seed, low=-2.0, high=2.0):

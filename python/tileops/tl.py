@@ -19,8 +19,9 @@ Parameters (by annotation): ``tl.GlobalAddress`` (a numpy array, torch tensor or
 passed by pointer: never copied; it must be writable), ``tl.ConstExpr[T]`` (a trace-time Python
 value, part of the cache key: ints, floats, bools, strings, tuples), runtime ``int``, ``float``
 and ``bool`` scalars. Control flow: ``for i in tl.range(...)`` (runtime loop, its body traced
-once), ``tl.static_range(n)`` (unrolled), ``tl.if_(cond, then, else_)`` (runtime branch on a
-scalar; branches are functions), ``tl.Var`` for values that loops and branches update.
+once), ``tl.static_range(n)`` (unrolled), ``with tl.if_(cond):`` / ``with tl.else_():`` or
+``tl.if_(cond, then, else_)`` (runtime branch on a scalar), ``tl.Var`` for values that loops and
+branches update (``acc += v``, ``acc.set(v)``).
 """
 
 import ast
