@@ -248,3 +248,17 @@ def test_every_traced_op_records_the_kernels_line():
     for tag, op in [("loc-tensor", "tensor"), ("loc-exp", "exp"), ("loc-store", "store")]:
         lines = [text for text in ir.splitlines() if f" {op} " in f" {text} "]
         assert lines and all(f"test_tl_errors.py:{line_of(tag)}" in text for text in lines), ir
+
+
+def _loop_with_break(t, n):
+    for i in tl.range(n):  # line: helper-range
+        tl.store(1.0, t, offsets=[i])
+        break  # a helper's source is not checked: the open loop is caught while tracing
+
+
+def test_break_outside_the_checked_source_is_caught_while_tracing():
+    @tl.jit
+    def kernel(x: tl.GlobalAddress, n: int):
+        _loop_with_break(tl.tensor(x, [n]), n)
+
+    expect_error(kernel, "helper-range", "range", ["left early"])

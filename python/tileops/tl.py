@@ -262,9 +262,11 @@ def _check_source(fn):
     try:
         lines, start = inspect.getsourcelines(fn)
         file = os.path.basename(inspect.getsourcefile(fn) or "<kernel>")
-    except (OSError, TypeError):
-        return  # no source (REPL, exec): the tracer still catches misuse dynamically
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        # No source (REPL, exec) or a lambda inside a larger expression: the tracer still
+        # catches break and misuse of traced values dynamically.
+        return
     checker = _SourceChecker(fn, file, start - 1)
     for node in tree.body:
         checker.visit(node)
