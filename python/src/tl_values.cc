@@ -157,6 +157,8 @@ void bind_tl_values(py::module_& tl) {
     value.def(d.name, [op](py::handle a, py::handle b) { return binary(op, a, b); });
   }
   value.attr("__hash__") = py::none();  // == builds a tile: Values are not dict keys
+  // numpy scalars on the left defer to our reflected operators instead of wrapping the Value.
+  value.attr("__array_ufunc__") = py::none();
 
   py::class_<tl::Var, tl::Value, std::unique_ptr<tl::Var>> var(
       tl, "Var",

@@ -222,3 +222,18 @@ def test_tensor_with_strides():
     y = np.full((6, 1), np.nan, np.float32)
     strided_column[1](buf[:, 2], y, 6, 5)  # a non-contiguous view: its first element's address
     assert y[:, 0].tolist() == (buf[:, 2] * 2).tolist()
+
+
+@tl.jit
+def numpy_scalars(x: GA):
+    t = tl.tensor(x, [4])
+    v = tl.load(t, [4], offsets=[0])
+    tl.store(np.float32(2) * v + v * np.float64(0.5) - np.int64(1) + (np.int32(3) > v), t,
+             offsets=[0])
+
+
+# covers: scalar_operands
+def test_numpy_scalars_on_either_side():
+    x = np.arange(4, dtype=np.float32)
+    numpy_scalars[1](x)
+    assert x.tolist() == [0.0, 2.5, 5.0, 6.5]
