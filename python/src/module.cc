@@ -1,10 +1,11 @@
-// tileops._C: the extension module (errors, tileops._C.ops, the CLI entry).
+// tileops._C: the extension module (errors, tileops._C.ops, tileops._C.tl, the CLI entry).
 #include <pybind11/pybind11.h>
 
 #include "python/src/cli.h"
 #include "python/src/errors.h"
 #include "python/src/ops_bindings.h"
 #include "python/src/tensor_interop.h"
+#include "python/src/tl_bindings.h"
 
 PYBIND11_MODULE(_C, m) {
   namespace py = pybind11;
@@ -18,6 +19,12 @@ PYBIND11_MODULE(_C, m) {
   tp::bind_kv_ops(ops);
   tp::bind_kv_classes(ops);
   tp::bind_attention_ops(ops);
+  py::module_ tl = m.def_submodule("tl", "the tile language engine; use tileops.tl");
+  tp::bind_tl_values(tl);
+  tp::bind_tl_functions(tl);
+  tp::bind_tl_nn_functions(tl);
+  tp::bind_tl_control(tl);
+  tp::bind_tl_kernel(tl);
   tp::bind_cli(m);
   m.def("_torch_fast_path", &tp::torch_fast_path_active,
         "Whether torch tensors are read in C++ (needs torch imported and tileops._torch_view).");

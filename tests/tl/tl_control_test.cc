@@ -1,6 +1,7 @@
 // Control flow on the interp backend: runtime loops with loop-carried tl::Vars (scalars and
 // tiles, nested), unroll_factor and parallel, static_range, runtime and trace-time if_, block
 // indices and num_tiles.
+#include "tests/support/expect_rejected.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -122,6 +123,41 @@ TEST(TlControl, RuntimeAndTraceTimeIf) {
   for (std::size_t p = ir.find(" = if "); p != std::string::npos; p = ir.find(" = if ", p + 1))
     ++ifs;
   EXPECT_EQ(ifs, 3u) << ir;  // the ConstExpr branch left no `if` behind
+}
+
+// The two-phase form front-ends use: a branch finished without else, then taken back to add one.
+// covers: if_ Var
+TEST(TlControl, BranchReopenedForAnElse) {
+  const tl::Kernel k = tl::jit("branch2", [](tl::GlobalAddress out, tl::Int n) {
+    tl::Var a = 1.0;
+    tl::Branch b(n > 5);
+    b.then_begin();
+    a = a * 10;
+    b.then_end();
+    b.finish();  // `a` is now the if's result
+    b.reopen_else();
+    b.else_begin();
+    a = a - 3;
+    b.else_end();
+    b.finish();
+    tl::store(a, tl::tensor(out, {1}), {0});
+  });
+  for (int n : {2, 9}) {
+    TensorStorage out = poisoned({1}, f32);
+    k.launch(1, out, n);
+    EXPECT_EQ(compare(out, {n > 5 ? 10.0 : -2.0}, {0, 0}), "") << n;
+  }
+  const tl::Kernel late = tl::jit("late_else", [](tl::GlobalAddress out, tl::Int n) {
+    tl::Branch b(n > 5);
+    b.then_begin();
+    b.then_end();
+    b.finish();
+    tl::store(1.0, tl::tensor(out, {1}), {0});  // traced between the if and its else
+    b.reopen_else();
+  });
+  TensorStorage out = poisoned({1}, f32);
+  expect_rejected([&] { late.launch(1, out, 1); }, out, "else_", ErrorKind::kInvalidArgument,
+                  {"directly follow"});
 }
 
 // covers: block_idx block_num num_tiles

@@ -206,6 +206,20 @@ TEST(TlErrors, SqueezeOfANonUnitDim) {
       &line, "squeeze", ErrorKind::kInvalidArgument, {"extent 1"});
 }
 
+// A value made in a loop body and kept in a plain tl::Value (not a tl::Var) escapes its region:
+// a user error reported at the use, with the fix (tl::Var), not an internal error.
+TEST(TlErrors, LoopValueUsedAfterTheLoop) {
+  static int line;
+  expect_trace_error(
+      [](GA, GA out, tl::Int n) {
+        tl::Value acc = tl::zeros({4}, f32);
+        for (tl::Value i : tl::range(n)) acc = acc + i.to(f32);
+        line = __LINE__ + 1;  // the faulty call
+        tl::store(acc, tl::tensor(out, {n}), {0});
+      },
+      &line, "store", ErrorKind::kInvalidArgument, {"tl::Var"});
+}
+
 TEST(TlErrors, TileOpsOutsideAKernel) {
   try {
     tl::exp(1.0);

@@ -2,7 +2,8 @@
 """Writes the construct x backend coverage table of docs/tile-language.md from the tests.
 
 Every test of tests/tl/ that exercises a construct of SPEC_TL.md says so in a `// covers: a b c`
-comment above it (names as in CONSTRUCTS below). This tool collects them and rewrites the table
+comment above it (names as in CONSTRUCTS below); the Python front-end's tests
+(python/tests/test_tl_*.py) do the same with `# covers: a b c` and fill their own column. This tool collects them and rewrites the table
 between the coverage markers of the document; `--check` (run by CTest) fails instead when the
 table is stale, a construct has no test, or a comment names an unknown construct.
 """
@@ -42,46 +43,56 @@ CONSTRUCTS = [
 BACKENDS = ["interp", "cpu", "cuda"]
 
 
-def covers_names(text):
-    """Names listed in `// covers:` comments, including lines clang-format wrapped."""
+def covers_names(text, comment="//"):
+    """Names listed in `covers:` comments, including lines the formatter wrapped."""
     names, continuing = [], False
     for line in text.splitlines():
-        m = re.search(r"//\s*covers:\s*(.*)", line)
+        m = re.search(re.escape(comment) + r"\s*covers:\s*(.*)", line)
         if m:
             names += re.split(r"[\s,]+", m.group(1).strip())
             continuing = True
-        elif continuing and line.strip().startswith("//"):
-            names += re.split(r"[\s,]+", line.strip()[2:].strip())
+        elif continuing and line.strip().startswith(comment):
+            names += re.split(r"[\s,]+", line.strip()[len(comment):].strip())
         else:
             continuing = False
     return [n for n in names if n]
 
 
-def collect():
+# C++ tests (the interp backend through the C++ front-end) and the Python front-end's tests
+# (tileops.tl, also on interp): `// covers:` and `# covers:` comments.
+SOURCES = [("tests/tl", "*_test.cc", "//"), ("python/tests", "test_tl_*.py", "#")]
+
+
+def collect(folder, pattern, comment):
     covered, unknown = {}, []
-    for path in sorted((ROOT / "tests" / "tl").glob("*_test.cc")):
-        for name in covers_names(path.read_text()):
+    for path in sorted((ROOT / folder).glob(pattern)):
+        for name in covers_names(path.read_text(), comment):
             if name not in CONSTRUCTS:
                 unknown.append(f"{path.name}: {name}")
             covered.setdefault(name, set()).add(path.stem)
     return covered, unknown
 
 
-def table(covered):
-    lines = ["| construct | " + " | ".join(BACKENDS) + " | tests |",
-             "|---|" + "---|" * len(BACKENDS) + "---|"]
+def table(covered, python):
+    lines = ["| construct | " + " | ".join(BACKENDS) + " | Python front-end | tests |",
+             "|---|" + "---|" * len(BACKENDS) + "---|---|"]
     for name in CONSTRUCTS:
         tests = sorted(covered.get(name, ()))
         interp = "yes" if tests else "**no test**"
-        lines.append(f"| `{name}` | {interp} | not yet | not yet | {', '.join(tests)} |")
+        py_tests = sorted(python.get(name, ()))
+        py = "yes" if py_tests else "not yet"
+        lines.append(f"| `{name}` | {interp} | not yet | not yet | {py} | "
+                     f"{', '.join(tests + py_tests)} |")
     return "\n".join(lines)
 
 
 def main():
-    covered, unknown = collect()
+    covered, unknown = collect(*SOURCES[0])
+    python, py_unknown = collect(*SOURCES[1])
+    unknown += py_unknown
     text = DOC.read_text()
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    new = text[:start] + "\n" + table(covered) + "\n" + text[end:]
+    new = text[:start] + "\n" + table(covered, python) + "\n" + text[end:]
     missing = [c for c in CONSTRUCTS if c not in covered]
     if "--check" in sys.argv:
         problems = [f"unknown construct in a covers comment: {u}" for u in unknown]
@@ -92,8 +103,9 @@ def main():
             print(p)
         return 1 if problems else 0
     DOC.write_text(new)
+    py_missing = [c for c in CONSTRUCTS if c not in python]
     print(f"coverage: {len(CONSTRUCTS) - len(missing)}/{len(CONSTRUCTS)} constructs tested; "
-          f"missing: {missing}; unknown: {unknown}")
+          f"missing: {missing}; from Python, missing: {py_missing}; unknown: {unknown}")
     return 0
 
 

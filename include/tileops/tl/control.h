@@ -10,6 +10,8 @@
 #pragma once
 
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "tileops/tl/value.h"
 
@@ -89,6 +91,37 @@ class StaticRange {
   int n_;
 };
 inline StaticRange static_range(int n) { return StaticRange(n); }
+
+// The two phases of a runtime branch, for front-ends whose branch bodies are not callables
+// (Python's `with tl.if_(c):` / `with tl.else_():`). Call then_begin/then_end, optionally
+// else_begin/else_end, then finish() (which appends the `if` op and rebinds the Vars the
+// branches changed). reopen_else() takes a finished branch back to add an else branch; it is an
+// error unless the `if` is still the last op traced. Unlike if_, a trace-time constant condition
+// still makes an `if` op (both bodies are traced).
+class Branch {
+ public:
+  Branch(const Operand& cond, Loc loc = Loc::current());
+  void then_begin();
+  void then_end();
+  void else_begin();
+  void else_end();
+  void finish();
+  void reopen_else(Loc loc = Loc::current());
+
+ private:
+  void begin();
+  Region end();
+
+  int cond_ = -1;
+  Loc loc_;
+  std::vector<std::pair<Var*, int>> before_;  // live Vars and their ids on entry
+  std::vector<int> then_ids_, else_ids_;      // their ids at the end of each branch
+  Region then_, else_;
+  int depth_ = 0;
+  std::size_t position_ = 0;  // of the appended op in the enclosing region
+  bool finished_ = false;
+  bool has_else_ = false;
+};
 
 // A runtime branch on a bool (or integer, meaning != 0) scalar; when `cond` is a trace-time
 // constant only the chosen branch is traced.

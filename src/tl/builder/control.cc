@@ -116,17 +116,94 @@ Range range(const Operand& start, const Operand& stop, const Operand& step, Rang
   return Range(start, stop, step, options, loc);
 }
 
-// NOLINTNEXTLINE(readability-identifier-naming): `if` is a keyword
-void if_(const Operand& cond, const std::function<void()>& then_branch,
-         const std::function<void()>& else_branch, Loc loc) {
+Branch::Branch(const Operand& cond, Loc loc) : loc_(loc) {
   Tracer& t = Tracer::current("if_", loc);
-  int c = cond.value.id();
-  const Type& ct = t.type_of(c);
+  cond_ = cond.value.id();
+  const Type& ct = t.type_of(cond_);
   if (ct.kind != TypeKind::kScalar) {
     trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "if_",
                 "condition must be a scalar, got " + ct.to_string());
   }
-  if (const auto value = t.constant_value(c)) {  // trace-time condition
+  if (ct.dtype != DataType::kBool) cond_ = binary(BinaryOp::kNe, cond.value, 0, loc).id();
+  for (Var* v : t.vars()) {
+    if (v->valid()) before_.emplace_back(v, v->id());
+  }
+  depth_ = t.depth();
+}
+
+void Branch::begin() { Tracer::current("if_", loc_).open_region({}); }
+
+Region Branch::end() {
+  Tracer& t = Tracer::current("if_", loc_);
+  if (t.depth() != depth_ + 1) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc_), "if_", "a loop was left early");
+  }
+  return t.close_region();
+}
+
+void Branch::then_begin() { begin(); }
+void Branch::else_begin() { begin(); }
+
+void Branch::then_end() {
+  then_ = end();
+  then_ids_.clear();
+  for (auto& [v, id] : before_) {
+    then_ids_.push_back(v->id());
+    v->rebind(id);
+  }
+}
+
+void Branch::else_end() {
+  has_else_ = true;
+  else_ = end();
+  else_ids_.clear();
+  for (auto& [v, id] : before_) {
+    else_ids_.push_back(v->id());
+    v->rebind(id);
+  }
+}
+
+void Branch::finish() {
+  Tracer& t = Tracer::current("if_", loc_);
+  if (else_ids_.empty()) {  // no else branch: every Var keeps its value
+    for (auto& [v, id] : before_) else_ids_.push_back(id);
+  }
+  Op op = make_op(OpKind::kIf, loc_);
+  op.operands = {cond_};
+  Region then_region = then_, else_region = else_;  // kept for reopen_else
+  std::vector<Var*> changed;
+  for (std::size_t i = 0; i < before_.size(); ++i) {
+    if (then_ids_[i] == before_[i].second && else_ids_[i] == before_[i].second) continue;
+    then_region.yields.push_back(then_ids_[i]);
+    else_region.yields.push_back(else_ids_[i]);
+    changed.push_back(before_[i].first);
+  }
+  op.regions.push_back(std::move(then_region));
+  op.regions.push_back(std::move(else_region));
+  const std::vector<int> results = t.append(std::move(op));
+  position_ = t.region_size() - 1;
+  finished_ = true;
+  for (std::size_t i = 0; i < changed.size(); ++i) changed[i]->rebind(results[i]);
+}
+
+void Branch::reopen_else(Loc loc) {
+  Tracer& t = Tracer::current("else_", loc);
+  if (!finished_ || has_else_ || t.depth() != depth_ || t.region_size() != position_ + 1) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "else_",
+                "must directly follow its if_ block (nothing traced in between, one else)");
+  }
+  t.pop_last_op();
+  for (auto& [v, id] : before_) v->rebind(id);  // the else branch sees the values before the if
+  else_ids_.clear();
+  finished_ = false;
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): `if` is a keyword
+void if_(const Operand& cond, const std::function<void()>& then_branch,
+         const std::function<void()>& else_branch, Loc loc) {
+  Tracer& t = Tracer::current("if_", loc);
+  if (const auto value = t.constant_value(cond.value.id());
+      value && t.type_of(cond.value.id()).kind == TypeKind::kScalar) {  // trace-time condition
     if (*value != 0) {
       then_branch();
     } else if (else_branch) {
@@ -134,40 +211,14 @@ void if_(const Operand& cond, const std::function<void()>& then_branch,
     }
     return;
   }
-  if (ct.dtype != DataType::kBool) c = (cond.value != 0).id();
-  std::vector<std::pair<Var*, int>> before;
-  for (Var* v : t.vars()) {
-    if (v->valid()) before.emplace_back(v, v->id());
-  }
-  const int depth = t.depth();
-  auto trace_branch = [&](const std::function<void()>& branch) {
-    t.open_region({});
-    if (branch) branch();
-    if (t.depth() != depth + 1) {
-      trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "if_", "a loop was left early");
-    }
-    std::vector<int> ids;
-    for (auto& [v, id] : before) {
-      ids.push_back(v->id());
-      v->rebind(id);
-    }
-    return std::make_pair(t.close_region(), ids);
-  };
-  auto [then_region, then_ids] = trace_branch(then_branch);
-  auto [else_region, else_ids] = trace_branch(else_branch);
-  Op op = make_op(OpKind::kIf, loc);
-  op.operands = {c};
-  std::vector<Var*> changed;
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    if (then_ids[i] == before[i].second && else_ids[i] == before[i].second) continue;
-    then_region.yields.push_back(then_ids[i]);
-    else_region.yields.push_back(else_ids[i]);
-    changed.push_back(before[i].first);
-  }
-  op.regions.push_back(std::move(then_region));
-  op.regions.push_back(std::move(else_region));
-  const std::vector<int> results = t.append(std::move(op));
-  for (std::size_t i = 0; i < changed.size(); ++i) changed[i]->rebind(results[i]);
+  Branch branch(cond, loc);
+  branch.then_begin();
+  if (then_branch) then_branch();
+  branch.then_end();
+  branch.else_begin();
+  if (else_branch) else_branch();
+  branch.else_end();
+  branch.finish();
 }
 
 }  // namespace tileops::tl

@@ -39,6 +39,9 @@ class Tracer {
   void open_region(std::vector<int> args) { open_.push_back(Region{std::move(args), {}, {}}); }
   Region close_region();
   int depth() const { return static_cast<int>(open_.size()); }
+  // Ops of the innermost open region; the last one removed (Branch::reopen_else).
+  std::size_t region_size() const { return open_.back().ops.size(); }
+  void pop_last_op() { open_.back().ops.pop_back(); }
 
   std::vector<Var*>& vars() { return vars_; }
   std::vector<int>& masks() { return masks_; }

@@ -32,6 +32,14 @@ class Verifier {
   }
 
   void use(int id, const Op& op) {
+    if (id >= 0 && id < static_cast<int>(defined_.size()) && defined_[id] && !live_.count(id)) {
+      // A user error, not ours: a value made inside a loop body or branch was kept in a plain
+      // variable (C++ tl::Value, a Python name) and used after the region closed.
+      trace_error(ErrorKind::kInvalidArgument, op.loc, construct_name(op),
+                  "operand %" + std::to_string(id) +
+                      " was made inside a range body or if_ branch that has ended; carry values "
+                      "out of loops and branches with a tl::Var (Python: tl.Var)");
+    }
     if (id < 0 || id >= static_cast<int>(defined_.size()) || !live_.count(id)) {
       trace_error(ErrorKind::kInternal, op.loc, construct_name(op),
                   "operand %" + std::to_string(id) + " is not defined before this op");

@@ -1,0 +1,166 @@
+// Source locations from Python frames and conversions of Python arguments to tl operands.
+#include <Python.h>
+#include <frameobject.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "python/src/tensor_interop.h"
+#include "python/src/tl_bindings.h"
+#include "tileops/core/error.h"
+
+namespace tileops::python {
+namespace {
+
+std::mutex g_names_mutex;
+std::unordered_set<std::string>& interned() {
+  static auto* names = new std::unordered_set<std::string>();  // never freed: Locs point in it
+  return *names;
+}
+std::string& package_dir() {
+  static auto* dir = new std::string();
+  return *dir;
+}
+
+const char* intern(PyObject* unicode) {
+  const char* text = unicode != nullptr ? PyUnicode_AsUTF8(unicode) : nullptr;
+  if (text == nullptr) {
+    PyErr_Clear();
+    return "<unknown>";
+  }
+  const std::lock_guard<std::mutex> lock(g_names_mutex);
+  return interned().emplace(text).first->c_str();
+}
+
+bool inside_package(const char* file) {
+  const std::string& dir = package_dir();
+  return !dir.empty() && std::string_view(file).starts_with(dir);
+}
+
+std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
+
+}  // namespace
+
+void set_package_dir(std::string_view dir) {
+  const std::lock_guard<std::mutex> lock(g_names_mutex);
+  package_dir() = std::string(dir);
+}
+
+tl::Loc caller_loc() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  tl::Loc loc{"<python>", 0, ""};
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const char* file = intern(code->co_filename);
+    if (!inside_package(file)) {
+      loc =
+          tl::Loc{file, static_cast<unsigned>(PyFrame_GetLineNumber(frame)), intern(code->co_name)};
+      Py_DECREF(code);
+      Py_DECREF(frame);
+      break;
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  return loc;
+}
+
+void fail_at(ErrorKind kind, const tl::Loc& loc, std::string_view construct,
+             std::string_view message) {
+  const tl::SourceLoc where{loc.file, loc.line, loc.function};
+  throw Error(kind, "tl: " + where.to_string() + ": '" + std::string(construct) +
+                        "': " + std::string(message));
+}
+
+tl::Operand to_operand(py::handle obj, const tl::Loc& loc, std::string_view construct,
+                       std::string_view arg) {
+  if (py::isinstance<tl::Value>(obj)) return tl::Operand(py::cast<const tl::Value&>(obj), loc);
+  if (PyBool_Check(obj.ptr())) return tl::Operand(obj.ptr() == Py_True, loc);
+  if (PyLong_Check(obj.ptr()) || (PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()))) {
+    int overflow = 0;
+    const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+    if (!index) throw py::error_already_set();
+    const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0) {
+      fail_at(ErrorKind::kInvalidArgument, loc, construct,
+              std::string(arg) + " does not fit in int64: " + std::string(py::repr(obj)));
+    }
+    return tl::Operand(static_cast<std::int64_t>(v), loc);
+  }
+  if (PyFloat_Check(obj.ptr()) || py::hasattr(obj, "__float__")) {
+    if (py::hasattr(obj, "dtype") && py::str(obj.attr("dtype")).cast<std::string>() == "bool") {
+      return tl::Operand(truth_of(obj), loc);  // numpy.bool_
+    }
+    return tl::Operand(float_of(obj), loc);
+  }
+  fail_at(ErrorKind::kInvalidType, loc, construct,
+          std::string(arg) + " must be a tl Value or a Python number, got " + type_name(obj));
+}
+
+tl::Value to_value(py::handle obj, const tl::Loc& loc, std::string_view construct,
+                   std::string_view arg) {
+  if (py::isinstance<tl::Value>(obj)) return py::cast<const tl::Value&>(obj);
+  fail_at(ErrorKind::kInvalidType, loc, construct,
+          std::string(arg) + " must be a tl Value (tile, scalar or tensor), got " + type_name(obj));
+}
+
+std::vector<tl::Operand> to_operands(py::handle obj, const tl::Loc& loc, std::string_view construct,
+                                     std::string_view arg) {
+  std::vector<tl::Operand> list;
+  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) {
+      list.push_back(to_operand(item, loc, construct, arg));
+    }
+  } else {
+    list.push_back(to_operand(obj, loc, construct, arg));
+  }
+  return list;
+}
+
+DataType to_dtype(py::handle obj, std::string_view construct, std::string_view arg) {
+  if (py::isinstance<DataType>(obj)) return py::cast<DataType>(obj);
+  return parse_dtype(obj, construct, arg);
+}
+
+std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view construct,
+                         std::string_view arg) {
+  std::vector<int> ints;
+  if (obj.is_none()) return ints;
+  auto one = [&](py::handle item) {
+    if (!PyIndex_Check(item.ptr()) || PyBool_Check(item.ptr())) {
+      fail_at(ErrorKind::kInvalidType, loc, construct,
+              std::string(arg) + " must be an int or a sequence of ints, got " + type_name(item));
+    }
+    ints.push_back(static_cast<int>(index_of(item)));
+  };
+  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) one(item);
+  } else {
+    one(obj);
+  }
+  return ints;
+}
+
+std::int64_t index_of(py::handle obj) {
+  const long long v = PyLong_AsLongLong(obj.ptr());  // uses __index__
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+double float_of(py::handle obj) {
+  const double v = PyFloat_AsDouble(obj.ptr());  // uses __float__
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+bool truth_of(py::handle obj) {
+  const int v = PyObject_IsTrue(obj.ptr());
+  if (v < 0) throw py::error_already_set();
+  return v != 0;
+}
+
+}  // namespace tileops::python

@@ -1,0 +1,184 @@
+// tl kernels for Python: a tl::Kernel whose body calls back into the Python function, launched
+// with numpy arrays, torch tensors or DLPack objects by pointer (no copies) and the GIL released
+// while blocks run (the trace itself reacquires it to run the Python body).
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/src/tensor_interop.h"
+#include "python/src/tl_bindings.h"
+#include "tileops/core/error.h"
+
+namespace tileops::python {
+namespace {
+
+struct ParamSpec {
+  std::string name;
+  tl::ParamKind kind = tl::ParamKind::kInt;
+  bool constexpr_param = false;
+};
+
+ParamSpec parse_param(const py::handle& item) {
+  const auto pair = py::cast<std::pair<std::string, std::string>>(item);
+  ParamSpec p{pair.first};
+  if (pair.second == "ptr") {
+    p.kind = tl::ParamKind::kGlobalAddress;
+  } else if (pair.second == "int") {
+    p.kind = tl::ParamKind::kInt;
+  } else if (pair.second == "float") {
+    p.kind = tl::ParamKind::kFloat;
+  } else if (pair.second == "bool") {
+    p.kind = tl::ParamKind::kBool;
+  } else if (pair.second == "constexpr") {
+    p.constexpr_param = true;
+  } else {
+    throw_argument_error(ErrorKind::kInvalidArgument, "tl.jit", "parameter " + p.name,
+                         "ptr, int, float, bool or constexpr", pair.second);
+  }
+  return p;
+}
+
+tl::Options parse_options(const py::dict& options) {
+  tl::Options parsed;
+  for (auto [key, value] : options) {
+    const std::string name = py::str(key);
+    if (PyBool_Check(value.ptr())) {
+      parsed.set(name, value.cast<bool>());
+    } else if (PyLong_Check(value.ptr())) {
+      parsed.set(name, value.cast<std::int64_t>());
+    } else if (py::isinstance<py::str>(value)) {
+      parsed.set(name, value.cast<std::string>());
+    } else {
+      parsed.set(name, std::string(py::repr(value)));  // rejected with the option's name
+    }
+  }
+  return parsed;
+}
+
+// A runtime scalar by its Python type; the kernel checks it against the parameter's kind.
+tl::Argument scalar_argument(py::handle obj, const std::string& kernel, const std::string& arg) {
+  if (PyBool_Check(obj.ptr())) return obj.ptr() == Py_True;
+  if (py::hasattr(obj, "dtype") && py::str(obj.attr("dtype")).cast<std::string>() == "bool") {
+    return truth_of(obj);  // numpy.bool_
+  }
+  if (PyIndex_Check(obj.ptr())) return index_of(obj);
+  if (PyFloat_Check(obj.ptr()) || py::hasattr(obj, "__float__")) {
+    return float_of(obj);
+  }
+  throw_argument_error(ErrorKind::kInvalidType, kernel, arg, "a Python number",
+                       std::string("an object of type ") + Py_TYPE(obj.ptr())->tp_name);
+}
+
+// ConstExprs arrive in canonical form (tileops/tl.py): bool, int, float, str, tuple of ints.
+tl::Argument constexpr_argument(py::handle obj, const std::string& kernel, const std::string& arg) {
+  if (PyBool_Check(obj.ptr())) return obj.ptr() == Py_True;
+  if (PyLong_Check(obj.ptr())) return obj.cast<std::int64_t>();
+  if (PyFloat_Check(obj.ptr())) return obj.cast<double>();
+  if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::tuple>(obj)) return obj.cast<std::vector<std::int64_t>>();
+  throw_argument_error(ErrorKind::kInvalidType, kernel, arg,
+                       "a bool, int, float, str or tuple of ints", std::string(py::repr(obj)));
+}
+
+class PyKernel {
+ public:
+  PyKernel(const std::string& name, const py::list& params, const py::object& body,
+           const py::dict& options)
+      : name_(name) {
+    std::vector<tl::detail::TraceParam> trace_params;
+    for (py::handle item : params) {
+      params_.push_back(parse_param(item));
+      trace_params.push_back({params_.back().kind, params_.back().constexpr_param});
+    }
+    auto fn = std::make_shared<py::object>(body);
+    const std::vector<ParamSpec> specs = params_;
+    kernel_ = std::make_unique<tl::Kernel>(
+        name, std::move(trace_params),
+        [fn, specs](std::span<const tl::Value> values, std::span<const tl::Argument>) {
+          const py::gil_scoped_acquire gil;
+          py::list list;
+          for (std::size_t i = 0; i < specs.size(); ++i) {
+            list.append(specs[i].constexpr_param ? py::none() : py::cast(values[i]));
+          }
+          const std::size_t open = open_ranges();
+          try {
+            (*fn)(list);
+          } catch (...) {
+            abandon_ranges(open);
+            throw;
+          }
+          abandon_ranges(open);  // a range iterator kept past `break`: reported by the trace
+        },
+        parse_options(options));
+  }
+
+  void launch(std::int64_t core_num, const py::sequence& args) const {
+    std::vector<PyTensor> keep;
+    const std::vector<tl::Argument> converted = convert(args, keep);
+    const py::gil_scoped_release release;
+    kernel_->launch_arguments(core_num, converted);
+  }
+
+  std::string ir(const py::sequence& args) const {
+    std::vector<PyTensor> keep;
+    const std::vector<tl::Argument> converted = convert(args, keep);
+    const py::gil_scoped_release release;
+    return kernel_->ir(converted);
+  }
+
+  std::size_t num_specialisations() const { return kernel_->num_specialisations(); }
+
+ private:
+  std::vector<tl::Argument> convert(const py::sequence& args, std::vector<PyTensor>& keep) const {
+    if (args.size() != params_.size()) {
+      throw_argument_error(ErrorKind::kInvalidArgument, name_, "arguments",
+                           std::to_string(params_.size()) + " arguments",
+                           std::to_string(args.size()));
+    }
+    std::vector<tl::Argument> converted;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const ParamSpec& p = params_[i];
+      const std::string& arg = p.name;
+      const py::handle obj = args[i];
+      if (p.constexpr_param) {
+        converted.push_back(constexpr_argument(obj, name_, arg));
+      } else if (p.kind == tl::ParamKind::kGlobalAddress) {
+        // Writable: a kernel may store through any GlobalAddress, and read-only memory must
+        // never be written (copying it instead would break "no copies").
+        keep.push_back(to_tensor(obj, name_, arg, /*writable=*/true));
+        const tl::Pointer pointer{keep.back().view.data(), keep.back().view.dtype()};
+        converted.emplace_back(std::in_place_type<tl::Pointer>, pointer);
+      } else {
+        converted.push_back(scalar_argument(obj, name_, arg));
+      }
+    }
+    return converted;
+  }
+
+  std::string name_;
+  std::vector<ParamSpec> params_;
+  std::unique_ptr<tl::Kernel> kernel_;
+};
+
+}  // namespace
+
+void bind_tl_kernel(py::module_& tl) {
+  py::class_<PyKernel>(tl, "Kernel",
+                       "The engine of @tileops.tl.jit: a traced kernel with its specialisation "
+                       "cache. params: [(name, 'ptr'|'int'|'float'|'bool'|'constexpr')]; "
+                       "body(values) traces the Python function.")
+      .def(py::init<const std::string&, const py::list&, const py::object&, const py::dict&>(),
+           py::arg("name"), py::arg("params"), py::arg("body"), py::arg("options"))
+      .def("launch", &PyKernel::launch, py::arg("core_num"), py::arg("args"))
+      .def("ir", &PyKernel::ir, py::arg("args"))
+      .def_property_readonly("num_specialisations", &PyKernel::num_specialisations);
+  tl.def("_set_package_dir", &set_package_dir, py::arg("dir"));
+  tl.def("_caller_location", [] {
+    const tl::Loc loc = caller_loc();
+    return py::make_tuple(loc.file, loc.line, loc.function);
+  });
+}
+
+}  // namespace tileops::python

@@ -1,0 +1,239 @@
+"""tl functions and Value operators from Python, on one [4, 8] tile, against numpy float64
+references: unary and binary functions (both operand orders with Python numbers), bitwise
+ops, comparisons, casts with round modes, reductions, scans, shape ops and tile creation."""
+
+import math
+import operator
+
+import numpy as np
+import pytest
+
+from tileops import tl
+from tl_support import check
+
+GA = tl.GlobalAddress
+SHAPE = (4, 8)
+_ERF = np.vectorize(math.erf)
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+UNARY = {
+    "abs": np.abs, "ceil": np.ceil, "floor": np.floor, "round": np.rint, "trunc": np.trunc,
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / np.sqrt(v), "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "erf": _ERF, "sigmoid": _sigmoid, "relu": lambda v: np.maximum(v, 0),
+    "silu": lambda v: v * _sigmoid(v), "softplus": lambda v: np.log1p(np.exp(v)),
+    "negative": np.negative, "reciprocal": lambda v: 1 / v,
+    "isnan": lambda v: np.isnan(v).astype(np.float64),
+    "isinf": lambda v: np.isinf(v).astype(np.float64),
+}
+
+
+@tl.jit
+def unary(x: GA, y: GA, name: tl.ConstExpr[str]):
+    tx, ty = tl.tensor(x, list(SHAPE)), tl.tensor(y, list(SHAPE))
+    tl.store(getattr(tl, name)(tl.load(tx, SHAPE, offsets=[0, 0])).to(tl.float32), ty,
+             offsets=[0, 0])
+
+
+# covers: abs ceil floor round trunc exp exp2 expm1 log log2 log1p sqrt rsqrt sin cos tan sinh
+# cosh tanh erf sigmoid relu silu softplus negative reciprocal isnan isinf
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(name):
+    rng = np.random.default_rng(1)
+    low = 0.1 if name in ("log", "log2", "log1p", "sqrt", "rsqrt") else -1.4
+    x = rng.uniform(low, 1.4, SHAPE).astype(np.float32)
+    x[0, :3] = [0.5, 1.5, -2.5] if low < 0 else x[0, :3]  # rint ties to even
+    y = np.full(SHAPE, np.nan, np.float32)
+    unary[1](x, y, name)
+    check(y, UNARY[name](x.astype(np.float64)), "float32")
+
+
+BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "maximum": np.maximum, "minimum": np.minimum, "eq": operator.eq, "ne": operator.ne,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}
+FUNCTIONS = {"maximum": tl.maximum, "minimum": tl.minimum}
+
+
+@tl.jit
+def binary(a: GA, b: GA, out: GA, name: tl.ConstExpr[str], s: tl.ConstExpr[float]):
+    ta, tb, to = tl.tensor(a, list(SHAPE)), tl.tensor(b, list(SHAPE)), tl.tensor(out, [3, *SHAPE])
+    x, y = tl.load(ta, SHAPE, offsets=[0, 0]), tl.load(tb, SHAPE, offsets=[0, 0])
+    op = FUNCTIONS.get(name, BINARY[name])
+    for k, r in enumerate([op(x, y), op(x, s), op(s, y)]):  # tile-tile, tile-number, number-tile
+        tl.store(tl.expand_dims(r.to(tl.float32), 0), to, offsets=[k, 0, 0])
+
+
+# covers: add sub mul div floordiv mod pow maximum minimum eq ne lt le gt ge scalar_operands
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_both_operand_orders(name):
+    rng = np.random.default_rng(2)
+    a = rng.uniform(0.5, 3, SHAPE).astype(np.float32)
+    b = rng.uniform(0.5, 3, SHAPE).astype(np.float32)
+    b[0, :2] = a[0, :2]  # equal lanes for the comparisons
+    out = np.full((3, *SHAPE), np.nan, np.float32)
+    binary[1](a, b, out, name, 1.75)
+    f, a64, b64 = BINARY[name], a.astype(np.float64), b.astype(np.float64)
+    ref = np.stack([f(a64, b64), f(a64, 1.75), f(1.75, b64)]).astype(np.float64)
+    check(out, ref, "float32")
+
+
+@tl.jit
+def bitwise(a: GA, b: GA, out: GA):
+    ta, tb, to = tl.tensor(a, [8]), tl.tensor(b, [8]), tl.tensor(out, [9, 8])
+    x, y = tl.load(ta, [8], offsets=[0]), tl.load(tb, [8], offsets=[0])
+    results = [x & y, x | y, x ^ y, ~x, x << 2, 3 << y, x >> 1, 0xff & x,
+               tl.logical_and(x > 0, tl.logical_or(y > 2, tl.logical_not(x > 5))).to(tl.int32)]
+    for k, r in enumerate(results):
+        tl.store(tl.expand_dims(r, 0), to, offsets=[k, 0])
+
+
+# covers: bitwise_and bitwise_or bitwise_xor bitwise_not shl shr logical_and logical_or
+# logical_not
+def test_bitwise_and_logical():
+    a = np.array([-7, -1, 0, 1, 2, 5, 6, 300], np.int32)
+    b = np.array([3, 1, 2, 0, 4, 1, 2, 3], np.int32)
+    out = np.full((9, 8), -12345, np.int32)
+    bitwise[1](a, b, out)
+    ref = [a & b, a | b, a ^ b, ~a, a << 2, 3 << b, a >> 1, 0xff & a,
+           ((a > 0) & ((b > 2) | ~(a > 5))).astype(np.int32)]
+    assert out.tolist() == np.stack(ref).tolist()
+
+
+@tl.jit
+def casts(x: GA, out: GA, n: tl.ConstExpr[int]):
+    v = tl.load(tl.tensor(x, [n]), [n], offsets=[0])
+    to = tl.tensor(out, [5, n])
+    for k, mode in enumerate(["rint", "floor", "ceil", "trunc", tl.RoundMode.round_half_away]):
+        tl.store(tl.expand_dims(v.to(tl.int32, round_mode=mode), 0), to, offsets=[k, 0])
+
+
+# covers: to round_modes
+def test_casts_with_round_modes():
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1.2, -1.7], np.float32)
+    out = np.zeros((5, 8), np.int32)
+    casts[1](x, out, 8)
+    half_away = np.sign(x) * np.floor(np.abs(x) + 0.5)
+    ref = [np.rint(x), np.floor(x), np.ceil(x), np.trunc(x), half_away]
+    assert out.tolist() == np.stack(ref).astype(np.int32).tolist()
+
+
+@tl.jit
+def reductions(x: GA, out: GA, idx: GA):
+    v = tl.load(tl.tensor(x, list(SHAPE)), SHAPE, offsets=[0, 0])
+    to, ti = tl.tensor(out, [8, 4]), tl.tensor(idx, [2, 4])
+    rows = [tl.reduce_sum(v, 1), tl.reduce_max(v, [1]), tl.reduce_min(v, dims=1),
+            tl.reduce_prod(v, 1), tl.squeeze(tl.reduce_mean(v, 1, keep_dims=True), 1),
+            tl.all(v > -1, 1).to(tl.float32), tl.any(v > 1.3, 1).to(tl.float32),
+            tl.broadcast_to(tl.reduce_sum(v), [4])]
+    for k, r in enumerate(rows):
+        tl.store(tl.expand_dims(r, 0), to, offsets=[k, 0])
+    tl.store(tl.expand_dims(tl.argmax(v, 1), 0), ti, offsets=[0, 0])
+    tl.store(tl.argmin(v, 1, keep_dims=True).T, ti, offsets=[1, 0])
+
+
+# covers: reduce_sum reduce_max reduce_min reduce_prod reduce_mean all any argmax argmin
+# keep_dims squeeze
+def test_reductions():
+    x = np.random.default_rng(3).uniform(-1.5, 1.5, SHAPE).astype(np.float32)
+    out, idx = np.full((8, 4), np.nan, np.float32), np.full((2, 4), -1, np.int32)
+    reductions[1](x, out, idx)
+    v = x.astype(np.float64)
+    ref = [v.sum(1), v.max(1), v.min(1), v.prod(1), v.mean(1), (v > -1).all(1), (v > 1.3).any(1),
+           np.full(4, v.sum())]
+    check(out, np.stack(ref).astype(np.float64), "float32")
+    assert idx.tolist() == [v.argmax(1).tolist(), v.argmin(1).tolist()]
+
+
+@tl.jit
+def shapes_and_creation(x: GA, out: GA):
+    v = tl.load(tl.tensor(x, list(SHAPE)), SHAPE, offsets=[0, 0])
+    to = tl.tensor(out, [10, 32])
+    results = [tl.ravel(v), tl.ravel(tl.reshape(v, [8, 4])), tl.ravel(tl.transpose(v)),
+               tl.ravel(v.T), tl.ravel(tl.cumsum(v, 1)),
+               tl.ravel(tl.squeeze(tl.expand_dims(v, 0), 0) + tl.zeros_like(v)),
+               tl.ravel(tl.concat([tl.copy(v, [2, 8], [2, 0]), tl.full([2, 8], 2.5, tl.float32)],
+                                  0)),
+               tl.ravel(tl.full_like(v, -1.0) + tl.broadcast_to(tl.copy(v, [1, 8], [0, 0]),
+                                                               SHAPE)),
+               tl.ravel(tl.softmax(v, axis=0)),
+               tl.ravel(tl.concat([v @ tl.full([8, 4], 0.5, tl.float32),
+                                   tl.matmul(v, tl.copy(v.T, [8, 4], [0, 0]),
+                                             bias=tl.full([4], 1.0, tl.float32))], 1))]
+    for k, r in enumerate(results):
+        tl.store(tl.expand_dims(r, 0), to, offsets=[k, 0])
+
+
+# covers: ravel reshape transpose T cumsum expand_dims zeros_like copy concat full full_like
+# zeros softmax matmul matmul_bias
+def test_shape_ops_and_creation():
+    x = np.random.default_rng(4).uniform(-1, 1, SHAPE).astype(np.float32)
+    out = np.full((10, 32), np.nan, np.float32)
+    shapes_and_creation[1](x, out)
+    v = x.astype(np.float64)
+    e = np.exp(v - v.max(0))
+    ref = [v.ravel(), v.reshape(8, 4).ravel(), v.T.ravel(), v.T.ravel(), np.cumsum(v, 1).ravel(),
+           v.ravel(), np.concatenate([v[2:4], np.full((2, 8), 2.5)]).ravel(),
+           (v[0:1] - 1.0 + np.zeros(SHAPE)).ravel(), (e / e.sum(0)).ravel(),
+           np.concatenate([v @ np.full((8, 4), 0.5), v @ v.T[:, 0:4] + 1.0], 1).ravel()]
+    check(out, np.stack(ref), "float32")
+
+
+@tl.jit
+def promotion(h: GA, f: GA, i: GA, out: GA):
+    x16 = tl.load(tl.tensor(h, [4]), [4], offsets=[0])
+    x32 = tl.load(tl.tensor(f, [4]), [4], offsets=[0])
+    xi = tl.load(tl.tensor(i, [4]), [4], offsets=[0])
+    assert (x16 + 1.5).dtype == tl.float16  # the tile's dtype wins over a Python number
+    assert (x16 + x32).dtype == tl.float32  # the wider float wins
+    assert (x16 + x16.to(tl.bfloat16)).dtype == tl.float32
+    assert (xi + 1).dtype == tl.int32 and (xi + 0.5).dtype == tl.float32  # float beats int
+    assert (xi / 2).dtype == tl.float32 and (xi // 2).dtype == tl.int32
+    tl.store(tl.concat([x16 + x32, xi + 0.5], 0), tl.tensor(out, [8]), offsets=[0])
+
+
+# covers: promotion
+def test_dtype_promotion():
+    h = np.array([1.5, -2, 3, 0.25], np.float16)
+    f = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    i = np.array([1, -2, 3, 7], np.int32)
+    out = np.zeros(8, np.float32)
+    promotion[1](h, f, i, out)
+    ref = np.concatenate([h.astype(np.float64) + f.astype(np.float64), i + 0.5])
+    check(out, ref, "float32")
+
+
+@tl.jit
+def strided_column(x: GA, y: GA, rows: int, ld: int):
+    col = tl.tensor(x, [rows, 1], strides=[ld, 1])  # a column of a row-major [rows, ld] buffer
+    tl.store(tl.load(col, [8, 1], offsets=[0, 0]) * 2.0, tl.tensor(y, [rows, 1]), offsets=[0, 0])
+
+
+# covers: tensor_strides
+def test_tensor_with_strides():
+    buf = np.arange(30, dtype=np.float32).reshape(6, 5)
+    y = np.full((6, 1), np.nan, np.float32)
+    strided_column[1](buf[:, 2], y, 6, 5)  # a non-contiguous view: its first element's address
+    assert y[:, 0].tolist() == (buf[:, 2] * 2).tolist()
+
+
+@tl.jit
+def numpy_scalars(x: GA):
+    t = tl.tensor(x, [4])
+    v = tl.load(t, [4], offsets=[0])
+    tl.store(np.float32(2) * v + v * np.float64(0.5) - np.int64(1) + (np.int32(3) > v), t,
+             offsets=[0])
+
+
+# covers: scalar_operands
+def test_numpy_scalars_on_either_side():
+    x = np.arange(4, dtype=np.float32)
+    numpy_scalars[1](x)
+    assert x.tolist() == [0.0, 2.5, 5.0, 6.5]

@@ -1,0 +1,352 @@
+"""tileops.tl: the tile language in Python (names follow pyasc's asc2).
+
+A kernel is a Python function decorated with ``@tl.jit``; it is *traced once per
+specialisation* (ConstExpr values, argument dtypes, options): every ``tl.`` call appends an op to
+an SSA IR that is verified and executed by a backend (``interp`` now). Errors name the construct
+and the kernel's Python line. Reference: docs/tile-language.md.
+
+    @tl.jit
+    def vadd(x: tl.GlobalAddress, y: tl.GlobalAddress, z: tl.GlobalAddress, n: int,
+             tile: tl.ConstExpr[int]):
+        tx, ty, tz = tl.tensor(x, [n]), tl.tensor(y, [n]), tl.tensor(z, [n])
+        for i in tl.range(tl.block_idx(), tl.ceildiv(n, tile), tl.block_num()):
+            tl.store(tl.load(tx, [tile], offsets=[i * tile]) +
+                     tl.load(ty, [tile], offsets=[i * tile]), tz, offsets=[i * tile])
+
+    vadd[16](x, y, z, n, 1024)   # 16 blocks; vadd(...) or vadd[0](...) = every core
+
+Parameters (by annotation): ``tl.GlobalAddress`` (a numpy array, torch tensor or DLPack object,
+passed by pointer: never copied; it must be writable), ``tl.ConstExpr[T]`` (a trace-time Python
+value, part of the cache key: ints, floats, bools, strings, tuples), runtime ``int``, ``float``
+and ``bool`` scalars. Control flow: ``for i in tl.range(...)`` (runtime loop, its body traced
+once), ``tl.static_range(n)`` (unrolled), ``with tl.if_(cond):`` / ``with tl.else_():`` or
+``tl.if_(cond, then, else_)`` (runtime branch on a scalar), ``tl.Var`` for values that loops and
+branches update (``acc += v``, ``acc.set(v)``).
+"""
+
+import ast
+import builtins
+import functools
+import inspect
+import os
+import sys
+import textwrap
+import threading
+
+from tileops import _C
+from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arange, argmax,
+                           argmin, atomic_add, atomic_max, atomic_min, bitwise_not, block_idx,
+                           block_num, broadcast_to, ceil, ceildiv, concat, copy, cos, cosh,
+                           cumsum, erf, exp, exp2, expand_dims, expm1, floor, floordiv, full,
+                           full_like, gelu, if_, else_, isinf, isnan, layer_norm, load, log, log1p,
+                           log2, logical_and, logical_not, logical_or, mask, matmul, matmul_acc,
+                           maximum, minimum, mod, negative, num_tiles, pow, range, ravel,
+                           reciprocal, reduce_max, reduce_mean, reduce_min, reduce_prod,
+                           reduce_sum, relu, reshape, rms_norm, round, rsqrt, sigmoid, silu, sin,
+                           sinh, softmax, softplus, sqrt, squeeze, store, tan, tanh, tensor,
+                           transpose, trunc, where, zeros, zeros_like)
+from tileops._C.tl import add, div, mul, sub  # noqa: F401  (function forms of + / * -)
+
+_C.tl._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+bool_ = DataType.bool
+int8, int16, int32, int64, uint8 = (DataType.int8, DataType.int16, DataType.int32,
+                                    DataType.int64, DataType.uint8)
+float16, bfloat16, float32, float64 = (DataType.float16, DataType.bfloat16, DataType.float32,
+                                       DataType.float64)
+float8_e4m3fn, float8_e5m2, hifloat8 = (DataType.float8_e4m3fn, DataType.float8_e5m2,
+                                        DataType.hifloat8)
+
+_state = threading.local()  # per thread: launch arguments of the trace running, nesting depth
+
+
+def _where():
+    """'file.py:LINE' of the user's line calling into tileops.tl."""
+    file, line, _ = _C.tl._caller_location()
+    return f"{os.path.basename(file)}:{line}"
+
+
+def _fail(construct, message, exc=ValueError, where=None):
+    raise exc(f"tl: {where or _where()}: '{construct}': {message}")
+
+
+class GlobalAddress:
+    """Parameter annotation: a pointer to global memory (numpy array, torch tensor, DLPack)."""
+
+
+class _ConstExprOf:
+    def __init__(self, type_):
+        self.type = type_
+
+    def __repr__(self):
+        return f"tl.ConstExpr[{getattr(self.type, '__name__', self.type)}]"
+
+
+class ConstExpr:
+    """Parameter annotation: a trace-time value (``tl.ConstExpr[int]``, ``[tuple]``, ...)."""
+
+    def __class_getitem__(cls, type_):
+        return _ConstExprOf(type_)
+
+
+def static_range(*args):
+    """0, 1, ..., n - 1 as Python ints (like range): the body is traced once per value."""
+    for a in args:
+        if isinstance(a, Value):
+            _fail("static_range", "bounds must be trace-time ints (ConstExpr or Python ints); "
+                  "use tl.range for runtime bounds", TypeError)
+    return builtins.range(*args)
+
+
+def tracing():
+    """Whether a kernel is being traced on this thread (tl calls are legal)."""
+    return getattr(_state, "depth", 0) > 0
+
+
+# --- parameters ---------------------------------------------------------------------------
+
+_SCALARS = {int: "int", float: "float", bool: "bool"}
+
+
+def _param_kind(fn, param):
+    name, annotation = param.name, param.annotation
+    if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        raise TypeError(f"tl.jit: kernel '{fn.__name__}': *args/**kwargs parameters are not "
+                        "supported")
+    if isinstance(annotation, str):  # from __future__ import annotations
+        try:
+            annotation = eval(annotation, fn.__globals__, {"tl": sys.modules[__name__]})
+        except Exception as e:  # noqa: BLE001 - any failure is a bad annotation
+            raise TypeError(f"tl.jit: kernel '{fn.__name__}', parameter '{name}': cannot "
+                            f"evaluate the annotation {annotation!r}: {e}") from None
+    if annotation is GlobalAddress:
+        return "ptr", None
+    if annotation is ConstExpr:
+        return "constexpr", None
+    if isinstance(annotation, _ConstExprOf):
+        return "constexpr", annotation.type
+    if annotation in _SCALARS:
+        return _SCALARS[annotation], None
+    raise TypeError(f"tl.jit: kernel '{fn.__name__}', parameter '{name}': annotate it as "
+                    f"tl.GlobalAddress, tl.ConstExpr[T], int, float or bool (got "
+                    f"{'nothing' if annotation is inspect.Parameter.empty else annotation!r})")
+
+
+def _canonical(value, kernel, name, type_):
+    """A ConstExpr as the cache-key form the engine takes (bool, int, float, str, int tuple)."""
+    if type_ in (int, float, bool, str, tuple) and not isinstance(value, type_):
+        if not (type_ is float and isinstance(value, int) and not isinstance(value, bool)):
+            raise TypeError(f"{kernel}: argument '{name}': expected ConstExpr["
+                            f"{type_.__name__}], got {type(value).__name__} {value!r}")
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return "str:" + value
+    if isinstance(value, (tuple, list)) and builtins.all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    if isinstance(value, DataType):
+        return "dtype:" + str(value)
+    return f"py:{type(value).__qualname__}:{value!r}"
+
+
+# --- kernels ------------------------------------------------------------------------------
+
+
+class JitFunction:
+    """A @tl.jit kernel: ``kernel[core_num](*args)`` launches, ``kernel(*args)`` launches on
+    every core (or, inside another kernel's trace, inlines the function)."""
+
+    def __init__(self, fn, options):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self._signature = inspect.signature(fn)
+        self.options = dict(options)
+        self._checked = False
+        self._params = self._kernel = None
+        try:
+            self._params = [(p.name, *_param_kind(fn, p))
+                            for p in self._signature.parameters.values()]
+        except TypeError as e:
+            # A sub-kernel (only called from kernels) may take untyped Values: the parameter
+            # kinds are needed, and checked, when it is launched.
+            self._param_error = e
+        if self._params is not None:
+            self._kernel = _C.tl.Kernel(fn.__name__, [(n, k) for n, k, _ in self._params],
+                                        self._trace, self.options)
+        else:
+            _C.tl.Kernel(fn.__name__, [], self._trace, self.options)  # validates the options
+
+    def _trace(self, values):
+        if not self._checked:
+            _check_source(self.fn)
+            self._checked = True
+        launch_args = _state.launch_args
+        args = [launch_args[i] if kind == "constexpr" else values[i]
+                for i, (_, kind, _) in enumerate(self._params)]
+        _state.depth = getattr(_state, "depth", 0) + 1
+        try:
+            result = self.fn(*args)
+        finally:
+            _state.depth -= 1
+        if result is not None:
+            raise TypeError(f"tl: kernel '{self.fn.__name__}' returned {type(result).__name__}; "
+                            "a launched kernel returns nothing (write results with tl.store)")
+
+    def _arguments(self, args, kwargs):
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.fn.__name__}: {e}") from None
+        bound.apply_defaults()
+        values = list(bound.arguments.values())
+        engine = [_canonical(v, self.fn.__name__, name, t) if kind == "constexpr" else v
+                  for v, (name, kind, t) in zip(values, self._params)]
+        return values, engine
+
+    def _run(self, action, args, kwargs):
+        if self._kernel is None:
+            raise self._param_error
+        values, engine = self._arguments(args, kwargs)
+        previous = getattr(_state, "launch_args", None)
+        _state.launch_args = values
+        try:
+            return action(engine)
+        finally:
+            _state.launch_args = previous
+
+    def launch(self, core_num, *args, **kwargs):
+        """Runs the kernel on ``core_num`` blocks (0 = every core) with the GIL released."""
+        if not isinstance(core_num, int) or isinstance(core_num, bool):
+            raise TypeError(f"{self.fn.__name__}: core_num must be an int, got {core_num!r}")
+        self._run(lambda engine: self._kernel.launch(core_num, engine), args, kwargs)
+
+    def __getitem__(self, launch):
+        core_num, stream = (launch if isinstance(launch, tuple) else (launch, None))
+        if stream is not None:
+            raise ValueError(f"{self.fn.__name__}: stream must be None on the CPU, got "
+                             f"{stream!r}")
+        return functools.partial(self.launch, core_num)
+
+    def __call__(self, *args, **kwargs):
+        if tracing():  # a sub-kernel: traced inline, specialised by its caller's values
+            return self.fn(*args, **kwargs)
+        return self.launch(0, *args, **kwargs)
+
+    def ir(self, *args, **kwargs):
+        """The IR (after passes) of the specialisation these arguments select."""
+        return self._run(self._kernel.ir, args, kwargs)
+
+    @property
+    def num_specialisations(self):
+        """Specialisations traced so far (the size of the kernel's cache)."""
+        return self._kernel.num_specialisations
+
+
+def jit(fn=None, **options):
+    """``@tl.jit`` or ``@tl.jit(opt_level=3, print_ir=True, ...)``. Options (unknown names and
+    bad values are errors): always_compile, opt_level (1..3), debug, print_ir, backend
+    (interp | cpu | cuda | auto), dump_dir, fast_math, target."""
+    if fn is None:
+        return lambda f: JitFunction(f, options)
+    if options:
+        raise TypeError("tl.jit: pass options as @tl.jit(name=value) keywords")
+    return JitFunction(fn, options)
+
+
+# --- trace-time checks of the kernel's source ---------------------------------------------
+
+
+def _check_source(fn):
+    """Rejects constructs a traced kernel cannot express, at the kernel's line."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        file = os.path.basename(inspect.getsourcefile(fn) or "<kernel>")
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        # No source (REPL, exec) or a lambda inside a larger expression: the tracer still
+        # catches break and misuse of traced values dynamically.
+        return
+    checker = _SourceChecker(fn, file, start - 1)
+    for node in tree.body:
+        checker.visit(node)
+
+
+class _SourceChecker(ast.NodeVisitor):
+    _HOST_IO = {"print", "input", "open"}
+
+    def __init__(self, fn, file, offset):
+        self.fn, self.file, self.offset = fn, file, offset
+        self.loops = []  # enclosing loops inside the current function: "tl.range" or "python"
+
+    def fail(self, node, construct, message):
+        _fail(construct, message, where=f"{self.file}:{node.lineno + self.offset}")
+
+    def is_tl_range(self, call):
+        if not isinstance(call, ast.Call):
+            return False
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "range" and isinstance(f.value, ast.Name):
+            return self.fn.__globals__.get(f.value.id) is sys.modules[__name__]
+        return isinstance(f, ast.Name) and self.fn.__globals__.get(f.id) is range
+
+    def visit_FunctionDef(self, node):  # noqa: N802 - ast.NodeVisitor naming
+        saved, self.loops = self.loops, []
+        self.generic_visit(node)
+        self.loops = saved
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+    visit_Lambda = visit_FunctionDef  # noqa: N815
+
+    def visit_For(self, node):  # noqa: N802
+        self.visit(node.iter)
+        self.loops.append("tl.range" if self.is_tl_range(node.iter) else "python")
+        for stmt in node.body + node.orelse:
+            self.visit(stmt)
+        self.loops.pop()
+
+    def visit_While(self, node):  # noqa: N802
+        self.visit(node.test)
+        self.loops.append("python")
+        for stmt in node.body + node.orelse:
+            self.visit(stmt)
+        self.loops.pop()
+
+    def _in_tl_range(self):
+        return "tl.range" in self.loops
+
+    def visit_Break(self, node):  # noqa: N802
+        if self.loops and self.loops[-1] == "tl.range":
+            self.fail(node, "break", "not supported in a tl.range loop (runtime loops have no "
+                      "early exit; use tl.if_ or a mask)")
+
+    def visit_Continue(self, node):  # noqa: N802
+        if self.loops and self.loops[-1] == "tl.range":
+            self.fail(node, "continue", "not supported in a tl.range loop (the body is traced "
+                      "once; use tl.if_ to skip work)")
+
+    def visit_Return(self, node):  # noqa: N802
+        if self._in_tl_range():
+            self.fail(node, "return", "early return from a tl.range loop is not supported")
+        self.generic_visit(node)
+
+    def _generator(self, node):
+        self.fail(node, "yield", "generators are not supported inside kernels")
+
+    visit_Yield = visit_YieldFrom = visit_Await = _generator  # noqa: N815
+
+    def visit_Try(self, node):  # noqa: N802
+        self.fail(node, "try", "exceptions are not supported inside kernels (the body is traced "
+                  "once; nothing can be caught at run time)")
+
+    visit_TryStar = visit_Try  # noqa: N815
+
+    def visit_Call(self, node):  # noqa: N802
+        if isinstance(node.func, ast.Name) and node.func.id in self._HOST_IO:
+            self.fail(node, node.func.id, "host I/O is not supported inside kernels (the body "
+                      "runs once, while tracing, not per launch)")
+        self.generic_visit(node)
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in {
+    "ast", "builtins", "functools", "inspect", "os", "sys", "textwrap", "threading"}]
