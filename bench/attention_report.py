@@ -15,7 +15,7 @@ import time
 import torch
 
 THREADS = 2
-REPS = 3
+REPS = int(os.environ.get("TILEOPS_BENCH_REPS", "3"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build", "release")
 DTYPES = {0: torch.float32, 1: torch.bfloat16}
