@@ -55,6 +55,19 @@ constexpr std::int64_t kHeapTopK = 1024;
 
 }  // namespace
 
+double sum_f64(const float* w, std::int64_t n) {
+  double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a0 += w[i];
+    a1 += w[i + 1];
+    a2 += w[i + 2];
+    a3 += w[i + 3];
+  }
+  for (; i < n; ++i) a0 += w[i];
+  return (a0 + a1) + (a2 + a3);
+}
+
 double uniform_draw(std::uint64_t seed, std::int64_t row) {
   const std::uint64_t bits = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(row)));
   return static_cast<double>(bits >> 11) * 0x1.0p-53;

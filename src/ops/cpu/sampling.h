@@ -27,6 +27,10 @@ double uniform_draw(std::uint64_t seed, std::int64_t row);
 std::int64_t sample_row(const float* w, std::int64_t n, double total, RowFilter filter, double u,
                         std::uint64_t* keys);
 
+// Σ w[i] in float64 with four independent accumulators (a serial float64 chain would cost more
+// than the exp pass).
+double sum_f64(const float* w, std::int64_t n);
+
 // Fills the weights of a row (n floats) and returns their sum; throws Error for a bad row.
 using RowWeights = FunctionRef<double(std::int64_t row, float* w)>;
 using RowFilters = FunctionRef<RowFilter(std::int64_t row)>;

@@ -39,9 +39,7 @@ class TopKTopPSamplerCpu final : public Operator {
                                      std::to_string(row));
           }
           scaled_exp_sum(w, 1.0f, max, n, w);
-          double total = 0.0;
-          for (std::int64_t i = 0; i < n; ++i) total += w[i];
-          return total;
+          return sum_f64(w, n);
         },
         [&](std::int64_t row) { return filters_(tensors[1], tensors[2], row); }, seed, tensors[4],
         ctx);

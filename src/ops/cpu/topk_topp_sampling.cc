@@ -1,5 +1,6 @@
 // topk_topp_sampling on CPU: the probabilities themselves are the weights of the shared
 // sampling core (sampling.h), after a check that they are non-negative with a positive sum.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -30,12 +31,13 @@ class TopkToppSamplingCpu final : public Operator {
         probs.size(0), n,
         [&](std::int64_t row, float* w) {
           load_f32(element_at(probs, row * row_stride_), probs.dtype(), col_stride_, n, w);
-          double total = 0.0;
-          for (std::int64_t i = 0; i < n; ++i) {
-            if (!(w[i] >= 0.0f))
-              bad_row(row, "probs[" + std::to_string(i) + "] = " + std::to_string(w[i]));
-            total += w[i];
+          bool valid = true;
+          for (std::int64_t i = 0; i < n; ++i) valid &= w[i] >= 0.0f;  // false for NaN too
+          if (!valid) {
+            const std::int64_t i = std::find_if(w, w + n, [](float x) { return !(x >= 0.0f); }) - w;
+            bad_row(row, "probs[" + std::to_string(i) + "] = " + std::to_string(w[i]));
           }
+          const double total = sum_f64(w, n);
           if (!(total > 0.0) || !std::isfinite(total)) {
             bad_row(row, "a row sum of " + std::to_string(total));
           }
