@@ -35,10 +35,6 @@ void check_rotary_memory(const ArgCheck& check, const Tensor& query, const Tenso
                          std::initializer_list<ArgCheck::Named> tables, const Tensor& query_out,
                          const Tensor& key_out, RotaryOutputNames names = {});
 
-// Whether a and b share no element: byte ranges apart, or rows (dim 0) of one buffer at one
-// stride whose inner spans do not meet (q and k split from a fused [T, (H + 2Hkv)·D] buffer).
-bool rows_apart(const Tensor& a, const Tensor& b);
-
 // The output to use: `out` when given, else `input` (in place).
 inline const Tensor& output_or_input(const Tensor& out, const Tensor& input) {
   return present(out) ? out : input;
