@@ -109,3 +109,9 @@ std::string compile(const std::string& source_path, const std::string& output_pa
 std::int64_t compile_count() { return g_compiles.load(); }
 
 }  // namespace tileops::tl::cpu
+
+namespace tileops::tl {
+
+std::int64_t cpu_compile_count() { return cpu::compile_count(); }
+
+}  // namespace tileops::tl
