@@ -78,6 +78,10 @@ std::string round_float(DataType dtype, const std::string& x) {
 std::string round_double(DataType dtype, const std::string& x) {
   if (dtype == DataType::kFloat64) return x;
   if (dtype == DataType::kFloat32) return "(float)(" + x + ")";
+  // 16-bit formats through float (vectorises; a double rounding, within one ulp of the dtype).
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
+    return round_float(dtype, "(float)(" + x + ")");
+  }
   return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";  // one rounding from double
 }
 
@@ -99,15 +103,32 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
 }
 
 void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
-  if (t.kind == TypeKind::kTile) {
-    line() << "__builtin_memmove(" << dst << ", " << src << ", " << t.size() << " * sizeof("
-           << compute_type(t.dtype) << "));\n";
+  if (t.kind == TypeKind::kTile) {  // the same storage when an op worked in place
+    line() << "if (" << dst << " != " << src << ") __builtin_memmove(" << dst << ", " << src
+           << ", " << t.size() << " * sizeof(" << compute_type(t.dtype) << "));\n";
   } else {
     line() << dst << " = " << src << ";\n";
   }
 }
 
+void Emitter::count_uses(const Region& r) {
+  for (const Op& o : r.ops) {
+    for (int id : o.operands) ++uses_[static_cast<std::size_t>(id)];
+    for (const Region& inner : o.regions) count_uses(inner);
+    if (o.kind == OpKind::kFor) {
+      const Region& body = o.regions[0];
+      for (std::size_t c = 1; c < body.args.size(); ++c) {
+        carried_[static_cast<std::size_t>(body.args[c])] = true;
+      }
+    }
+  }
+  for (int id : r.yields) ++uses_[static_cast<std::size_t>(id)];
+}
+
 GeneratedSource Emitter::run() {
+  uses_.assign(f_.types.size(), 0);
+  carried_.assign(f_.types.size(), false);
+  count_uses(f_.body);
   out_ << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
           "const TlRt* rt) {\n";

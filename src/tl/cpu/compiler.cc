@@ -2,6 +2,7 @@
 // redirected to a file next to the object, so that a failure can be reported verbatim.
 #include "src/tl/cpu/compiler.h"
 
+#include <gnu/libc-version.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,6 +50,17 @@ std::optional<std::string> lookup() {
   return std::nullopt;
 }
 
+// glibc's vector math library has every function the runtime declares from 2.35 on (x86-64).
+bool have_libmvec() {
+#if defined(__x86_64__)
+  int major = 0, minor = 0;
+  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 &&
+         (major > 2 || (major == 2 && minor >= 35));
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 const std::optional<std::string>& find_compiler() {
@@ -85,6 +97,8 @@ std::string compile_flags(const Options& options) {
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs.
   flags += options.fast_math ? " -ffast-math" : " -ffp-contract=off";
   if (options.debug) flags += " -g";
+  static const bool libmvec = have_libmvec();
+  if (libmvec) flags += " -DTL_LIBMVEC=1";
   return flags;
 }
 
@@ -95,7 +109,8 @@ std::string compile(const std::string& source_path, const std::string& output_pa
   ++g_compiles;
   const std::string log = output_path + ".log";
   const std::string command = quote(*cc) + " " + compile_flags(options) + " -o " +
-                              quote(output_path) + " " + quote(source_path) + " > " + quote(log) +
+                              quote(output_path) + " " + quote(source_path) +
+                              (have_libmvec() ? " -lmvec" : "") + " > " + quote(log) +
                               " 2>&1";
   const int status = std::system(command.c_str());
   std::ostringstream messages;

@@ -50,6 +50,11 @@ class Emitter {
                      const std::vector<std::int64_t>& bases,
                      const std::function<void(const std::vector<std::string>&)>& body);
 
+  // A loop-carried tile used only by `o` (which may then overwrite it in place).
+  bool consumable(int id) const {
+    return carried_[static_cast<std::size_t>(id)] && uses_[static_cast<std::size_t>(id)] == 1;
+  }
+
   // Helpers.
   const Type& type(int id) const { return f_.type_of(id); }
   static std::string name(int id) { return std::string("v").append(std::to_string(id)); }
@@ -82,7 +87,11 @@ class Emitter {
   }
 
  private:
+  void count_uses(const Region& r);
+
   const Function& f_;
+  std::vector<int> uses_;            // operand and yield uses of each value
+  std::vector<bool> carried_;        // loop-carried region arguments
   std::ostringstream out_;
   std::string indent_ = "  ";
   int counter_ = 0;

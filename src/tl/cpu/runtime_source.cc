@@ -25,6 +25,29 @@ struct TlRt {
   double (*cast)(double value, int to_dtype, int round_mode);
 };
 #define TL_INLINE static inline __attribute__((always_inline))
+// libm in double precision. With glibc's libmvec (TL_LIBMVEC, linked with -lmvec) loops over
+// these calls vectorise; libmvec is accurate to a few double ulps, far below float resolution.
+#if TL_LIBMVEC
+#define TL_MATH __attribute__((simd("notinbranch"), const, nothrow))
+#else
+#define TL_MATH __attribute__((const, nothrow))
+#endif
+extern "C" {
+TL_MATH double exp(double);
+TL_MATH double exp2(double);
+TL_MATH double expm1(double);
+TL_MATH double log(double);
+TL_MATH double log2(double);
+TL_MATH double log1p(double);
+TL_MATH double sin(double);
+TL_MATH double cos(double);
+TL_MATH double tan(double);
+TL_MATH double sinh(double);
+TL_MATH double cosh(double);
+TL_MATH double tanh(double);
+TL_MATH double erf(double);
+TL_MATH double pow(double, double);
+}
 TL_INLINE u32 tl_fbits(float f) { u32 u; __builtin_memcpy(&u, &f, 4); return u; }
 TL_INLINE float tl_bitsf(u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
 // float16 <-> float32 (branch-free, round to nearest even; after M. Dukhan's FP16 library).
@@ -44,6 +67,24 @@ TL_INLINE u16 tl_f2h(float f) {
   const u32 bits = tl_fbits(base);
   const u32 nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
   return (u16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+// exp in float (Cephes' expf: ln2 split in two, degree-6 polynomial, within 2 ulps), branch-free
+// so that it vectorises 8-wide; 2^n is applied in two halves so results near the ends of the
+// float range (overflow to inf, gradual underflow) come out right. NaN stays NaN.
+TL_INLINE float tl_expf(float x) {
+  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = __builtin_rintf(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const int ni = (int)n, n1 = ni >> 1, n2 = ni - n1;
+  return (p * tl_bitsf((u32)(n1 + 127) << 23)) * tl_bitsf((u32)(n2 + 127) << 23);
 }
 TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
 TL_INLINE u16 tl_f2bf(float f) {
