@@ -1,6 +1,8 @@
 // The cpu code generator: types, control flow and global memory (compute ops are in
 // codegen_compute.cc). Generated loops have static trip counts wherever the IR has static
 // shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 
@@ -21,6 +23,15 @@ std::string float_literal(double v, DataType dtype) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%a", v);
   return dtype == DataType::kFloat64 ? std::string(buf) : "(float)" + std::string(buf);
+}
+
+// Tensors larger than this are written with streaming stores: the last-level cache size.
+std::int64_t stream_bytes() {
+  static const std::int64_t bytes = [] {
+    const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<std::int64_t>(l3) : std::int64_t{32} << 20;
+  }();
+  return bytes;
 }
 
 }  // namespace
@@ -91,7 +102,26 @@ std::string wrap_int(DataType dtype, const std::string& x) {
 }
 
 std::string Emitter::at(int id, const std::string& index) const {
+  const std::string& fused = deferred_[static_cast<std::size_t>(id)];
+  if (!fused.empty()) {
+    std::string e = fused;
+    for (std::size_t p = e.find(kIndex); p != std::string::npos; p = e.find(kIndex, p + index.size()))
+      e.replace(p, 3, index);
+    return "(" + e + ")";
+  }
   return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
+}
+
+bool Emitter::defer(int id, const std::string& expression) {
+  const auto i = static_cast<std::size_t>(id);
+  const Op* user = user_[i];
+  if (uses_[i] != 1 || user == nullptr || user_region_[i] != current_ || expression.size() > 2000)
+    return false;
+  if (user->kind != OpKind::kUnary && user->kind != OpKind::kBinary &&
+      user->kind != OpKind::kWhere && user->kind != OpKind::kCast)
+    return false;
+  deferred_[i] = expression;
+  return true;
 }
 
 void Emitter::declare_named(const std::string& n, const Type& t) {
@@ -113,7 +143,11 @@ void Emitter::copy_named(const std::string& dst, const std::string& src, const T
 
 void Emitter::count_uses(const Region& r) {
   for (const Op& o : r.ops) {
-    for (int id : o.operands) ++uses_[static_cast<std::size_t>(id)];
+    for (int id : o.operands) {
+      ++uses_[static_cast<std::size_t>(id)];
+      user_[static_cast<std::size_t>(id)] = &o;
+      user_region_[static_cast<std::size_t>(id)] = &r;
+    }
     for (const Region& inner : o.regions) count_uses(inner);
     if (o.kind == OpKind::kFor) {
       const Region& body = o.regions[0];
@@ -127,9 +161,12 @@ void Emitter::count_uses(const Region& r) {
 
 GeneratedSource Emitter::run() {
   uses_.assign(f_.types.size(), 0);
+  user_.assign(f_.types.size(), nullptr);
+  user_region_.assign(f_.types.size(), nullptr);
+  deferred_.assign(f_.types.size(), "");
   carried_.assign(f_.types.size(), false);
   count_uses(f_.body);
-  out_ << runtime_source();
+  out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
           "const TlRt* rt) {\n";
   line() << "(void)tl_block; (void)tl_num_blocks; (void)tl_args; (void)rt;\n";
@@ -152,13 +189,17 @@ GeneratedSource Emitter::run() {
     }
   }
   region(f_.body);
+  line() << "tl_fence();\n";
   line() << "return 0;\n";
   out_ << "}\n";
   return GeneratedSource{out_.str(), error_locs_};
 }
 
 void Emitter::region(const Region& r) {
+  const Region* outer = current_;
+  current_ = &r;
   for (const Op& o : r.ops) op(o);
+  current_ = outer;
 }
 
 void Emitter::op(const Op& o) {
@@ -303,6 +344,10 @@ void Emitter::tensor_op(const Op& o) {
     line() << "const i64 " << t << "_d" << i << " = " << name(o.operands[1 + i]) << ";\n";
     line() << "if (" << t << "_d" << i << " < 0) return " << site << ";\n";
   }
+  std::string bytes = std::to_string(size_of(d));
+  for (std::size_t i = 0; i < rank; ++i) bytes += " * " + t + "_d" + std::to_string(i);
+  line() << "const bool " << t << "_stream = " << bytes << " > TL_STREAM_BYTES;\n";
+  line() << "(void)" << t << "_stream;\n";
   for (std::size_t i = 0; i < rank; ++i) {
     line() << "const i64 " << t << "_s" << i << " = ";
     if (o.flag) {

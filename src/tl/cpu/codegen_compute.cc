@@ -265,11 +265,16 @@ void Emitter::elementwise_op(const Op& o) {
     line() << "const " << compute_type(rt.dtype) << " " << name(res) << " = " << expr(x) << ";\n";
     return;
   }
-  declare(res);
-  bool same = true;
+  bool same = true;  // no operand broadcasts
   for (int id : o.operands) {
     same = same && (type(id).kind != TypeKind::kTile || type(id).shape == rt.shape);
   }
+  if (same) {
+    std::vector<std::string> x;
+    for (int id : o.operands) x.push_back(at(id, kIndex));
+    if (defer(res, expr(x))) return;
+  }
+  declare(res);
   if (same) {
     std::vector<std::string> x;
     for (int id : o.operands) x.push_back(at(id, "k"));
@@ -324,6 +329,7 @@ void Emitter::cast_op(const Op& o) {
     line() << "const " << compute_type(d) << " " << name(res) << " = " << expr(name(x)) << ";\n";
     return;
   }
+  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)))) return;
   declare(res);
   line() << "for (i64 k = 0; k < " << type(res).size() << "; ++k) " << name(res)
          << "[k] = " << expr(at(x, "k")) << ";\n";

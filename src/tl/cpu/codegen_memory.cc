@@ -129,6 +129,11 @@ void Emitter::store_op(const Op& o) {
   line() << "const " << compute_type(vt.dtype) << "* const tl_val = " << name(value)
          << " + tl_row * " << width << ";\n";
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
+  if (!atomic && d == DataType::kFloat32) {
+    line() << "if (tl_st == 1 && " << t << "_stream) { tl_stream_f32(tl_out + tl_lo, tl_val + tl_lo, "
+           << "tl_end - tl_lo); }\n";
+    line() << "else ";
+  }
   line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_end; ++j) "
          << write("tl_out[j]", "tl_val[j]") << " }\n";
   line() << "else { for (i64 j = tl_lo; j < tl_end; ++j) "

@@ -94,8 +94,10 @@ std::string compile_flags(const Options& options) {
   flags += options.opt_level == 1 ? " -O1" : " -O3";
   if (options.opt_level == 3) flags += " -funroll-loops";
   flags += options.target.empty() ? " -march=native" : " -march=" + quote(options.target);
-  // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs.
-  flags += options.fast_math ? " -ffast-math" : " -ffp-contract=off";
+  // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
+  // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
+  flags += options.fast_math ? " -ffast-math"
+                             : " -ffp-contract=off -fno-math-errno -fno-trapping-math";
   if (options.debug) flags += " -g";
   static const bool libmvec = have_libmvec();
   if (libmvec) flags += " -DTL_LIBMVEC=1";

@@ -88,10 +88,18 @@ class Emitter {
 
  private:
   void count_uses(const Region& r);
+  // Fusion: an elementwise result whose single use is another elementwise op of the same region
+  // is not stored; its expression (index placeholder kIndex) is substituted at the use.
+  bool defer(int id, const std::string& expression);
+  static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
   std::vector<int> uses_;            // operand and yield uses of each value
   std::vector<bool> carried_;        // loop-carried region arguments
+  std::vector<const Op*> user_;      // the last op using each value
+  std::vector<const Region*> user_region_;
+  const Region* current_ = nullptr;  // the region being emitted
+  std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::ostringstream out_;
   std::string indent_ = "  ";
   int counter_ = 0;

@@ -92,6 +92,27 @@ TL_INLINE u16 tl_f2bf(float f) {
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u16)((u >> 16) | 0x40u);
   return (u16)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
+// Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
+// the line is not read before it is overwritten, which saves a third of an elementwise kernel's
+// memory traffic. The kernel ends with a store fence.
+TL_INLINE void tl_stream_f32(float* dst, const float* src, i64 n) {
+  i64 j = 0;
+#if defined(__AVX__) && !defined(__clang__)
+  typedef float v8 __attribute__((vector_size(32)));
+  for (; j < n && (((u64)(dst + j)) & 31) != 0; ++j) dst[j] = src[j];
+  for (; j + 8 <= n; j += 8) {
+    v8 v;
+    __builtin_memcpy(&v, src + j, 32);
+    __builtin_ia32_movntps256(dst + j, v);
+  }
+#endif
+  for (; j < n; ++j) dst[j] = src[j];
+}
+TL_INLINE void tl_fence() {
+#if defined(__SSE__) && !defined(__clang__)
+  __builtin_ia32_sfence();
+#endif
+}
 TL_INLINE float tl_round_f16(float f) { return tl_h2f(tl_f2h(f)); }
 TL_INLINE float tl_round_bf16(float f) { return tl_bf2f(tl_f2bf(f)); }
 // Python-style integer floor division and modulo; division by zero gives 0 (no trap).
