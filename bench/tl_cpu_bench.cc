@@ -141,9 +141,9 @@ void BM_TlMatmul(benchmark::State& state) {
   const int tile = static_cast<int>(state.range(1));
   k.launch(kThreads, a, b, c, kMat, tile);
   for (auto _ : state) k.launch(kThreads, a, b, c, kMat, tile);
-  state.counters["FLOPS"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * 2.0 * kMat * kMat * kMat,
-      benchmark::Counter::kIsRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * kMat * kMat * kMat,
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_TlMatmul)->Args({0, 64})->Args({0, 128})->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -165,12 +165,13 @@ TEST(TlCpuAgreement, FloatElementwiseBitIdenticalOrWithinOneUlp) {
 // exp is the one function computed in float32: its edges (overflow to inf, gradual underflow,
 // infinities, NaN) against the interpreter's double exp rounded once.
 TEST(TlCpuAgreement, Float32ExpEdges) {
-  const std::vector<double> xs = {-INFINITY, INFINITY, NAN, 88.72, 88.73, 89.5, -87.3, -95.5,
-                                  -103.9, -104.5, -150, 0, -0.0, 1e-8, 0.5, 20.25};
+  const std::vector<double> xs = {-INFINITY, INFINITY, NAN,  88.72, 88.73, 89.5, -87.3, -95.5,
+                                  -103.9,    -104.5,   -150, 0,     -0.0,  1e-8, 0.5,   20.25};
   const auto n = static_cast<std::int64_t>(xs.size());
   TensorStorage x({n}, DataType::kFloat32);
   from_doubles(x, xs);
-  static const std::vector<Fn> fns = {[](const tl::Value& v, const tl::Value&) { return tl::exp(v); }};
+  static const std::vector<Fn> fns = {
+      [](const tl::Value& v, const tl::Value&) { return tl::exp(v); }};
   TensorStorage e = poisoned({1, n}, DataType::kFloat32), a = poisoned({1, n}, DataType::kFloat32);
   elementwise_kernel(fns, kInterp).launch(1, x, x, e, n);
   elementwise_kernel(fns, kCpu).launch(1, x, x, a, n);
@@ -226,11 +227,10 @@ TEST(TlCpuAgreement, ReductionsSoftmaxAndMatmulWithinUlps) {
             const tl::Value v = tl::load(tx, {1, 512}, {r, 0});
             const tl::Value m = tl::load(tx, {1, 512}, {r, 0}, -INFINITY);
             const tl::Value gamma = tl::load(tg, {512}, {0});
-            const tl::Value outs[] = {
-                tl::broadcast_to(tl::reduce_sum(v, {1}, true), {1, 512}),
-                tl::broadcast_to(tl::reduce_max(m, {1}, true), {1, 512}),
-                tl::broadcast_to(tl::reduce_mean(v, {1}, true), {1, 512}), tl::softmax(m),
-                tl::rms_norm(v, gamma, 1e-6)};
+            const tl::Value outs[] = {tl::broadcast_to(tl::reduce_sum(v, {1}, true), {1, 512}),
+                                      tl::broadcast_to(tl::reduce_max(m, {1}, true), {1, 512}),
+                                      tl::broadcast_to(tl::reduce_mean(v, {1}, true), {1, 512}),
+                                      tl::softmax(m), tl::rms_norm(v, gamma, 1e-6)};
             for (int k = 0; k < 5; ++k) {
               tl::store(tl::reshape(outs[k], {1, 1, 512}), to, {r, k, 0});
             }
@@ -263,8 +263,8 @@ TEST(TlCpuAgreement, ReductionsSoftmaxAndMatmulWithinUlps) {
     for (int k = 0; k < 5; ++k) {
       for (int j = 0; j < 300; ++j) {
         const std::size_t i = static_cast<std::size_t>((r * 5 + k) * 300 + j);
-        ASSERT_LE(ulps(pe[i], po[i]), kMaxUlps[k]) << "row " << r << " output " << k << " col " << j
-                                                  << ": " << pe[i] << " vs " << po[i];
+        ASSERT_LE(ulps(pe[i], po[i]), kMaxUlps[k])
+            << "row " << r << " output " << k << " col " << j << ": " << pe[i] << " vs " << po[i];
       }
     }
   }

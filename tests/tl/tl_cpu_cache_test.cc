@@ -60,9 +60,9 @@ void check_scale(const tl::Kernel& k, DataType dtype = DataType::kFloat32, int t
   std::mt19937_64 rng(3);
   TensorStorage x = random_tensor({100}, dtype, rng), y = poisoned({100}, dtype);
   k.launch(1, x, y, 100, 2.0, tile);
-  EXPECT_EQ(compare(y, map(to_doubles(x), [&](double v) { return v * 2 + (plus ? 1 : 0); }),
-                    tol(dtype)),
-            "");
+  EXPECT_EQ(
+      compare(y, map(to_doubles(x), [&](double v) { return v * 2 + (plus ? 1 : 0); }), tol(dtype)),
+      "");
 }
 
 // covers: cache always_compile

@@ -105,7 +105,8 @@ std::string Emitter::at(int id, const std::string& index) const {
   const std::string& fused = deferred_[static_cast<std::size_t>(id)];
   if (!fused.empty()) {
     std::string e = fused;
-    for (std::size_t p = e.find(kIndex); p != std::string::npos; p = e.find(kIndex, p + index.size()))
+    for (std::size_t p = e.find(kIndex); p != std::string::npos;
+         p = e.find(kIndex, p + index.size()))
       e.replace(p, 3, index);
     return "(" + e + ")";
   }
@@ -134,8 +135,8 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
 
 void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
   if (t.kind == TypeKind::kTile) {  // the same storage when an op worked in place
-    line() << "if (" << dst << " != " << src << ") __builtin_memmove(" << dst << ", " << src
-           << ", " << t.size() << " * sizeof(" << compute_type(t.dtype) << "));\n";
+    line() << "if (" << dst << " != " << src << ") __builtin_memmove(" << dst << ", " << src << ", "
+           << t.size() << " * sizeof(" << compute_type(t.dtype) << "));\n";
   } else {
     line() << dst << " = " << src << ";\n";
   }
@@ -228,8 +229,7 @@ void Emitter::op(const Op& o) {
     case OpKind::kTensorDim: {
       const auto rank = static_cast<std::int64_t>(type(o.operands[0]).shape.size());
       const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
-      line() << "const i64 " << name(res) << " = " << name(o.operands[0]) << "_d" << axis
-             << ";\n";
+      line() << "const i64 " << name(res) << " = " << name(o.operands[0]) << "_d" << axis << ";\n";
       return;
     }
     case OpKind::kLoad:
@@ -249,9 +249,10 @@ void Emitter::op(const Op& o) {
     case OpKind::kArange: {
       declare(res);
       const Type& t = type(res);
-      const std::string v = is_16_or_8_bit_float(t.dtype)
-                                ? round_double(t.dtype, "(double)k")
-                                : (is_floating(t.dtype) ? std::string("k") : wrap_int(t.dtype, "k"));
+      const std::string v =
+          is_16_or_8_bit_float(t.dtype)
+              ? round_double(t.dtype, "(double)k")
+              : (is_floating(t.dtype) ? std::string("k") : wrap_int(t.dtype, "k"));
       line() << "for (i64 k = 0; k < " << t.size() << "; ++k) " << name(res) << "[k] = ("
              << compute_type(t.dtype) << ")" << v << ";\n";
       return;

@@ -63,13 +63,12 @@ std::string double_unary(UnaryOp op, const std::string& x) {
     case UnaryOp::kGeluErf:
       return "0.5 * " + a + " * (1.0 + erf(" + a + " * 0.70710678118654752440))";
     case UnaryOp::kGeluTanh:
-      return "0.5 * " + a + " * (1.0 + tanh(0.79788456080286535588 * (" + a +
-             " + 0.044715 * " + a + " * " + a + " * " + a + ")))";
+      return "0.5 * " + a + " * (1.0 + tanh(0.79788456080286535588 * (" + a + " + 0.044715 * " + a +
+             " * " + a + " * " + a + ")))";
     case UnaryOp::kSilu:
       return a + " / (1.0 + exp(-" + a + "))";
     case UnaryOp::kSoftplus:
-      return "__builtin_fmax(" + a + ", 0.0) + log1p(exp(-__builtin_fabs(" +
-             a + ")))";
+      return "__builtin_fmax(" + a + ", 0.0) + log1p(exp(-__builtin_fabs(" + a + ")))";
     default:
       return "";
   }
@@ -110,7 +109,8 @@ std::string unary_expr(UnaryOp op, DataType dx, DataType dr, const std::string& 
     const std::string native = native_unary(op, x, dx == DataType::kFloat64);
     if (!native.empty()) return round_float(dr, native);
     // exp (softmax's hot loop) in float, 8 lanes at a time, within 2 ulps.
-    if (op == UnaryOp::kExp && dx != DataType::kFloat64) return round_float(dr, "tl_expf(" + x + ")");
+    if (op == UnaryOp::kExp && dx != DataType::kFloat64)
+      return round_float(dr, "tl_expf(" + x + ")");
     return round_double(dr, double_unary(op, x));
   }
   const std::string i = "(i64)" + x;
@@ -227,17 +227,19 @@ void Emitter::strided_loops(const std::vector<std::int64_t>& shape,
   open("");
   for (std::size_t d = 0; d < rank; ++d) {
     const std::string i = "tl_j" + std::to_string(d);
-    open("for (i64 " + i + " = 0; " + i + " < " + std::to_string(shape[d]) + "; ++" + i + ")");
+    open(cat({"for (i64 ", i, " = 0; ", i, " < ", std::to_string(shape[d]), "; ++", i, ")"}));
   }
   const Strides own = row_major(shape);
   std::string k = "0";
-  for (std::size_t d = 0; d < rank; ++d) k += " + tl_j" + std::to_string(d) + " * " + std::to_string(own[d]);
+  for (std::size_t d = 0; d < rank; ++d)
+    k += " + tl_j" + std::to_string(d) + " * " + std::to_string(own[d]);
   line() << "const i64 tl_k = " << k << ";\n";
   std::vector<std::string> index;
   for (std::size_t s = 0; s < strides.size(); ++s) {
     std::string e = std::to_string(bases[s]);
     for (std::size_t d = 0; d < rank; ++d) {
-      if (strides[s][d] != 0) e += " + tl_j" + std::to_string(d) + " * " + std::to_string(strides[s][d]);
+      if (strides[s][d] != 0)
+        e += " + tl_j" + std::to_string(d) + " * " + std::to_string(strides[s][d]);
     }
     index.push_back(e);
   }
@@ -308,10 +310,11 @@ void Emitter::cast_op(const Op& o) {
     }
     if (!is_floating(d)) {
       static const char* const kRound[] = {"__builtin_nearbyint", "__builtin_floor",
-                                            "__builtin_ceil", "__builtin_trunc", "__builtin_round"};
-      const std::string n = "tl_f2i(" + std::string(kRound[o.sub]) + "((double)" + v + "))";
+                                           "__builtin_ceil", "__builtin_trunc", "__builtin_round"};
+      std::string n = cat({"tl_f2i(", kRound[o.sub], "((double)", v, "))"});
       if (d == DataType::kInt64) return n;
-      const std::int64_t lo = d == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(d) - 1));
+      const std::int64_t lo =
+          d == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(d) - 1));
       const std::int64_t hi = d == DataType::kUInt8 ? 255 : -(lo + 1);
       return std::string("(") + compute_type(d) + ")tl_clamp(" + n + ", " + std::to_string(lo) +
              "ll, " + std::to_string(hi) + "ll)";
@@ -345,8 +348,8 @@ void Emitter::move_op(const Op& o) {
       line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
     } else {
       declare(res);
-      line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = "
-             << name(x) << ";\n";
+      line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << name(x)
+             << ";\n";
     }
     return;
   }
@@ -392,8 +395,8 @@ void Emitter::matmul_op(const Op& o) {
   if (o.flag && at_.dtype != DataType::kFloat64 && consumable(o.operands[2])) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
-    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", "
-           << b << ");\n";
+    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
+           << ");\n";
     return;
   }
   declare(res);
@@ -410,8 +413,8 @@ void Emitter::matmul_op(const Op& o) {
     open("for (i64 i = 0; i < " + std::to_string(m) + "; ++i) for (i64 j = 0; j < " +
          std::to_string(n) + "; ++j)");
     line() << "double s = 0;\n";
-    line() << "for (i64 p = 0; p < " << k << "; ++p) s += " << a << "[i * " << k << " + p] * "
-           << b << "[p * " << n << " + j];\n";
+    line() << "for (i64 p = 0; p < " << k << "; ++p) s += " << a << "[i * " << k << " + p] * " << b
+           << "[p * " << n << " + j];\n";
     line() << r << "[i * " << n << " + j] = (float)(s + (double)" << r << "[i * " << n
            << " + j]);\n";
     close();

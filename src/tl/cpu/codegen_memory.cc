@@ -47,11 +47,11 @@ int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& sh
   std::string row = "0", in = "true", base = "0";
   for (std::size_t d = 0; d + 1 < rank; ++d) {
     const std::string i = "tl_i" + std::to_string(d), g = "tl_g" + std::to_string(d);
-    open("for (i64 " + i + " = 0; " + i + " < " + std::to_string(shape[d]) + "; ++" + i + ")");
+    open(cat({"for (i64 ", i, " = 0; ", i, " < ", std::to_string(shape[d]), "; ++", i, ")"}));
     line() << "const i64 " << g << " = " << offsets[d] << " + " << i << ";\n";
-    row = "(" + row + ") * " + std::to_string(shape[d]) + " + " + i;
-    in += " && " + g + " >= 0 && " + g + " < " + t + "_d" + std::to_string(d);
-    base += " + " + g + " * " + t + "_s" + std::to_string(d);
+    row = cat({"(", row, ") * ", std::to_string(shape[d]), " + ", i});
+    in += cat({" && ", g, " >= 0 && ", g, " < ", t, "_d", std::to_string(d)});
+    base += cat({" + ", g, " * ", t, "_s", std::to_string(d)});
   }
   open("");
   const std::string last = std::to_string(rank - 1);
@@ -113,8 +113,8 @@ void Emitter::store_op(const Op& o) {
     std::string element = "0";
     for (std::size_t i = 0; i < rank; ++i) {
       const std::string n = std::to_string(i);
-      cond += " && " + offsets[i] + " >= 0 && " + offsets[i] + " < " + t + "_d" + n;
-      element += " + " + offsets[i] + " * " + t + "_s" + n;
+      cond += cat({" && ", offsets[i], " >= 0 && ", offsets[i], " < ", t, "_d", n});
+      element += cat({" + ", offsets[i], " * ", t, "_s", n});
     }
     line() << "if (" << cond << ") { " << write(t + "[" + element + "]", name(value)) << " }\n";
     return;
@@ -130,7 +130,8 @@ void Emitter::store_op(const Op& o) {
          << " + tl_row * " << width << ";\n";
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   if (!atomic && d == DataType::kFloat32) {
-    line() << "if (tl_st == 1 && " << t << "_stream) { tl_stream_f32(tl_out + tl_lo, tl_val + tl_lo, "
+    line() << "if (tl_st == 1 && " << t
+           << "_stream) { tl_stream_f32(tl_out + tl_lo, tl_val + tl_lo, "
            << "tl_end - tl_lo); }\n";
     line() << "else ";
   }

@@ -51,8 +51,7 @@ void Emitter::reduce_op(const Op& o) {
              << ";\n";
     } else if (op == ReduceOp::kMean) {
       line() << out << "[o] = "
-             << round_double(rt.dtype, "tl_sum(" + run + ", " + c + ", 1) / (double)" + c)
-             << ";\n";
+             << round_double(rt.dtype, "tl_sum(" + run + ", " + c + ", 1) / (double)" + c) << ";\n";
     } else {
       const bool mx = op == ReduceOp::kMax;
       line() << out << "[o] = tl_extreme<" << (mx ? "true" : "false") << ">(" << run << ", " << c
@@ -70,8 +69,9 @@ void Emitter::reduce_op(const Op& o) {
   const std::string acc_type = fl || arg ? "double" : "i64";
   std::string init;
   if (extreme) {
-    init = fl || arg ? std::string(maximum ? "-" : "") + "__builtin_inf()"
-                     : std::string(maximum ? "(-0x7FFFFFFFFFFFFFFFll - 1)" : "0x7FFFFFFFFFFFFFFFll");
+    init = fl || arg
+               ? std::string(maximum ? "-" : "") + "__builtin_inf()"
+               : std::string(maximum ? "(-0x7FFFFFFFFFFFFFFFll - 1)" : "0x7FFFFFFFFFFFFFFFll");
   } else {
     init = op == ReduceOp::kProd || op == ReduceOp::kAll ? "1" : "0";
   }
@@ -90,17 +90,17 @@ void Emitter::reduce_op(const Op& o) {
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
-        line() << "tl_acc[o] = " << (fl ? "tl_acc[o] + " + v : "(i64)((u64)tl_acc[o] + (u64)" + v + ")")
-               << ";\n";
+        line() << "tl_acc[o] = "
+               << (fl ? "tl_acc[o] + " + v : "(i64)((u64)tl_acc[o] + (u64)" + v + ")") << ";\n";
         break;
       case ReduceOp::kProd:
-        line() << "tl_acc[o] = " << (fl ? "tl_acc[o] * " + v : "(i64)((u64)tl_acc[o] * (u64)" + v + ")")
-               << ";\n";
+        line() << "tl_acc[o] = "
+               << (fl ? "tl_acc[o] * " + v : "(i64)((u64)tl_acc[o] * (u64)" + v + ")") << ";\n";
         break;
       case ReduceOp::kMax:
       case ReduceOp::kMin:
-        line() << "tl_acc[o] = tl_better<" << (maximum ? "true" : "false") << ">(tl_acc[o], "
-               << v << ");\n";
+        line() << "tl_acc[o] = tl_better<" << (maximum ? "true" : "false") << ">(tl_acc[o], " << v
+               << ");\n";
         break;
       case ReduceOp::kArgmax:
       case ReduceOp::kArgmin:

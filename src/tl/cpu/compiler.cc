@@ -96,8 +96,8 @@ std::string compile_flags(const Options& options) {
   flags += options.target.empty() ? " -march=native" : " -march=" + quote(options.target);
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
-  flags += options.fast_math ? " -ffast-math"
-                             : " -ffp-contract=off -fno-math-errno -fno-trapping-math";
+  flags +=
+      options.fast_math ? " -ffast-math" : " -ffp-contract=off -fno-math-errno -fno-trapping-math";
   if (options.debug) flags += " -g";
   static const bool libmvec = have_libmvec();
   if (libmvec) flags += " -DTL_LIBMVEC=1";
@@ -112,8 +112,7 @@ std::string compile(const std::string& source_path, const std::string& output_pa
   const std::string log = output_path + ".log";
   const std::string command = quote(*cc) + " " + compile_flags(options) + " -o " +
                               quote(output_path) + " " + quote(source_path) +
-                              (have_libmvec() ? " -lmvec" : "") + " > " + quote(log) +
-                              " 2>&1";
+                              (have_libmvec() ? " -lmvec" : "") + " > " + quote(log) + " 2>&1";
   const int status = std::system(command.c_str());
   std::ostringstream messages;
   messages << std::ifstream(log).rdbuf();

@@ -40,8 +40,7 @@ std::string read_file(const std::filesystem::path& p) {
 }
 
 std::string metadata(const std::string& object) {
-  return "tileops-tl-cpu 1 " + std::to_string(object.size()) + " " +
-         digest(object) + "\n";
+  return "tileops-tl-cpu 1 " + std::to_string(object.size()) + " " + digest(object) + "\n";
 }
 
 // A name no other thread or process uses.

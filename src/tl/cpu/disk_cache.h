@@ -16,7 +16,7 @@ std::filesystem::path cache_dir();
 std::string digest(const std::string& text);
 
 struct CacheEntry {
-  std::string path;  // the shared object to dlopen
+  std::string path;        // the shared object to dlopen
   bool temporary = false;  // always_compile: remove it once loaded
 };
 

@@ -4,13 +4,22 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/tl/cpu/codegen.h"
 
 namespace tileops::tl::cpu {
+
+// Concatenation without a temporary per `+` (for code built in loops).
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (std::string_view p : parts) s.append(p);
+  return s;
+}
 
 // The C type a value of `dtype` computes in, and the one its global memory holds.
 const char* compute_type(DataType dtype);
@@ -71,7 +80,9 @@ class Emitter {
   // opened (close each).
   int open_rows(const std::string& t, const std::vector<std::int64_t>& shape,
                 const std::vector<std::string>& offsets);
-  std::string fresh(const char* prefix) { return std::string(prefix).append(std::to_string(counter_++)); }
+  std::string fresh(const char* prefix) {
+    return std::string(prefix).append(std::to_string(counter_++));
+  }
   int error_site(const Op& o) {
     error_locs_.push_back(o.loc);
     return static_cast<int>(error_locs_.size());
@@ -94,11 +105,11 @@ class Emitter {
   static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
-  std::vector<int> uses_;            // operand and yield uses of each value
-  std::vector<bool> carried_;        // loop-carried region arguments
-  std::vector<const Op*> user_;      // the last op using each value
+  std::vector<int> uses_;        // operand and yield uses of each value
+  std::vector<bool> carried_;    // loop-carried region arguments
+  std::vector<const Op*> user_;  // the last op using each value
   std::vector<const Region*> user_region_;
-  const Region* current_ = nullptr;  // the region being emitted
+  const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::ostringstream out_;
   std::string indent_ = "  ";

@@ -57,9 +57,9 @@ void rt_atomic(int op, int dtype, void* element, double fvalue, std::int64_t iva
   cell.resize(dt(dtype), {});
   if (is_floating(dt(dtype))) {
     const double old = read_as_double(element, dt(dtype));
-    cell.set(0, kind == AtomicOp::kAdd ? old + fvalue
-                                       : (kind == AtomicOp::kMax ? std::max(old, fvalue)
-                                                                 : std::min(old, fvalue)));
+    cell.set(0, kind == AtomicOp::kAdd
+                    ? old + fvalue
+                    : (kind == AtomicOp::kMax ? std::max(old, fvalue) : std::min(old, fvalue)));
     write_from_double(cell.f[0], element, dt(dtype));
   } else {
     const std::int64_t old = read_as_int64(element, dt(dtype));
@@ -127,8 +127,9 @@ class CpuExecutable final : public Executable {
     auto run = [&](std::int64_t block) {
       const int status = fn_(block, num_blocks, converted, &kRuntime);
       if (status != 0) {
-        trace_error(ErrorKind::kInvalidArgument, error_locs_.at(static_cast<std::size_t>(status - 1)),
-                    "tensor", "negative extent");
+        trace_error(ErrorKind::kInvalidArgument,
+                    error_locs_.at(static_cast<std::size_t>(status - 1)), "tensor",
+                    "negative extent");
       }
     };
     if (num_blocks == 1) {
@@ -151,7 +152,8 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 
 }  // namespace
 
-std::shared_ptr<const Executable> make_cpu_executable(Function function, const Options& options,
+std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
+                                                      const Options& options,
                                                       const std::string& kernel_name) {
   const cpu::GeneratedSource source = cpu::generate(function);
   const std::string ir = print(function, false);
@@ -159,9 +161,9 @@ std::shared_ptr<const Executable> make_cpu_executable(Function function, const O
   std::snprintf(ir_hash, sizeof(ir_hash), "%016llx",
                 static_cast<unsigned long long>(hash_ir(function)));
   // Everything the object depends on; options that do not change the code are left out.
-  const std::string key = cpu::digest(
-      std::string("tileops ") + TILEOPS_VERSION + "\n" + cpu::compiler_identity() + "\n" +
-      cpu::cpu_identity() + "\n" + cpu::compile_flags(options) + "\n" + ir + "\n" + source.text);
+  const std::string key = cpu::digest(std::string("tileops ") + TILEOPS_VERSION + "\n" +
+                                      cpu::compiler_identity() + "\n" + cpu::cpu_identity() + "\n" +
+                                      cpu::compile_flags(options) + "\n" + ir + "\n" + source.text);
   std::filesystem::path dump;
   if (!options.dump_dir.empty()) {
     std::filesystem::create_directories(options.dump_dir);
@@ -180,8 +182,8 @@ std::shared_ptr<const Executable> make_cpu_executable(Function function, const O
             src = kept.string();
           }
           throw Error(ErrorKind::kCompileError, "tl: kernel '" + kernel_name +
-                                                    "': the cpu backend failed to compile " +
-                                                    src + "\n" + messages);
+                                                    "': the cpu backend failed to compile " + src +
+                                                    "\n" + messages);
         }
         if (dump.empty()) std::filesystem::remove(src);
       });
@@ -192,8 +194,8 @@ std::shared_ptr<const Executable> make_cpu_executable(Function function, const O
   void* handle = dlopen(entry.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (entry.temporary) std::filesystem::remove(entry.path);
   if (handle == nullptr) {
-    throw Error(ErrorKind::kCompileError, "tl: kernel '" + kernel_name + "': cannot load " +
-                                              entry.path + ": " + dlerror());
+    throw Error(ErrorKind::kCompileError,
+                "tl: kernel '" + kernel_name + "': cannot load " + entry.path + ": " + dlerror());
   }
   auto fn = reinterpret_cast<KernelFn>(dlsym(handle, "tl_kernel"));
   if (fn == nullptr) {

@@ -15,7 +15,7 @@ namespace {
 std::string auto_backend() {
   static const std::string chosen = [] {
     if (const char* env = std::getenv("TILEOPS_TL_BACKEND"); env != nullptr && *env != '\0') {
-      const std::string b = env;
+      std::string b = env;
       if (b == "interp" || b == "cpu") return b;
       std::fprintf(stderr, "tileops: ignoring TILEOPS_TL_BACKEND=%s (expected interp or cpu)\n",
                    env);
@@ -49,7 +49,7 @@ std::shared_ptr<const Executable> prepare(Function function, const Options& opti
                            "or $TILEOPS_CXX)",
                            "'cpu'");
     }
-    return make_cpu_executable(std::move(function), options, kernel_name);
+    return make_cpu_executable(function, options, kernel_name);
   }
   return make_interp_executable(std::move(function));
 }
