@@ -187,7 +187,7 @@ TL_INLINE T tl_extreme(const T* x, i64 n, i64 stride, T init) {
 // Register-blocked: 4 rows x 2 vectors of C per step; vector_size lets the compiler pick the ISA.
 typedef float tl_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 #if defined(__FMA__) && defined(__AVX__)
-#define TL_FMA8(acc, b, s) __builtin_ia32_vfmaddps256((b), (tl_v8f){} + (s), (acc))
+#define TL_FMA8(acc, b, s) __builtin_ia32_vfmaddps256((b), (tl_v8f){s, s, s, s, s, s, s, s}, (acc))
 #else
 #define TL_FMA8(acc, b, s) ((acc) + (b) * (s))
 #endif
