@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/tl/tl_test_util.h"
@@ -164,6 +166,39 @@ TEST_F(TlCpuCache, CompileFailureNamesTheCompilerMessageAndSource) {
     EXPECT_TRUE(fs::exists(source)) << source;
   }
   EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
+}
+
+// Without a compiler (TILEOPS_CXX set empty) `auto` runs kernels on the interpreter and says so
+// once per process; `backend="cpu"` is refused. Checked in a child process (this test binary
+// re-run with a filter), since the compiler is looked up once per process.
+TEST(TlCpuBackendSelection, NoCompilerFallsBackToInterp) {
+  if (std::getenv("TILEOPS_TL_SELECTION_CHILD") != nullptr) {
+    std::mt19937_64 rng(3);
+    TensorStorage x = random_tensor({100}, DataType::kFloat32, rng);
+    for (bool plus : {false, true}) {
+      const tl::Kernel k = scale(plus, tl::Options{});
+      check_scale(k, DataType::kFloat32, 64, plus);
+    }
+    TensorStorage y = poisoned({100}, DataType::kFloat32);
+    expect_rejected([&] { scale().launch(1, x, y, 100, 2.0, 64); }, y, "backend",
+                    ErrorKind::kUnsupported);
+    return;
+  }
+  const std::string command =
+      "TILEOPS_TL_SELECTION_CHILD=1 TILEOPS_CXX= TILEOPS_TL_BACKEND= /proc/" +
+      std::to_string(::getpid()) +
+      "/exe --gtest_filter=TlCpuBackendSelection.NoCompilerFallsBackToInterp 2>&1";
+  std::string output;
+  FILE* child = ::popen(command.c_str(), "r");
+  ASSERT_NE(child, nullptr);
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), child) != nullptr) output += buf;
+  EXPECT_EQ(::pclose(child), 0) << output;
+  const std::string notice = "no C++ compiler found";
+  const std::size_t first = output.find(notice);
+  EXPECT_NE(first, std::string::npos) << output;
+  EXPECT_EQ(output.find(notice, first + 1), std::string::npos) << output;  // once
+  EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
 }
 
 }  // namespace
