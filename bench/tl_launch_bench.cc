@@ -13,11 +13,13 @@ namespace tl = tileops::tl;
 
 const tl::Kernel& vadd() {
   static const tl::Kernel k = tl::jit(
-      "vadd", [](tl::GlobalAddress x, tl::GlobalAddress z, tl::Int n, tl::ConstExpr<int> tile) {
+      "vadd",
+      [](tl::GlobalAddress x, tl::GlobalAddress z, tl::Int n, tl::ConstExpr<int> tile) {
         const tl::Value tx = tl::tensor(x, {n});
         const tl::Value tz = tl::tensor(z, {n});
         tl::store(tl::load(tx, {*tile}, {0}) + 1, tz, {0});
-      });
+      },
+      tl::Options{.backend = "interp"});  // the cpu backend's launch: bench/tl_cpu_bench.cc
   return k;
 }
 

@@ -155,8 +155,8 @@ TEST(TlJit, LaunchArgumentsAreChecked) {
   expect_rejected([&] { k.launch(1, x, y, 8, std::string("x")); }, y, "argument 3",
                   ErrorKind::kInvalidType);
   expect_rejected([&] { k.launch(-1, x, y, 8, 1.0); }, y, "core_num");
-  const tl::Kernel cpu = scale_kernel(nullptr, tl::Options{.backend = "cpu"});
-  expect_rejected([&] { cpu.launch(1, x, y, 8, 1.0); }, y, "backend", ErrorKind::kUnsupported);
+  const tl::Kernel cuda = scale_kernel(nullptr, tl::Options{.backend = "cuda"});
+  expect_rejected([&] { cuda.launch(1, x, y, 8, 1.0); }, y, "backend", ErrorKind::kUnsupported);
 }
 
 // covers: print_ir dump_dir

@@ -6,6 +6,10 @@ comment above it (names as in CONSTRUCTS below); the Python front-end's tests
 (python/tests/test_tl_*.py) do the same with `# covers: a b c` and fill their own column. This tool collects them and rewrites the table
 between the coverage markers of the document; `--check` (run by CTest) fails instead when the
 table is stale, a construct has no test, or a comment names an unknown construct.
+
+Backends: CTest runs every tests/tl/tl_*_test once with TILEOPS_TL_BACKEND=interp and once with
+=cpu (tests/CMakeLists.txt), so their constructs count for both; tl_cpu_*_test files choose
+their backends themselves (CPU_ONLY lists those that run the cpu backend alone).
 """
 import pathlib
 import re
@@ -41,6 +45,11 @@ CONSTRUCTS = [
     "static_range", "if_", "if_trace_time", "Var", "trace_errors",
 ]
 BACKENDS = ["interp", "cpu", "cuda"]
+CPU_ONLY = {"tl_cpu_cache_test"}
+
+
+def backends_of(stem):
+    return {"cpu"} if stem in CPU_ONLY else {"interp", "cpu"}
 
 
 def covers_names(text, comment="//"):
@@ -73,16 +82,19 @@ def collect(folder, pattern, comment):
     return covered, unknown
 
 
+def cell(tests, backend):
+    return "yes" if any(backend in backends_of(t) for t in tests) else "**no test**"
+
+
 def table(covered, python):
     lines = ["| construct | " + " | ".join(BACKENDS) + " | Python front-end | tests |",
              "|---|" + "---|" * len(BACKENDS) + "---|---|"]
     for name in CONSTRUCTS:
         tests = sorted(covered.get(name, ()))
-        interp = "yes" if tests else "**no test**"
         py_tests = sorted(python.get(name, ()))
         py = "yes" if py_tests else "not yet"
-        lines.append(f"| `{name}` | {interp} | not yet | not yet | {py} | "
-                     f"{', '.join(tests + py_tests)} |")
+        lines.append(f"| `{name}` | {cell(tests, 'interp')} | {cell(tests, 'cpu')} | not yet | "
+                     f"{py} | {', '.join(tests + py_tests)} |")
     return "\n".join(lines)
 
 

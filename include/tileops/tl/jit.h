@@ -29,8 +29,8 @@ struct Options {
   int opt_level = 2;             // 1..3
   bool debug = false;            // verify after every pass; locations in printed IR
   bool print_ir = false;         // print the IR to stderr before and after each pass
-  std::string backend = "auto";  // interp | cpu | cuda | auto (the best available: interp now)
-  std::string dump_dir = {};     // write <name>-<hash>.tlir (and later sources/binaries) there
+  std::string backend = "auto";  // interp | cpu | cuda | auto (cpu with a compiler, else interp)
+  std::string dump_dir = {};     // write <name>-<hash>.tlir (cpu: also .cc and .so) there
   bool fast_math = false;        // allow reassociation / approximate functions (not interp)
   std::string target = {};       // backend target override, e.g. "avx2" or "sm_90"
 
@@ -215,6 +215,10 @@ struct CallableTraits<R (*)(P...)> {
 };
 
 }  // namespace detail
+
+// Shared objects the cpu backend has compiled in this process (persistent-cache misses and
+// always_compile builds); tests and benchmarks count compiles with it.
+std::int64_t cpu_compile_count();
 
 template <typename F>
 Kernel jit(std::string name, F fn, Options options = {}) {

@@ -30,5 +30,12 @@ std::shared_ptr<const Executable> prepare(Function function, const Options& opti
 
 // The interp backend (src/tl/interp/executable.cc).
 std::shared_ptr<const Executable> make_interp_executable(Function function);
+// The cpu backend (src/tl/cpu/executable.cc): generated C++ compiled by the system compiler,
+// through the persistent cache.
+std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
+                                                      const Options& options,
+                                                      const std::string& kernel_name);
+// The backend options.backend names ("auto" resolved: cpu with a compiler, else interp).
+std::string resolve_backend(const Options& options);
 
 }  // namespace tileops::tl

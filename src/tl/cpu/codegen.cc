@@ -1,0 +1,364 @@
+// The cpu code generator: types, control flow and global memory (compute ops are in
+// codegen_compute.cc). Generated loops have static trip counts wherever the IR has static
+// shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "src/tl/cpu/emitter.h"
+#include "src/tl/cpu/runtime_source.h"
+#include "src/tl/interp/buffer.h"
+
+namespace tileops::tl::cpu {
+namespace {
+
+bool is_16_or_8_bit_float(DataType d) { return is_floating(d) && size_of(d) < 4; }
+
+std::string dtype_id(DataType d) { return std::to_string(static_cast<int>(d)); }
+
+std::string float_literal(double v, DataType dtype) {
+  if (std::isnan(v)) return "__builtin_nan(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", v);
+  return dtype == DataType::kFloat64 ? std::string(buf) : "(float)" + std::string(buf);
+}
+
+// Tensors larger than this are written with streaming stores: the last-level cache size.
+std::int64_t stream_bytes() {
+  static const std::int64_t bytes = [] {
+    const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<std::int64_t>(l3) : std::int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
+}  // namespace
+
+const char* compute_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kBool:
+    case DataType::kUInt8:
+      return "u8";
+    case DataType::kInt8:
+      return "i8";
+    case DataType::kInt16:
+      return "i16";
+    case DataType::kInt32:
+      return "i32";
+    case DataType::kInt64:
+      return "i64";
+    default:
+      return "float";
+  }
+}
+
+const char* memory_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return "u16";
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E5M2:
+    case DataType::kHiFloat8:
+      return "u8";
+    default:
+      return compute_type(dtype);
+  }
+}
+
+std::string round_float(DataType dtype, const std::string& x) {
+  switch (dtype) {
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      return x;
+    case DataType::kFloat16:
+      return "tl_round_f16(" + x + ")";
+    case DataType::kBFloat16:
+      return "tl_round_bf16(" + x + ")";
+    default:
+      return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";
+  }
+}
+
+std::string round_double(DataType dtype, const std::string& x) {
+  if (dtype == DataType::kFloat64) return x;
+  if (dtype == DataType::kFloat32) return "(float)(" + x + ")";
+  // 16-bit formats through float (vectorises; a double rounding, within one ulp of the dtype).
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
+    return round_float(dtype, "(float)(" + x + ")");
+  }
+  return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";  // one rounding from double
+}
+
+std::string wrap_int(DataType dtype, const std::string& x) {
+  if (dtype == DataType::kBool) return "(u8)((" + x + ") != 0)";
+  return std::string("(") + compute_type(dtype) + ")(" + x + ")";
+}
+
+std::string Emitter::at(int id, const std::string& index) const {
+  const std::string& fused = deferred_[static_cast<std::size_t>(id)];
+  if (!fused.empty()) {
+    std::string e = fused;
+    for (std::size_t p = e.find(kIndex); p != std::string::npos;
+         p = e.find(kIndex, p + index.size()))
+      e.replace(p, 3, index);
+    return "(" + e + ")";
+  }
+  return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
+}
+
+bool Emitter::defer(int id, const std::string& expression) {
+  const auto i = static_cast<std::size_t>(id);
+  const Op* user = user_[i];
+  if (uses_[i] != 1 || user == nullptr || user_region_[i] != current_ || expression.size() > 2000)
+    return false;
+  if (user->kind != OpKind::kUnary && user->kind != OpKind::kBinary &&
+      user->kind != OpKind::kWhere && user->kind != OpKind::kCast)
+    return false;
+  deferred_[i] = expression;
+  return true;
+}
+
+void Emitter::declare_named(const std::string& n, const Type& t) {
+  if (t.kind == TypeKind::kTile) {
+    line() << "alignas(64) " << compute_type(t.dtype) << " " << n << "[" << t.size() << "];\n";
+  } else {
+    line() << compute_type(t.dtype) << " " << n << ";\n";
+  }
+}
+
+void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
+  if (t.kind == TypeKind::kTile) {  // the same storage when an op worked in place
+    line() << "if (" << dst << " != " << src << ") __builtin_memmove(" << dst << ", " << src << ", "
+           << t.size() << " * sizeof(" << compute_type(t.dtype) << "));\n";
+  } else {
+    line() << dst << " = " << src << ";\n";
+  }
+}
+
+void Emitter::count_uses(const Region& r) {
+  for (const Op& o : r.ops) {
+    for (int id : o.operands) {
+      ++uses_[static_cast<std::size_t>(id)];
+      user_[static_cast<std::size_t>(id)] = &o;
+      user_region_[static_cast<std::size_t>(id)] = &r;
+    }
+    for (const Region& inner : o.regions) count_uses(inner);
+    if (o.kind == OpKind::kFor) {
+      const Region& body = o.regions[0];
+      for (std::size_t c = 1; c < body.args.size(); ++c) {
+        carried_[static_cast<std::size_t>(body.args[c])] = true;
+      }
+    }
+  }
+  for (int id : r.yields) ++uses_[static_cast<std::size_t>(id)];
+}
+
+GeneratedSource Emitter::run() {
+  uses_.assign(f_.types.size(), 0);
+  user_.assign(f_.types.size(), nullptr);
+  user_region_.assign(f_.types.size(), nullptr);
+  deferred_.assign(f_.types.size(), "");
+  carried_.assign(f_.types.size(), false);
+  count_uses(f_.body);
+  out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
+  out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
+          "const TlRt* rt) {\n";
+  line() << "(void)tl_block; (void)tl_num_blocks; (void)tl_args; (void)rt;\n";
+  for (std::size_t i = 0; i < f_.params.size(); ++i) {
+    const Param& p = f_.params[i];
+    const std::string arg = "tl_args[" + std::to_string(i) + "]";
+    switch (p.kind) {
+      case ParamKind::kGlobalAddress:
+        line() << "void* const " << name(p.value) << " = " << arg << ".p;\n";
+        break;
+      case ParamKind::kInt:
+        line() << "const i64 " << name(p.value) << " = " << arg << ".i;\n";
+        break;
+      case ParamKind::kFloat:
+        line() << "const float " << name(p.value) << " = (float)" << arg << ".f;\n";
+        break;
+      case ParamKind::kBool:
+        line() << "const u8 " << name(p.value) << " = " << arg << ".i != 0;\n";
+        break;
+    }
+  }
+  region(f_.body);
+  line() << "tl_fence();\n";
+  line() << "return 0;\n";
+  out_ << "}\n";
+  return GeneratedSource{out_.str(), error_locs_};
+}
+
+void Emitter::region(const Region& r) {
+  const Region* outer = current_;
+  current_ = &r;
+  for (const Op& o : r.ops) op(o);
+  current_ = outer;
+}
+
+void Emitter::op(const Op& o) {
+  const int res = o.results.empty() ? -1 : o.results[0];
+  switch (o.kind) {
+    case OpKind::kConstant: {
+      const DataType d = type(res).dtype;
+      std::string v;
+      if (is_floating(d)) {
+        v = float_literal(interp::round_to(d, o.number), d);
+      } else {
+        v = wrap_int(d, std::to_string(interp::wrap_to(d, o.integer)) + "ll");
+      }
+      line() << "const " << compute_type(d) << " " << name(res) << " = " << v << ";\n";
+      return;
+    }
+    case OpKind::kBlockIdx:
+      line() << "const i64 " << name(res) << " = tl_block;\n";
+      return;
+    case OpKind::kBlockNum:
+      line() << "const i64 " << name(res) << " = tl_num_blocks;\n";
+      return;
+    case OpKind::kTensor:
+      tensor_op(o);
+      return;
+    case OpKind::kTensorDim: {
+      const auto rank = static_cast<std::int64_t>(type(o.operands[0]).shape.size());
+      const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+      line() << "const i64 " << name(res) << " = " << name(o.operands[0]) << "_d" << axis << ";\n";
+      return;
+    }
+    case OpKind::kLoad:
+      load_op(o);
+      return;
+    case OpKind::kStore:
+    case OpKind::kAtomic:
+      store_op(o);
+      return;
+    case OpKind::kFull: {
+      declare(res);
+      const Type& t = type(res);
+      line() << "for (i64 k = 0; k < " << t.size() << "; ++k) " << name(res) << "[k] = ("
+             << compute_type(t.dtype) << ")" << name(o.operands[0]) << ";\n";
+      return;
+    }
+    case OpKind::kArange: {
+      declare(res);
+      const Type& t = type(res);
+      const std::string v =
+          is_16_or_8_bit_float(t.dtype)
+              ? round_double(t.dtype, "(double)k")
+              : (is_floating(t.dtype) ? std::string("k") : wrap_int(t.dtype, "k"));
+      line() << "for (i64 k = 0; k < " << t.size() << "; ++k) " << name(res) << "[k] = ("
+             << compute_type(t.dtype) << ")" << v << ";\n";
+      return;
+    }
+    case OpKind::kUnary:
+    case OpKind::kBinary:
+    case OpKind::kWhere:
+      elementwise_op(o);
+      return;
+    case OpKind::kCast:
+      cast_op(o);
+      return;
+    case OpKind::kReduce:
+      reduce_op(o);
+      return;
+    case OpKind::kCumsum:
+      cumsum_op(o);
+      return;
+    case OpKind::kReshape:
+    case OpKind::kBroadcast:
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+    case OpKind::kConcat:
+      move_op(o);
+      return;
+    case OpKind::kMatmul:
+      matmul_op(o);
+      return;
+    case OpKind::kFor:
+      for_op(o);
+      return;
+    case OpKind::kIf:
+      if_op(o);
+      return;
+  }
+}
+
+void Emitter::for_op(const Op& o) {
+  const Region& body = o.regions[0];
+  const std::size_t carried = body.args.size() - 1;
+  for (std::size_t c = 0; c < carried; ++c) {
+    declare(body.args[c + 1]);
+    copy_value(body.args[c + 1], o.operands[3 + c]);
+  }
+  const std::string start = name(o.operands[0]), stop = name(o.operands[1]),
+                    step = name(o.operands[2]);
+  const std::string iv = name(body.args[0]);
+  if (o.ints2.size() > 0 && o.ints2[0] > 1) line() << "#pragma GCC unroll " << o.ints2[0] << "\n";
+  open("for (i64 " + iv + " = " + start + "; " + step + " != 0 && (" + step + " > 0 ? " + iv +
+       " < " + stop + " : " + iv + " > " + stop + "); " + iv + " += " + step + ")");
+  region(body);
+  if (carried == 1) {
+    copy_value(body.args[1], body.yields[0]);
+  } else if (carried > 1) {  // through temporaries: a yield may be another carried value
+    std::vector<std::string> temps;
+    for (std::size_t c = 0; c < carried; ++c) {
+      temps.push_back(fresh("tl_next"));
+      declare_named(temps.back(), type(body.args[c + 1]));
+      copy_named(temps.back(), name(body.yields[c]), type(body.args[c + 1]));
+    }
+    for (std::size_t c = 0; c < carried; ++c) {
+      copy_named(name(body.args[c + 1]), temps[c], type(body.args[c + 1]));
+    }
+  }
+  close();
+  for (std::size_t c = 0; c < carried; ++c) {
+    line() << "auto& " << name(o.results[c]) << " = " << name(body.args[c + 1]) << ";\n";
+  }
+}
+
+void Emitter::if_op(const Op& o) {
+  for (int r : o.results) declare(r);
+  for (std::size_t branch = 0; branch < 2; ++branch) {
+    open(branch == 0 ? "if (" + name(o.operands[0]) + ")" : "else");
+    const Region& r = o.regions[branch];
+    region(r);
+    for (std::size_t i = 0; i < o.results.size(); ++i) copy_value(o.results[i], r.yields[i]);
+    close();
+  }
+}
+
+void Emitter::tensor_op(const Op& o) {
+  const std::string t = name(o.results[0]);
+  const DataType d = type(o.results[0]).dtype;
+  const auto rank = static_cast<std::size_t>(o.ints[0]);
+  line() << memory_type(d) << "* const " << t << " = (" << memory_type(d) << "*)"
+         << name(o.operands[0]) << ";\n";
+  const int site = error_site(o);
+  for (std::size_t i = 0; i < rank; ++i) {
+    line() << "const i64 " << t << "_d" << i << " = " << name(o.operands[1 + i]) << ";\n";
+    line() << "if (" << t << "_d" << i << " < 0) return " << site << ";\n";
+  }
+  std::string bytes = std::to_string(size_of(d));
+  for (std::size_t i = 0; i < rank; ++i) bytes += " * " + t + "_d" + std::to_string(i);
+  line() << "const bool " << t << "_stream = " << bytes << " > TL_STREAM_BYTES;\n";
+  line() << "(void)" << t << "_stream;\n";
+  for (std::size_t i = 0; i < rank; ++i) {
+    line() << "const i64 " << t << "_s" << i << " = ";
+    if (o.flag) {
+      out_ << name(o.operands[1 + rank + i]) << ";\n";
+    } else {
+      std::string s = "1";
+      for (std::size_t j = i + 1; j < rank; ++j) s += " * " + t + "_d" + std::to_string(j);
+      out_ << s << ";\n";
+    }
+  }
+}
+
+}  // namespace tileops::tl::cpu

@@ -1,0 +1,427 @@
+// The cpu code generator: computation. Float32 arithmetic that IEEE rounds correctly (+ - * /
+// sqrt, comparisons, min/max, rounding functions) is emitted in float and vectorises; it equals
+// the interpreter's double-then-round bit for bit, and so does 16-bit arithmetic done in float
+// and rounded once (float has more than 2p+2 bits for those formats). Transcendental and
+// composite functions evaluate the interpreter's double formulas with the same libm and round
+// once, so they agree with it exactly too; only reductions and matmul reorder their sums.
+#include "src/tl/cpu/emitter.h"
+#include "src/tl/interp/buffer.h"
+
+namespace tileops::tl::cpu {
+namespace {
+
+using Strides = std::vector<std::int64_t>;
+
+Strides row_major(const std::vector<std::int64_t>& shape) {
+  return interp::row_major_strides(shape);
+}
+
+// Strides of `shape` read as if broadcast to `out` (0 on broadcast dims), aligned right.
+Strides broadcast_strides(const std::vector<std::int64_t>& shape,
+                          const std::vector<std::int64_t>& out) {
+  Strides s(out.size(), 0);
+  const Strides own = row_major(shape);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    s[out.size() - shape.size() + i] = shape[i] == 1 ? 0 : own[i];
+  }
+  return s;
+}
+
+std::string double_unary(UnaryOp op, const std::string& x) {
+  const std::string a = "(double)" + x;
+  switch (op) {
+    case UnaryOp::kExp:
+      return "exp(" + a + ")";
+    case UnaryOp::kExp2:
+      return "exp2(" + a + ")";
+    case UnaryOp::kExpm1:
+      return "expm1(" + a + ")";
+    case UnaryOp::kLog:
+      return "log(" + a + ")";
+    case UnaryOp::kLog2:
+      return "log2(" + a + ")";
+    case UnaryOp::kLog1p:
+      return "log1p(" + a + ")";
+    case UnaryOp::kRsqrt:
+      return "1.0 / __builtin_sqrt(" + a + ")";
+    case UnaryOp::kSin:
+      return "sin(" + a + ")";
+    case UnaryOp::kCos:
+      return "cos(" + a + ")";
+    case UnaryOp::kTan:
+      return "tan(" + a + ")";
+    case UnaryOp::kSinh:
+      return "sinh(" + a + ")";
+    case UnaryOp::kCosh:
+      return "cosh(" + a + ")";
+    case UnaryOp::kTanh:
+      return "tanh(" + a + ")";
+    case UnaryOp::kErf:
+      return "erf(" + a + ")";
+    case UnaryOp::kSigmoid:
+      return "1.0 / (1.0 + exp(-" + a + "))";
+    case UnaryOp::kGeluErf:
+      return "0.5 * " + a + " * (1.0 + erf(" + a + " * 0.70710678118654752440))";
+    case UnaryOp::kGeluTanh:
+      return "0.5 * " + a + " * (1.0 + tanh(0.79788456080286535588 * (" + a + " + 0.044715 * " + a +
+             " * " + a + " * " + a + ")))";
+    case UnaryOp::kSilu:
+      return a + " / (1.0 + exp(-" + a + "))";
+    case UnaryOp::kSoftplus:
+      return "__builtin_fmax(" + a + ", 0.0) + log1p(exp(-__builtin_fabs(" + a + ")))";
+    default:
+      return "";
+  }
+}
+
+// Float unary ops IEEE rounds correctly in the compute type itself ("" when not one of them).
+std::string native_unary(UnaryOp op, const std::string& x, bool f64) {
+  const std::string sfx = f64 ? "" : "f";
+  switch (op) {
+    case UnaryOp::kAbs:
+      return "__builtin_fabs" + sfx + "(" + x + ")";
+    case UnaryOp::kCeil:
+      return "__builtin_ceil" + sfx + "(" + x + ")";
+    case UnaryOp::kFloor:
+      return "__builtin_floor" + sfx + "(" + x + ")";
+    case UnaryOp::kRound:
+      return "__builtin_rint" + sfx + "(" + x + ")";
+    case UnaryOp::kTrunc:
+      return "__builtin_trunc" + sfx + "(" + x + ")";
+    case UnaryOp::kSqrt:
+      return "__builtin_sqrt" + sfx + "(" + x + ")";
+    case UnaryOp::kRelu:
+      return "tl_relu" + sfx + "(" + x + ")";
+    case UnaryOp::kNegative:
+      return "-" + x;
+    case UnaryOp::kReciprocal:
+      return std::string(f64 ? "1.0" : "1.0f") + " / " + x;
+    default:
+      return "";
+  }
+}
+
+std::string unary_expr(UnaryOp op, DataType dx, DataType dr, const std::string& x) {
+  if (op == UnaryOp::kLogicalNot) return "(u8)(" + x + " == 0)";
+  if (is_floating(dx)) {
+    if (op == UnaryOp::kIsnan) return "(u8)(" + x + " != " + x + ")";
+    if (op == UnaryOp::kIsinf) return "(u8)__builtin_isinf(" + x + ")";
+    const std::string native = native_unary(op, x, dx == DataType::kFloat64);
+    if (!native.empty()) return round_float(dr, native);
+    // exp (softmax's hot loop) in float, 8 lanes at a time, within 2 ulps.
+    if (op == UnaryOp::kExp && dx != DataType::kFloat64)
+      return round_float(dr, "tl_expf(" + x + ")");
+    return round_double(dr, double_unary(op, x));
+  }
+  const std::string i = "(i64)" + x;
+  switch (op) {
+    case UnaryOp::kAbs:
+      return wrap_int(dr, i + " < 0 ? (i64)(0 - (u64)" + i + ") : " + i);
+    case UnaryOp::kNegative:
+      return wrap_int(dr, "(i64)(0 - (u64)" + i + ")");
+    case UnaryOp::kRelu:
+      return wrap_int(dr, i + " > 0 ? " + i + " : 0");
+    case UnaryOp::kBitNot:
+      return dx == DataType::kBool ? "(u8)!" + x : wrap_int(dr, "~" + i);
+    default:
+      return x;
+  }
+}
+
+std::string binary_expr(BinaryOp op, DataType da, DataType dr, const std::string& a,
+                        const std::string& b) {
+  const char* cmp = nullptr;
+  switch (op) {
+    case BinaryOp::kEq:
+      cmp = "==";
+      break;
+    case BinaryOp::kNe:
+      cmp = "!=";
+      break;
+    case BinaryOp::kLt:
+      cmp = "<";
+      break;
+    case BinaryOp::kLe:
+      cmp = "<=";
+      break;
+    case BinaryOp::kGt:
+      cmp = ">";
+      break;
+    case BinaryOp::kGe:
+      cmp = ">=";
+      break;
+    case BinaryOp::kLogicalAnd:
+      return "(u8)(" + a + " != 0 && " + b + " != 0)";
+    case BinaryOp::kLogicalOr:
+      return "(u8)(" + a + " != 0 || " + b + " != 0)";
+    default:
+      break;
+  }
+  if (cmp != nullptr) return "(u8)(" + a + " " + cmp + " " + b + ")";
+  if (is_floating(da)) {
+    const bool f64 = da == DataType::kFloat64;
+    const std::string da_ = "(double)" + a, db_ = "(double)" + b;
+    switch (op) {
+      case BinaryOp::kAdd:
+        return round_float(dr, "(" + a + " + " + b + ")");
+      case BinaryOp::kSub:
+        return round_float(dr, "(" + a + " - " + b + ")");
+      case BinaryOp::kMul:
+        return round_float(dr, "(" + a + " * " + b + ")");
+      case BinaryOp::kDiv:
+        return round_float(dr, "(" + a + " / " + b + ")");
+      case BinaryOp::kMaximum:
+        return round_float(dr, std::string(f64 ? "tl_fmax(" : "tl_fmaxf(") + a + ", " + b + ")");
+      case BinaryOp::kMinimum:
+        return round_float(dr, std::string(f64 ? "tl_fmin(" : "tl_fminf(") + a + ", " + b + ")");
+      case BinaryOp::kFloorDiv:
+        return round_double(dr, "__builtin_floor(" + da_ + " / " + db_ + ")");
+      case BinaryOp::kMod:
+        return round_double(dr, "tl_fmod_py(" + da_ + ", " + db_ + ")");
+      case BinaryOp::kPow:
+        return round_double(dr, "pow(" + da_ + ", " + db_ + ")");
+      default:
+        return "0";
+    }
+  }
+  const std::string ia = "(i64)" + a, ib = "(i64)" + b;
+  const std::string ua = "(u64)" + ia, ub = "(u64)" + ib;
+  const std::string bits =
+      std::to_string(da == DataType::kBool ? 1 : static_cast<int>(8 * size_of(da)));
+  switch (op) {
+    case BinaryOp::kAdd:
+      return wrap_int(dr, "(i64)(" + ua + " + " + ub + ")");
+    case BinaryOp::kSub:
+      return wrap_int(dr, "(i64)(" + ua + " - " + ub + ")");
+    case BinaryOp::kMul:
+      return wrap_int(dr, "(i64)(" + ua + " * " + ub + ")");
+    case BinaryOp::kFloorDiv:
+      return wrap_int(dr, "tl_floordiv(" + ia + ", " + ib + ")");
+    case BinaryOp::kMod:
+      return wrap_int(dr, "tl_mod(" + ia + ", " + ib + ")");
+    case BinaryOp::kMaximum:
+      return wrap_int(dr, ia + " > " + ib + " ? " + ia + " : " + ib);
+    case BinaryOp::kMinimum:
+      return wrap_int(dr, ia + " < " + ib + " ? " + ia + " : " + ib);
+    case BinaryOp::kBitAnd:
+      return wrap_int(dr, ia + " & " + ib);
+    case BinaryOp::kBitOr:
+      return wrap_int(dr, ia + " | " + ib);
+    case BinaryOp::kBitXor:
+      return wrap_int(dr, ia + " ^ " + ib);
+    case BinaryOp::kShl:
+      return wrap_int(dr, "tl_shl(" + ia + ", " + ib + ", " + bits + ")");
+    case BinaryOp::kShr:
+      return wrap_int(dr, "tl_shr(" + ia + ", " + ib + ", " + bits + ")");
+    default:
+      return "0";
+  }
+}
+
+}  // namespace
+
+void Emitter::strided_loops(const std::vector<std::int64_t>& shape,
+                            const std::vector<Strides>& strides, const Strides& bases,
+                            const std::function<void(const std::vector<std::string>&)>& body) {
+  const std::size_t rank = shape.size();
+  open("");
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::string i = "tl_j" + std::to_string(d);
+    open(cat({"for (i64 ", i, " = 0; ", i, " < ", std::to_string(shape[d]), "; ++", i, ")"}));
+  }
+  const Strides own = row_major(shape);
+  std::string k = "0";
+  for (std::size_t d = 0; d < rank; ++d)
+    k += " + tl_j" + std::to_string(d) + " * " + std::to_string(own[d]);
+  line() << "const i64 tl_k = " << k << ";\n";
+  std::vector<std::string> index;
+  for (std::size_t s = 0; s < strides.size(); ++s) {
+    std::string e = std::to_string(bases[s]);
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (strides[s][d] != 0)
+        e += " + tl_j" + std::to_string(d) + " * " + std::to_string(strides[s][d]);
+    }
+    index.push_back(e);
+  }
+  body(index);
+  for (std::size_t d = 0; d < rank; ++d) close();
+  close();
+}
+
+void Emitter::elementwise_op(const Op& o) {
+  const int res = o.results[0];
+  const Type& rt = type(res);
+  auto expr = [&](const std::vector<std::string>& x) {
+    if (o.kind == OpKind::kUnary) {
+      return unary_expr(static_cast<UnaryOp>(o.sub), type(o.operands[0]).dtype, rt.dtype, x[0]);
+    }
+    if (o.kind == OpKind::kBinary) {
+      return binary_expr(static_cast<BinaryOp>(o.sub), type(o.operands[0]).dtype, rt.dtype, x[0],
+                         x[1]);
+    }
+    return "(" + x[0] + " ? " + x[1] + " : " + x[2] + ")";
+  };
+  if (rt.kind != TypeKind::kTile) {
+    std::vector<std::string> x;
+    for (int id : o.operands) x.push_back(name(id));
+    line() << "const " << compute_type(rt.dtype) << " " << name(res) << " = " << expr(x) << ";\n";
+    return;
+  }
+  bool same = true;  // no operand broadcasts
+  for (int id : o.operands) {
+    same = same && (type(id).kind != TypeKind::kTile || type(id).shape == rt.shape);
+  }
+  if (same) {
+    std::vector<std::string> x;
+    for (int id : o.operands) x.push_back(at(id, kIndex));
+    if (defer(res, expr(x))) return;
+  }
+  declare(res);
+  if (same) {
+    std::vector<std::string> x;
+    for (int id : o.operands) x.push_back(at(id, "k"));
+    line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << expr(x)
+           << ";\n";
+    return;
+  }
+  std::vector<Strides> strides;
+  for (int id : o.operands) strides.push_back(broadcast_strides(type(id).shape, rt.shape));
+  strided_loops(rt.shape, strides, Strides(strides.size(), 0),
+                [&](const std::vector<std::string>& index) {
+                  std::vector<std::string> x;
+                  for (std::size_t i = 0; i < o.operands.size(); ++i)
+                    x.push_back(at(o.operands[i], index[i]));
+                  line() << name(res) << "[tl_k] = " << expr(x) << ";\n";
+                });
+}
+
+void Emitter::cast_op(const Op& o) {
+  const int res = o.results[0];
+  const int x = o.operands[0];
+  const DataType s = type(x).dtype, d = type(res).dtype;
+  const auto mode = static_cast<RoundMode>(o.sub);
+  auto expr = [&](const std::string& v) -> std::string {
+    if (d == DataType::kBool) return "(u8)(" + v + " != 0)";
+    if (!is_floating(s)) {
+      if (!is_floating(d)) return wrap_int(d, "(i64)" + v);
+      if (d == DataType::kFloat32 || d == DataType::kFloat64)
+        return std::string("(") + compute_type(d) + ")(i64)" + v;
+      return round_double(d, "(double)(i64)" + v);
+    }
+    if (!is_floating(d)) {
+      static const char* const kRound[] = {"__builtin_nearbyint", "__builtin_floor",
+                                           "__builtin_ceil", "__builtin_trunc", "__builtin_round"};
+      std::string n = cat({"tl_f2i(", kRound[o.sub], "((double)", v, "))"});
+      if (d == DataType::kInt64) return n;
+      const std::int64_t lo =
+          d == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(d) - 1));
+      const std::int64_t hi = d == DataType::kUInt8 ? 255 : -(lo + 1);
+      return std::string("(") + compute_type(d) + ")tl_clamp(" + n + ", " + std::to_string(lo) +
+             "ll, " + std::to_string(hi) + "ll)";
+    }
+    if (mode != RoundMode::kRint) {
+      return std::string("(") + compute_type(d) + ")rt->cast((double)" + v + ", " +
+             std::to_string(static_cast<int>(d)) + ", " + std::to_string(o.sub) + ")";
+    }
+    if (d == DataType::kFloat64) return "(double)" + v;
+    if (d == DataType::kFloat32) return "(float)" + v;
+    if (s == DataType::kFloat64) return round_double(d, v);
+    return round_float(d, v);
+  };
+  if (type(res).kind != TypeKind::kTile) {
+    line() << "const " << compute_type(d) << " " << name(res) << " = " << expr(name(x)) << ";\n";
+    return;
+  }
+  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)))) return;
+  declare(res);
+  line() << "for (i64 k = 0; k < " << type(res).size() << "; ++k) " << name(res)
+         << "[k] = " << expr(at(x, "k")) << ";\n";
+}
+
+void Emitter::move_op(const Op& o) {
+  const int res = o.results[0];
+  const Type& rt = type(res);
+  const int x = o.operands[0];
+  const Type& xt = type(x);
+  if (o.kind == OpKind::kReshape) {
+    if (xt.kind == TypeKind::kTile) {
+      line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
+    } else {
+      declare(res);
+      line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << name(x)
+             << ";\n";
+    }
+    return;
+  }
+  declare(res);
+  if (o.kind == OpKind::kConcat) {
+    const auto rank = static_cast<std::int64_t>(rt.shape.size());
+    const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+    const Strides out = row_major(rt.shape);
+    std::int64_t base = 0;
+    for (int id : o.operands) {
+      strided_loops(type(id).shape, {out}, {base * out[axis]},
+                    [&](const std::vector<std::string>& index) {
+                      line() << name(res) << "[" << index[0] << "] = " << name(id) << "[tl_k];\n";
+                    });
+      base += type(id).shape[axis];
+    }
+    return;
+  }
+  Strides strides;
+  std::int64_t base = 0;
+  if (o.kind == OpKind::kBroadcast) {
+    strides = xt.kind == TypeKind::kTile ? broadcast_strides(xt.shape, rt.shape)
+                                         : Strides(rt.shape.size(), 0);
+  } else if (o.kind == OpKind::kTranspose) {
+    const Strides in = row_major(xt.shape);
+    const auto rank = static_cast<std::int64_t>(rt.shape.size());
+    for (std::int64_t p : o.ints) strides.push_back(in[p < 0 ? p + rank : p]);
+  } else {  // slice
+    strides = row_major(xt.shape);
+    for (std::size_t d = 0; d < strides.size(); ++d) base += o.ints[d] * strides[d];
+  }
+  strided_loops(rt.shape, {strides}, {base}, [&](const std::vector<std::string>& index) {
+    line() << name(res) << "[tl_k] = " << at(x, index[0]) << ";\n";
+  });
+}
+
+void Emitter::matmul_op(const Op& o) {
+  const int res = o.results[0];
+  const Type& at_ = type(o.operands[0]);
+  const Type& bt = type(o.operands[1]);
+  const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
+  const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
+  if (o.flag && at_.dtype != DataType::kFloat64 && consumable(o.operands[2])) {
+    // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
+    line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
+    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
+           << ");\n";
+    return;
+  }
+  declare(res);
+  if (o.operands.size() > 2) {
+    const int c = o.operands[2];
+    strided_loops({m, n}, {broadcast_strides(type(c).shape, {m, n})}, {0},
+                  [&](const std::vector<std::string>& index) {
+                    line() << name(res) << "[tl_k] = " << at(c, index[0]) << ";\n";
+                  });
+  } else {
+    line() << "for (i64 k = 0; k < " << m * n << "; ++k) " << name(res) << "[k] = 0.0f;\n";
+  }
+  if (at_.dtype == DataType::kFloat64) {  // the interpreter's order: sum in double, add c, round
+    open("for (i64 i = 0; i < " + std::to_string(m) + "; ++i) for (i64 j = 0; j < " +
+         std::to_string(n) + "; ++j)");
+    line() << "double s = 0;\n";
+    line() << "for (i64 p = 0; p < " << k << "; ++p) s += " << a << "[i * " << k << " + p] * " << b
+           << "[p * " << n << " + j];\n";
+    line() << r << "[i * " << n << " + j] = (float)(s + (double)" << r << "[i * " << n
+           << " + j]);\n";
+    close();
+    return;
+  }
+  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
+         << ");\n";
+}
+
+}  // namespace tileops::tl::cpu

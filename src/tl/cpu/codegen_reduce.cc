@@ -1,0 +1,167 @@
+// The cpu code generator: reductions and cumsum. The general form walks the input in row-major
+// order exactly as the interpreter does (same accumulation order, so bit-identical); reductions
+// of the innermost contiguous dims of float tiles (row sums, maxima, means) use the runtime's
+// multi-accumulator loops instead, which vectorise and differ only in the order of double sums.
+#include <limits>
+
+#include "src/tl/cpu/emitter.h"
+#include "src/tl/interp/buffer.h"
+
+namespace tileops::tl::cpu {
+
+void Emitter::reduce_op(const Op& o) {
+  const int res = o.results[0];
+  const int x = o.operands[0];
+  const Type& xt = type(x);
+  const Type& rt = type(res);
+  const auto op = static_cast<ReduceOp>(o.sub);
+  const std::size_t rank = xt.shape.size();
+  std::vector<bool> reduced(rank, o.ints.empty());
+  for (std::int64_t d : o.ints) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
+  std::vector<std::int64_t> kept;
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < rank; ++d) {
+    kept.push_back(reduced[d] ? 1 : xt.shape[d]);
+    count *= reduced[d] ? xt.shape[d] : 1;
+  }
+  const std::int64_t n_out = rt.size();
+  const bool fl = is_floating(xt.dtype);
+  const std::string xn = xt.kind == TypeKind::kTile ? name(x) : "(&" + name(x) + ")";
+  if (rt.kind == TypeKind::kTile) {
+    declare(res);
+  } else {
+    line() << compute_type(rt.dtype) << " " << name(res) << ";\n";
+  }
+  const std::string out = rt.kind == TypeKind::kTile ? name(res) : "(&" + name(res) + ")";
+  open("");
+  // Trailing reduced dims of a float tile: each output is one contiguous run of `count`.
+  bool suffix = fl && (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kMax ||
+                       op == ReduceOp::kMin);
+  bool seen_reduced = false;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (reduced[d]) seen_reduced = true;
+    if (seen_reduced && !reduced[d] && xt.shape[d] != 1) suffix = false;
+  }
+  const std::string c = std::to_string(count);
+  if (suffix) {
+    open("for (i64 o = 0; o < " + std::to_string(n_out) + "; ++o)");
+    const std::string run = xn + " + o * " + c;
+    if (op == ReduceOp::kSum) {
+      line() << out << "[o] = " << round_double(rt.dtype, "tl_sum(" + run + ", " + c + ", 1)")
+             << ";\n";
+    } else if (op == ReduceOp::kMean) {
+      line() << out << "[o] = "
+             << round_double(rt.dtype, "tl_sum(" + run + ", " + c + ", 1) / (double)" + c) << ";\n";
+    } else {
+      const bool mx = op == ReduceOp::kMax;
+      line() << out << "[o] = tl_extreme<" << (mx ? "true" : "false") << ">(" << run << ", " << c
+             << ", 1, (" << compute_type(xt.dtype) << ")" << (mx ? "-" : "")
+             << "__builtin_inf());\n";
+    }
+    close();
+    close();
+    return;
+  }
+  // General form: accumulators per output, the interpreter's element order.
+  const bool arg = op == ReduceOp::kArgmax || op == ReduceOp::kArgmin;
+  const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin || arg;
+  const bool maximum = op == ReduceOp::kMax || op == ReduceOp::kArgmax;
+  const std::string acc_type = fl || arg ? "double" : "i64";
+  std::string init;
+  if (extreme) {
+    init = fl || arg
+               ? std::string(maximum ? "-" : "") + "__builtin_inf()"
+               : std::string(maximum ? "(-0x7FFFFFFFFFFFFFFFll - 1)" : "0x7FFFFFFFFFFFFFFFll");
+  } else {
+    init = op == ReduceOp::kProd || op == ReduceOp::kAll ? "1" : "0";
+  }
+  line() << acc_type << " tl_acc[" << n_out << "];\n";
+  line() << "i64 tl_pos[" << n_out << "];\n";
+  line() << "for (i64 o = 0; o < " << n_out << "; ++o) { tl_acc[o] = " << init
+         << "; tl_pos[o] = -1; }\n";
+  if (arg) line() << "i64 tl_seen[" << n_out << "] = {};\n";
+  std::vector<std::int64_t> ostrides = interp::row_major_strides(kept);
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (reduced[d]) ostrides[d] = 0;
+  }
+  strided_loops(xt.shape, {ostrides}, {0}, [&](const std::vector<std::string>& index) {
+    line() << "const i64 o = " << index[0] << ";\n";
+    const std::string v = (fl || arg ? "(double)" : "(i64)") + xn + "[tl_k]";
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+        line() << "tl_acc[o] = "
+               << (fl ? "tl_acc[o] + " + v : "(i64)((u64)tl_acc[o] + (u64)" + v + ")") << ";\n";
+        break;
+      case ReduceOp::kProd:
+        line() << "tl_acc[o] = "
+               << (fl ? "tl_acc[o] * " + v : "(i64)((u64)tl_acc[o] * (u64)" + v + ")") << ";\n";
+        break;
+      case ReduceOp::kMax:
+      case ReduceOp::kMin:
+        line() << "tl_acc[o] = tl_better<" << (maximum ? "true" : "false") << ">(tl_acc[o], " << v
+               << ");\n";
+        break;
+      case ReduceOp::kArgmax:
+      case ReduceOp::kArgmin:
+        line() << "{ const double v = " << v << "; const i64 pos = tl_seen[o]++;\n";
+        line() << "  const bool nan_seen = tl_pos[o] >= 0 && tl_acc[o] != tl_acc[o];\n";
+        line() << "  const bool better = v " << (maximum ? ">" : "<") << " tl_acc[o];\n";
+        line() << "  if (!nan_seen && (tl_pos[o] < 0 || better || v != v)) { tl_acc[o] = v; "
+                  "tl_pos[o] = pos; } }\n";
+        break;
+      case ReduceOp::kAll:
+        line() << "tl_acc[o] = tl_acc[o] && " << v << " != 0;\n";
+        break;
+      case ReduceOp::kAny:
+        line() << "tl_acc[o] = tl_acc[o] || " << v << " != 0;\n";
+        break;
+    }
+  });
+  std::string result;
+  if (arg) {
+    result = wrap_int(rt.dtype, "tl_pos[o]");
+  } else if (op == ReduceOp::kMean) {
+    result = round_double(rt.dtype, "tl_acc[o] / (double)" + c);
+  } else if (fl) {
+    result = round_double(rt.dtype, "tl_acc[o]");
+  } else {
+    result = wrap_int(rt.dtype, "tl_acc[o]");
+  }
+  line() << "for (i64 o = 0; o < " << n_out << "; ++o) " << out << "[o] = " << result << ";\n";
+  close();
+}
+
+void Emitter::cumsum_op(const Op& o) {
+  const int res = o.results[0];
+  const int x = o.operands[0];
+  const Type& xt = type(x);
+  const auto rank = static_cast<std::int64_t>(xt.shape.size());
+  const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= xt.shape[d];
+    if (d > axis) inner *= xt.shape[d];
+  }
+  const std::int64_t extent = xt.shape[axis];
+  const bool fl = is_floating(xt.dtype);
+  declare(res);
+  open("for (i64 o = 0; o < " + std::to_string(outer) + "; ++o) for (i64 i = 0; i < " +
+       std::to_string(inner) + "; ++i)");
+  line() << (fl ? "double" : "i64") << " acc = 0;\n";
+  open("for (i64 j = 0; j < " + std::to_string(extent) + "; ++j)");
+  line() << "const i64 e = (o * " << extent << " + j) * " << inner << " + i;\n";
+  if (fl) {
+    line() << "acc += (double)" << name(x) << "[e];\n";
+    line() << name(res) << "[e] = " << round_double(xt.dtype, "acc") << ";\n";
+  } else {
+    line() << "acc = (i64)((u64)acc + (u64)(i64)" << name(x) << "[e]);\n";
+    line() << name(res) << "[e] = " << wrap_int(xt.dtype, "acc") << ";\n";
+  }
+  close();
+  close();
+}
+
+GeneratedSource generate(const Function& function) { return Emitter(function).run(); }
+
+}  // namespace tileops::tl::cpu

@@ -1,0 +1,133 @@
+// Running the system C++ compiler (see compiler.h). It runs through /bin/sh with its output
+// redirected to a file next to the object, so that a failure can be reported verbatim.
+#include "src/tl/cpu/compiler.h"
+
+#include <gnu/libc-version.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace tileops::tl::cpu {
+namespace {
+
+std::atomic<std::int64_t> g_compiles{0};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string run_capture(const std::string& command) {
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[512];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+std::optional<std::string> lookup() {
+  if (const char* env = std::getenv("TILEOPS_CXX"); env != nullptr) {
+    if (*env == '\0') return std::nullopt;  // TILEOPS_CXX= disables the cpu backend
+    return std::string(env);
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::filesystem::path candidate = std::filesystem::path(dir) / "c++";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return std::nullopt;
+}
+
+// glibc's vector math library has every function the runtime declares from 2.35 on (x86-64).
+bool have_libmvec() {
+#if defined(__x86_64__)
+  int major = 0, minor = 0;
+  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 &&
+         (major > 2 || (major == 2 && minor >= 35));
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const std::optional<std::string>& find_compiler() {
+  static const std::optional<std::string> compiler = lookup();
+  return compiler;
+}
+
+const std::string& compiler_identity() {
+  static const std::string identity = [] {
+    const auto& cc = find_compiler();
+    return cc ? *cc + "\n" + run_capture(quote(*cc) + " --version 2>&1") : std::string();
+  }();
+  return identity;
+}
+
+const std::string& cpu_identity() {
+  static const std::string identity = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+    }
+    return model + "\n" + flags;
+  }();
+  return identity;
+}
+
+std::string compile_flags(const Options& options) {
+  std::string flags = "-std=c++17 -fPIC -shared -w -fno-exceptions -fno-rtti";
+  flags += options.opt_level == 1 ? " -O1" : " -O3";
+  if (options.opt_level == 3) flags += " -funroll-loops";
+  flags += options.target.empty() ? " -march=native" : " -march=" + quote(options.target);
+  // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
+  // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
+  flags +=
+      options.fast_math ? " -ffast-math" : " -ffp-contract=off -fno-math-errno -fno-trapping-math";
+  if (options.debug) flags += " -g";
+  static const bool libmvec = have_libmvec();
+  if (libmvec) flags += " -DTL_LIBMVEC=1";
+  return flags;
+}
+
+std::string compile(const std::string& source_path, const std::string& output_path,
+                    const Options& options) {
+  const auto& cc = find_compiler();
+  if (!cc) return "no C++ compiler found";
+  ++g_compiles;
+  const std::string log = output_path + ".log";
+  const std::string command = quote(*cc) + " " + compile_flags(options) + " -o " +
+                              quote(output_path) + " " + quote(source_path) +
+                              (have_libmvec() ? " -lmvec" : "") + " > " + quote(log) + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ostringstream messages;
+  messages << std::ifstream(log).rdbuf();
+  std::error_code ignored;
+  std::filesystem::remove(log, ignored);
+  if (status == 0 && std::filesystem::exists(output_path)) return "";
+  return "`" + command + "` failed (status " + std::to_string(status) + "):\n" + messages.str();
+}
+
+std::int64_t compile_count() { return g_compiles.load(); }
+
+}  // namespace tileops::tl::cpu
+
+namespace tileops::tl {
+
+std::int64_t cpu_compile_count() { return cpu::compile_count(); }
+
+}  // namespace tileops::tl

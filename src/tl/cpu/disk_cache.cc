@@ -1,0 +1,109 @@
+// The persistent cache of cpu kernels (see disk_cache.h). Layout: cpu/<key>.so and
+// cpu/<key>.meta ("tileops-tl-cpu 1 <size> <checksum>"). The object is renamed into place before
+// its metadata, and a reader trusts an object only when the metadata matches its bytes, so a
+// truncated or foreign file is rebuilt rather than loaded.
+#include "src/tl/cpu/disk_cache.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tileops/core/error.h"
+
+namespace tileops::tl::cpu {
+namespace {
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string metadata(const std::string& object) {
+  return "tileops-tl-cpu 1 " + std::to_string(object.size()) + " " + digest(object) + "\n";
+}
+
+// A name no other thread or process uses.
+std::filesystem::path temporary(const std::filesystem::path& dir, const std::string& key) {
+  static std::atomic<std::uint64_t> counter{0};
+  return dir / (key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++counter));
+}
+
+void write_atomically(const std::filesystem::path& dir, const std::string& key,
+                      const std::filesystem::path& target, const std::string& text) {
+  const std::filesystem::path tmp = temporary(dir, key);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+  }
+  std::filesystem::rename(tmp, target);
+}
+
+}  // namespace
+
+std::string digest(const std::string& text) {
+  return hex(fnv1a(text, 0xcbf29ce484222325ULL)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
+}
+
+std::filesystem::path cache_dir() {
+  std::filesystem::path dir;
+  if (const char* env = std::getenv("TILEOPS_CACHE_DIR"); env != nullptr && *env != '\0') {
+    dir = env;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    dir = std::filesystem::path(home) / ".cache" / "tileops";
+  } else {
+    dir = std::filesystem::temp_directory_path() / "tileops-cache";
+  }
+  dir /= "cpu";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tl cpu backend: cannot create the JIT cache directory " + dir.string() + " (" +
+                    ec.message() + "); set TILEOPS_CACHE_DIR");
+  }
+  return dir;
+}
+
+CacheEntry find_or_build(const std::string& key, bool always_compile,
+                         const std::function<void(const std::string& path)>& build) {
+  const std::filesystem::path dir = cache_dir();
+  const std::filesystem::path object = dir / (key + ".so");
+  const std::filesystem::path meta = dir / (key + ".meta");
+  if (always_compile) {
+    const std::filesystem::path tmp = temporary(dir, key).string() + ".so";
+    build(tmp.string());
+    return CacheEntry{tmp.string(), true};
+  }
+  if (std::filesystem::exists(meta) && read_file(meta) == metadata(read_file(object))) {
+    return CacheEntry{object.string(), false};
+  }
+  const std::filesystem::path tmp = temporary(dir, key).string() + ".so";
+  build(tmp.string());
+  const std::string bytes = read_file(tmp);
+  std::filesystem::rename(tmp, object);  // atomic: readers see the old or the new object
+  write_atomically(dir, key, meta, metadata(bytes));
+  return CacheEntry{object.string(), false};
+}
+
+}  // namespace tileops::tl::cpu

@@ -1,0 +1,120 @@
+// The code generator's state, shared by its files: one Emitter walks a Function and appends C++
+// to `out`. Values are named v<id>; tiles are arrays (or pointers aliasing one), scalars locals.
+// Float tiles of 16-bit and 8-bit dtypes hold float values already rounded to their dtype.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/tl/cpu/codegen.h"
+
+namespace tileops::tl::cpu {
+
+// Concatenation without a temporary per `+` (for code built in loops).
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (std::string_view p : parts) s.append(p);
+  return s;
+}
+
+// The C type a value of `dtype` computes in, and the one its global memory holds.
+const char* compute_type(DataType dtype);
+const char* memory_type(DataType dtype);
+// C expression rounding a float-typed (float, or double for float64) expression to `dtype`, and
+// one rounding a double-typed expression.
+std::string round_float(DataType dtype, const std::string& x);
+std::string round_double(DataType dtype, const std::string& x);
+// C expression wrapping an i64-typed expression to an integer or bool dtype.
+std::string wrap_int(DataType dtype, const std::string& x);
+
+class Emitter {
+ public:
+  explicit Emitter(const Function& f) : f_(f) {}
+  GeneratedSource run();
+
+  // codegen.cc: control flow and memory.
+  void region(const Region& r);
+  void op(const Op& o);
+  void for_op(const Op& o);
+  void if_op(const Op& o);
+  void tensor_op(const Op& o);
+  void load_op(const Op& o);
+  void store_op(const Op& o);
+
+  // codegen_compute.cc: computation.
+  void elementwise_op(const Op& o);
+  void cast_op(const Op& o);
+  void reduce_op(const Op& o);
+  void cumsum_op(const Op& o);
+  void move_op(const Op& o);  // reshape, broadcast, transpose, slice, concat
+  void matmul_op(const Op& o);
+  // Loops over `shape` (row-major; the counter `tl_k` numbers the elements) and calls `body`
+  // with, for each entry of `strides`, the element index expression of a strided operand.
+  void strided_loops(const std::vector<std::int64_t>& shape,
+                     const std::vector<std::vector<std::int64_t>>& strides,
+                     const std::vector<std::int64_t>& bases,
+                     const std::function<void(const std::vector<std::string>&)>& body);
+
+  // A loop-carried tile used only by `o` (which may then overwrite it in place).
+  bool consumable(int id) const {
+    return carried_[static_cast<std::size_t>(id)] && uses_[static_cast<std::size_t>(id)] == 1;
+  }
+
+  // Helpers.
+  const Type& type(int id) const { return f_.type_of(id); }
+  static std::string name(int id) { return std::string("v").append(std::to_string(id)); }
+  // Element `index` of value `id` (a scalar ignores the index).
+  std::string at(int id, const std::string& index) const;
+  // Declares the result of `o` (array or scalar local, uninitialised).
+  void declare(int id) { declare_named(name(id), type(id)); }
+  void declare_named(const std::string& n, const Type& t);
+  // dst and src are declared values of one type.
+  void copy_value(int dst, int src) { copy_named(name(dst), name(src), type(dst)); }
+  void copy_named(const std::string& dst, const std::string& src, const Type& t);
+  // Loops over the rows (all dims but the last) of a tile of `shape` at `offsets` in tensor `t`;
+  // defines tl_row, tl_in, tl_base, tl_lo, tl_hi (see codegen_memory.cc). Returns the loops
+  // opened (close each).
+  int open_rows(const std::string& t, const std::vector<std::int64_t>& shape,
+                const std::vector<std::string>& offsets);
+  std::string fresh(const char* prefix) {
+    return std::string(prefix).append(std::to_string(counter_++));
+  }
+  int error_site(const Op& o) {
+    error_locs_.push_back(o.loc);
+    return static_cast<int>(error_locs_.size());
+  }
+  std::ostream& line() { return out_ << indent_; }
+  void open(const std::string& head) {
+    line() << head << " {\n";
+    indent_ += "  ";
+  }
+  void close() {
+    indent_.resize(indent_.size() - 2);
+    line() << "}\n";
+  }
+
+ private:
+  void count_uses(const Region& r);
+  // Fusion: an elementwise result whose single use is another elementwise op of the same region
+  // is not stored; its expression (index placeholder kIndex) is substituted at the use.
+  bool defer(int id, const std::string& expression);
+  static constexpr const char* kIndex = "@K@";
+
+  const Function& f_;
+  std::vector<int> uses_;        // operand and yield uses of each value
+  std::vector<bool> carried_;    // loop-carried region arguments
+  std::vector<const Op*> user_;  // the last op using each value
+  std::vector<const Region*> user_region_;
+  const Region* current_ = nullptr;    // the region being emitted
+  std::vector<std::string> deferred_;  // fused expressions ("" when stored)
+  std::ostringstream out_;
+  std::string indent_ = "  ";
+  int counter_ = 0;
+  std::vector<SourceLoc> error_locs_;
+};
+
+}  // namespace tileops::tl::cpu

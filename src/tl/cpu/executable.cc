@@ -1,0 +1,211 @@
+// The cpu backend behind the jit's Executable interface: generate C++ for the Function, find or
+// build its shared object in the persistent cache, dlopen it, and run blocks on the runtime
+// thread pool. Everything the generated code cannot do inline (8-bit float formats, non-default
+// float cast rounding, atomics) calls back into the interpreter's element functions through
+// TlRt, so both backends share one definition of those semantics.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "src/tl/cpu/codegen.h"
+#include "src/tl/cpu/compiler.h"
+#include "src/tl/cpu/disk_cache.h"
+#include "src/tl/cpu/runtime_source.h"
+#include "src/tl/interp/buffer.h"
+#include "src/tl/jit/executable.h"
+#include "src/tl/verify/infer.h"
+#include "tileops/core/error.h"
+#include "tileops/core/scalar.h"
+#include "tileops/runtime/thread_pool.h"
+
+#ifndef TILEOPS_VERSION
+#define TILEOPS_VERSION "unknown"
+#endif
+
+namespace tileops::tl {
+namespace {
+
+// Must match `union TlArg` and `struct TlRt` in runtime_source.cc.
+union TlArg {
+  void* p;
+  std::int64_t i;
+  double f;
+};
+struct TlRt {
+  double (*read)(const void* element, int dtype);
+  void (*write)(double value, void* element, int dtype);
+  double (*round)(int dtype, double value);
+  void (*atomic)(int op, int dtype, void* element, double fvalue, std::int64_t ivalue);
+  double (*cast)(double value, int to_dtype, int round_mode);
+};
+using KernelFn = int (*)(std::int64_t, std::int64_t, const TlArg*, const TlRt*);
+
+DataType dt(int d) { return static_cast<DataType>(d); }
+
+std::mutex& atomic_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void rt_atomic(int op, int dtype, void* element, double fvalue, std::int64_t ivalue) {
+  const std::lock_guard<std::mutex> lock(atomic_mutex());
+  const auto kind = static_cast<AtomicOp>(op);
+  interp::Buffer cell;
+  cell.resize(dt(dtype), {});
+  if (is_floating(dt(dtype))) {
+    const double old = read_as_double(element, dt(dtype));
+    cell.set(0, kind == AtomicOp::kAdd
+                    ? old + fvalue
+                    : (kind == AtomicOp::kMax ? std::max(old, fvalue) : std::min(old, fvalue)));
+    write_from_double(cell.f[0], element, dt(dtype));
+  } else {
+    const std::int64_t old = read_as_int64(element, dt(dtype));
+    cell.set_int(0, kind == AtomicOp::kAdd
+                        ? static_cast<std::int64_t>(static_cast<std::uint64_t>(old) +
+                                                    static_cast<std::uint64_t>(ivalue))
+                        : (kind == AtomicOp::kMax ? std::max(old, ivalue) : std::min(old, ivalue)));
+    write_from_int64(cell.i[0], element, dt(dtype));
+  }
+}
+
+const TlRt kRuntime = {
+    [](const void* e, int d) { return read_as_double(e, dt(d)); },
+    [](double v, void* e, int d) { write_from_double(v, e, dt(d)); },
+    [](int d, double v) { return interp::round_to(dt(d), v); },
+    rt_atomic,
+    [](double v, int to, int mode) {
+      interp::Buffer from, out;
+      from.resize(DataType::kFloat64, {});
+      from.f[0] = v;
+      out.resize(dt(to), {});
+      interp::cast_element(from, 0, out, 0, static_cast<RoundMode>(mode));
+      return out.f[0];
+    },
+};
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(void* handle, KernelFn fn, std::vector<SourceLoc> error_locs,
+                std::vector<ParamKind> params)
+      : handle_(handle), fn_(fn), error_locs_(std::move(error_locs)), params_(std::move(params)) {}
+  ~CpuExecutable() override { dlclose(handle_); }
+  CpuExecutable(const CpuExecutable&) = delete;
+  CpuExecutable& operator=(const CpuExecutable&) = delete;
+
+  std::int64_t all_cores() const override { return ThreadPool::global().num_threads(); }
+
+  void launch(std::int64_t num_blocks, std::span<const Argument> args) const override {
+    TlArg small[16];
+    std::vector<TlArg> large;
+    TlArg* converted = small;
+    if (args.size() > 16) {
+      large.resize(args.size());
+      converted = large.data();
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const Argument& a = args[i];
+      switch (params_[i]) {
+        case ParamKind::kGlobalAddress:
+          converted[i].p = std::get<Pointer>(a).data;
+          break;
+        case ParamKind::kInt:
+          converted[i].i = std::get<std::int64_t>(a);
+          break;
+        case ParamKind::kFloat:
+          converted[i].f = std::holds_alternative<double>(a)
+                               ? std::get<double>(a)
+                               : static_cast<double>(std::get<std::int64_t>(a));
+          break;
+        case ParamKind::kBool:
+          converted[i].i = std::get<bool>(a) ? 1 : 0;
+          break;
+      }
+    }
+    auto run = [&](std::int64_t block) {
+      const int status = fn_(block, num_blocks, converted, &kRuntime);
+      if (status != 0) {
+        trace_error(ErrorKind::kInvalidArgument,
+                    error_locs_.at(static_cast<std::size_t>(status - 1)), "tensor",
+                    "negative extent");
+      }
+    };
+    if (num_blocks == 1) {
+      run(0);
+    } else {
+      ThreadPool::global().parallel_for(num_blocks, run);
+    }
+  }
+
+ private:
+  void* handle_;
+  KernelFn fn_;
+  std::vector<SourceLoc> error_locs_;
+  std::vector<ParamKind> params_;
+};
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+}  // namespace
+
+std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
+                                                      const Options& options,
+                                                      const std::string& kernel_name) {
+  const cpu::GeneratedSource source = cpu::generate(function);
+  const std::string ir = print(function, false);
+  char ir_hash[17];
+  std::snprintf(ir_hash, sizeof(ir_hash), "%016llx",
+                static_cast<unsigned long long>(hash_ir(function)));
+  // Everything the object depends on; options that do not change the code are left out.
+  const std::string key = cpu::digest(std::string("tileops ") + TILEOPS_VERSION + "\n" +
+                                      cpu::compiler_identity() + "\n" + cpu::cpu_identity() + "\n" +
+                                      cpu::compile_flags(options) + "\n" + ir + "\n" + source.text);
+  std::filesystem::path dump;
+  if (!options.dump_dir.empty()) {
+    std::filesystem::create_directories(options.dump_dir);
+    dump = std::filesystem::path(options.dump_dir) / (kernel_name + "-" + ir_hash);
+    write_text(dump.string() + ".cc", source.text);
+  }
+  const cpu::CacheEntry entry =
+      cpu::find_or_build(key, options.always_compile, [&](const std::string& object) {
+        std::string src = dump.empty() ? object + ".cc" : dump.string() + ".cc";
+        if (dump.empty()) write_text(src, source.text);
+        const std::string messages = cpu::compile(src, object, options);
+        if (!messages.empty()) {
+          if (dump.empty()) {  // keep the source for the user under a stable name
+            const auto kept = cpu::cache_dir() / (kernel_name + "-" + ir_hash + ".failed.cc");
+            std::filesystem::rename(src, kept);
+            src = kept.string();
+          }
+          throw Error(ErrorKind::kCompileError, "tl: kernel '" + kernel_name +
+                                                    "': the cpu backend failed to compile " + src +
+                                                    "\n" + messages);
+        }
+        if (dump.empty()) std::filesystem::remove(src);
+      });
+  if (!dump.empty()) {
+    std::filesystem::copy_file(entry.path, dump.string() + ".so",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  void* handle = dlopen(entry.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (entry.temporary) std::filesystem::remove(entry.path);
+  if (handle == nullptr) {
+    throw Error(ErrorKind::kCompileError,
+                "tl: kernel '" + kernel_name + "': cannot load " + entry.path + ": " + dlerror());
+  }
+  auto fn = reinterpret_cast<KernelFn>(dlsym(handle, "tl_kernel"));
+  if (fn == nullptr) {
+    dlclose(handle);
+    throw Error(ErrorKind::kCompileError,
+                "tl: kernel '" + kernel_name + "': " + entry.path + " has no tl_kernel");
+  }
+  std::vector<ParamKind> params;
+  for (const Param& p : function.params) params.push_back(p.kind);
+  return std::make_shared<const CpuExecutable>(handle, fn, source.error_locs, std::move(params));
+}
+
+}  // namespace tileops::tl

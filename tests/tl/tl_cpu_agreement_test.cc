@@ -1,0 +1,276 @@
+// The cpu backend against the interpreter on the same inputs: integer and elementwise float
+// kernels (float32, float16, every unary and binary op, transcendentals included) must agree
+// bit for bit; row reductions, softmax and matmul, which sum in another order, within the ulps
+// stated below. Each kernel computes many ops at once so that only a few are compiled.
+#include <cstring>
+
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+const tl::Options kInterp{.backend = "interp"};
+const tl::Options kCpu{.backend = "cpu"};
+
+using Fn = tl::Value (*)(const tl::Value& x, const tl::Value& y);
+
+// Elementwise functions of two float tiles x (any sign) and y (positive), one output row each.
+// How exactly the cpu backend reproduces the interpreter: kNative ops are IEEE-exact in float
+// (bit-identical for every float dtype); kDouble ops evaluate the interpreter's double formula
+// and round once (bit-identical for float32; float16 rounds through float32, within 1 ulp);
+// kLibm ops call glibc's vector math library, a few double ulps from the scalar libm the
+// interpreter uses (within 1 ulp of the result dtype), except exp, computed in float32 (within
+// 2 ulps).
+enum Exactness { kNative, kDouble, kLibm };
+struct FloatFn {
+  Fn fn;
+  Exactness exactness;
+};
+
+const std::vector<FloatFn>& float_fns() {
+  static const std::vector<FloatFn> fns = {
+      {[](const tl::Value& x, const tl::Value& y) { return x + y; }, kNative},
+      {[](const tl::Value& x, const tl::Value& y) { return x - y; }, kNative},
+      {[](const tl::Value& x, const tl::Value& y) { return x * y; }, kNative},
+      {[](const tl::Value& x, const tl::Value& y) { return x / y; }, kNative},
+      {[](const tl::Value& x, const tl::Value& y) { return tl::floordiv(x, y); }, kDouble},
+      {[](const tl::Value& x, const tl::Value& y) { return x % y; }, kDouble},
+      {[](const tl::Value& x, const tl::Value& y) { return tl::maximum(x, y); }, kNative},
+      {[](const tl::Value& x, const tl::Value& y) { return tl::minimum(x, y); }, kNative},
+      {[](const tl::Value& x, const tl::Value& y) { return tl::pow(y, x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value& y) { return tl::where(x < y, x, y * 2); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::abs(x); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::ceil(x); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::floor(x); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::round(x * 4); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::trunc(x); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::exp(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::exp2(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::expm1(x); }, kLibm},
+      {[](const tl::Value&, const tl::Value& y) { return tl::log(y); }, kLibm},
+      {[](const tl::Value&, const tl::Value& y) { return tl::log2(y); }, kLibm},
+      {[](const tl::Value&, const tl::Value& y) { return tl::log1p(y); }, kLibm},
+      {[](const tl::Value&, const tl::Value& y) { return tl::sqrt(y); }, kNative},
+      {[](const tl::Value&, const tl::Value& y) { return tl::rsqrt(y); }, kDouble},
+      {[](const tl::Value& x, const tl::Value&) { return tl::sin(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::cos(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::tan(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::sinh(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::cosh(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::tanh(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::erf(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::sigmoid(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::relu(x); }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::gelu(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::gelu(x, true); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::silu(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return tl::softplus(x); }, kLibm},
+      {[](const tl::Value& x, const tl::Value&) { return -x; }, kNative},
+      {[](const tl::Value& x, const tl::Value&) { return tl::reciprocal(x); }, kNative},
+  };
+  return fns;
+}
+
+// Integer functions of x (any sign) and y (small, nonzero shift counts and divisors included).
+const std::vector<Fn>& int_fns() {
+  static const std::vector<Fn> fns = {
+      [](const tl::Value& x, const tl::Value& y) { return x + y; },
+      [](const tl::Value& x, const tl::Value& y) { return x - y; },
+      [](const tl::Value& x, const tl::Value& y) { return x * y * 65537; },
+      [](const tl::Value& x, const tl::Value& y) { return tl::floordiv(x, y); },
+      [](const tl::Value& x, const tl::Value& y) { return x % y; },
+      [](const tl::Value& x, const tl::Value& y) { return tl::maximum(x, y); },
+      [](const tl::Value& x, const tl::Value& y) { return tl::minimum(x, y); },
+      [](const tl::Value& x, const tl::Value& y) { return x & y; },
+      [](const tl::Value& x, const tl::Value& y) { return x | y; },
+      [](const tl::Value& x, const tl::Value& y) { return x ^ y; },
+      [](const tl::Value& x, const tl::Value& y) { return x << y; },
+      [](const tl::Value& x, const tl::Value& y) { return x >> y; },
+      [](const tl::Value& x, const tl::Value&) { return tl::abs(x); },
+      [](const tl::Value& x, const tl::Value&) { return -x; },
+      [](const tl::Value& x, const tl::Value&) { return ~x; },
+      [](const tl::Value& x, const tl::Value& y) { return tl::where(x < y, x, y); },
+      [](const tl::Value& x, const tl::Value& y) { return (x >= y).to(x.dtype()); },
+  };
+  return fns;
+}
+
+// out[f, :] = fns[f](x, y) over n elements, tiles of 64 (so the tail is partial).
+tl::Kernel elementwise_kernel(const std::vector<Fn>& fns, const tl::Options& options) {
+  return tl::jit(
+      "agree_elementwise",
+      [&fns](tl::GlobalAddress x, tl::GlobalAddress y, tl::GlobalAddress out, tl::Int n) {
+        const tl::Value tx = tl::tensor(x, {n}), ty = tl::tensor(y, {n});
+        const tl::Value to = tl::tensor(out, {static_cast<std::int64_t>(fns.size()), n});
+        for (tl::Value i : tl::range(tl::block_idx(), tl::ceildiv(n, 64), tl::block_num())) {
+          const tl::Value a = tl::load(tx, {64}, {i * 64});
+          const tl::Value b = tl::load(ty, {64}, {i * 64});
+          for (std::size_t f = 0; f < fns.size(); ++f) {
+            tl::store(tl::reshape(fns[f](a, b), {1, 64}), to,
+                      {static_cast<std::int64_t>(f), i * 64});
+          }
+        }
+      },
+      options);
+}
+
+std::vector<Fn> fns_of(const std::vector<FloatFn>& fns) {
+  std::vector<Fn> out;
+  for (const FloatFn& f : fns) out.push_back(f.fn);
+  return out;
+}
+
+void expect_same_bytes(const TensorStorage& a, const TensorStorage& b, const char* what) {
+  ASSERT_EQ(a.bytes(), b.bytes());
+  const auto* pa = static_cast<const unsigned char*>(a.data());
+  const auto* pb = static_cast<const unsigned char*>(b.data());
+  const std::size_t esize = size_of(a.view().dtype());
+  std::size_t differing = 0, first = 0;
+  for (std::size_t i = 0; i < a.bytes(); i += esize) {
+    if (std::memcmp(pa + i, pb + i, esize) != 0 && differing++ == 0) first = i / esize;
+  }
+  EXPECT_EQ(differing, 0u) << what << ": first differing element " << first;
+}
+
+// covers: add sub mul div floordiv mod maximum minimum pow where abs ceil floor round trunc exp
+// exp2 expm1 log log2 log1p sqrt rsqrt sin cos tan sinh cosh tanh erf sigmoid relu gelu gelu_tanh
+// silu softplus negative reciprocal
+TEST(TlCpuAgreement, FloatElementwiseBitIdenticalOrWithinOneUlp) {
+  std::mt19937_64 rng(7);
+  const std::int64_t n = 1000;
+  static const std::vector<Fn> fns = fns_of(float_fns());
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    const auto rows = static_cast<std::int64_t>(fns.size());
+    TensorStorage x = random_tensor({n}, dtype, rng, Layout::kContiguous, -4, 4);
+    TensorStorage y = random_tensor({n}, dtype, rng, Layout::kContiguous, 0.25, 3);
+    TensorStorage expected = poisoned({rows, n}, dtype), actual = poisoned({rows, n}, dtype);
+    elementwise_kernel(fns, kInterp).launch(3, x, y, expected, n);
+    elementwise_kernel(fns, kCpu).launch(3, x, y, actual, n);
+    const std::vector<double> e = to_doubles(expected), a = to_doubles(actual);
+    const double ulp = dtype == DataType::kFloat32 ? 0x1p-22 : 0x1p-10;  // 2 ulps (f32), 1 (f16)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const Exactness how = float_fns()[static_cast<std::size_t>(r)].exactness;
+      const bool exact = how == kNative || (how == kDouble && dtype == DataType::kFloat32);
+      std::int64_t bad = 0;
+      for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        const bool same = std::memcmp(&e[k], &a[k], sizeof(double)) == 0;
+        bad += exact ? !same : !(same || std::fabs(a[k] - e[k]) <= ulp * std::fabs(e[k]) + 1e-30);
+      }
+      EXPECT_EQ(bad, 0) << name_of(dtype) << " function " << r << (exact ? " (exact)" : "");
+    }
+  }
+}
+
+// exp is the one function computed in float32: its edges (overflow to inf, gradual underflow,
+// infinities, NaN) against the interpreter's double exp rounded once.
+TEST(TlCpuAgreement, Float32ExpEdges) {
+  const std::vector<double> xs = {-INFINITY, INFINITY, NAN,  88.72, 88.73, 89.5, -87.3, -95.5,
+                                  -103.9,    -104.5,   -150, 0,     -0.0,  1e-8, 0.5,   20.25};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  TensorStorage x({n}, DataType::kFloat32);
+  from_doubles(x, xs);
+  static const std::vector<Fn> fns = {
+      [](const tl::Value& v, const tl::Value&) { return tl::exp(v); }};
+  TensorStorage e = poisoned({1, n}, DataType::kFloat32), a = poisoned({1, n}, DataType::kFloat32);
+  elementwise_kernel(fns, kInterp).launch(1, x, x, e, n);
+  elementwise_kernel(fns, kCpu).launch(1, x, x, a, n);
+  const auto* pe = static_cast<const float*>(e.data());
+  const auto* pa = static_cast<const float*>(a.data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (std::isnan(pe[i]) || std::isinf(pe[i]) || pe[i] == 0) {
+      EXPECT_EQ(std::memcmp(&pe[i], &pa[i], 4), 0) << xs[i] << ": " << pe[i] << " vs " << pa[i];
+    } else {
+      EXPECT_LE(std::fabs(pa[i] - pe[i]), 2 * std::fabs(std::nextafter(pe[i], INFINITY) - pe[i]))
+          << xs[i] << ": " << pe[i] << " vs " << pa[i];
+    }
+  }
+}
+
+// covers: bitwise_and bitwise_or bitwise_xor shl shr bitwise_not ge
+TEST(TlCpuAgreement, IntegerElementwiseIsBitIdentical) {
+  std::mt19937_64 rng(8);
+  const std::int64_t n = 700;
+  for (DataType dtype : {DataType::kInt32, DataType::kInt8}) {
+    const auto rows = static_cast<std::int64_t>(int_fns().size());
+    TensorStorage x = random_tensor({n}, dtype, rng, Layout::kContiguous, -100, 100);
+    TensorStorage y = random_tensor({n}, dtype, rng, Layout::kContiguous, -9, 9);
+    TensorStorage expected = poisoned({rows, n}, dtype), actual = poisoned({rows, n}, dtype);
+    elementwise_kernel(int_fns(), kInterp).launch(16, x, y, expected, n);
+    elementwise_kernel(int_fns(), kCpu).launch(16, x, y, actual, n);
+    expect_same_bytes(expected, actual, name_of(dtype).data());
+  }
+}
+
+// Distance in float32 ulps (both finite).
+std::int64_t ulps(float a, float b) {
+  std::int32_t ia = 0, ib = 0;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  if (ia < 0) ia = static_cast<std::int32_t>(0x80000000u - static_cast<std::uint32_t>(ia));
+  if (ib < 0) ib = static_cast<std::int32_t>(0x80000000u - static_cast<std::uint32_t>(ib));
+  return std::abs(static_cast<std::int64_t>(ia) - ib);
+}
+
+// covers: reduce_sum reduce_max reduce_mean softmax rms_norm matmul_acc
+TEST(TlCpuAgreement, ReductionsSoftmaxAndMatmulWithinUlps) {
+  // Rows of 300 (tiles of 512, padded with 0 / -inf where it matters): sums, max, mean, softmax,
+  // rms_norm; then a 64x64x64 matmul_acc over two k steps.
+  auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_rows",
+        [](tl::GlobalAddress x, tl::GlobalAddress g, tl::GlobalAddress out, tl::GlobalAddress a,
+           tl::GlobalAddress b, tl::GlobalAddress c, tl::Int rows) {
+          const tl::Value tx = tl::tensor(x, {rows, 300}), tg = tl::tensor(g, {300});
+          const tl::Value to = tl::tensor(out, {rows, 5, 300});
+          for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+            const tl::Value v = tl::load(tx, {1, 512}, {r, 0});
+            const tl::Value m = tl::load(tx, {1, 512}, {r, 0}, -INFINITY);
+            const tl::Value gamma = tl::load(tg, {512}, {0});
+            const tl::Value outs[] = {tl::broadcast_to(tl::reduce_sum(v, {1}, true), {1, 512}),
+                                      tl::broadcast_to(tl::reduce_max(m, {1}, true), {1, 512}),
+                                      tl::broadcast_to(tl::reduce_mean(v, {1}, true), {1, 512}),
+                                      tl::softmax(m), tl::rms_norm(v, gamma, 1e-6)};
+            for (int k = 0; k < 5; ++k) {
+              tl::store(tl::reshape(outs[k], {1, 1, 512}), to, {r, k, 0});
+            }
+          }
+          const tl::Value ta = tl::tensor(a, {64, 128}), tb = tl::tensor(b, {128, 64});
+          tl::Var acc = tl::zeros({64, 64}, DataType::kFloat32);
+          for (tl::Value k : tl::range(0, 2)) {
+            acc = tl::matmul_acc(acc, tl::load(ta, {64, 64}, {0, k * 64}),
+                                 tl::load(tb, {64, 64}, {k * 64, 0}));
+          }
+          tl::store(acc, tl::tensor(c, {64, 64}), {0, 0});
+        },
+        o);
+  };
+  std::mt19937_64 rng(9);
+  const std::int64_t rows = 7;
+  const auto f32 = DataType::kFloat32;
+  TensorStorage x = random_tensor({rows, 300}, f32, rng), g = random_tensor({300}, f32, rng);
+  TensorStorage a = random_tensor({64, 128}, f32, rng), b = random_tensor({128, 64}, f32, rng);
+  TensorStorage e = poisoned({rows, 5, 300}, f32), o = poisoned({rows, 5, 300}, f32);
+  TensorStorage ce = poisoned({64, 64}, f32), co = poisoned({64, 64}, f32);
+  make(kInterp).launch(3, x, g, e, a, b, ce, rows);
+  make(kCpu).launch(3, x, g, o, a, b, co, rows);
+  const auto* pe = static_cast<const float*>(e.data());
+  const auto* po = static_cast<const float*>(o.data());
+  // Sums and means: one rounding of a double sum either way (<= 1 ulp apart); max exact;
+  // softmax (float32 exp, then a sum) within 4 ulps; rms_norm divides by a sum (<= 2 ulps).
+  const std::int64_t kMaxUlps[] = {1, 0, 1, 4, 2};
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (int k = 0; k < 5; ++k) {
+      for (int j = 0; j < 300; ++j) {
+        const std::size_t i = static_cast<std::size_t>((r * 5 + k) * 300 + j);
+        ASSERT_LE(ulps(pe[i], po[i]), kMaxUlps[k])
+            << "row " << r << " output " << k << " col " << j << ": " << pe[i] << " vs " << po[i];
+      }
+    }
+  }
+  // matmul: float32 FMAs against the interpreter's double sums, 128 terms in [-2, 2).
+  EXPECT_EQ(compare(co, to_doubles(ce), dot_tolerance(f32, 128)), "");
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test

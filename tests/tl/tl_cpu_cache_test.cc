@@ -1,0 +1,205 @@
+// The cpu backend's persistent JIT cache: one compile per distinct kernel (across kernel objects
+// and processes), a new compile when the IR, a constexpr, an option or an input dtype changes,
+// concurrent processes, a corrupted entry rebuilt, always_compile, compile errors, dump_dir.
+// Each test uses its own fresh cache directory.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "tests/support/expect_rejected.h"
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TlCpuCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("tileops_tl_cache_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    ::setenv("TILEOPS_CACHE_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::vector<fs::path> objects() const {
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(dir_ / "cpu")) {
+      if (e.path().extension() == ".so") found.push_back(e.path());
+    }
+    return found;
+  }
+
+  fs::path dir_;
+};
+
+// y = x * scale (+ 1 when `plus`), tiles of `tile`.
+tl::Kernel scale(bool plus = false, tl::Options o = {.backend = "cpu"}) {
+  return tl::jit(
+      "scale",
+      [plus](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int n, tl::Float s,
+             tl::ConstExpr<int> tile) {
+        const tl::Value tx = tl::tensor(x, {n}), ty = tl::tensor(y, {n});
+        for (tl::Value i : tl::range(tl::block_idx(), tl::ceildiv(n, *tile), tl::block_num())) {
+          tl::Value v = tl::load(tx, {*tile}, {i * *tile}) * s;
+          if (plus) v = v + 1;
+          tl::store(v, ty, {i * *tile});
+        }
+      },
+      std::move(o));
+}
+
+void check_scale(const tl::Kernel& k, DataType dtype = DataType::kFloat32, int tile = 64,
+                 bool plus = false) {
+  std::mt19937_64 rng(3);
+  TensorStorage x = random_tensor({100}, dtype, rng), y = poisoned({100}, dtype);
+  k.launch(1, x, y, 100, 2.0, tile);
+  EXPECT_EQ(
+      compare(y, map(to_doubles(x), [&](double v) { return v * 2 + (plus ? 1 : 0); }), tol(dtype)),
+      "");
+}
+
+// covers: cache always_compile
+TEST_F(TlCpuCache, OneCompilePerDistinctKernel) {
+  const std::int64_t start = tl::cpu_compile_count();
+  check_scale(scale());
+  check_scale(scale());  // a new kernel object: found on disk
+  EXPECT_EQ(tl::cpu_compile_count() - start, 1);
+  EXPECT_EQ(objects().size(), 1u);
+  check_scale(scale(), DataType::kFloat32, 128);  // constexpr
+  EXPECT_EQ(tl::cpu_compile_count() - start, 2);
+  check_scale(scale(false, {.opt_level = 1, .backend = "cpu"}));  // option
+  EXPECT_EQ(tl::cpu_compile_count() - start, 3);
+  check_scale(scale(), DataType::kFloat64);  // input dtype
+  EXPECT_EQ(tl::cpu_compile_count() - start, 4);
+  check_scale(scale(true), DataType::kFloat32, 64, true);  // kernel body
+  EXPECT_EQ(tl::cpu_compile_count() - start, 5);
+  // Options that do not change the code share the object.
+  check_scale(scale(false, {.print_ir = false, .backend = "cpu", .dump_dir = ""}));
+  EXPECT_EQ(tl::cpu_compile_count() - start, 5);
+  const tl::Kernel always = scale(false, {.always_compile = true, .backend = "cpu"});
+  check_scale(always);
+  check_scale(always);
+  EXPECT_EQ(tl::cpu_compile_count() - start, 7);
+  EXPECT_EQ(objects().size(), 5u);  // always_compile leaves nothing behind
+}
+
+TEST_F(TlCpuCache, CorruptedEntriesAreRebuilt) {
+  const std::int64_t start = tl::cpu_compile_count();
+  check_scale(scale());
+  ASSERT_EQ(objects().size(), 1u);
+  const fs::path object = objects()[0];
+  fs::resize_file(object, fs::file_size(object) / 2);  // truncated object
+  check_scale(scale());
+  EXPECT_EQ(tl::cpu_compile_count() - start, 2);
+  fs::path meta = object;
+  meta.replace_extension(".meta");
+  std::ofstream(meta) << "tileops-tl-cpu 1 12 0000\n";  // checksum mismatch
+  check_scale(scale());
+  EXPECT_EQ(tl::cpu_compile_count() - start, 3);
+  fs::remove(meta);  // missing metadata
+  check_scale(scale());
+  EXPECT_EQ(tl::cpu_compile_count() - start, 4);
+  check_scale(scale());
+  EXPECT_EQ(tl::cpu_compile_count() - start, 4);
+}
+
+TEST_F(TlCpuCache, ConcurrentProcessesCompileTheSameKernel) {
+  pid_t children[2];
+  for (pid_t& child : children) {
+    child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {  // one block: the child must not touch the parent's thread pool
+      std::mt19937_64 rng(3);
+      TensorStorage x = random_tensor({100}, DataType::kFloat32, rng);
+      TensorStorage y = poisoned({100}, DataType::kFloat32);
+      scale().launch(1, x, y, 100, 2.0, 64);
+      const auto xs = to_doubles(x), ys = to_doubles(y);
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (ys[i] != xs[i] * 2) ::_exit(1);
+      }
+      ::_exit(0);
+    }
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  EXPECT_EQ(objects().size(), 1u);
+  const std::int64_t start = tl::cpu_compile_count();
+  check_scale(scale());  // the entry they left is valid
+  EXPECT_EQ(tl::cpu_compile_count() - start, 0);
+}
+
+// covers: dump_dir
+TEST_F(TlCpuCache, DumpDirHoldsIrSourceAndObject) {
+  const fs::path dump = dir_ / "dump";
+  check_scale(scale(false, {.backend = "cpu", .dump_dir = dump.string()}));
+  std::set<std::string> extensions;
+  for (const auto& e : fs::directory_iterator(dump)) extensions.insert(e.path().extension());
+  EXPECT_EQ(extensions, (std::set<std::string>{".cc", ".so", ".tlir"}));
+}
+
+TEST_F(TlCpuCache, CompileFailureNamesTheCompilerMessageAndSource) {
+  const tl::Kernel bad = scale(false, {.backend = "cpu", .target = "no-such-cpu"});
+  TensorStorage x({100}, DataType::kFloat32);
+  TensorStorage y = poisoned({100}, DataType::kFloat32);
+  try {
+    bad.launch(1, x, y, 100, 2.0, 64);
+    ADD_FAILURE() << "no compile error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCompileError);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no-such-cpu"), std::string::npos) << what;  // the compiler's message
+    const std::size_t at = what.find("compile ");
+    ASSERT_NE(at, std::string::npos) << what;
+    const std::string source = what.substr(at + 8, what.find('\n') - at - 8);
+    EXPECT_TRUE(fs::exists(source)) << source;
+  }
+  EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
+}
+
+// Without a compiler (TILEOPS_CXX set empty) `auto` runs kernels on the interpreter and says so
+// once per process; `backend="cpu"` is refused. Checked in a child process (this test binary
+// re-run with a filter), since the compiler is looked up once per process.
+TEST(TlCpuBackendSelection, NoCompilerFallsBackToInterp) {
+  if (std::getenv("TILEOPS_TL_SELECTION_CHILD") != nullptr) {
+    std::mt19937_64 rng(3);
+    TensorStorage x = random_tensor({100}, DataType::kFloat32, rng);
+    for (bool plus : {false, true}) {
+      const tl::Kernel k = scale(plus, tl::Options{});
+      check_scale(k, DataType::kFloat32, 64, plus);
+    }
+    TensorStorage y = poisoned({100}, DataType::kFloat32);
+    expect_rejected([&] { scale().launch(1, x, y, 100, 2.0, 64); }, y, "backend",
+                    ErrorKind::kUnsupported);
+    return;
+  }
+  const std::string command =
+      "TILEOPS_TL_SELECTION_CHILD=1 TILEOPS_CXX= TILEOPS_TL_BACKEND= /proc/" +
+      std::to_string(::getpid()) +
+      "/exe --gtest_filter=TlCpuBackendSelection.NoCompilerFallsBackToInterp 2>&1";
+  std::string output;
+  FILE* child = ::popen(command.c_str(), "r");
+  ASSERT_NE(child, nullptr);
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), child) != nullptr) output += buf;
+  EXPECT_EQ(::pclose(child), 0) << output;
+  const std::string notice = "no C++ compiler found";
+  const std::size_t first = output.find(notice);
+  EXPECT_NE(first, std::string::npos) << output;
+  EXPECT_EQ(output.find(notice, first + 1), std::string::npos) << output;  // once
+  EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test
