@@ -88,11 +88,14 @@ def test_numpy_and_torch_give_identical_bits(dtype):
 
 
 def test_gil_is_released_while_blocks_run():
+    # The interpreter makes the launch long (~0.3 s) next to Python's 5 ms switch interval; a
+    # compiled launch can end before this thread is scheduled at all.
+    slow_scale = tl.jit(backend="interp")(scale.fn)
     n = 1 << 20
     x, y = np.ones(n, np.float32), np.zeros(n, np.float32)
-    scale[2](x, y, n, 1.0, 64)  # traced now: the timed launch runs blocks only
+    slow_scale[2](x, y, n, 1.0, 64)  # traced now: the timed launch runs blocks only
     ticks = 0
-    worker = threading.Thread(target=lambda: scale[2](x, y, n, 3.0, 64))
+    worker = threading.Thread(target=lambda: slow_scale[2](x, y, n, 3.0, 64))
     start = time.perf_counter()  # for the failure message
     worker.start()
     while worker.is_alive():
