@@ -1,5 +1,5 @@
-// Attention against this machine's ceilings, measured in the same run: the float32 FMA peak, the
-// bfloat16 multiply-accumulate peak (bench/peak_kernels.h), the copy bandwidth, causal prefill
+// Attention against this machine's ceilings, measured in the same run (bench/ceilings.cc: the
+// float32 FMA peak, the bfloat16 multiply-accumulate peak, the copy bandwidth), causal prefill
 // (flash_attention, H = 8, S = 2048, D = 128) and decode (paged_attention, B = 8, H = 32,
 // Hkv = 32 or 8, context 4096, D = 128, block size 16). Counters: flops_per_second (useful
 // FLOPs: 4·S·S·D·H / 2 for causal prefill) and kv_bytes_per_second (the cached K and V bytes a
@@ -12,10 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "bench/peak_kernels.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
-#include "tileops/runtime/thread_pool.h"
 
 namespace tileops {
 namespace {
@@ -27,42 +25,6 @@ TensorStorage make(const Dims& shape, DataType dtype) {
 
 DataType dtype_of(std::int64_t code) {
   return code == 0 ? DataType::kFloat32 : code == 1 ? DataType::kBFloat16 : DataType::kFloat16;
-}
-
-using PeakFn = double (*)(std::int64_t, float*);
-
-void run_peak(benchmark::State& state, PeakFn fn) {
-  ThreadPool& pool = ThreadPool::global();
-  std::vector<float> sink(static_cast<std::size_t>(pool.num_threads()));
-  std::vector<double> flops(sink.size());
-  double total = 0;
-  for (auto _ : state) {
-    pool.parallel_for(pool.num_threads(), [&](std::int64_t i) {
-      flops[static_cast<std::size_t>(i)] = fn(1 << 22, &sink[static_cast<std::size_t>(i)]);
-    });
-    for (double f : flops) total += f;
-    benchmark::DoNotOptimize(sink.data());
-  }
-  state.counters["flops_per_second"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
-}
-
-void BM_fma_peak(benchmark::State& state) { run_peak(state, &bench::fma_peak_flops); }
-void BM_bf16_peak(benchmark::State& state) { run_peak(state, &bench::bf16_peak_flops); }
-
-// memcpy of 64 MiB split over the pool (read + write bytes/s), as in ops_bench.
-void BM_copy(benchmark::State& state) {
-  TensorStorage in = make({4096, 4096}, DataType::kFloat32);
-  TensorStorage out = make({4096, 4096}, DataType::kFloat32);
-  const auto bytes = static_cast<std::int64_t>(in.bytes());
-  for (auto _ : state) {
-    ThreadPool::global().parallel_range(bytes, 1 << 20, [&](int, std::int64_t b, std::int64_t e) {
-      std::memcpy(static_cast<char*>(out.data()) + b, static_cast<char*>(in.data()) + b,
-                  static_cast<std::size_t>(e - b));
-    });
-    benchmark::ClobberMemory();
-  }
-  state.counters["bytes_per_second"] = benchmark::Counter(
-      2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: dtype (0 float32, 1 bfloat16, 2 float16), heads, sequence length, head size.
@@ -100,9 +62,6 @@ void BM_decode(benchmark::State& state) {
       static_cast<double>(kc.bytes() + vc.bytes()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_prefill)
     ->Args({0, 8, 2048, 128})
     ->Args({1, 8, 2048, 128})

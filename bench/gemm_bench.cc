@@ -1,5 +1,5 @@
-// GEMM against this machine's ceilings, measured in the same run: the float32 FMA peak, the
-// bfloat16 multiply-accumulate peak (bench/peak_kernels.h), the copy bandwidth, and linear
+// GEMM against this machine's ceilings, measured in the same run (bench/ceilings.cc: the float32
+// FMA peak, the bfloat16 multiply-accumulate peak, the copy bandwidth), and linear
 // (out = x·Wᵀ, W [N, K]) per implementation for prefill (2048³) and decode (M = 1, 16;
 // N = K = 4096). Counters: flops_per_second (2·M·N·K per call) and weight_bytes_per_second
 // (the bytes of W per call, what decode must stream).
@@ -7,14 +7,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <cstring>
 #include <random>
-#include <vector>
 
-#include "bench/peak_kernels.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
-#include "tileops/runtime/thread_pool.h"
 
 namespace tileops {
 namespace {
@@ -22,43 +18,6 @@ namespace {
 TensorStorage make(const Dims& shape, DataType dtype) {
   static std::mt19937_64 rng(1);
   return testing::random_tensor(shape, dtype, rng, testing::Layout::kContiguous, -1.0, 1.0);
-}
-
-using PeakFn = double (*)(std::int64_t, float*);
-
-// Every pool thread runs the peak kernel at once; the counter is the sum of their FLOPs.
-void run_peak(benchmark::State& state, PeakFn fn) {
-  ThreadPool& pool = ThreadPool::global();
-  std::vector<float> sink(static_cast<std::size_t>(pool.num_threads()));
-  std::vector<double> flops(sink.size());
-  double total = 0;
-  for (auto _ : state) {
-    pool.parallel_for(pool.num_threads(), [&](std::int64_t i) {
-      flops[static_cast<std::size_t>(i)] = fn(1 << 22, &sink[static_cast<std::size_t>(i)]);
-    });
-    for (double f : flops) total += f;
-    benchmark::DoNotOptimize(sink.data());
-  }
-  state.counters["flops_per_second"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
-}
-
-void BM_fma_peak(benchmark::State& state) { run_peak(state, &bench::fma_peak_flops); }
-void BM_bf16_peak(benchmark::State& state) { run_peak(state, &bench::bf16_peak_flops); }
-
-// memcpy of 64 MiB split over the pool (read + write bytes/s), as in ops_bench.
-void BM_copy(benchmark::State& state) {
-  TensorStorage in = make({4096, 4096}, DataType::kFloat32);
-  TensorStorage out = make({4096, 4096}, DataType::kFloat32);
-  const auto bytes = static_cast<std::int64_t>(in.bytes());
-  for (auto _ : state) {
-    ThreadPool::global().parallel_range(bytes, 1 << 20, [&](int, std::int64_t b, std::int64_t e) {
-      std::memcpy(static_cast<char*>(out.data()) + b, static_cast<char*>(in.data()) + b,
-                  static_cast<std::size_t>(e - b));
-    });
-    benchmark::ClobberMemory();
-  }
-  state.counters["bytes_per_second"] = benchmark::Counter(
-      2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: dtype (0 float32, 1 bfloat16, 2 float16), implementation index, M, N, K.
@@ -94,9 +53,6 @@ void linear_cases(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_linear)->Apply(linear_cases)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -1,0 +1,58 @@
+// The machine's ceilings as Google benchmarks, linked into every bench that reports ratios to
+// them: BM_fma_peak and BM_bf16_peak (all pool threads run bench/peak_kernels.h at once; counter
+// flops_per_second) and BM_copy (memcpy of 64 MiB over the pool; counter bytes_per_second, read
+// + write bytes).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "bench/peak_kernels.h"
+#include "tileops/core/tensor_storage.h"
+#include "tileops/runtime/thread_pool.h"
+
+namespace tileops {
+namespace {
+
+using PeakFn = double (*)(std::int64_t, float*);
+
+void run_peak(benchmark::State& state, PeakFn fn) {
+  ThreadPool& pool = ThreadPool::global();
+  std::vector<float> sink(static_cast<std::size_t>(pool.num_threads()));
+  std::vector<double> flops(sink.size());
+  double total = 0;
+  for (auto _ : state) {
+    pool.parallel_for(pool.num_threads(), [&](std::int64_t i) {
+      flops[static_cast<std::size_t>(i)] = fn(1 << 22, &sink[static_cast<std::size_t>(i)]);
+    });
+    for (double f : flops) total += f;
+    benchmark::DoNotOptimize(sink.data());
+  }
+  state.counters["flops_per_second"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
+}
+
+void BM_fma_peak(benchmark::State& state) { run_peak(state, &bench::fma_peak_flops); }
+void BM_bf16_peak(benchmark::State& state) { run_peak(state, &bench::bf16_peak_flops); }
+
+void BM_copy(benchmark::State& state) {
+  const TensorStorage in({4096, 4096}, DataType::kFloat32), out({4096, 4096}, DataType::kFloat32);
+  std::memset(in.data(), 1, in.bytes());  // touch every page before timing
+  std::memset(out.data(), 0, out.bytes());
+  const auto bytes = static_cast<std::int64_t>(in.bytes());
+  for (auto _ : state) {
+    ThreadPool::global().parallel_range(bytes, 1 << 20, [&](int, std::int64_t b, std::int64_t e) {
+      std::memcpy(static_cast<char*>(out.data()) + b, static_cast<char*>(in.data()) + b,
+                  static_cast<std::size_t>(e - b));
+    });
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes_per_second"] = benchmark::Counter(
+      2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tileops
