@@ -18,6 +18,11 @@ namespace tileops::c_api {
 // `arg` for NULL, an unknown dtype or device, a bad ndim, NULL shape, negative extents or
 // strides, or a size that overflows.
 Tensor to_tensor(std::string_view op, std::string_view arg, const tileops_tensor* tensor);
+// As to_tensor, but NULL is an omitted optional argument: an undefined Tensor.
+inline Tensor optional_tensor(std::string_view op, std::string_view arg,
+                              const tileops_tensor* tensor) {
+  return tensor == nullptr ? Tensor() : to_tensor(op, arg, tensor);
+}
 // NULL = the defaults.
 Context to_context(const tileops_context* ctx);
 

@@ -6,15 +6,12 @@
 
 using tileops::Tensor;
 using tileops::c_api::guarded;
+using tileops::c_api::optional_tensor;
 using tileops::c_api::to_context;
 using tileops::c_api::to_tensor;
 namespace ops = tileops::ops;
 
 namespace {
-
-Tensor optional_tensor(std::string_view op, std::string_view arg, const tileops_tensor* t) {
-  return t == nullptr ? Tensor() : to_tensor(op, arg, t);
-}
 
 ops::AttentionAttributes to_attributes(std::string_view op,
                                        const tileops_attention_attributes* attrs) {
