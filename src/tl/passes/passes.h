@@ -18,6 +18,9 @@ struct Pass {
 // Moves every constant to the top of the kernel, deduplicated and in a canonical order.
 void hoist_constants(Function& function);
 
+// Merges pure ops (loads excepted) equal to one that dominates them.
+void eliminate_common_subexpressions(Function& function);
+
 // Removes pure ops whose results are never used (nested regions included).
 void eliminate_dead_code(Function& function);
 
