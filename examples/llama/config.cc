@@ -87,4 +87,25 @@ Config read_config_json(const std::filesystem::path& path, const Config& base) {
   return c;
 }
 
+void write_config_json(const std::filesystem::path& path, const Config& config) {
+  const nlohmann::json j = {
+      {"model_type", config.qkv_bias ? "qwen2" : "llama"},
+      {"hidden_size", config.hidden},
+      {"num_hidden_layers", config.layers},
+      {"num_attention_heads", config.heads},
+      {"num_key_value_heads", config.kv_heads},
+      {"head_dim", config.head_size},
+      {"intermediate_size", config.intermediate},
+      {"vocab_size", config.vocab},
+      {"max_position_embeddings", config.max_positions},
+      {"rms_norm_eps", config.rms_eps},
+      {"rope_theta", config.rope_theta},
+      {"tie_word_embeddings", config.tie_embeddings},
+      {"torch_dtype", std::string(name_of(config.dtype))},
+  };
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw Error(ErrorKind::kInvalidArgument, "llama: cannot write " + path.string());
+}
+
 }  // namespace tileops::llama

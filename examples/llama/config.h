@@ -39,5 +39,7 @@ struct Config {
 // max_position_embeddings, tie_word_embeddings, model_type/attention_bias). dtype is kept from
 // `base`: the model runs in the dtype the user asks for, whatever the checkpoint stores.
 Config read_config_json(const std::filesystem::path& path, const Config& base);
+// Writes the fields read_config_json reads (model_type "llama", or "qwen2" with qkv biases).
+void write_config_json(const std::filesystem::path& path, const Config& config);
 
 }  // namespace tileops::llama

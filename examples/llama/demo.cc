@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "examples/llama/model.h"
+#include "examples/llama/safetensors.h"
 #include "examples/llama/weights.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
@@ -69,7 +72,7 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
                           : name == "--top-k"         ? &o.sampling.top_k
                                                       : nullptr;
     const bool known = count != nullptr || name == "--dtype" || name == "--weights" ||
-                       name == "--top-p" || name == "--seed";
+                       name == "--top-p" || name == "--seed" || name == "--export";
     if (!known) {
       rest.push_back(name);
       continue;
@@ -89,6 +92,8 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
       c.dtype = *dtype;
     } else if (name == "--weights") {
       o.weights = value;
+    } else if (name == "--export") {
+      o.export_dir = value;
     } else if (name == "--top-p") {
       o.sampling.top_p = parse_real(name, value);
     } else {
@@ -116,6 +121,12 @@ int run_decoder_demo(const DemoOptions& options) {
               config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
               static_cast<long long>(options.prompt_tokens),
               static_cast<long long>(options.new_tokens));
+  const std::filesystem::path export_dir = options.export_dir;
+  if (!export_dir.empty()) {
+    std::filesystem::create_directories(export_dir);
+    write_safetensors(export_dir / "model.safetensors", checkpoint_tensors(config, weights));
+    write_config_json(export_dir / "config.json", config);
+  }
   Model model(config, std::move(weights), options.prompts, context, options.block_size);
 
   std::mt19937_64 rng(options.sampling.seed);
@@ -126,6 +137,20 @@ int run_decoder_demo(const DemoOptions& options) {
     for (auto& t : p) t = token(rng);
   }
   const Generation g = generate(model, prompts, options.new_tokens, options.sampling);
+  if (!export_dir.empty()) {
+    const nlohmann::json record = {
+        {"prompts", prompts},
+        {"tokens", g.tokens},
+        {"prefill_tokens", g.prefill_tokens},
+        {"prefill_seconds", g.prefill_seconds},
+        {"decode_tokens", g.decode_tokens},
+        {"decode_seconds", g.decode_seconds},
+        {"threads", ThreadPool::global().num_threads()},
+        {"top_k", options.sampling.top_k},
+        {"top_p", options.sampling.top_p},
+    };
+    std::ofstream(export_dir / "generation.json") << record.dump() << "\n";
+  }
 
   std::printf("prefill: %lld tokens in %.3f s = %.1f tokens/s\n",
               static_cast<long long>(g.prefill_tokens), g.prefill_seconds,

@@ -14,6 +14,9 @@ namespace tileops::llama {
 struct DemoOptions {
   Config config;
   std::string weights;  // .safetensors file or directory; empty = synthetic weights from seed
+  // When set: model.safetensors and config.json of the weights used, then generation.json
+  // (prompts, tokens, timings) are written there, for a peer implementation to replay.
+  std::string export_dir;
   std::int64_t prompts = 4;
   std::int64_t prompt_tokens = 128;
   std::int64_t new_tokens = 32;
