@@ -138,9 +138,12 @@ def linear_gflops(dtype, m=128, n=5632, k=2048):
     """torch.nn.functional.linear throughput for one shape (why bfloat16 is not the peer)."""
     x, w = torch.randn(m, k).to(dtype), torch.randn(n, k).to(dtype)
     torch.nn.functional.linear(x, w)
-    t0 = time.perf_counter()
-    torch.nn.functional.linear(x, w)
-    return 2 * m * n * k / (time.perf_counter() - t0) / 1e9
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        torch.nn.functional.linear(x, w)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * m * n * k / best / 1e9
 
 
 def agreeing_prefix(a, b):
