@@ -175,6 +175,7 @@ def main():
         log = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
         with open(os.path.join(export_dir, "generation.json")) as f:
             ours = json.load(f)
+        weight_bytes = os.path.getsize(os.path.join(export_dir, "model.safetensors"))
         torch_dtype = getattr(torch, args.torch_dtype)
         tokens, torch_prefill, torch_decode = run_torch(export_dir, ours["prompts"],
                                                         p["new_tokens"], torch_dtype)
@@ -183,6 +184,11 @@ def main():
         ("prefill tokens/s", prefill_tokens / ours["prefill_seconds"],
          prefill_tokens / torch_prefill),
         ("decode tokens/s", decode_tokens / ours["decode_seconds"], decode_tokens / torch_decode),
+        # Each decode step reads every weight once (the bfloat16 file; torch's float32 copy is
+        # twice as many bytes, so its figure is the rate of the same model's steps).
+        ("decode steps × bf16 weight bytes, GB/s",
+         (p["new_tokens"] - 1) * weight_bytes / ours["decode_seconds"] / 1e9,
+         (p["new_tokens"] - 1) * weight_bytes / torch_decode / 1e9),
     ]
     first = sum(a[0] == b[0] for a, b in zip(ours["tokens"], tokens))
     prefixes = [agreeing_prefix(a, b) for a, b in zip(ours["tokens"], tokens)]
@@ -209,7 +215,7 @@ def main():
         "|---|---|---|---|",
     ]
     for name, ours_rate, torch_rate in rows:
-        lines.append(f"| {name} | {ours_rate:.1f} | {torch_rate:.1f} | {ours_rate / torch_rate:.1f}× |")
+        lines.append(f"| {name} | {ours_rate:.2f} | {torch_rate:.2f} | {ours_rate / torch_rate:.1f}× |")
     lines += [
         "",
         f"Greedy tokens: the first generated token agrees for {first} of {len(tokens)} prompts; "
