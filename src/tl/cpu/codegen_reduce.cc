@@ -62,10 +62,20 @@ void Emitter::reduce_op(const Op& o) {
     open("for (i64 o = 0; o < " + std::to_string(n_out) + "; ++o)");
     const std::string e = at(x, "o * " + c + " + k"), e8 = at(x, "o * " + c + " + k + q");
     const std::string tail = std::to_string(count - count % 8);
-    if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+    const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit 8-lane vectors
+    const std::string lanes = "float tl_t[8]; for (int q = 0; q < 8; ++q) tl_t[q] = " + e8 + "; ";
+    if ((op == ReduceOp::kSum || op == ReduceOp::kMean) && vec) {
+      line() << "tl_v4d tl_lo = {0, 0, 0, 0}, tl_hi = {0, 0, 0, 0};\n";
+      line() << "for (i64 k = 0; k < " << tail << "; k += 8) { " << lanes
+             << "tl_acc8(tl_lo, tl_hi, tl_t); }\n";
+      line() << "double tl_a[8];\n";
+      line() << "for (int q = 0; q < 4; ++q) { tl_a[q] = tl_lo[q]; tl_a[q + 4] = tl_hi[q]; }\n";
+    } else if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
       line() << "double tl_a[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n";
       line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
              << "tl_a[q] += (double)" << e8 << ";\n";
+    }
+    if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
       line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_a[k & 7] += (double)" << e
              << ";\n";
       const std::string sum =
@@ -77,11 +87,20 @@ void Emitter::reduce_op(const Op& o) {
     } else {
       const std::string mx = op == ReduceOp::kMax ? "true" : "false";
       const std::string ct = compute_type(xt.dtype);
+      const std::string init = "(" + ct + ")" + (op == ReduceOp::kMax ? "-" : "") +
+                               "__builtin_inf()";
       line() << ct << " tl_m[8];\n";
-      line() << "for (int q = 0; q < 8; ++q) tl_m[q] = (" << ct << ")"
-             << (op == ReduceOp::kMax ? "-" : "") << "__builtin_inf();\n";
-      line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
-             << "tl_m[q] = tl_better<" << mx << ">(tl_m[q], " << e8 << ");\n";
+      if (vec) {
+        line() << "tl_v8 tl_mv = {" << init << ", " << init << ", " << init << ", " << init << ", "
+               << init << ", " << init << ", " << init << ", " << init << "};\n";
+        line() << "for (i64 k = 0; k < " << tail << "; k += 8) { " << lanes << "tl_mv = tl_better8<"
+               << mx << ">(tl_mv, tl_t); }\n";
+        line() << "__builtin_memcpy(tl_m, &tl_mv, 32);\n";
+      } else {
+        line() << "for (int q = 0; q < 8; ++q) tl_m[q] = " << init << ";\n";
+        line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
+               << "tl_m[q] = tl_better<" << mx << ">(tl_m[q], " << e8 << ");\n";
+      }
       line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_m[k & 7] = tl_better<" << mx
              << ">(tl_m[k & 7], " << e << ");\n";
       line() << out << "[o] = tl_merge<" << mx << ">(tl_m);\n";

@@ -69,21 +69,22 @@ TL_INLINE u16 tl_f2h(float f) {
   const u32 nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
   return (u16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
-// exp in float (Cephes' expf: ln2 split in two, degree-6 polynomial, within 2 ulps), branch-free
+// exp in float (Cephes' expf: ln2 split in two, degree-6 polynomial in FMAs, within 2 ulps),
+// branch-free
 // so that it vectorises 8-wide; 2^n is applied in two halves so results near the ends of the
 // float range (overflow to inf, gradual underflow) come out right. NaN stays NaN.
 TL_INLINE float tl_expf(float x) {
   const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = __builtin_rintf(xc * 1.44269504088896341f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
+  float r = __builtin_fmaf(n, -0.693359375f, xc);
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  p = __builtin_fmaf(p, r * r, r) + 1.0f;
   const int ni = (int)n, n1 = ni >> 1, n2 = ni - n1;
   return (p * tl_bitsf((u32)(n1 + 127) << 23)) * tl_bitsf((u32)(n2 + 127) << 23);
 }
@@ -185,6 +186,25 @@ TL_INLINE i64 tl_clamp(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? h
 template <bool kMax, typename T>
 TL_INLINE T tl_better(T m, T v) {
   return (kMax ? v > m : v < m) || v != v ? v : m;
+}
+// Eight-lane row reductions in explicit vectors (the loop vectoriser does not reliably keep
+// eight double accumulators or NaN-aware maxima in registers): lanes q of the accumulators take
+// elements q, q + 8, ... of a run; `t` holds the next eight elements.
+typedef float tl_v8 __attribute__((vector_size(32)));
+typedef float tl_v4 __attribute__((vector_size(16)));
+typedef double tl_v4d __attribute__((vector_size(32)));
+TL_INLINE void tl_acc8(tl_v4d& lo, tl_v4d& hi, const float* t) {
+  tl_v4 a, b;
+  __builtin_memcpy(&a, t, 16);
+  __builtin_memcpy(&b, t + 4, 16);
+  lo += __builtin_convertvector(a, tl_v4d);
+  hi += __builtin_convertvector(b, tl_v4d);
+}
+template <bool kMax>
+TL_INLINE tl_v8 tl_better8(tl_v8 m, const float* t) {
+  tl_v8 v;
+  __builtin_memcpy(&v, t, 32);
+  return ((kMax ? v > m : v < m) | (v != v)) ? v : m;
 }
 // The result of eight max (or min) accumulators: NaN if any holds one, ties keep the earlier.
 template <bool kMax, typename T>
