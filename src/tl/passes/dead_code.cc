@@ -46,6 +46,7 @@ void eliminate_dead_code(Function& function) {
 std::vector<Pass> pipeline(int opt_level) {
   std::vector<Pass> passes;
   passes.push_back({"hoist-constants", hoist_constants});
+  if (opt_level >= 2) passes.push_back({"cse", eliminate_common_subexpressions});
   if (opt_level >= 1) passes.push_back({"dead-code", eliminate_dead_code});
   return passes;
 }

@@ -18,6 +18,10 @@ struct Pass {
 // Moves every constant to the top of the kernel, deduplicated and in a canonical order.
 void hoist_constants(Function& function);
 
+// Replaces a pure op (not a load) that repeats an op in scope (same kind, attributes, operands
+// and result types) by that op's results.
+void eliminate_common_subexpressions(Function& function);
+
 // Removes pure ops whose results are never used (nested regions included).
 void eliminate_dead_code(Function& function);
 
