@@ -149,8 +149,10 @@ TEST(TlJit, CommonSubexpressionsAreComputedOnceButLoadsAreNot) {
     from_doubles(x, x0);
     k->launch(1, x, y);
     std::vector<double> expected;
-    for (double v : x0) expected.push_back(2 * static_cast<double>(std::exp(static_cast<float>(v))));
-    for (double v : x0) expected.push_back(2 * static_cast<double>(std::exp(static_cast<float>(v))));
+    for (double v : x0)
+      expected.push_back(2 * static_cast<double>(std::exp(static_cast<float>(v))));
+    for (double v : x0)
+      expected.push_back(2 * static_cast<double>(std::exp(static_cast<float>(v))));
     for (double v : x0) expected.push_back(v + 1);
     EXPECT_EQ(compare(y, expected, {1e-6, 1e-6}), "");
   }

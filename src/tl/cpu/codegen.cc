@@ -365,8 +365,8 @@ void Emitter::tensor_op(const Op& o) {
   // The bytes the tensor may touch, [_lo, _hi) (for the overlap test of in-place loads).
   std::string lo = "0", hi = "1";
   for (std::size_t i = 0; i < rank; ++i) {
-    const std::string span = cat({"(", t, "_d", std::to_string(i), " - 1) * ", t, "_s",
-                                  std::to_string(i)});
+    const std::string span =
+        cat({"(", t, "_d", std::to_string(i), " - 1) * ", t, "_s", std::to_string(i)});
     lo += cat({" + (", span, " < 0 ? ", span, " : 0)"});
     hi += cat({" + (", span, " > 0 ? ", span, " : 0)"});
   }

@@ -140,7 +140,8 @@ void Emitter::load_op(const Op& o) {
     std::int64_t rm = 1;
     for (std::size_t d = tt.shape.size(); d-- > 0;) {
       const std::string n = std::to_string(d), extent = std::to_string(tt.shape[d]);
-      direct += cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
+      direct +=
+          cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
       if (tt.shape[d] > 1) direct += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
       at_ += cat({" + ", offsets[d], " * ", t, "_s", n});
       rm *= tt.shape[d];

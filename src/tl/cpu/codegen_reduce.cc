@@ -13,8 +13,7 @@ std::int64_t Emitter::suffix_run(const Op& o) const {
   const Type& xt = type(o.operands[0]);
   const auto op = static_cast<ReduceOp>(o.sub);
   if (xt.kind != TypeKind::kTile || !is_floating(xt.dtype)) return 0;
-  if (op != ReduceOp::kSum && op != ReduceOp::kMean && op != ReduceOp::kMax &&
-      op != ReduceOp::kMin)
+  if (op != ReduceOp::kSum && op != ReduceOp::kMean && op != ReduceOp::kMax && op != ReduceOp::kMin)
     return 0;
   const std::size_t rank = xt.shape.size();
   std::vector<bool> reduced(rank, o.ints.empty());
@@ -87,8 +86,8 @@ void Emitter::reduce_op(const Op& o) {
     } else {
       const std::string mx = op == ReduceOp::kMax ? "true" : "false";
       const std::string ct = compute_type(xt.dtype);
-      const std::string init = "(" + ct + ")" + (op == ReduceOp::kMax ? "-" : "") +
-                               "__builtin_inf()";
+      const std::string init =
+          "(" + ct + ")" + (op == ReduceOp::kMax ? "-" : "") + "__builtin_inf()";
       line() << ct << " tl_m[8];\n";
       if (vec) {
         line() << "tl_v8 tl_mv = {" << init << ", " << init << ", " << init << ", " << init << ", "

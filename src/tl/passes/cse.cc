@@ -35,8 +35,8 @@ bool eligible(const Op& op) {
 }
 
 // `available`: ops of enclosing regions and earlier ops of this one, by key.
-void cse_region(const Function& f, Region& region, std::map<std::string, std::vector<int>> available,
-                std::vector<int>& replace) {
+void cse_region(const Function& f, Region& region,
+                std::map<std::string, std::vector<int>> available, std::vector<int>& replace) {
   auto fix = [&](int& id) { id = replace[static_cast<std::size_t>(id)]; };
   std::vector<Op> kept;
   kept.reserve(region.ops.size());
