@@ -213,7 +213,7 @@ void Emitter::store_op(const Op& o) {
   const std::string v8 = at(value, "tl_row * " + width + " + j + q");
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   if (!atomic && d == DataType::kFloat32) {
-    // Streaming: scalar up to a 32-byte boundary, then 8 lanes at a time through registers.
+    // Streaming: scalar up to a 32-byte boundary, then 64 lanes at a time, then a scalar tail.
     open("if (tl_st == 1 && " + t + "_stream)");
     line() << "i64 j = tl_lo;\n";
     line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 31) != 0; ++j) tl_out[j] = " << v
@@ -223,8 +223,6 @@ void Emitter::store_op(const Op& o) {
     line() << "for (; j + 64 <= tl_end; j += 64) { alignas(32) float tl_t[64]; for (int q = 0; "
            << "q < 64; ++q) tl_t[q] = " << v8
            << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
-    line() << "for (; j + 8 <= tl_end; j += 8) { float tl_t[8]; for (int q = 0; q < 8; ++q) "
-           << "tl_t[q] = " << v8 << "; tl_stream8(tl_out + j, tl_t); }\n";
     line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
     close();
     line() << "else ";
