@@ -6,6 +6,7 @@
 // codegen + compiler + dlopen). bench/results/tl-cpu.md has the numbers and ratios.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -39,8 +40,11 @@ void copy(const TensorStorage& from, const TensorStorage& to, std::int64_t n) {
   });
 }
 
+// $TL_BENCH_DUMP names a directory for the generated sources (dump_dir).
 tl::Options options(benchmark::State& state) {
-  return tl::Options{.backend = "cpu", .fast_math = state.range(0) != 0};
+  tl::Options o{.backend = "cpu", .fast_math = state.range(0) != 0};
+  if (const char* dir = std::getenv("TL_BENCH_DUMP"); dir != nullptr) o.dump_dir = dir;
+  return o;
 }
 
 // z = f(x[, y]) in tiles of 2048 lanes, tiles strided over the blocks.

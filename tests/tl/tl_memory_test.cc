@@ -39,6 +39,44 @@ TEST(TlMemory, LoadReadsPadOutsideTheTensorAndHonoursStrides) {
   }
 }
 
+// A loaded tile keeps the values memory held at the load, even when a later store overwrites
+// that memory while the tile is still used: through the same tensor, and through another tensor
+// viewing the same buffer (the cpu backend reads tiles in place only when nothing overlaps).
+TEST(TlMemory, LoadedTilesKeepTheirValuesAcrossOverlappingStores) {
+  const tl::Kernel same = tl::jit("overwrite_same", [](tl::GlobalAddress x, tl::GlobalAddress y) {
+    const tl::Value tx = tl::tensor(x, {20}), ty = tl::tensor(y, {8});
+    const tl::Value a = tl::load(tx, {8}, {0});
+    tl::store(a + 1, tx, {4});
+    tl::store(a * 2, ty, {0});
+  });
+  const tl::Kernel other = tl::jit("overwrite_view", [](tl::GlobalAddress x, tl::GlobalAddress y) {
+    const tl::Value tx = tl::tensor(x, {8}), ty = tl::tensor(y, {16});
+    const tl::Value a = tl::load(tx, {8}, {0});
+    tl::store(a + 1, ty, {0});
+    tl::store(a * 2, ty, {8});
+  });
+  std::vector<double> x0;
+  for (int i = 0; i < 20; ++i) x0.push_back(i + 0.5);
+  TensorStorage x({20}, f32), y = poisoned({8}, f32);
+  from_doubles(x, x0);
+  same.launch(1, x, y);
+  std::vector<double> ex = x0, ey;
+  for (int i = 0; i < 8; ++i) {
+    ex[static_cast<std::size_t>(4 + i)] = x0[static_cast<std::size_t>(i)] + 1;
+    ey.push_back(x0[static_cast<std::size_t>(i)] * 2);
+  }
+  EXPECT_EQ(compare(x, ex, {0, 0}), "");
+  EXPECT_EQ(compare(y, ey, {0, 0}), "");
+  from_doubles(x, x0);  // y views x from element 4: the first store overwrites x[4..12)
+  other.launch(1, x, tl::Pointer{static_cast<float*>(x.data()) + 4, f32});
+  ex = x0;
+  for (int i = 0; i < 8; ++i) {
+    ex[static_cast<std::size_t>(4 + i)] = x0[static_cast<std::size_t>(i)] + 1;
+    ex[static_cast<std::size_t>(12 + i)] = x0[static_cast<std::size_t>(i)] * 2;
+  }
+  EXPECT_EQ(compare(x, ex, {0, 0}), "");
+}
+
 // covers: store_scalar full
 TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
   const tl::Kernel k = tl::jit("scalar_store", [](tl::GlobalAddress out, tl::Int n) {

@@ -118,9 +118,23 @@ bool Emitter::defer(int id, const std::string& expression) {
   const Op* user = user_[i];
   if (uses_[i] != 1 || user == nullptr || user_region_[i] != current_ || expression.size() > 2000)
     return false;
-  if (user->kind != OpKind::kUnary && user->kind != OpKind::kBinary &&
-      user->kind != OpKind::kWhere && user->kind != OpKind::kCast)
-    return false;
+  switch (user->kind) {
+    case OpKind::kUnary:
+    case OpKind::kBinary:
+    case OpKind::kWhere:
+    case OpKind::kCast:
+      // Not into a broadcast: the expression would be evaluated once per element of the user.
+      if (type(user->results[0]).size() != type(id).size()) return false;
+      break;
+    case OpKind::kReduce:  // its accumulation loop evaluates the expression
+      if (suffix_run(*user) == 0) return false;
+      break;
+    case OpKind::kStore:  // its row loop evaluates the expression (the stored value, not an index)
+      if (user->operands[0] != id || type(id).kind != TypeKind::kTile) return false;
+      break;
+    default:
+      return false;
+  }
   deferred_[i] = expression;
   return true;
 }
@@ -166,6 +180,7 @@ GeneratedSource Emitter::run() {
   user_region_.assign(f_.types.size(), nullptr);
   deferred_.assign(f_.types.size(), "");
   carried_.assign(f_.types.size(), false);
+  emitted_.assign(f_.types.size(), false);
   count_uses(f_.body);
   out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
@@ -347,6 +362,14 @@ void Emitter::tensor_op(const Op& o) {
   }
   std::string bytes = std::to_string(size_of(d));
   for (std::size_t i = 0; i < rank; ++i) bytes += " * " + t + "_d" + std::to_string(i);
+  // The bytes the tensor may touch, [_lo, _hi) (for the overlap test of in-place loads).
+  std::string lo = "0", hi = "1";
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::string span =
+        cat({"(", t, "_d", std::to_string(i), " - 1) * ", t, "_s", std::to_string(i)});
+    lo += cat({" + (", span, " < 0 ? ", span, " : 0)"});
+    hi += cat({" + (", span, " > 0 ? ", span, " : 0)"});
+  }
   line() << "const bool " << t << "_stream = " << bytes << " > TL_STREAM_BYTES;\n";
   line() << "(void)" << t << "_stream;\n";
   for (std::size_t i = 0; i < rank; ++i) {
@@ -359,6 +382,10 @@ void Emitter::tensor_op(const Op& o) {
       out_ << s << ";\n";
     }
   }
+  line() << "const char* const " << t << "_lo = (const char*)(" << t << " + (" << lo << "));\n";
+  line() << "const char* const " << t << "_hi = (const char*)(" << t << " + (" << hi << "));\n";
+  line() << "(void)" << t << "_lo; (void)" << t << "_hi;\n";
+  emitted_[static_cast<std::size_t>(o.results[0])] = true;
 }
 
 }  // namespace tileops::tl::cpu

@@ -68,18 +68,99 @@ int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& sh
   return static_cast<int>(rank);
 }
 
+namespace {
+
+bool uses_any(const Op& o, const std::vector<bool>& live) {
+  for (int id : o.operands) {
+    if (live[static_cast<std::size_t>(id)]) return true;
+  }
+  for (const Region& r : o.regions) {
+    for (const Op& inner : r.ops) {
+      if (uses_any(inner, live)) return true;
+    }
+  }
+  return false;
+}
+
+void stored_tensors(const Op& o, std::vector<int>& out) {
+  if (o.kind == OpKind::kStore || o.kind == OpKind::kAtomic) out.push_back(o.operands[1]);
+  for (const Region& r : o.regions) {
+    for (const Op& inner : r.ops) stored_tensors(inner, out);
+  }
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> Emitter::direct_load_hazards(const Op& load) const {
+  const Region& r = *current_;
+  std::size_t i = 0;
+  while (&r.ops[i] != &load) ++i;
+  // Everything derived from the loaded tile (a reshape aliases it, a fused expression reads it
+  // where it is consumed) is live until the last op of the region that uses any of it, or to
+  // the region's end when it is yielded.
+  std::vector<bool> live(f_.types.size(), false);
+  live[static_cast<std::size_t>(load.results[0])] = true;
+  std::size_t last = i;
+  for (std::size_t j = i + 1; j < r.ops.size(); ++j) {
+    if (!uses_any(r.ops[j], live)) continue;
+    for (int res : r.ops[j].results) live[static_cast<std::size_t>(res)] = true;
+    last = j;
+  }
+  for (int y : r.yields) {
+    if (live[static_cast<std::size_t>(y)]) last = r.ops.size() - 1;
+  }
+  std::vector<int> stored;
+  for (std::size_t j = i + 1; j <= last && j < r.ops.size(); ++j) stored_tensors(r.ops[j], stored);
+  for (int t : stored) {
+    if (t == load.operands[0]) return std::nullopt;  // written while the tile is live
+    // A tensor made after the load has no address range yet at the load.
+    if (!emitted_[static_cast<std::size_t>(t)]) return std::nullopt;
+  }
+  return stored;
+}
+
 void Emitter::load_op(const Op& o) {
   const int res = o.results[0];
   const Type& tt = type(res);
   const std::string t = name(o.operands[0]);
   std::vector<std::string> offsets;
   for (std::size_t d = 0; d < tt.shape.size(); ++d) offsets.push_back(name(o.operands[1 + d]));
-  declare(res);
+  const std::string ct = compute_type(tt.dtype);
+  // A tile that lies inside the tensor, contiguous in its row-major order, of a dtype stored as
+  // computed, is read in place (a pointer into global memory) instead of copied, when no tensor
+  // stored to while it is live overlaps the loaded one (checked at run time) and it is not the
+  // same tensor: the copy would be the kernel's only use of it.
+  std::optional<std::vector<int>> hazards;
+  if (tt.dtype != DataType::kBool && ct == memory_type(tt.dtype)) hazards = direct_load_hazards(o);
+  std::string dst = name(res);
+  if (hazards) {
+    dst = name(res) + "_buf";
+    declare_named(dst, tt);
+    std::string direct = "true", at_ = "0";
+    std::int64_t rm = 1;
+    for (std::size_t d = tt.shape.size(); d-- > 0;) {
+      const std::string n = std::to_string(d), extent = std::to_string(tt.shape[d]);
+      direct +=
+          cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
+      if (tt.shape[d] > 1) direct += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
+      at_ += cat({" + ", offsets[d], " * ", t, "_s", n});
+      rm *= tt.shape[d];
+    }
+    for (int u : *hazards) {
+      const std::string un = name(u);
+      direct += cat({" && (", un, "_hi <= ", t, "_lo || ", t, "_hi <= ", un, "_lo)"});
+    }
+    line() << "const bool " << name(res) << "_direct = " << direct << ";\n";
+    line() << ct << "* const " << name(res) << " = " << name(res) << "_direct ? " << t << " + ("
+           << at_ << ") : " << dst << ";\n";
+    open("if (!" + name(res) + "_direct)");
+  } else {
+    declare(res);
+  }
   const std::string pad = name(o.operands.back());
   const std::string width = std::to_string(tt.shape.back());
   const int loops = open_rows(t, tt.shape, offsets);
-  const std::string row = name(res) + " + tl_row * " + width;
-  line() << compute_type(tt.dtype) << "* const tl_dst = " << row << ";\n";
+  line() << ct << "* const tl_dst = " << dst << " + tl_row * " << width << ";\n";
   line() << "for (i64 j = 0; j < tl_lo; ++j) tl_dst[j] = " << pad << ";\n";
   line() << "for (i64 j = tl_hi; j < " << width << "; ++j) tl_dst[j] = " << pad << ";\n";
   line() << "const " << memory_type(tt.dtype) << "* const tl_src = " << t
@@ -89,6 +170,7 @@ void Emitter::load_op(const Op& o) {
   line() << "else { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
          << load_element(tt.dtype, "tl_src[j * tl_st]") << "; }\n";
   for (int i = 0; i < loops; ++i) close();
+  if (hazards) close();
 }
 
 void Emitter::store_op(const Op& o) {
@@ -126,19 +208,29 @@ void Emitter::store_op(const Op& o) {
     line() << "if (" << mask << " - tl_row * " << width << " < tl_end) tl_end = " << mask
            << " - tl_row * " << width << ";\n";
   }
-  line() << "const " << compute_type(vt.dtype) << "* const tl_val = " << name(value)
-         << " + tl_row * " << width << ";\n";
+  // Element j of the row (a fused producer's expression is evaluated here).
+  const std::string v = at(value, "tl_row * " + width + " + j");
+  const std::string v8 = at(value, "tl_row * " + width + " + j + q");
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   if (!atomic && d == DataType::kFloat32) {
-    line() << "if (tl_st == 1 && " << t
-           << "_stream) { tl_stream_f32(tl_out + tl_lo, tl_val + tl_lo, "
-           << "tl_end - tl_lo); }\n";
+    // Streaming: scalar up to a 32-byte boundary, then 64 lanes at a time, then a scalar tail.
+    open("if (tl_st == 1 && " + t + "_stream)");
+    line() << "i64 j = tl_lo;\n";
+    line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 31) != 0; ++j) tl_out[j] = " << v
+           << ";\n";
+    // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
+    // over any fused expression best.
+    line() << "for (; j + 64 <= tl_end; j += 64) { alignas(32) float tl_t[64]; for (int q = 0; "
+           << "q < 64; ++q) tl_t[q] = " << v8
+           << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
+    line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
+    close();
     line() << "else ";
   }
-  line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_end; ++j) "
-         << write("tl_out[j]", "tl_val[j]") << " }\n";
-  line() << "else { for (i64 j = tl_lo; j < tl_end; ++j) "
-         << write("tl_out[j * tl_st]", "tl_val[j]") << " }\n";
+  line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_end; ++j) " << write("tl_out[j]", v)
+         << " }\n";
+  line() << "else { for (i64 j = tl_lo; j < tl_end; ++j) " << write("tl_out[j * tl_st]", v)
+         << " }\n";
   for (int i = 0; i < loops; ++i) close();
 }
 

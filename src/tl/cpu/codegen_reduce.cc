@@ -9,6 +9,25 @@
 
 namespace tileops::tl::cpu {
 
+std::int64_t Emitter::suffix_run(const Op& o) const {
+  const Type& xt = type(o.operands[0]);
+  const auto op = static_cast<ReduceOp>(o.sub);
+  if (xt.kind != TypeKind::kTile || !is_floating(xt.dtype)) return 0;
+  if (op != ReduceOp::kSum && op != ReduceOp::kMean && op != ReduceOp::kMax && op != ReduceOp::kMin)
+    return 0;
+  const std::size_t rank = xt.shape.size();
+  std::vector<bool> reduced(rank, o.ints.empty());
+  for (std::int64_t d : o.ints) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
+  std::int64_t count = 1;
+  bool seen_reduced = false;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (reduced[d]) seen_reduced = true;
+    if (seen_reduced && !reduced[d] && xt.shape[d] != 1) return 0;
+    if (reduced[d]) count *= xt.shape[d];
+  }
+  return count;
+}
+
 void Emitter::reduce_op(const Op& o) {
   const int res = o.results[0];
   const int x = o.operands[0];
@@ -34,29 +53,56 @@ void Emitter::reduce_op(const Op& o) {
   }
   const std::string out = rt.kind == TypeKind::kTile ? name(res) : "(&" + name(res) + ")";
   open("");
-  // Trailing reduced dims of a float tile: each output is one contiguous run of `count`.
-  bool suffix = fl && (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kMax ||
-                       op == ReduceOp::kMin);
-  bool seen_reduced = false;
-  for (std::size_t d = 0; d < rank; ++d) {
-    if (reduced[d]) seen_reduced = true;
-    if (seen_reduced && !reduced[d] && xt.shape[d] != 1) suffix = false;
-  }
+  // Trailing reduced dims of a float tile: each output is one contiguous run of `count`, summed
+  // (or searched) with eight accumulators, lane q taking elements q, q + 8, ...
+  // The loop reads the input through at(), so a fused producer is evaluated in it.
   const std::string c = std::to_string(count);
-  if (suffix) {
+  if (suffix_run(o) != 0) {
     open("for (i64 o = 0; o < " + std::to_string(n_out) + "; ++o)");
-    const std::string run = xn + " + o * " + c;
-    if (op == ReduceOp::kSum) {
-      line() << out << "[o] = " << round_double(rt.dtype, "tl_sum(" + run + ", " + c + ", 1)")
+    const std::string e = at(x, "o * " + c + " + k"), e8 = at(x, "o * " + c + " + k + q");
+    const std::string tail = std::to_string(count - count % 8);
+    const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit 8-lane vectors
+    const std::string lanes = "float tl_t[8]; for (int q = 0; q < 8; ++q) tl_t[q] = " + e8 + "; ";
+    if ((op == ReduceOp::kSum || op == ReduceOp::kMean) && vec) {
+      line() << "tl_v4d tl_lo = {0, 0, 0, 0}, tl_hi = {0, 0, 0, 0};\n";
+      line() << "for (i64 k = 0; k < " << tail << "; k += 8) { " << lanes
+             << "tl_acc8(tl_lo, tl_hi, tl_t); }\n";
+      line() << "double tl_a[8];\n";
+      line() << "for (int q = 0; q < 4; ++q) { tl_a[q] = tl_lo[q]; tl_a[q + 4] = tl_hi[q]; }\n";
+    } else if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+      line() << "double tl_a[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n";
+      line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
+             << "tl_a[q] += (double)" << e8 << ";\n";
+    }
+    if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+      line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_a[k & 7] += (double)" << e
              << ";\n";
-    } else if (op == ReduceOp::kMean) {
+      const std::string sum =
+          "(((tl_a[0] + tl_a[4]) + (tl_a[1] + tl_a[5])) + ((tl_a[2] + tl_a[6]) + (tl_a[3] + "
+          "tl_a[7])))";
       line() << out << "[o] = "
-             << round_double(rt.dtype, "tl_sum(" + run + ", " + c + ", 1) / (double)" + c) << ";\n";
+             << round_double(rt.dtype, op == ReduceOp::kSum ? sum : sum + " / (double)" + c)
+             << ";\n";
     } else {
-      const bool mx = op == ReduceOp::kMax;
-      line() << out << "[o] = tl_extreme<" << (mx ? "true" : "false") << ">(" << run << ", " << c
-             << ", 1, (" << compute_type(xt.dtype) << ")" << (mx ? "-" : "")
-             << "__builtin_inf());\n";
+      const std::string mx = op == ReduceOp::kMax ? "true" : "false";
+      const std::string ct = compute_type(xt.dtype);
+      const std::string init =
+          "(" + ct + ")" + (op == ReduceOp::kMax ? "-" : "") + "__builtin_inf()";
+      line() << ct << " tl_m[8];\n";
+      if (vec) {
+        line() << "tl_v8 tl_mv = {" << init << ", " << init << ", " << init << ", " << init << ", "
+               << init << ", " << init << ", " << init << ", " << init << "};\n";
+        line() << "for (i64 k = 0; k < " << tail << "; k += 8) { " << lanes << "tl_mv = tl_better8<"
+               << mx << ">(tl_mv, tl_t); }\n";
+        line() << "__builtin_memcpy(tl_m, &tl_mv, 32);\n";
+      } else {
+        line() << "for (int q = 0; q < 8; ++q) tl_m[q] = " << init << ";\n";
+        line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
+               << "tl_m[q] = tl_better<" << mx << ">(tl_m[q], " << e8 << ");\n";
+      }
+      line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_m[k & 7] = tl_better<" << mx
+             << ">(tl_m[k & 7], " << e << ");\n";
+      line() << out << "[o] = tl_merge<" << mx << ">(tl_m);\n";
     }
     close();
     close();

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -43,6 +44,10 @@ class Emitter {
   void if_op(const Op& o);
   void tensor_op(const Op& o);
   void load_op(const Op& o);
+  // For a load about to be emitted: the tensors stored to while its tile is live (which must not
+  // overlap the loaded tensor for the tile to be read in place), or nullopt when the loaded
+  // tensor itself is stored to then.
+  std::optional<std::vector<int>> direct_load_hazards(const Op& load) const;
   void store_op(const Op& o);
 
   // codegen_compute.cc: computation.
@@ -63,6 +68,14 @@ class Emitter {
   bool consumable(int id) const {
     return carried_[static_cast<std::size_t>(id)] && uses_[static_cast<std::size_t>(id)] == 1;
   }
+
+  // The index of operand `id` in a flat loop over `result` whose counter is `index`: `index`
+  // when it has the result's elements in the same order (or is a scalar), "0" for a one-element
+  // tile, nullptr when it needs strided indexing.
+  const char* flat_index(int id, const Type& result, const char* index) const;
+  // The run length when reduction `o` reduces contiguous trailing runs of a float tile with a
+  // multi-accumulator loop (sum, mean, max, min), else 0.
+  std::int64_t suffix_run(const Op& o) const;
 
   // Helpers.
   const Type& type(int id) const { return f_.type_of(id); }
@@ -111,6 +124,7 @@ class Emitter {
   std::vector<const Region*> user_region_;
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
+  std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)
   std::ostringstream out_;
   std::string indent_ = "  ";
   int counter_ = 0;

@@ -46,6 +46,7 @@ TL_MATH double sinh(double);
 TL_MATH double cosh(double);
 TL_MATH double tanh(double);
 TL_MATH double erf(double);
+TL_MATH double erfc(double);
 TL_MATH double pow(double, double);
 }
 TL_INLINE u32 tl_fbits(float f) { u32 u; __builtin_memcpy(&u, &f, 4); return u; }
@@ -68,23 +69,60 @@ TL_INLINE u16 tl_f2h(float f) {
   const u32 nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
   return (u16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
-// exp in float (Cephes' expf: ln2 split in two, degree-6 polynomial, within 2 ulps), branch-free
+// exp in float (Cephes' expf: ln2 split in two, degree-6 polynomial in FMAs, within 2 ulps),
+// branch-free
 // so that it vectorises 8-wide; 2^n is applied in two halves so results near the ends of the
 // float range (overflow to inf, gradual underflow) come out right. NaN stays NaN.
 TL_INLINE float tl_expf(float x) {
   const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = __builtin_rintf(xc * 1.44269504088896341f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
+  float r = __builtin_fmaf(n, -0.693359375f, xc);
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  p = __builtin_fmaf(p, r * r, r) + 1.0f;
   const int ni = (int)n, n1 = ni >> 1, n2 = ni - n1;
   return (p * tl_bitsf((u32)(n1 + 127) << 23)) * tl_bitsf((u32)(n2 + 127) << 23);
+}
+// gelu(x) = x Phi(x) in float, 8 lanes at a time, within 8 ulps of 0.5 x erfc(-x / sqrt 2)
+// (a dense sweep of [-14, 14] in tests/tl/tl_cpu_agreement_test.cc). |x| <= 0.75: the odd
+// polynomial erf(x / sqrt 2) = x P(x^2), then 0.5x + 0.5x erf in one rounding; else
+// erfc(|x| / sqrt 2) = exp(-x^2 / 2) t Q(t), t = 1 / (1 + |x| / sqrt 8) (Q: weighted least
+// squares, relative error 2e-9), with x^2 / 2 split into two floats so that exp sees it exactly;
+// x < 0 gives 0.5x erfc, x > 0 gives 0.5x (2 - erfc) (no cancellation either way).
+TL_INLINE float tl_gelu_erff(float x) {
+  const float hx = 0.5f * x, x2 = x * x;
+  float e = -1.677733234828338e-05f;
+  e = __builtin_fmaf(e, x2, 0.00022955748136155307f);
+  e = __builtin_fmaf(e, x2, -0.0023742762859910727f);
+  e = __builtin_fmaf(e, x2, 0.01994706317782402f);
+  e = __builtin_fmaf(e, x2, -0.13298076391220093f);
+  e = __builtin_fmaf(e, x2, 0.7978845834732056f);
+  const float small = __builtin_fmaf(hx, e * x, hx);
+  const float a0 = __builtin_fabsf(x), a = a0 > 15.0f ? 15.0f : a0;  // beyond: exp is 0
+  const float t = 1.0f / __builtin_fmaf(a, 0.35355339059327373f, 1.0f);
+  const float s = t - 0.477647752f;
+  float p = 0.0633582473f;
+  p = __builtin_fmaf(p, s, -0.0291512366f);
+  p = __builtin_fmaf(p, s, -0.0795061216f);
+  p = __builtin_fmaf(p, s, 0.0687214062f);
+  p = __builtin_fmaf(p, s, 0.0892467797f);
+  p = __builtin_fmaf(p, s, -0.116323642f);
+  p = __builtin_fmaf(p, s, -0.159778491f);
+  p = __builtin_fmaf(p, s, 0.160615489f);
+  p = __builtin_fmaf(p, s, 0.548665464f);
+  p = __builtin_fmaf(p, s, 0.662399411f);
+  p = __builtin_fmaf(p, s, 0.49570936f);
+  const float a2 = a * a, h = 0.5f * a2, l = 0.5f * __builtin_fmaf(a, a, -a2);
+  const float r = (t * p) * (1.0f - l), ex = tl_expf(-h);
+  // x < 0: (0.5x r) first so that no product is subnormal before the last one.
+  const float big = x < 0 ? (hx * r) * ex : hx * (2.0f - r * ex);
+  // gelu(+-0) = +-0 and NaN stays the input's NaN, as in the interpreter.
+  return x == 0.0f || x != x ? x : (a0 <= 0.75f ? small : big);
 }
 TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
 TL_INLINE u16 tl_f2bf(float f) {
@@ -94,19 +132,16 @@ TL_INLINE u16 tl_f2bf(float f) {
 }
 // Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
-// memory traffic. The kernel ends with a store fence.
-TL_INLINE void tl_stream_f32(float* dst, const float* src, i64 n) {
-  i64 j = 0;
+// memory traffic. `dst` is 32-byte aligned. The kernel ends with a store fence.
+TL_INLINE void tl_stream8(float* dst, const float* v) {
 #if defined(__AVX__) && !defined(__clang__)
   typedef float v8 __attribute__((vector_size(32)));
-  for (; j < n && (((u64)(dst + j)) & 31) != 0; ++j) dst[j] = src[j];
-  for (; j + 8 <= n; j += 8) {
-    v8 v;
-    __builtin_memcpy(&v, src + j, 32);
-    __builtin_ia32_movntps256(dst + j, v);
-  }
+  v8 x;
+  __builtin_memcpy(&x, v, 32);
+  __builtin_ia32_movntps256(dst, x);
+#else
+  for (int q = 0; q < 8; ++q) dst[q] = v[q];
 #endif
-  for (; j < n; ++j) dst[j] = src[j];
 }
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
@@ -147,35 +182,33 @@ TL_INLINE i64 tl_f2i(double v) {
   return (i64)v;
 }
 TL_INLINE i64 tl_clamp(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
-// Sums in double with eight independent accumulators (vectorised; the order differs from the
-// interpreter's sequential double sum only far below float32 resolution).
-template <typename T>
-TL_INLINE double tl_sum(const T* x, i64 n, i64 stride) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  i64 k = 0;
-  if (stride == 1) {
-    for (; k + 8 <= n; k += 8) {
-      for (int j = 0; j < 8; ++j) acc[j] += (double)x[k + j];
-    }
-  }
-  for (; k < n; ++k) acc[k & 7] += (double)x[k * stride];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
 // max (or min) with NaN propagation; ties keep the earlier element like the interpreter.
 template <bool kMax, typename T>
 TL_INLINE T tl_better(T m, T v) {
   return (kMax ? v > m : v < m) || v != v ? v : m;
 }
+// Eight-lane row reductions in explicit vectors (the loop vectoriser does not reliably keep
+// eight double accumulators or NaN-aware maxima in registers): lanes q of the accumulators take
+// elements q, q + 8, ... of a run; `t` holds the next eight elements.
+typedef float tl_v8 __attribute__((vector_size(32)));
+typedef float tl_v4 __attribute__((vector_size(16)));
+typedef double tl_v4d __attribute__((vector_size(32)));
+TL_INLINE void tl_acc8(tl_v4d& lo, tl_v4d& hi, const float* t) {
+  tl_v4 a, b;
+  __builtin_memcpy(&a, t, 16);
+  __builtin_memcpy(&b, t + 4, 16);
+  lo += __builtin_convertvector(a, tl_v4d);
+  hi += __builtin_convertvector(b, tl_v4d);
+}
+template <bool kMax>
+TL_INLINE tl_v8 tl_better8(tl_v8 m, const float* t) {
+  tl_v8 v;
+  __builtin_memcpy(&v, t, 32);
+  return ((kMax ? v > m : v < m) | (v != v)) ? v : m;
+}
+// The result of eight max (or min) accumulators: NaN if any holds one, ties keep the earlier.
 template <bool kMax, typename T>
-TL_INLINE T tl_extreme(const T* x, i64 n, i64 stride, T init) {
-  T m[8] = {init, init, init, init, init, init, init, init};
-  i64 k = 0;
-  if (stride == 1) {
-    for (; k + 8 <= n; k += 8) {
-      for (int j = 0; j < 8; ++j) m[j] = tl_better<kMax>(m[j], x[k + j]);
-    }
-  }
-  for (; k < n; ++k) m[k & 7] = tl_better<kMax>(m[k & 7], x[k * stride]);
+TL_INLINE T tl_merge(const T* m) {
   T r = m[0];
   for (int j = 1; j < 8; ++j) {
     if (m[j] != m[j] || r != r) r = (r != r) ? r : m[j];

@@ -58,7 +58,7 @@ double unary_float(UnaryOp op, double x) {
     case UnaryOp::kRelu:
       return x > 0 ? x : (std::isnan(x) ? x : 0.0);
     case UnaryOp::kGeluErf:
-      return 0.5 * x * (1.0 + std::erf(x * kSqrt1_2));
+      return 0.5 * x * std::erfc(-x * kSqrt1_2);  // x Phi(x) without cancellation for x < 0
     case UnaryOp::kGeluTanh:
       return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
     case UnaryOp::kSilu:
