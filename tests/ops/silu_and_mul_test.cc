@@ -75,21 +75,20 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(SiluAndMul, EverySplitDim) {
   testing::for_each_implementation("silu_and_mul", [&](const Context& ctx) {
-    const auto check = [&](auto&&... a) { ops::check(a..., ctx); };  // under test
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
       for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
-        check({4, 6, 33}, 0, dtype, layout, layout);
-        check({4, 6, 33}, 1, dtype, layout, layout);
-        check({4, 6, 33}, -2, dtype, layout, layout);
-        check({4, 6, 34}, 2, dtype, layout, layout);
-        check({4, 6, 34}, -1, dtype, layout, layout);
-        check({66}, 0, dtype, layout, layout);
-        check({8194}, -1, dtype, layout, layout);
-        check({2, 1, 2}, 0, dtype, layout, layout);
-        check({0, 4}, -1, dtype, layout, layout);  // empty
+        check({4, 6, 33}, 0, dtype, layout, layout, ctx);
+        check({4, 6, 33}, 1, dtype, layout, layout, ctx);
+        check({4, 6, 33}, -2, dtype, layout, layout, ctx);
+        check({4, 6, 34}, 2, dtype, layout, layout, ctx);
+        check({4, 6, 34}, -1, dtype, layout, layout, ctx);
+        check({66}, 0, dtype, layout, layout, ctx);
+        check({8194}, -1, dtype, layout, layout, ctx);
+        check({2, 1, 2}, 0, dtype, layout, layout, ctx);
+        check({0, 4}, -1, dtype, layout, layout, ctx);  // empty
       }
-      check({5, 130}, -1, dtype, Layout::kStrided, Layout::kContiguous);
-      check({5, 130}, 1, dtype, Layout::kContiguous, Layout::kStrided);
+      check({5, 130}, -1, dtype, Layout::kStrided, Layout::kContiguous, ctx);
+      check({5, 130}, 1, dtype, Layout::kContiguous, Layout::kStrided, ctx);
     }
   });
 }
