@@ -2,7 +2,8 @@
 // rank-3 view (folded_loop.h). A row is walked in [1, 1, kTile] chunks twice: the sum of squares
 // accumulates lane-wise in a float32 tile (one reduction per row), then the chunks are scaled by
 // rsqrt(mean + eps) and the weight and stored; the second walk finds the row in cache. Blocks
-// take rows round-robin. One compiled kernel per (input dtype, weight dtype).
+// take contiguous runs of rows (one sequential stream each). One compiled kernel per (input dtype,
+// weight dtype).
 #include <memory>
 
 #include "src/ops/cpu/register.h"
@@ -16,7 +17,7 @@ namespace tl = ::tileops::tl;
 using tl_impl::FoldedLoop;
 using tl_impl::pointer_at;
 
-constexpr std::int64_t kTile = 2048;
+constexpr std::int64_t kTile = 1024;
 const DataType kF32 = DataType::kFloat32;
 
 tl::Value as_f32(const tl::Value& v) { return v.dtype() == kF32 ? v : v.to(kF32); }
@@ -34,30 +35,32 @@ void scale_row(const X& x, const tl::Value& scale, const tl::Value& tw, const tl
 }
 
 const tl::Kernel& rms_norm_kernel() {
-  static const tl::Kernel kernel = tl::jit(
-      "tileops_rms_norm",
-      [](tl::GlobalAddress x, tl::GlobalAddress w, tl::GlobalAddress out, tl::Int d0, tl::Int d1,
-         tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int sw, tl::Int so0,
-         tl::Int so1, tl::Int so2, tl::Float eps) {
-        const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
-        const tl::Value tw = tl::tensor(w, {width}, {sw});
-        const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
-        const tl::Value chunks = tl::ceildiv(width, kTile);
-        for (tl::Value r : tl::range(tl::block_idx(), d0 * d1, tl::block_num())) {
-          const tl::Value i0 = tl::floordiv(r, d1);
-          const tl::Value i1 = r - i0 * d1;
-          const auto chunk = [&](const tl::Value& col) {
-            return as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col}));
-          };
-          tl::Var acc = tl::zeros({1, 1, kTile}, kF32);
-          for (tl::Value c : tl::range(chunks)) {
-            const tl::Value v = chunk(c * kTile);
-            acc = acc + v * v;
-          }
-          const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
-          scale_row(chunk, scale, tw, to, i0, i1, chunks);
-        }
-      });
+  static const tl::Kernel kernel =
+      tl::jit("tileops_rms_norm",
+              [](tl::GlobalAddress x, tl::GlobalAddress w, tl::GlobalAddress out, tl::Int d0,
+                 tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int sw,
+                 tl::Int so0, tl::Int so1, tl::Int so2, tl::Float eps) {
+                const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
+                const tl::Value tw = tl::tensor(w, {width}, {sw});
+                const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+                const tl::Value chunks = tl::ceildiv(width, kTile);
+                const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
+                const tl::Value first = tl::block_idx() * per_block;
+                for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
+                  const tl::Value i0 = tl::floordiv(r, d1);
+                  const tl::Value i1 = r - i0 * d1;
+                  const auto chunk = [&](const tl::Value& col) {
+                    return as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col}));
+                  };
+                  tl::Var acc = tl::zeros({1, 1, kTile}, kF32);
+                  for (tl::Value c : tl::range(chunks)) {
+                    const tl::Value v = chunk(c * kTile);
+                    acc = acc + v * v;
+                  }
+                  const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
+                  scale_row(chunk, scale, tw, to, i0, i1, chunks);
+                }
+              });
   return kernel;
 }
 
@@ -68,10 +71,9 @@ const tl::Kernel& add_rms_norm_kernel() {
   static const tl::Kernel kernel = tl::jit(
       "tileops_add_rms_norm",
       [](tl::GlobalAddress x, tl::GlobalAddress res, tl::GlobalAddress w, tl::GlobalAddress out,
-         tl::GlobalAddress res_out, tl::Int d0, tl::Int d1, tl::Int width, tl::Int sx0,
-         tl::Int sx1, tl::Int sx2, tl::Int sr0, tl::Int sr1, tl::Int sr2, tl::Int sw, tl::Int so0,
-         tl::Int so1, tl::Int so2, tl::Int sq0, tl::Int sq1, tl::Int sq2, tl::Float eps,
-         tl::Bool reread) {
+         tl::GlobalAddress res_out, tl::Int d0, tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1,
+         tl::Int sx2, tl::Int sr0, tl::Int sr1, tl::Int sr2, tl::Int sw, tl::Int so0, tl::Int so1,
+         tl::Int so2, tl::Int sq0, tl::Int sq1, tl::Int sq2, tl::Float eps, tl::Bool reread) {
         const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
         const tl::Value tr = tl::tensor(res, {d0, d1, width}, {sr0, sr1, sr2});
         const tl::Value tw = tl::tensor(w, {width}, {sw});
@@ -79,7 +81,9 @@ const tl::Kernel& add_rms_norm_kernel() {
         const tl::Value tq = tl::tensor(res_out, {d0, d1, width}, {sq0, sq1, sq2});
         const DataType dtype = x.dtype();
         const tl::Value chunks = tl::ceildiv(width, kTile);
-        for (tl::Value r : tl::range(tl::block_idx(), d0 * d1, tl::block_num())) {
+        const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
+        const tl::Value first = tl::block_idx() * per_block;
+        for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
           const tl::Value i0 = tl::floordiv(r, d1);
           const tl::Value i1 = r - i0 * d1;
           const auto sum = [&](const tl::Value& col) {  // rounded to the dtype, as stored

@@ -2,9 +2,10 @@
 // view [d0, d1, width] (folded_loop.h). Row (i0, i1) sees its first
 // visible = width - queries + i1 % queries + 1 columns (queries = 1: the whole row; queries = S
 // for causal [B, S, T] viewed unfolded) and gets zeros after them. The visible prefix is walked
-// twice in [1, 1, kTile] chunks: an online pass keeps the running max and the sum of e^(x - max)
-// (rescaled when the max grows), then e^(x - max) / sum is stored; the masked suffix is only
-// written. Rows go to blocks round-robin, which balances the causal triangle.
+// in [1, 1, kTile] chunks three times: the max; e^(x - max) stored into out and summed (one exp
+// per element); out scaled by 1 / sum in place (the row is still in cache). Only the chunk that
+// straddles the end of the visible prefix is masked; the masked suffix is only written. Causal
+// rows go to blocks round-robin (their cost grows along the rows), others in contiguous runs.
 #include <cmath>
 #include <memory>
 
@@ -19,41 +20,60 @@ namespace tl = ::tileops::tl;
 using tl_impl::FoldedLoop;
 using tl_impl::pointer_at;
 
-constexpr std::int64_t kTile = 2048;
+constexpr std::int64_t kTile = 1024;
 const DataType kF32 = DataType::kFloat32;
 
 const tl::Kernel& softmax_kernel() {
   static const tl::Kernel kernel = tl::jit(
-      "tileops_softmax",
-      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int d0, tl::Int d1, tl::Int width,
-         tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1, tl::Int so2,
-         tl::Float scale, tl::Int queries) {
+      "tileops_softmax", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int d0, tl::Int d1,
+                            tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0,
+                            tl::Int so1, tl::Int so2, tl::Float scale, tl::Int queries) {
         const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
         const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
         const DataType dtype = x.dtype();
-        const tl::Value lanes = tl::arange(kTile, DataType::kInt64);
-        for (tl::Value r : tl::range(tl::block_idx(), d0 * d1, tl::block_num())) {
+        const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
+        // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
+        const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
+        const tl::Value round_robin = tl::minimum(queries - 1, 1);  // 0 or 1
+        const tl::Value first = tl::block_idx() * (round_robin + (1 - round_robin) * per_block);
+        const tl::Value stop =
+            round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
+        const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
+        for (tl::Value r : tl::range(first, stop, step)) {
           const tl::Value i0 = tl::floordiv(r, d1);
           const tl::Value i1 = r - i0 * d1;
           const tl::Value visible = width - queries + i1 % queries + 1;
+          const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
           const tl::Value chunks = tl::ceildiv(visible, kTile);
-          // scale · x over the chunk at col, -inf past the visible prefix.
-          const auto scaled = [&](const tl::Value& col) {
-            tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
-            if (dtype != kF32) v = v.to(kF32);
-            return tl::where(lanes + col < visible, v * scale, -INFINITY);
+          const auto scaled = [&](const tl::Value& col) {  // scale · x over the chunk at col
+            const tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
+            return (dtype == kF32 ? v : v.to(kF32)) * scale;
           };
+          const auto masked = [&](const tl::Value& col) {  // -inf past the visible prefix
+            return tl::where(lanes + col < visible, scaled(col), -INFINITY);
+          };
+          // Pass 1: the row's max.
           tl::Var max = -INFINITY;
-          tl::Var sum = 0.0f;
-          for (tl::Value c : tl::range(chunks)) {
-            const tl::Value v = scaled(c * kTile);
-            const tl::Value m = tl::maximum(max, tl::reduce_max(v));
-            sum = sum * tl::exp(max - m) + tl::reduce_sum(tl::exp(v - m));
-            max = m;
+          for (tl::Value c : tl::range(full)) {
+            max = tl::maximum(max, tl::reduce_max(scaled(c * kTile)));
           }
+          for (tl::Value c : tl::range(full, chunks)) {
+            max = tl::maximum(max, tl::reduce_max(masked(c * kTile)));
+          }
+          // Pass 2: e^(x - max) into out (in cache afterwards) and its sum.
+          tl::Var sum = 0.0f;
+          const auto exp_pass = [&](const tl::Value& v, const tl::Value& col) {
+            const tl::Value e = tl::exp(v - max);
+            sum = sum + tl::reduce_sum(e);
+            tl::store(dtype == kF32 ? e : e.to(dtype), to, {i0, i1, col});
+          };
+          for (tl::Value c : tl::range(full)) exp_pass(scaled(c * kTile), c * kTile);
+          for (tl::Value c : tl::range(full, chunks)) exp_pass(masked(c * kTile), c * kTile);
+          // Pass 3: normalise what pass 2 stored; zeros after the visible prefix.
           const tl::Value inv = 1.0 / sum;
           for (tl::Value c : tl::range(chunks)) {
-            const tl::Value p = tl::exp(scaled(c * kTile) - max) * inv;
+            const tl::Value e = tl::load(to, {1, 1, kTile}, {i0, i1, c * kTile});
+            const tl::Value p = (dtype == kF32 ? e : e.to(kF32)) * inv;
             tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
           }
           const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
