@@ -110,14 +110,14 @@ void BM_gemm(benchmark::State& state) {
   const auto call = [&] { ops::gemm(a, b, 1.0, 0.0, false, false, c, ctx); };
   call();
   for (auto _ : state) call();
-  state.counters["FLOPS"] =
-      benchmark::Counter(2.0 * kGemm * kGemm * kGemm, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm,
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Native (0) and tl (1) for both dtypes; gemm: native (0) and tl (2), float32.
-#define TL_OPS_BENCH(name)                                                               \
-  BENCHMARK(name)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->UseRealTime() \
-      ->Unit(benchmark::kMillisecond)
+#define TL_OPS_BENCH(name)                                                                      \
+  BENCHMARK(name)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->UseRealTime()->Unit( \
+      benchmark::kMillisecond)
 TL_OPS_BENCH(BM_add);
 TL_OPS_BENCH(BM_mul);
 TL_OPS_BENCH(BM_rms_norm);

@@ -1,5 +1,5 @@
-// add_rms_norm against a float64 reference for every active implementation: tails, strides, every dtype, poisoned outputs, the
-// in-place forms, the class form and bad inputs.
+// add_rms_norm against a float64 reference for every active implementation: tails, strides, every
+// dtype, poisoned outputs, the in-place forms, the class form and bad inputs.
 #include "tileops/ops/add_rms_norm.h"
 
 #include <gtest/gtest.h>
@@ -84,7 +84,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AddRmsNorm, InPlaceForms) {
   testing::for_each_implementation("add_rms_norm", [&](const Context& ctx) {
     const auto add_rms_norm = [&](auto&&... a) { ops::add_rms_norm(a..., ctx); };  // under test
-    const auto add_rms_norm_inplace = [&](auto&&... a) { ops::add_rms_norm_inplace(a..., ctx); };  // under test
+    const auto add_rms_norm_inplace = [&](auto&&... a) {
+      ops::add_rms_norm_inplace(a..., ctx);
+    };  // under test
     for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
       for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
         SCOPED_TRACE(std::string(name_of(dtype)) + " " + testing::layout_name(layout));
@@ -134,7 +136,9 @@ TEST(AddRmsNorm, CachedInstanceIsCorrectOnNewData) {
 TEST(AddRmsNorm, RejectsBadInputs) {
   testing::for_each_implementation("add_rms_norm", [&](const Context& ctx) {
     const auto add_rms_norm = [&](auto&&... a) { ops::add_rms_norm(a..., ctx); };  // under test
-    const auto add_rms_norm_inplace = [&](auto&&... a) { ops::add_rms_norm_inplace(a..., ctx); };  // under test
+    const auto add_rms_norm_inplace = [&](auto&&... a) {
+      ops::add_rms_norm_inplace(a..., ctx);
+    };  // under test
     std::mt19937_64 rng(1);
     const auto invalid = ErrorKind::kInvalidArgument;
     const auto type = ErrorKind::kInvalidType;
@@ -149,7 +153,8 @@ TEST(AddRmsNorm, RejectsBadInputs) {
     auto int_x = testing::random_tensor(shape, DataType::kInt32, rng);
     expect_rejected([&] { add_rms_norm(int_x, r, w, 1e-6, out, res_out); }, both, "input", type);
     auto half_r = testing::random_tensor(shape, DataType::kFloat16, rng);
-    expect_rejected([&] { add_rms_norm(x, half_r, w, 1e-6, out, res_out); }, both, "residual", type);
+    expect_rejected([&] { add_rms_norm(x, half_r, w, 1e-6, out, res_out); }, both, "residual",
+                    type);
     auto half_out = testing::poisoned(shape, DataType::kFloat16);
     expect_rejected([&] { add_rms_norm(x, r, w, 1e-6, out, half_out); }, {&out, &half_out},
                     "residual_out", type);
@@ -166,7 +171,8 @@ TEST(AddRmsNorm, RejectsBadInputs) {
     expect_rejected([&] { add_rms_norm(x, r, w, -1.0, out, res_out); }, both, "eps", invalid);
     expect_rejected([&] { add_rms_norm(x, r, w, NAN, out, res_out); }, both, "eps", invalid);
     // The in-place form writes into input and residual: those stay untouched on error.
-    expect_rejected([&] { add_rms_norm_inplace(x, r, short_w, 1e-6); }, {&x, &r}, "weight", invalid);
+    expect_rejected([&] { add_rms_norm_inplace(x, r, short_w, 1e-6); }, {&x, &r}, "weight",
+                    invalid);
     expect_rejected([&] { add_rms_norm_inplace(x, short_r, w, 1e-6); }, {&x, &short_r}, "residual",
                     invalid);
     expect_rejected([&] { add_rms_norm_inplace(x, r, w, INFINITY); }, {&x, &r}, "eps", invalid);

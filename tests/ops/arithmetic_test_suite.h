@@ -190,12 +190,14 @@ TYPED_TEST_P(ArithmeticTest, InPlace) {
 
         auto a = operand(shape, dtype, rng, layout);
         auto y = operand(shape, dtype, rng, layout);
-        const auto expected_y = broadcast_reference(a.view(), y.view(), shape, TypeParam::reference);
+        const auto expected_y =
+            broadcast_reference(a.view(), y.view(), shape, TypeParam::reference);
         TypeParam::call(a, y, y, ctx);
         EXPECT_EQ(testing::compare(y.view(), expected_y, testing::tolerance_for(dtype)), "");
 
         auto z = operand(shape, dtype, rng, layout);
-        const auto expected_z = broadcast_reference(z.view(), z.view(), shape, TypeParam::reference);
+        const auto expected_z =
+            broadcast_reference(z.view(), z.view(), shape, TypeParam::reference);
         TypeParam::call(z, z, z, ctx);
         EXPECT_EQ(testing::compare(z.view(), expected_z, testing::tolerance_for(dtype)), "");
       }
@@ -220,7 +222,8 @@ TYPED_TEST_P(ArithmeticTest, CachedInstanceIsCorrectOnNewData) {
       EXPECT_EQ(testing::compare(z.view(), expected, testing::tolerance_for(dtype)), "");
     }
     auto other_geometry = testing::poisoned({4, 100}, dtype);  // contiguous, not strided
-    testing::expect_rejected([&] { op(other_geometry, b, other_geometry); }, other_geometry, "input");
+    testing::expect_rejected([&] { op(other_geometry, b, other_geometry); }, other_geometry,
+                             "input");
   });
 }
 
@@ -251,7 +254,8 @@ TYPED_TEST_P(ArithmeticTest, RejectsBadInputs) {
     expect_rejected([&] { TypeParam::call(input, row, narrow_out, ctx); }, narrow_out, "out", kArg);
     expect_rejected([&] { TypeParam::call(input, row, rank3_out, ctx); }, rank3_out, "out", kArg);
     // out may not be smaller than the broadcast shape...
-    expect_rejected([&] { TypeParam::call(column, row, column_out, ctx); }, column_out, "out", kArg);
+    expect_rejected([&] { TypeParam::call(column, row, column_out, ctx); }, column_out, "out",
+                    kArg);
     // ...nor broadcast itself.
     const Tensor broadcast_out = out.view().with_shape({4, 6}, {0, 1});
     expect_rejected([&] { TypeParam::call(input, row, broadcast_out, ctx); }, out, "out", kArg);

@@ -1,6 +1,6 @@
-// causal_softmax against a float64 reference, per active implementation: S < T and S == T, batched and not, tails,
-// strides, every dtype, poisoned outputs, exact zeros under the mask, masked inputs never read,
-// several thread counts, in place, the class form and bad inputs.
+// causal_softmax against a float64 reference, per active implementation: S < T and S == T, batched
+// and not, tails, strides, every dtype, poisoned outputs, exact zeros under the mask, masked inputs
+// never read, several thread counts, in place, the class form and bad inputs.
 #include "tileops/ops/causal_softmax.h"
 
 #include <gtest/gtest.h>

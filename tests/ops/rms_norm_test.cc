@@ -54,7 +54,8 @@ TEST(RmsNorm, InPlaceAndMixedWeightDtype) {
     const auto expected =
         testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
     rms_norm(x, w, 1e-5, x);
-    EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)), "");
+    EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)),
+              "");
   });
 }
 
@@ -72,7 +73,8 @@ TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
       op(x, w, y);
       const auto expected =
           testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
-      EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)), "");
+      EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)),
+                "");
     }
     auto other = testing::poisoned({5, 100}, DataType::kFloat32);
     EXPECT_THROW(op(other, weight, other), Error);

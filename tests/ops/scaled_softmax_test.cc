@@ -1,5 +1,5 @@
-// scaled_softmax against a float64 reference, per active implementation: tails, strides, every dtype, poisoned outputs,
-// non-finite rows, in place, the class form and bad inputs.
+// scaled_softmax against a float64 reference, per active implementation: tails, strides, every
+// dtype, poisoned outputs, non-finite rows, in place, the class form and bad inputs.
 #include "tileops/ops/scaled_softmax.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// silu_and_mul against a float64 reference, per active implementation: every dtype, tails, strides, every split dim
-// (negative too), extreme values, thread splits, the class form and bad inputs.
+// silu_and_mul against a float64 reference, per active implementation: every dtype, tails, strides,
+// every split dim (negative too), extreme values, thread splits, the class form and bad inputs.
 #include "tileops/ops/silu_and_mul.h"
 
 #include <gtest/gtest.h>
@@ -103,9 +103,9 @@ TEST(SiluAndMul, TransposedInput) {
     const Tensor input = storage.view().transpose(0, 1);  // [37, 10], strides [1, 37]
     auto out = testing::poisoned({37, 5}, DataType::kFloat32);
     silu_and_mul(input, -1, out);
-    EXPECT_EQ(
-        testing::compare(out.view(), reference(input, 1), testing::tolerance_for(DataType::kFloat32)),
-        "");
+    EXPECT_EQ(testing::compare(out.view(), reference(input, 1),
+                               testing::tolerance_for(DataType::kFloat32)),
+              "");
   });
 }
 
@@ -118,9 +118,9 @@ TEST(SiluAndMul, ExtremeValuesStayFinite) {
                                   1.5, 2, -3, 0.5, 1, -1, 0.25, 2});
     auto out = testing::poisoned({1, 8}, DataType::kFloat32);
     silu_and_mul(input, 0, out);
-    EXPECT_EQ(
-        testing::compare(out.view(), reference(input, 0), testing::tolerance_for(DataType::kFloat32)),
-        "");
+    EXPECT_EQ(testing::compare(out.view(), reference(input, 0),
+                               testing::tolerance_for(DataType::kFloat32)),
+              "");
     for (double v : testing::to_doubles(out)) EXPECT_FALSE(std::isnan(v));
   });
 }

@@ -1,5 +1,5 @@
-// swiglu against a float64 reference, per active implementation: tails, strides, every dtype, extreme gates, in-place
-// calls, thread splits, the class form and bad inputs.
+// swiglu against a float64 reference, per active implementation: tails, strides, every dtype,
+// extreme gates, in-place calls, thread splits, the class form and bad inputs.
 #include "tileops/ops/swiglu.h"
 
 #include <gtest/gtest.h>
@@ -67,8 +67,9 @@ TEST(Swiglu, MixedLayoutsAndRanks) {
         auto gate = testing::random_tensor(shape, dtype, rng, Layout::kContiguous, -8.0, 8.0);
         auto out = testing::poisoned(shape, dtype, Layout::kStrided);
         swiglu(input, gate, out);
-        EXPECT_EQ(testing::compare(out.view(), reference(input, gate), testing::tolerance_for(dtype)),
-                  "");
+        EXPECT_EQ(
+            testing::compare(out.view(), reference(input, gate), testing::tolerance_for(dtype)),
+            "");
       }
     }
   });

@@ -26,10 +26,10 @@ const DataType kF32 = DataType::kFloat32;
 tl::Value as_f32(const tl::Value& v) { return v.dtype() == kF32 ? v : v.to(kF32); }
 
 const tl::Kernel& gemm_kernel() {
-  static const tl::Kernel kernel = tl::jit(
-      "tileops_gemm",
-      [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress c, tl::Int m, tl::Int n,
-         tl::Int k, tl::Int sa0, tl::Int sa1, tl::Int sb0, tl::Int sb1, tl::Int sc0, tl::Int sc1) {
+  static const tl::Kernel kernel =
+      tl::jit("tileops_gemm", [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress c,
+                                 tl::Int m, tl::Int n, tl::Int k, tl::Int sa0, tl::Int sa1,
+                                 tl::Int sb0, tl::Int sb1, tl::Int sc0, tl::Int sc1) {
         const tl::Value ta = tl::tensor(a, {m, k}, {sa0, sa1});
         const tl::Value tb = tl::tensor(b, {k, n}, {sb0, sb1});
         const tl::Value tc = tl::tensor(c, {m, n}, {sc0, sc1});
@@ -58,12 +58,12 @@ tl::Pointer pointer(const MatrixRef& x) {
 void tl_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
-  const bool direct = call.c.dtype == kF32 && call.alpha == 1.0f && call.beta == 0.0f &&
-                      call.bias == nullptr;
+  const bool direct =
+      call.c.dtype == kF32 && call.alpha == 1.0f && call.beta == 0.0f && call.bias == nullptr;
   if (direct) {
     gemm_kernel().launch(0, pointer(call.a), pointer(call.b), pointer(call.c), m, n, k,
-                         call.a.row_stride, call.a.col_stride, call.b.row_stride,
-                         call.b.col_stride, call.c.row_stride, call.c.col_stride);
+                         call.a.row_stride, call.a.col_stride, call.b.row_stride, call.b.col_stride,
+                         call.c.row_stride, call.c.col_stride);
     return;
   }
   ThreadPool& pool = ctx.threads();
