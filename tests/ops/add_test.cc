@@ -8,6 +8,7 @@ namespace tileops::ops::arithmetic_test {
 namespace {
 
 struct AddOp {
+  static constexpr const char* kName = "add";
   using Class = Add;
   static void call(const Tensor& a, const Tensor& b, const Tensor& out, const Context& ctx) {
     add(a, b, out, ctx);

@@ -2,7 +2,10 @@
 // operator. Float64 references with NumPy broadcasting, every dtype, tail sizes, strided
 // layouts, integer wrap-around, in-place calls, the class form, thread splits and bad inputs.
 //
+// Every test runs once per active CPU implementation of the operator (native, tl).
+//
 // An Op type provides:
+//   static constexpr const char* kName = "add";         // the registered operator
 //   using Class = Add;                                  // the class form
 //   static void call(input, other, out, ctx);           // the free function
 //   static double reference(double a, double b);        // float64 reference
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
@@ -69,13 +73,15 @@ class ArithmeticTest : public ::testing::Test {};
 TYPED_TEST_SUITE_P(ArithmeticTest);
 
 TYPED_TEST_P(ArithmeticTest, SameShapeEveryDtypeTailAndLayout) {
-  for (DataType dtype : kAllDtypes) {
-    for (std::int64_t width : {1, 7, 33, 4097}) {
-      for (Layout layout : kLayouts) {
-        check_case<TypeParam>({3, 5, width}, {3, 5, width}, {3, 5, width}, dtype, layout);
+  testing::for_each_implementation(TypeParam::kName, [](const Context& ctx) {
+    for (DataType dtype : kAllDtypes) {
+      for (std::int64_t width : {1, 7, 33, 4097}) {
+        for (Layout layout : kLayouts) {
+          check_case<TypeParam>({3, 5, width}, {3, 5, width}, {3, 5, width}, dtype, layout, ctx);
+        }
       }
     }
-  }
+  });
 }
 
 TYPED_TEST_P(ArithmeticTest, Broadcasting) {
@@ -98,30 +104,38 @@ TYPED_TEST_P(ArithmeticTest, Broadcasting) {
       {{40000}, {1}, {40000}},  // one long row over several blocks
       {{0, 5}, {5}, {0, 5}},    // empty
   };
-  for (const Case& c : cases) {
-    for (DataType dtype : kAllDtypes) {
-      for (Layout layout : kLayouts) check_case<TypeParam>(c.a, c.b, c.out, dtype, layout);
+  testing::for_each_implementation(TypeParam::kName, [&](const Context& ctx) {
+    for (const Case& c : cases) {
+      for (DataType dtype : kAllDtypes) {
+        for (Layout layout : kLayouts) check_case<TypeParam>(c.a, c.b, c.out, dtype, layout, ctx);
+      }
     }
-  }
+  });
 }
 
 // One long row, few rows, many short rows: every split across (and within) rows of a pool with
 // more threads than rows.
 TYPED_TEST_P(ArithmeticTest, SplitsWorkAcrossThreads) {
   ThreadPool pool(4);
-  Context ctx;
-  ctx.thread_pool = &pool;
-  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
-    check_case<TypeParam>({100003}, {100003}, {100003}, dtype, Layout::kContiguous, ctx);
-    check_case<TypeParam>({1, 100003}, {1, 100003}, {1, 100003}, dtype, Layout::kStrided, ctx);
-    check_case<TypeParam>({3, 50001}, {50001}, {3, 50001}, dtype, Layout::kContiguous, ctx);
-    check_case<TypeParam>({20000, 3}, {20000, 1}, {20000, 3}, dtype, Layout::kStrided, ctx);
-  }
+  Context base;
+  base.thread_pool = &pool;
+  testing::for_each_implementation(
+      TypeParam::kName,
+      [](const Context& ctx) {
+        for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
+          check_case<TypeParam>({100003}, {100003}, {100003}, dtype, Layout::kContiguous, ctx);
+          check_case<TypeParam>({1, 100003}, {1, 100003}, {1, 100003}, dtype, Layout::kStrided,
+                                ctx);
+          check_case<TypeParam>({3, 50001}, {50001}, {3, 50001}, dtype, Layout::kContiguous, ctx);
+          check_case<TypeParam>({20000, 3}, {20000, 1}, {20000, 3}, dtype, Layout::kStrided, ctx);
+        }
+      },
+      base);
 }
 
 // Integers wrap modulo 2^n, both contiguous and broadcast (other = one value).
 template <typename Op, typename T>
-void check_wrap() {
+void check_wrap(const Context& ctx) {
   using U = std::make_unsigned_t<T>;
   const DataType dtype = sizeof(T) == 4 ? DataType::kInt32 : DataType::kInt64;
   const T max = std::numeric_limits<T>::max();
@@ -140,8 +154,8 @@ void check_wrap() {
     b.view().data_as<T>()[i] = b_values[static_cast<std::size_t>(i)];
   }
   scalar.view().data_as<T>()[0] = max;
-  Op::call(a, b, out, {});
-  Op::call(a, scalar, out_scalar, {});
+  Op::call(a, b, out, ctx);
+  Op::call(a, scalar, out_scalar, ctx);
   for (std::int64_t i = 0; i < n; ++i) {
     const U x = static_cast<U>(a_values[static_cast<std::size_t>(i)]);
     const U y = static_cast<U>(b_values[static_cast<std::size_t>(i)]);
@@ -152,88 +166,100 @@ void check_wrap() {
 }
 
 TYPED_TEST_P(ArithmeticTest, IntegersWrapAround) {
-  check_wrap<TypeParam, std::int32_t>();
-  check_wrap<TypeParam, std::int64_t>();
+  testing::for_each_implementation(TypeParam::kName, [](const Context& ctx) {
+    check_wrap<TypeParam, std::int32_t>(ctx);
+    check_wrap<TypeParam, std::int64_t>(ctx);
+  });
 }
 
 // out is input (other broadcast), out is other, out is both; fresh operands for each, so that
 // integer products stay exact in the float64 reference.
 TYPED_TEST_P(ArithmeticTest, InPlace) {
-  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt32}) {
-    for (Layout layout : kLayouts) {
-      SCOPED_TRACE(std::string(name_of(dtype)) + " " + testing::layout_name(layout));
-      std::mt19937_64 rng(11);
-      const Dims shape{6, 130};
-      auto x = operand(shape, dtype, rng, layout);
-      auto row = operand({130}, dtype, rng, layout);
-      const auto expected_x =
-          broadcast_reference(x.view(), row.view(), shape, TypeParam::reference);
-      TypeParam::call(x, row, x, {});
-      EXPECT_EQ(testing::compare(x.view(), expected_x, testing::tolerance_for(dtype)), "");
+  testing::for_each_implementation(TypeParam::kName, [](const Context& ctx) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt32}) {
+      for (Layout layout : kLayouts) {
+        SCOPED_TRACE(std::string(name_of(dtype)) + " " + testing::layout_name(layout));
+        std::mt19937_64 rng(11);
+        const Dims shape{6, 130};
+        auto x = operand(shape, dtype, rng, layout);
+        auto row = operand({130}, dtype, rng, layout);
+        const auto expected_x =
+            broadcast_reference(x.view(), row.view(), shape, TypeParam::reference);
+        TypeParam::call(x, row, x, ctx);
+        EXPECT_EQ(testing::compare(x.view(), expected_x, testing::tolerance_for(dtype)), "");
 
-      auto a = operand(shape, dtype, rng, layout);
-      auto y = operand(shape, dtype, rng, layout);
-      const auto expected_y = broadcast_reference(a.view(), y.view(), shape, TypeParam::reference);
-      TypeParam::call(a, y, y, {});
-      EXPECT_EQ(testing::compare(y.view(), expected_y, testing::tolerance_for(dtype)), "");
+        auto a = operand(shape, dtype, rng, layout);
+        auto y = operand(shape, dtype, rng, layout);
+        const auto expected_y =
+            broadcast_reference(a.view(), y.view(), shape, TypeParam::reference);
+        TypeParam::call(a, y, y, ctx);
+        EXPECT_EQ(testing::compare(y.view(), expected_y, testing::tolerance_for(dtype)), "");
 
-      auto z = operand(shape, dtype, rng, layout);
-      const auto expected_z = broadcast_reference(z.view(), z.view(), shape, TypeParam::reference);
-      TypeParam::call(z, z, z, {});
-      EXPECT_EQ(testing::compare(z.view(), expected_z, testing::tolerance_for(dtype)), "");
+        auto z = operand(shape, dtype, rng, layout);
+        const auto expected_z =
+            broadcast_reference(z.view(), z.view(), shape, TypeParam::reference);
+        TypeParam::call(z, z, z, ctx);
+        EXPECT_EQ(testing::compare(z.view(), expected_z, testing::tolerance_for(dtype)), "");
+      }
     }
-  }
+  });
 }
 
 TYPED_TEST_P(ArithmeticTest, CachedInstanceIsCorrectOnNewData) {
-  std::mt19937_64 rng(3);
-  const DataType dtype = DataType::kFloat32;
-  auto a = operand({4, 100}, dtype, rng, Layout::kStrided);
-  auto b = operand({100}, dtype, rng, Layout::kContiguous);
-  auto out = testing::poisoned({4, 100}, dtype, Layout::kStrided);
-  const typename TypeParam::Class op(a, b, out);
-  for (int round = 0; round < 3; ++round) {
-    auto x = operand({4, 100}, dtype, rng, Layout::kStrided);
-    auto y = operand({100}, dtype, rng, Layout::kContiguous);
-    auto z = testing::poisoned({4, 100}, dtype, Layout::kStrided);
-    op(x, y, z);
-    const auto expected = broadcast_reference(x.view(), y.view(), {4, 100}, TypeParam::reference);
-    EXPECT_EQ(testing::compare(z.view(), expected, testing::tolerance_for(dtype)), "");
-  }
-  auto other_geometry = testing::poisoned({4, 100}, dtype);  // contiguous, not strided
-  testing::expect_rejected([&] { op(other_geometry, b, other_geometry); }, other_geometry, "input");
+  testing::for_each_implementation(TypeParam::kName, [](const Context& ctx) {
+    std::mt19937_64 rng(3);
+    const DataType dtype = DataType::kFloat32;
+    auto a = operand({4, 100}, dtype, rng, Layout::kStrided);
+    auto b = operand({100}, dtype, rng, Layout::kContiguous);
+    auto out = testing::poisoned({4, 100}, dtype, Layout::kStrided);
+    const typename TypeParam::Class op(a, b, out, ctx.implementation_index);
+    for (int round = 0; round < 3; ++round) {
+      auto x = operand({4, 100}, dtype, rng, Layout::kStrided);
+      auto y = operand({100}, dtype, rng, Layout::kContiguous);
+      auto z = testing::poisoned({4, 100}, dtype, Layout::kStrided);
+      op(x, y, z);
+      const auto expected = broadcast_reference(x.view(), y.view(), {4, 100}, TypeParam::reference);
+      EXPECT_EQ(testing::compare(z.view(), expected, testing::tolerance_for(dtype)), "");
+    }
+    auto other_geometry = testing::poisoned({4, 100}, dtype);  // contiguous, not strided
+    testing::expect_rejected([&] { op(other_geometry, b, other_geometry); }, other_geometry,
+                             "input");
+  });
 }
 
 TYPED_TEST_P(ArithmeticTest, RejectsBadInputs) {
-  std::mt19937_64 rng(1);
-  const DataType f32 = DataType::kFloat32;
-  auto input = operand({4, 6}, f32, rng, Layout::kContiguous);
-  auto row = operand({6}, f32, rng, Layout::kContiguous);
-  auto column = operand({4, 1}, f32, rng, Layout::kContiguous);
-  auto wide = operand({4, 5}, f32, rng, Layout::kContiguous);
-  auto int_row = operand({6}, DataType::kInt32, rng, Layout::kContiguous);
-  auto f64_input = operand({4, 6}, DataType::kFloat64, rng, Layout::kContiguous);
-  auto u8_input = operand({4, 6}, DataType::kUInt8, rng, Layout::kContiguous);
-  auto out = testing::poisoned({4, 6}, f32);
-  auto half_out = testing::poisoned({4, 6}, DataType::kFloat16);
-  auto narrow_out = testing::poisoned({4, 5}, f32);
-  auto rank3_out = testing::poisoned({1, 4, 6}, f32);
-  auto column_out = testing::poisoned({4, 1}, f32);
-  const auto kType = ErrorKind::kInvalidType;
-  const auto kArg = ErrorKind::kInvalidArgument;
-  using testing::expect_rejected;
-  expect_rejected([&] { TypeParam::call(input, int_row, out, {}); }, out, "other", kType);
-  expect_rejected([&] { TypeParam::call(f64_input, f64_input, out, {}); }, out, "input", kType);
-  expect_rejected([&] { TypeParam::call(u8_input, u8_input, out, {}); }, out, "input", kType);
-  expect_rejected([&] { TypeParam::call(input, row, half_out, {}); }, half_out, "out", kType);
-  expect_rejected([&] { TypeParam::call(input, wide, out, {}); }, out, "other", kArg);
-  expect_rejected([&] { TypeParam::call(input, row, narrow_out, {}); }, narrow_out, "out", kArg);
-  expect_rejected([&] { TypeParam::call(input, row, rank3_out, {}); }, rank3_out, "out", kArg);
-  // out may not be smaller than the broadcast shape...
-  expect_rejected([&] { TypeParam::call(column, row, column_out, {}); }, column_out, "out", kArg);
-  // ...nor broadcast itself.
-  const Tensor broadcast_out = out.view().with_shape({4, 6}, {0, 1});
-  expect_rejected([&] { TypeParam::call(input, row, broadcast_out, {}); }, out, "out", kArg);
+  testing::for_each_implementation(TypeParam::kName, [](const Context& ctx) {
+    std::mt19937_64 rng(1);
+    const DataType f32 = DataType::kFloat32;
+    auto input = operand({4, 6}, f32, rng, Layout::kContiguous);
+    auto row = operand({6}, f32, rng, Layout::kContiguous);
+    auto column = operand({4, 1}, f32, rng, Layout::kContiguous);
+    auto wide = operand({4, 5}, f32, rng, Layout::kContiguous);
+    auto int_row = operand({6}, DataType::kInt32, rng, Layout::kContiguous);
+    auto f64_input = operand({4, 6}, DataType::kFloat64, rng, Layout::kContiguous);
+    auto u8_input = operand({4, 6}, DataType::kUInt8, rng, Layout::kContiguous);
+    auto out = testing::poisoned({4, 6}, f32);
+    auto half_out = testing::poisoned({4, 6}, DataType::kFloat16);
+    auto narrow_out = testing::poisoned({4, 5}, f32);
+    auto rank3_out = testing::poisoned({1, 4, 6}, f32);
+    auto column_out = testing::poisoned({4, 1}, f32);
+    const auto kType = ErrorKind::kInvalidType;
+    const auto kArg = ErrorKind::kInvalidArgument;
+    using testing::expect_rejected;
+    expect_rejected([&] { TypeParam::call(input, int_row, out, ctx); }, out, "other", kType);
+    expect_rejected([&] { TypeParam::call(f64_input, f64_input, out, ctx); }, out, "input", kType);
+    expect_rejected([&] { TypeParam::call(u8_input, u8_input, out, ctx); }, out, "input", kType);
+    expect_rejected([&] { TypeParam::call(input, row, half_out, ctx); }, half_out, "out", kType);
+    expect_rejected([&] { TypeParam::call(input, wide, out, ctx); }, out, "other", kArg);
+    expect_rejected([&] { TypeParam::call(input, row, narrow_out, ctx); }, narrow_out, "out", kArg);
+    expect_rejected([&] { TypeParam::call(input, row, rank3_out, ctx); }, rank3_out, "out", kArg);
+    // out may not be smaller than the broadcast shape...
+    expect_rejected([&] { TypeParam::call(column, row, column_out, ctx); }, column_out, "out",
+                    kArg);
+    // ...nor broadcast itself.
+    const Tensor broadcast_out = out.view().with_shape({4, 6}, {0, 1});
+    expect_rejected([&] { TypeParam::call(input, row, broadcast_out, ctx); }, out, "out", kArg);
+  });
 }
 
 REGISTER_TYPED_TEST_SUITE_P(ArithmeticTest, SameShapeEveryDtypeTailAndLayout, Broadcasting,

@@ -1,6 +1,6 @@
-// causal_softmax against a float64 reference: S < T and S == T, batched and not, tails,
-// strides, every dtype, poisoned outputs, exact zeros under the mask, masked inputs never read,
-// several thread counts, in place, the class form and bad inputs.
+// causal_softmax against a float64 reference, per active implementation: S < T and S == T, batched
+// and not, tails, strides, every dtype, poisoned outputs, exact zeros under the mask, masked inputs
+// never read, several thread counts, in place, the class form and bad inputs.
 #include "tileops/ops/causal_softmax.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
@@ -81,17 +82,17 @@ struct Geometry {
 
 void PrintTo(const Geometry& g, std::ostream* os) { *os << g.shape().to_string(); }
 
-using Param = std::tuple<DataType, Geometry, Layout, Layout>;
+using Param = std::tuple<DataType, Geometry, Layout, Layout, int>;  // ..., implementation
 
 class CausalSoftmaxTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(CausalSoftmaxTest, MatchesFloat64Reference) {
-  const auto [dtype, geometry, in_layout, out_layout] = GetParam();
+  const auto [dtype, geometry, in_layout, out_layout, index] = GetParam();
   std::mt19937_64 rng(42);
   const Dims shape = geometry.shape();
   auto input = testing::random_tensor(shape, dtype, rng, in_layout, -4.0, 4.0);
   auto out = testing::poisoned(shape, dtype, out_layout);
-  causal_softmax(input, out);
+  causal_softmax(input, out, testing::with_implementation(index));
   const auto expected = reference(testing::to_doubles(input), geometry.s, geometry.t);
   EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "");
   EXPECT_EQ(masked_are_zero(out.view(), geometry.s, geometry.t), "");
@@ -106,97 +107,115 @@ INSTANTIATE_TEST_SUITE_P(
                                          Geometry{0, 33, 33}, Geometry{3, 5, 33},
                                          Geometry{0, 1, 4097}, Geometry{2, 6, 4097}),
                        ::testing::Values(Layout::kContiguous, Layout::kStrided),
-                       ::testing::Values(Layout::kContiguous, Layout::kStrided)));
+                       ::testing::Values(Layout::kContiguous, Layout::kStrided),
+                       ::testing::ValuesIn(testing::cpu_implementations("causal_softmax"))));
 
 // The masked inputs are never read: NaNs there change nothing.
 TEST(CausalSoftmax, IgnoresMaskedInputs) {
-  const std::int64_t b = 2, s = 9, t = 20;
-  std::mt19937_64 rng(4);
-  auto input = testing::random_tensor({b, s, t}, DataType::kFloat32, rng);
-  auto values = testing::to_doubles(input);
-  const auto expected = reference(values, s, t);
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    const std::int64_t i = static_cast<std::int64_t>(k) / t % s;
-    if (!visible(s, t, i, static_cast<std::int64_t>(k) % t)) values[k] = kNaN;
-  }
-  testing::from_doubles(input, values);
-  auto out = testing::poisoned({b, s, t}, DataType::kFloat32);
-  causal_softmax(input, out);
-  EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
-  EXPECT_EQ(masked_are_zero(out.view(), s, t), "");
+  testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+    const auto causal_softmax = [&](auto&&... a) { ops::causal_softmax(a..., ctx); };  // under test
+    const std::int64_t b = 2, s = 9, t = 20;
+    std::mt19937_64 rng(4);
+    auto input = testing::random_tensor({b, s, t}, DataType::kFloat32, rng);
+    auto values = testing::to_doubles(input);
+    const auto expected = reference(values, s, t);
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const std::int64_t i = static_cast<std::int64_t>(k) / t % s;
+      if (!visible(s, t, i, static_cast<std::int64_t>(k) % t)) values[k] = kNaN;
+    }
+    testing::from_doubles(input, values);
+    auto out = testing::poisoned({b, s, t}, DataType::kFloat32);
+    causal_softmax(input, out);
+    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
+    EXPECT_EQ(masked_are_zero(out.view(), s, t), "");
+  });
 }
 
 // The zig-zag row order over contiguous chunks covers every row once for any thread count.
 TEST(CausalSoftmax, AnyThreadCount) {
   for (const int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
-    Context ctx;
-    ctx.thread_pool = &pool;
-    for (const std::int64_t s : {1, 2, 7, 64}) {
-      std::mt19937_64 rng(static_cast<std::uint64_t>(s));
-      auto input = testing::random_tensor({3, s, 70}, DataType::kBFloat16, rng);
-      auto out = testing::poisoned({3, s, 70}, DataType::kBFloat16);
-      causal_softmax(input, out, ctx);
-      const auto expected = reference(testing::to_doubles(input), s, 70);
-      EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kBFloat16)), "")
-          << threads << " threads, S " << s;
-      EXPECT_EQ(masked_are_zero(out.view(), s, 70), "");
-    }
+    Context base;
+    base.thread_pool = &pool;
+    testing::for_each_implementation(
+        "causal_softmax",
+        [&](const Context& ctx) {
+          for (const std::int64_t s : {1, 2, 7, 64}) {
+            const DataType bf16 = DataType::kBFloat16;
+            std::mt19937_64 rng(static_cast<std::uint64_t>(s));
+            auto input = testing::random_tensor({3, s, 70}, bf16, rng);
+            auto out = testing::poisoned({3, s, 70}, bf16);
+            causal_softmax(input, out, ctx);
+            const auto expected = reference(testing::to_doubles(input), s, 70);
+            EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(bf16)), "")
+                << threads << " threads, S " << s;
+            EXPECT_EQ(masked_are_zero(out.view(), s, 70), "");
+          }
+        },
+        base);
   }
 }
 
 TEST(CausalSoftmax, InPlace) {
-  for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
-    for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
-      std::mt19937_64 rng(7);
-      auto x = testing::random_tensor({2, 12, 40}, dtype, rng, layout);
-      const auto expected = reference(testing::to_doubles(x), 12, 40);
-      causal_softmax(x, x);
-      EXPECT_EQ(testing::compare(x.view(), expected, softmax_tolerance(dtype)), "")
-          << name_of(dtype) << " " << testing::layout_name(layout);
-      EXPECT_EQ(masked_are_zero(x.view(), 12, 40), "");
+  testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+    const auto causal_softmax = [&](auto&&... a) { ops::causal_softmax(a..., ctx); };  // under test
+    for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+      for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+        std::mt19937_64 rng(7);
+        auto x = testing::random_tensor({2, 12, 40}, dtype, rng, layout);
+        const auto expected = reference(testing::to_doubles(x), 12, 40);
+        causal_softmax(x, x);
+        EXPECT_EQ(testing::compare(x.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << " " << testing::layout_name(layout);
+        EXPECT_EQ(masked_are_zero(x.view(), 12, 40), "");
+      }
     }
-  }
+  });
 }
 
 TEST(CausalSoftmax, CachedInstanceIsCorrectOnNewData) {
-  std::mt19937_64 rng(3);
-  auto input = testing::random_tensor({16, 100}, DataType::kFloat32, rng);
-  auto out = testing::poisoned({16, 100}, DataType::kFloat32);
-  const CausalSoftmax op(input, out);
-  for (int round = 0; round < 3; ++round) {
-    auto x = testing::random_tensor({16, 100}, DataType::kFloat32, rng);
-    auto y = testing::poisoned({16, 100}, DataType::kFloat32);
-    op(x, y);
-    const auto expected = reference(testing::to_doubles(x), 16, 100);
-    EXPECT_EQ(testing::compare(y.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
-    EXPECT_EQ(masked_are_zero(y.view(), 16, 100), "");
-  }
-  auto other = testing::poisoned({17, 100}, DataType::kFloat32);
-  EXPECT_THROW(op(other, other), Error);
+  testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+    std::mt19937_64 rng(3);
+    auto input = testing::random_tensor({16, 100}, DataType::kFloat32, rng);
+    auto out = testing::poisoned({16, 100}, DataType::kFloat32);
+    const CausalSoftmax op(input, out, ctx.implementation_index);
+    for (int round = 0; round < 3; ++round) {
+      auto x = testing::random_tensor({16, 100}, DataType::kFloat32, rng);
+      auto y = testing::poisoned({16, 100}, DataType::kFloat32);
+      op(x, y);
+      const auto expected = reference(testing::to_doubles(x), 16, 100);
+      EXPECT_EQ(testing::compare(y.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
+      EXPECT_EQ(masked_are_zero(y.view(), 16, 100), "");
+    }
+    auto other = testing::poisoned({17, 100}, DataType::kFloat32);
+    EXPECT_THROW(op(other, other), Error);
+  });
 }
 
 TEST(CausalSoftmax, RejectsBadInputs) {
-  std::mt19937_64 rng(1);
-  const auto invalid = ErrorKind::kInvalidArgument;
-  auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
-  auto out = testing::poisoned({4, 64}, DataType::kFloat32);
-  auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
-  expect_rejected([&] { causal_softmax(int_input, out); }, out, "input", ErrorKind::kInvalidType);
-  auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
-  expect_rejected([&] { causal_softmax(input, half_out); }, half_out, "out",
-                  ErrorKind::kInvalidType);
-  auto short_out = testing::poisoned({4, 63}, DataType::kFloat32);
-  expect_rejected([&] { causal_softmax(input, short_out); }, short_out, "out", invalid);
-  auto wide = testing::random_tensor({64, 4}, DataType::kFloat32, rng);  // T < S
-  auto wide_out = testing::poisoned({64, 4}, DataType::kFloat32);
-  expect_rejected([&] { causal_softmax(wide, wide_out); }, wide_out, "input", invalid);
-  auto row = testing::random_tensor({64}, DataType::kFloat32, rng);  // rank 1
-  auto row_out = testing::poisoned({64}, DataType::kFloat32);
-  expect_rejected([&] { causal_softmax(row, row_out); }, row_out, "input", invalid);
-  auto rank4 = testing::random_tensor({2, 2, 4, 64}, DataType::kFloat32, rng);
-  auto rank4_out = testing::poisoned({2, 2, 4, 64}, DataType::kFloat32);
-  expect_rejected([&] { causal_softmax(rank4, rank4_out); }, rank4_out, "input", invalid);
+  testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+    const auto causal_softmax = [&](auto&&... a) { ops::causal_softmax(a..., ctx); };  // under test
+    std::mt19937_64 rng(1);
+    const auto invalid = ErrorKind::kInvalidArgument;
+    auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
+    auto out = testing::poisoned({4, 64}, DataType::kFloat32);
+    auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
+    expect_rejected([&] { causal_softmax(int_input, out); }, out, "input", ErrorKind::kInvalidType);
+    auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
+    expect_rejected([&] { causal_softmax(input, half_out); }, half_out, "out",
+                    ErrorKind::kInvalidType);
+    auto short_out = testing::poisoned({4, 63}, DataType::kFloat32);
+    expect_rejected([&] { causal_softmax(input, short_out); }, short_out, "out", invalid);
+    auto wide = testing::random_tensor({64, 4}, DataType::kFloat32, rng);  // T < S
+    auto wide_out = testing::poisoned({64, 4}, DataType::kFloat32);
+    expect_rejected([&] { causal_softmax(wide, wide_out); }, wide_out, "input", invalid);
+    auto row = testing::random_tensor({64}, DataType::kFloat32, rng);  // rank 1
+    auto row_out = testing::poisoned({64}, DataType::kFloat32);
+    expect_rejected([&] { causal_softmax(row, row_out); }, row_out, "input", invalid);
+    auto rank4 = testing::random_tensor({2, 2, 4, 64}, DataType::kFloat32, rng);
+    auto rank4_out = testing::poisoned({2, 2, 4, 64}, DataType::kFloat32);
+    expect_rejected([&] { causal_softmax(rank4, rank4_out); }, rank4_out, "input", invalid);
+  });
 }
 
 }  // namespace

@@ -149,11 +149,13 @@ TEST(Gemm, ActiveImplementations) {
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names[0], "native");
 #ifdef TILEOPS_EXPECT_ONEDNN
-  ASSERT_EQ(names.size(), 2u);
+  ASSERT_EQ(names.size(), 3u);
   EXPECT_EQ(names[1], "onednn");
 #else
-  EXPECT_EQ(names.size(), 1u);
+  ASSERT_EQ(names.size(), 2u);
 #endif
+  EXPECT_EQ(names.back(), "tl");
+  EXPECT_EQ(active_implementation_indices("gemm", DeviceType::kCpu).back(), 2);
   EXPECT_EQ(active_implementation_names("matmul", DeviceType::kCpu), names);
   EXPECT_EQ(active_implementation_names("linear", DeviceType::kCpu), names);
 }

@@ -8,6 +8,7 @@ namespace tileops::ops::arithmetic_test {
 namespace {
 
 struct MulOp {
+  static constexpr const char* kName = "mul";
   using Class = Mul;
   static void call(const Tensor& a, const Tensor& b, const Tensor& out, const Context& ctx) {
     mul(a, b, out, ctx);

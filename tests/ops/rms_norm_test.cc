@@ -1,5 +1,5 @@
-// rms_norm against a float64 reference: tails, strides, every dtype, poisoned outputs, the
-// class form and bad inputs.
+// rms_norm against a float64 reference for every active implementation: tails, strides, every
+// dtype, poisoned outputs, the class form and bad inputs.
 #include "tileops/ops/rms_norm.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
@@ -19,18 +20,18 @@ using testing::expect_rejected;
 
 using testing::Layout;
 
-using Param = std::tuple<DataType, std::int64_t, Layout>;
+using Param = std::tuple<DataType, std::int64_t, Layout, int>;  // ..., implementation
 
 class RmsNormTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(RmsNormTest, MatchesFloat64Reference) {
-  const auto [dtype, width, layout] = GetParam();
+  const auto [dtype, width, layout, index] = GetParam();
   std::mt19937_64 rng(42);
   const Dims shape{3, 5, width};
   auto input = testing::random_tensor(shape, dtype, rng, layout);
   auto weight = testing::random_tensor({width}, dtype, rng, layout);
   auto out = testing::poisoned(shape, dtype, layout);
-  rms_norm(input, weight, 1e-6, out);
+  rms_norm(input, weight, 1e-6, out, testing::with_implementation(index));
   const auto expected = testing::reference::rms_norm(testing::to_doubles(input),
                                                      testing::to_doubles(weight), 1e-6, width);
   EXPECT_EQ(testing::compare(out.view(), expected, testing::tolerance_for(dtype)), "");
@@ -41,52 +42,63 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat16,
                                          DataType::kBFloat16),
                        ::testing::Values(1, 7, 33, 4097),
-                       ::testing::Values(Layout::kContiguous, Layout::kStrided)));
+                       ::testing::Values(Layout::kContiguous, Layout::kStrided),
+                       ::testing::ValuesIn(testing::cpu_implementations("rms_norm"))));
 
 TEST(RmsNorm, InPlaceAndMixedWeightDtype) {
-  std::mt19937_64 rng(7);
-  auto x = testing::random_tensor({9, 130}, DataType::kBFloat16, rng);
-  auto w = testing::random_tensor({130}, DataType::kFloat32, rng);
-  const auto expected =
-      testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
-  rms_norm(x, w, 1e-5, x);
-  EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)), "");
+  testing::for_each_implementation("rms_norm", [&](const Context& ctx) {
+    const auto rms_norm = [&](auto&&... a) { ops::rms_norm(a..., ctx); };  // under test
+    std::mt19937_64 rng(7);
+    auto x = testing::random_tensor({9, 130}, DataType::kBFloat16, rng);
+    auto w = testing::random_tensor({130}, DataType::kFloat32, rng);
+    const auto expected =
+        testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-5, 130);
+    rms_norm(x, w, 1e-5, x);
+    EXPECT_EQ(testing::compare(x.view(), expected, testing::tolerance_for(DataType::kBFloat16)),
+              "");
+  });
 }
 
 TEST(RmsNorm, CachedInstanceIsCorrectOnNewData) {
-  std::mt19937_64 rng(3);
-  auto input = testing::random_tensor({4, 100}, DataType::kFloat32, rng);
-  auto weight = testing::random_tensor({100}, DataType::kFloat32, rng);
-  auto out = testing::poisoned({4, 100}, DataType::kFloat32);
-  const RmsNorm op(input, weight, 1e-6, out);
-  for (int round = 0; round < 3; ++round) {
-    auto x = testing::random_tensor({4, 100}, DataType::kFloat32, rng);
-    auto w = testing::random_tensor({100}, DataType::kFloat32, rng);
-    auto y = testing::poisoned({4, 100}, DataType::kFloat32);
-    op(x, w, y);
-    const auto expected =
-        testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
-    EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)), "");
-  }
-  auto other = testing::poisoned({5, 100}, DataType::kFloat32);
-  EXPECT_THROW(op(other, weight, other), Error);
+  testing::for_each_implementation("rms_norm", [&](const Context& ctx) {
+    std::mt19937_64 rng(3);
+    auto input = testing::random_tensor({4, 100}, DataType::kFloat32, rng);
+    auto weight = testing::random_tensor({100}, DataType::kFloat32, rng);
+    auto out = testing::poisoned({4, 100}, DataType::kFloat32);
+    const RmsNorm op(input, weight, 1e-6, out, ctx.implementation_index);
+    for (int round = 0; round < 3; ++round) {
+      auto x = testing::random_tensor({4, 100}, DataType::kFloat32, rng);
+      auto w = testing::random_tensor({100}, DataType::kFloat32, rng);
+      auto y = testing::poisoned({4, 100}, DataType::kFloat32);
+      op(x, w, y);
+      const auto expected =
+          testing::reference::rms_norm(testing::to_doubles(x), testing::to_doubles(w), 1e-6, 100);
+      EXPECT_EQ(testing::compare(y.view(), expected, testing::tolerance_for(DataType::kFloat32)),
+                "");
+    }
+    auto other = testing::poisoned({5, 100}, DataType::kFloat32);
+    EXPECT_THROW(op(other, weight, other), Error);
+  });
 }
 
 TEST(RmsNorm, RejectsBadInputs) {
-  std::mt19937_64 rng(1);
-  auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
-  auto weight = testing::random_tensor({64}, DataType::kFloat32, rng);
-  auto short_weight = testing::random_tensor({63}, DataType::kFloat32, rng);
-  auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
-  auto out = testing::poisoned({4, 64}, DataType::kFloat32);
-  auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
-  expect_rejected([&] { rms_norm(input, short_weight, 1e-6, out); }, out, "weight");
-  expect_rejected([&] { rms_norm(int_input, weight, 1e-6, out); }, out, "input",
-                  ErrorKind::kInvalidType);
-  expect_rejected([&] { rms_norm(input, weight, 1e-6, half_out); }, half_out, "out",
-                  ErrorKind::kInvalidType);
-  expect_rejected([&] { rms_norm(input, input, 1e-6, out); }, out, "weight");  // rank 2
-  expect_rejected([&] { rms_norm(input, weight, -1.0, out); }, out, "eps");
+  testing::for_each_implementation("rms_norm", [&](const Context& ctx) {
+    const auto rms_norm = [&](auto&&... a) { ops::rms_norm(a..., ctx); };  // under test
+    std::mt19937_64 rng(1);
+    auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
+    auto weight = testing::random_tensor({64}, DataType::kFloat32, rng);
+    auto short_weight = testing::random_tensor({63}, DataType::kFloat32, rng);
+    auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
+    auto out = testing::poisoned({4, 64}, DataType::kFloat32);
+    auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
+    expect_rejected([&] { rms_norm(input, short_weight, 1e-6, out); }, out, "weight");
+    expect_rejected([&] { rms_norm(int_input, weight, 1e-6, out); }, out, "input",
+                    ErrorKind::kInvalidType);
+    expect_rejected([&] { rms_norm(input, weight, 1e-6, half_out); }, half_out, "out",
+                    ErrorKind::kInvalidType);
+    expect_rejected([&] { rms_norm(input, input, 1e-6, out); }, out, "weight");  // rank 2
+    expect_rejected([&] { rms_norm(input, weight, -1.0, out); }, out, "eps");
+  });
 }
 
 }  // namespace

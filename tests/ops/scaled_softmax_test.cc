@@ -1,5 +1,5 @@
-// scaled_softmax against a float64 reference: tails, strides, every dtype, poisoned outputs,
-// non-finite rows, in place, the class form and bad inputs.
+// scaled_softmax against a float64 reference, per active implementation: tails, strides, every
+// dtype, poisoned outputs, non-finite rows, in place, the class form and bad inputs.
 #include "tileops/ops/scaled_softmax.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
@@ -62,18 +63,18 @@ std::vector<double> reference(const std::vector<double>& x, double scale, std::i
   return y;
 }
 
-using Param = std::tuple<DataType, std::int64_t, Layout, Layout>;
+using Param = std::tuple<DataType, std::int64_t, Layout, Layout, int>;  // ..., implementation
 
 class ScaledSoftmaxTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(ScaledSoftmaxTest, MatchesFloat64Reference) {
-  const auto [dtype, width, in_layout, out_layout] = GetParam();
+  const auto [dtype, width, in_layout, out_layout, index] = GetParam();
   std::mt19937_64 rng(42);
   const Dims shape{3, 5, width};
   for (const double scale : {0.37, -1.5, 8.0}) {
     auto input = testing::random_tensor(shape, dtype, rng, in_layout);
     auto out = testing::poisoned(shape, dtype, out_layout);
-    scaled_softmax(input, scale, out);
+    scaled_softmax(input, scale, out, testing::with_implementation(index));
     const auto expected = reference(testing::to_doubles(input), scale, width);
     EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
         << "scale " << scale;
@@ -86,107 +87,125 @@ INSTANTIATE_TEST_SUITE_P(
                                          DataType::kBFloat16),
                        ::testing::Values(1, 7, 33, 4097),
                        ::testing::Values(Layout::kContiguous, Layout::kStrided),
-                       ::testing::Values(Layout::kContiguous, Layout::kStrided)));
+                       ::testing::Values(Layout::kContiguous, Layout::kStrided),
+                       ::testing::ValuesIn(testing::cpu_implementations("scaled_softmax"))));
 
 // Scaled values up to ±400: e^400 overflows float32, so only the max shift keeps this finite;
 // many entries underflow to 0.
 TEST(ScaledSoftmax, LargeScaleIsStable) {
-  std::mt19937_64 rng(5);
-  auto input = testing::random_tensor({6, 300}, DataType::kFloat32, rng);
-  auto out = testing::poisoned({6, 300}, DataType::kFloat32);
-  scaled_softmax(input, 200.0, out);
-  const auto expected = reference(testing::to_doubles(input), 200.0, 300);
-  EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    std::mt19937_64 rng(5);
+    auto input = testing::random_tensor({6, 300}, DataType::kFloat32, rng);
+    auto out = testing::poisoned({6, 300}, DataType::kFloat32);
+    scaled_softmax(input, 200.0, out);
+    const auto expected = reference(testing::to_doubles(input), 200.0, 300);
+    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
+  });
 }
 
 TEST(ScaledSoftmax, ZeroScaleIsUniform) {
-  std::mt19937_64 rng(6);
-  auto input = testing::random_tensor({2, 37}, DataType::kBFloat16, rng);
-  auto out = testing::poisoned({2, 37}, DataType::kBFloat16);
-  scaled_softmax(input, 0.0, out);
-  const std::vector<double> expected(2 * 37, 1.0 / 37.0);
-  EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kBFloat16)), "");
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    std::mt19937_64 rng(6);
+    auto input = testing::random_tensor({2, 37}, DataType::kBFloat16, rng);
+    auto out = testing::poisoned({2, 37}, DataType::kBFloat16);
+    scaled_softmax(input, 0.0, out);
+    const std::vector<double> expected(2 * 37, 1.0 / 37.0);
+    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kBFloat16)), "");
+  });
 }
 
 // -inf entries get exactly 0; a row of only -inf, or with a NaN or +inf, is NaN throughout
 // (torch.softmax does the same); other rows are unaffected.
 TEST(ScaledSoftmax, NonFiniteRows) {
-  for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
-    const std::int64_t width = 21;
-    std::mt19937_64 rng(9);
-    auto input = testing::random_tensor({5, width}, dtype, rng);
-    auto values = testing::to_doubles(input);
-    for (std::int64_t i = 0; i < width; i += 3) values[0 * width + i] = -kInf;  // some -inf
-    for (std::int64_t i = 0; i < width; ++i) values[1 * width + i] = -kInf;     // all -inf
-    values[2 * width + 17] = kNaN;
-    values[3 * width + 4] = kInf;
-    testing::from_doubles(input, values);
-    auto out = testing::poisoned({5, width}, dtype);
-    scaled_softmax(input, 0.5, out);
-    const auto expected = reference(values, 0.5, width);
-    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "");
-    const auto got = testing::to_doubles(out);
-    for (std::int64_t i = 0; i < width; i += 3) EXPECT_EQ(got[i], 0.0) << i;
-  }
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      const std::int64_t width = 21;
+      std::mt19937_64 rng(9);
+      auto input = testing::random_tensor({5, width}, dtype, rng);
+      auto values = testing::to_doubles(input);
+      for (std::int64_t i = 0; i < width; i += 3) values[0 * width + i] = -kInf;  // some -inf
+      for (std::int64_t i = 0; i < width; ++i) values[1 * width + i] = -kInf;     // all -inf
+      values[2 * width + 17] = kNaN;
+      values[3 * width + 4] = kInf;
+      testing::from_doubles(input, values);
+      auto out = testing::poisoned({5, width}, dtype);
+      scaled_softmax(input, 0.5, out);
+      const auto expected = reference(values, 0.5, width);
+      EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "");
+      const auto got = testing::to_doubles(out);
+      for (std::int64_t i = 0; i < width; i += 3) EXPECT_EQ(got[i], 0.0) << i;
+    }
+  });
 }
 
 TEST(ScaledSoftmax, InPlace) {
-  for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
-    for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
-      std::mt19937_64 rng(7);
-      auto x = testing::random_tensor({9, 130}, dtype, rng, layout);
-      const auto expected = reference(testing::to_doubles(x), 0.125, 130);
-      scaled_softmax(x, 0.125, x);
-      EXPECT_EQ(testing::compare(x.view(), expected, softmax_tolerance(dtype)), "")
-          << name_of(dtype) << " " << testing::layout_name(layout);
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+      for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+        std::mt19937_64 rng(7);
+        auto x = testing::random_tensor({9, 130}, dtype, rng, layout);
+        const auto expected = reference(testing::to_doubles(x), 0.125, 130);
+        scaled_softmax(x, 0.125, x);
+        EXPECT_EQ(testing::compare(x.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << " " << testing::layout_name(layout);
+      }
     }
-  }
+  });
 }
 
 TEST(ScaledSoftmax, CachedInstanceIsCorrectOnNewData) {
-  std::mt19937_64 rng(3);
-  auto input = testing::random_tensor({4, 100}, DataType::kFloat16, rng);
-  auto out = testing::poisoned({4, 100}, DataType::kFloat16);
-  const ScaledSoftmax op(input, 0.75, out);
-  for (int round = 0; round < 3; ++round) {
-    auto x = testing::random_tensor({4, 100}, DataType::kFloat16, rng);
-    auto y = testing::poisoned({4, 100}, DataType::kFloat16);
-    op(x, y);
-    const auto expected = reference(testing::to_doubles(x), 0.75, 100);
-    EXPECT_EQ(testing::compare(y.view(), expected, softmax_tolerance(DataType::kFloat16)), "");
-  }
-  auto other = testing::poisoned({5, 100}, DataType::kFloat16);
-  EXPECT_THROW(op(other, other), Error);
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    std::mt19937_64 rng(3);
+    auto input = testing::random_tensor({4, 100}, DataType::kFloat16, rng);
+    auto out = testing::poisoned({4, 100}, DataType::kFloat16);
+    const ScaledSoftmax op(input, 0.75, out, ctx.implementation_index);
+    for (int round = 0; round < 3; ++round) {
+      auto x = testing::random_tensor({4, 100}, DataType::kFloat16, rng);
+      auto y = testing::poisoned({4, 100}, DataType::kFloat16);
+      op(x, y);
+      const auto expected = reference(testing::to_doubles(x), 0.75, 100);
+      EXPECT_EQ(testing::compare(y.view(), expected, softmax_tolerance(DataType::kFloat16)), "");
+    }
+    auto other = testing::poisoned({5, 100}, DataType::kFloat16);
+    EXPECT_THROW(op(other, other), Error);
+  });
 }
 
 TEST(ScaledSoftmax, RejectsBadInputs) {
-  std::mt19937_64 rng(1);
-  auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
-  auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
-  auto scalar = testing::random_tensor({}, DataType::kFloat32, rng);
-  auto out = testing::poisoned({4, 64}, DataType::kFloat32);
-  auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
-  auto short_out = testing::poisoned({4, 63}, DataType::kFloat32);
-  auto scalar_out = testing::poisoned({}, DataType::kFloat32);
-  expect_rejected([&] { scaled_softmax(int_input, 1.0, out); }, out, "input",
-                  ErrorKind::kInvalidType);
-  expect_rejected([&] { scaled_softmax(input, 1.0, half_out); }, half_out, "out",
-                  ErrorKind::kInvalidType);
-  expect_rejected([&] { scaled_softmax(input, 1.0, short_out); }, short_out, "out");
-  expect_rejected([&] { scaled_softmax(scalar, 1.0, scalar_out); }, scalar_out, "input");
-  expect_rejected([&] { scaled_softmax(input, kInf, out); }, out, "scale");
-  expect_rejected([&] { scaled_softmax(input, kNaN, out); }, out, "scale");
-  expect_rejected([&] { scaled_softmax(input, 1e39, out); }, out, "scale");
-  try {
-    scaled_softmax(int_input, 1.0, out);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidType);
-  }
-  try {
-    scaled_softmax(input, kNaN, out);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-  }
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    std::mt19937_64 rng(1);
+    auto input = testing::random_tensor({4, 64}, DataType::kFloat32, rng);
+    auto int_input = testing::random_tensor({4, 64}, DataType::kInt32, rng);
+    auto scalar = testing::random_tensor({}, DataType::kFloat32, rng);
+    auto out = testing::poisoned({4, 64}, DataType::kFloat32);
+    auto half_out = testing::poisoned({4, 64}, DataType::kFloat16);
+    auto short_out = testing::poisoned({4, 63}, DataType::kFloat32);
+    auto scalar_out = testing::poisoned({}, DataType::kFloat32);
+    expect_rejected([&] { scaled_softmax(int_input, 1.0, out); }, out, "input",
+                    ErrorKind::kInvalidType);
+    expect_rejected([&] { scaled_softmax(input, 1.0, half_out); }, half_out, "out",
+                    ErrorKind::kInvalidType);
+    expect_rejected([&] { scaled_softmax(input, 1.0, short_out); }, short_out, "out");
+    expect_rejected([&] { scaled_softmax(scalar, 1.0, scalar_out); }, scalar_out, "input");
+    expect_rejected([&] { scaled_softmax(input, kInf, out); }, out, "scale");
+    expect_rejected([&] { scaled_softmax(input, kNaN, out); }, out, "scale");
+    expect_rejected([&] { scaled_softmax(input, 1e39, out); }, out, "scale");
+    try {
+      scaled_softmax(int_input, 1.0, out);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidType);
+    }
+    try {
+      scaled_softmax(input, kNaN, out);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    }
+  });
 }
 
 }  // namespace

@@ -121,43 +121,6 @@ TEST(TlJit, StableIrText) {
   EXPECT_EQ(twin.ir_for(x, 4), expected);
 }
 
-TEST(TlJit, CommonSubexpressionsAreComputedOnceButLoadsAreNot) {
-  // exp(a) twice (once inside a loop: an enclosing region's op is reused) and the same load
-  // twice around a store that changes what it reads.
-  const auto body = [](tl::GlobalAddress x, tl::GlobalAddress y) {
-    const tl::Value tx = tl::tensor(x, {4}), ty = tl::tensor(y, {12});
-    const tl::Value a = tl::load(tx, {4}, {0});
-    tl::store(tl::exp(a) + tl::exp(a), ty, {0});
-    for (tl::Value i : tl::range(0, 1)) tl::store(tl::exp(a) * 2, ty, {i * 4 + 4});
-    tl::store(a + 1, tx, {0});
-    tl::store(tl::load(tx, {4}, {0}), ty, {8});
-  };
-  const tl::Kernel o2 = tl::jit("cse", body), o1 = tl::jit("cse", body, {.opt_level = 1});
-  TensorStorage x({4}, f32), y = poisoned({12}, f32);
-  const std::vector<double> x0 = {0.5, -1, 2, 0};
-  auto count = [](const std::string& ir, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t p = ir.find(what); p != std::string::npos; p = ir.find(what, p + 1)) ++n;
-    return n;
-  };
-  from_doubles(x, x0);
-  const std::string ir2 = o2.ir_for(x, y), ir1 = o1.ir_for(x, y);
-  EXPECT_EQ(count(ir2, " exp "), 1u) << ir2;
-  EXPECT_EQ(count(ir1, " exp "), 3u) << ir1;
-  EXPECT_EQ(count(ir2, " load "), 2u) << ir2;
-  for (const tl::Kernel* k : {&o2, &o1}) {
-    from_doubles(x, x0);
-    k->launch(1, x, y);
-    std::vector<double> expected;
-    for (double v : x0)
-      expected.push_back(2 * static_cast<double>(std::exp(static_cast<float>(v))));
-    for (double v : x0)
-      expected.push_back(2 * static_cast<double>(std::exp(static_cast<float>(v))));
-    for (double v : x0) expected.push_back(v + 1);
-    EXPECT_EQ(compare(y, expected, {1e-6, 1e-6}), "");
-  }
-}
-
 TEST(TlJit, VerifierRejectsMalformedIr) {
   tl::Function f;
   f.name = "hand_built";

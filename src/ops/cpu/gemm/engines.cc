@@ -5,6 +5,7 @@ namespace tileops::ops::cpu {
 #ifdef TILEOPS_HAVE_ONEDNN
 void onednn_gemm(const GemmCall& call, const Context& ctx);
 #endif
+void tl_gemm(const GemmCall& call, const Context& ctx);  // src/ops/cpu/tl/gemm.cc
 
 std::span<const GemmEngineInfo> gemm_engines() {
   static const GemmEngineInfo engines[] = {
@@ -12,6 +13,7 @@ std::span<const GemmEngineInfo> gemm_engines() {
 #ifdef TILEOPS_HAVE_ONEDNN
       {1, "onednn", &onednn_gemm, false},
 #endif
+      {2, "tl", &tl_gemm, false},
   };
   return engines;
 }

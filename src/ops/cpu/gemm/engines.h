@@ -1,5 +1,6 @@
 // The GEMM engines compiled into this build, in implementation-index order: 0 "native" always,
-// 1 "onednn" when oneDNN was found at build time. gemm, matmul and linear register one
+// 1 "onednn" when oneDNN was found at build time, 2 "tl" (the tile-language kernel of
+// src/ops/cpu/tl/) always. gemm, matmul and linear register one
 // implementation per engine.
 #pragma once
 

@@ -1,0 +1,49 @@
+// FoldedLoop: an operator's iteration space folded to the rank-3 views the tile-language kernels
+// of this folder take ([d0, d1, d2] with per-operand strides in elements). Dims of extent 1 are
+// dropped and neighbours that are contiguous in every operand are merged; what is left beyond
+// three dims is enumerated on the host, one kernel launch per leading index (rare: it needs a
+// rank-4 layout that no merge can flatten).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "tileops/core/dims.h"
+#include "tileops/core/tensor.h"
+#include "tileops/runtime/function_ref.h"
+#include "tileops/tl/jit.h"
+
+namespace tileops::ops::cpu::tl_impl {
+
+class FoldedLoop {
+ public:
+  static constexpr int kMaxOperands = 6;
+  static constexpr int kRank = 3;
+  using View = std::array<std::int64_t, kRank>;
+
+  // shape: the iteration space; strides[i]: operand i's strides aligned to it (0 = broadcast).
+  // keep_last: the last dim stays the innermost view dim on its own (row operators reduce over
+  // it), even when its extent is 1; otherwise it merges like any other dim.
+  FoldedLoop(const Dims& shape, std::span<const Dims> strides, bool keep_last);
+
+  const View& shape() const { return shape_; }
+  const View& strides(int operand) const { return strides_[static_cast<std::size_t>(operand)]; }
+  bool empty() const { return empty_; }
+
+  // Calls fn(offsets) once per launch; offsets[i] is operand i's element offset of the view.
+  void for_each_launch(FunctionRef<void(const std::int64_t* offsets)> fn) const;
+
+ private:
+  int operands_ = 0;
+  bool empty_ = false;
+  View shape_{1, 1, 1};
+  std::array<View, kMaxOperands> strides_{};
+  Dims outer_shape_;  // the host-enumerated leading dims
+  std::array<Dims, kMaxOperands> outer_strides_;
+};
+
+// A tensor's data shifted by `offset` elements, as a kernel argument.
+tl::Pointer pointer_at(const Tensor& t, std::int64_t offset);
+
+}  // namespace tileops::ops::cpu::tl_impl

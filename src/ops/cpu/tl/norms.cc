@@ -1,0 +1,175 @@
+// rms_norm and add_rms_norm as tile-language kernels over rows (the last dim) of a folded
+// rank-3 view (folded_loop.h). A row is walked in [1, 1, kTile] chunks twice: the sum of squares
+// accumulates lane-wise in a float32 tile (one reduction per row), then the chunks are scaled by
+// rsqrt(mean + eps) and the weight and stored; the second walk finds the row in cache. Blocks
+// take contiguous runs of rows (one sequential stream each). One compiled kernel per (input dtype,
+// weight dtype).
+#include <memory>
+
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/tl/folded_loop.h"
+#include "tileops/tl.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+namespace tl = ::tileops::tl;
+using tl_impl::FoldedLoop;
+using tl_impl::pointer_at;
+
+constexpr std::int64_t kTile = 1024;
+const DataType kF32 = DataType::kFloat32;
+
+tl::Value as_f32(const tl::Value& v) { return v.dtype() == kF32 ? v : v.to(kF32); }
+tl::Value as_dtype(const tl::Value& v, DataType d) { return d == kF32 ? v : v.to(d); }
+
+// out = x · scale · w for every chunk of one row; x(col) gives the float32 chunk at col.
+template <typename X>
+void scale_row(const X& x, const tl::Value& scale, const tl::Value& tw, const tl::Value& to,
+               const tl::Value& i0, const tl::Value& i1, const tl::Value& chunks) {
+  for (tl::Value c : tl::range(chunks)) {
+    const tl::Value col = c * kTile;
+    const tl::Value w = as_f32(tl::load(tw, {kTile}, {col}));
+    tl::store(as_dtype(x(col) * scale * w, to.dtype()), to, {i0, i1, col});
+  }
+}
+
+const tl::Kernel& rms_norm_kernel() {
+  static const tl::Kernel kernel =
+      tl::jit("tileops_rms_norm",
+              [](tl::GlobalAddress x, tl::GlobalAddress w, tl::GlobalAddress out, tl::Int d0,
+                 tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int sw,
+                 tl::Int so0, tl::Int so1, tl::Int so2, tl::Float eps) {
+                const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
+                const tl::Value tw = tl::tensor(w, {width}, {sw});
+                const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+                const tl::Value chunks = tl::ceildiv(width, kTile);
+                const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
+                const tl::Value first = tl::block_idx() * per_block;
+                for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
+                  const tl::Value i0 = tl::floordiv(r, d1);
+                  const tl::Value i1 = r - i0 * d1;
+                  const auto chunk = [&](const tl::Value& col) {
+                    return as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col}));
+                  };
+                  tl::Var acc = tl::zeros({1, 1, kTile}, kF32);
+                  for (tl::Value c : tl::range(chunks)) {
+                    const tl::Value v = chunk(c * kTile);
+                    acc = acc + v * v;
+                  }
+                  const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
+                  scale_row(chunk, scale, tw, to, i0, i1, chunks);
+                }
+              });
+  return kernel;
+}
+
+// add_rms_norm: residual_out = round(x + residual); out = rms_norm(residual_out). The second walk
+// re-adds x and residual (in cache) unless residual_out overwrote residual (the in-place form),
+// then it reads residual_out back.
+const tl::Kernel& add_rms_norm_kernel() {
+  static const tl::Kernel kernel = tl::jit(
+      "tileops_add_rms_norm",
+      [](tl::GlobalAddress x, tl::GlobalAddress res, tl::GlobalAddress w, tl::GlobalAddress out,
+         tl::GlobalAddress res_out, tl::Int d0, tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1,
+         tl::Int sx2, tl::Int sr0, tl::Int sr1, tl::Int sr2, tl::Int sw, tl::Int so0, tl::Int so1,
+         tl::Int so2, tl::Int sq0, tl::Int sq1, tl::Int sq2, tl::Float eps, tl::Bool reread) {
+        const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
+        const tl::Value tr = tl::tensor(res, {d0, d1, width}, {sr0, sr1, sr2});
+        const tl::Value tw = tl::tensor(w, {width}, {sw});
+        const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+        const tl::Value tq = tl::tensor(res_out, {d0, d1, width}, {sq0, sq1, sq2});
+        const DataType dtype = x.dtype();
+        const tl::Value chunks = tl::ceildiv(width, kTile);
+        const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
+        const tl::Value first = tl::block_idx() * per_block;
+        for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
+          const tl::Value i0 = tl::floordiv(r, d1);
+          const tl::Value i1 = r - i0 * d1;
+          const auto sum = [&](const tl::Value& col) {  // rounded to the dtype, as stored
+            return as_dtype(as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col})) +
+                                as_f32(tl::load(tr, {1, 1, kTile}, {i0, i1, col})),
+                            dtype);
+          };
+          tl::Var acc = tl::zeros({1, 1, kTile}, kF32);
+          for (tl::Value c : tl::range(chunks)) {
+            const tl::Value s = sum(c * kTile);
+            tl::store(s, tq, {i0, i1, c * kTile});
+            const tl::Value v = as_f32(s);
+            acc = acc + v * v;
+          }
+          const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
+          tl::if_(
+              reread,
+              [&] {
+                scale_row(
+                    [&](const tl::Value& col) {
+                      return as_f32(tl::load(tq, {1, 1, kTile}, {i0, i1, col}));
+                    },
+                    scale, tw, to, i0, i1, chunks);
+              },
+              [&] {
+                scale_row([&](const tl::Value& col) { return as_f32(sum(col)); }, scale, tw, to, i0,
+                          i1, chunks);
+              });
+        }
+      });
+  return kernel;
+}
+
+float eps_of(const Problem& p) { return static_cast<float>(p.attributes[0]); }
+
+class RmsNormTl final : public Operator {
+ public:
+  explicit RmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
+  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+    const Tensor &x = t[0], &w = t[1], &out = t[2];
+    const Dims strides[] = {x.strides(), out.strides()};
+    const FoldedLoop loop(x.shape(), strides, true);
+    const auto& d = loop.shape();
+    const auto &sx = loop.strides(0), &so = loop.strides(1);
+    loop.for_each_launch([&](const std::int64_t* offsets) {
+      rms_norm_kernel().launch(0, pointer_at(x, offsets[0]), pointer_at(w, 0),
+                               pointer_at(out, offsets[1]), d[0], d[1], d[2], sx[0], sx[1], sx[2],
+                               w.stride(0), so[0], so[1], so[2], eps_);
+    });
+  }
+
+ private:
+  float eps_;
+};
+
+class AddRmsNormTl final : public Operator {
+ public:
+  explicit AddRmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
+  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+    const Tensor &x = t[0], &res = t[1], &w = t[2], &out = t[3], &res_out = t[4];
+    const Dims strides[] = {x.strides(), res.strides(), out.strides(), res_out.strides()};
+    const FoldedLoop loop(x.shape(), strides, true);
+    const auto& d = loop.shape();
+    const auto &sx = loop.strides(0), &sr = loop.strides(1), &so = loop.strides(2),
+               &sq = loop.strides(3);
+    // The contract allows residual_out to be exactly x's or residual's view (in place).
+    const bool reread = res_out.data() == res.data() || res_out.data() == x.data();
+    loop.for_each_launch([&](const std::int64_t* o) {
+      add_rms_norm_kernel().launch(0, pointer_at(x, o[0]), pointer_at(res, o[1]), pointer_at(w, 0),
+                                   pointer_at(out, o[2]), pointer_at(res_out, o[3]), d[0], d[1],
+                                   d[2], sx[0], sx[1], sx[2], sr[0], sr[1], sr[2], w.stride(0),
+                                   so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
+    });
+  }
+
+ private:
+  float eps_;
+};
+
+}  // namespace
+
+void register_tl_norms(std::vector<Implementation>& out) {
+  out.push_back({"add_rms_norm", DeviceType::kCpu, 1, "tl",
+                 [](const Problem& p) { return std::make_unique<AddRmsNormTl>(p); }});
+  out.push_back({"rms_norm", DeviceType::kCpu, 1, "tl",
+                 [](const Problem& p) { return std::make_unique<RmsNormTl>(p); }});
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,133 @@
+// scaled_softmax and causal_softmax as one tile-language kernel over rows of a folded rank-3
+// view [d0, d1, width] (folded_loop.h). Row (i0, i1) sees its first
+// visible = width - queries + i1 % queries + 1 columns (queries = 1: the whole row; queries = S
+// for causal [B, S, T] viewed unfolded) and gets zeros after them. The visible prefix is walked
+// in [1, 1, kTile] chunks three times: the max; e^(x - max) stored into out and summed (one exp
+// per element); out scaled by 1 / sum in place (the row is still in cache). Only the chunk that
+// straddles the end of the visible prefix is masked; the masked suffix is only written. Causal
+// rows go to blocks round-robin (their cost grows along the rows), others in contiguous runs.
+#include <cmath>
+#include <memory>
+
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/tl/folded_loop.h"
+#include "tileops/tl.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+namespace tl = ::tileops::tl;
+using tl_impl::FoldedLoop;
+using tl_impl::pointer_at;
+
+constexpr std::int64_t kTile = 1024;
+const DataType kF32 = DataType::kFloat32;
+
+const tl::Kernel& softmax_kernel() {
+  static const tl::Kernel kernel = tl::jit(
+      "tileops_softmax", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int d0, tl::Int d1,
+                            tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0,
+                            tl::Int so1, tl::Int so2, tl::Float scale, tl::Int queries) {
+        const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
+        const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+        const DataType dtype = x.dtype();
+        const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
+        // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
+        const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
+        const tl::Value round_robin = tl::minimum(queries - 1, 1);  // 0 or 1
+        const tl::Value first = tl::block_idx() * (round_robin + (1 - round_robin) * per_block);
+        const tl::Value stop =
+            round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
+        const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
+        for (tl::Value r : tl::range(first, stop, step)) {
+          const tl::Value i0 = tl::floordiv(r, d1);
+          const tl::Value i1 = r - i0 * d1;
+          const tl::Value visible = width - queries + i1 % queries + 1;
+          const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
+          const tl::Value chunks = tl::ceildiv(visible, kTile);
+          const auto scaled = [&](const tl::Value& col) {  // scale · x over the chunk at col
+            const tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
+            return (dtype == kF32 ? v : v.to(kF32)) * scale;
+          };
+          const auto masked = [&](const tl::Value& col) {  // -inf past the visible prefix
+            return tl::where(lanes + col < visible, scaled(col), -INFINITY);
+          };
+          // Pass 1: the row's max.
+          tl::Var max = -INFINITY;
+          for (tl::Value c : tl::range(full)) {
+            max = tl::maximum(max, tl::reduce_max(scaled(c * kTile)));
+          }
+          for (tl::Value c : tl::range(full, chunks)) {
+            max = tl::maximum(max, tl::reduce_max(masked(c * kTile)));
+          }
+          // Pass 2: e^(x - max) into out (in cache afterwards) and its sum.
+          tl::Var sum = 0.0f;
+          const auto exp_pass = [&](const tl::Value& v, const tl::Value& col) {
+            const tl::Value e = tl::exp(v - max);
+            sum = sum + tl::reduce_sum(e);
+            tl::store(dtype == kF32 ? e : e.to(dtype), to, {i0, i1, col});
+          };
+          for (tl::Value c : tl::range(full)) exp_pass(scaled(c * kTile), c * kTile);
+          for (tl::Value c : tl::range(full, chunks)) exp_pass(masked(c * kTile), c * kTile);
+          // Pass 3: normalise what pass 2 stored; zeros after the visible prefix.
+          const tl::Value inv = 1.0 / sum;
+          for (tl::Value c : tl::range(chunks)) {
+            const tl::Value e = tl::load(to, {1, 1, kTile}, {i0, i1, c * kTile});
+            const tl::Value p = (dtype == kF32 ? e : e.to(kF32)) * inv;
+            tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
+          }
+          const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
+          for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
+            tl::store(zero, to, {i0, i1, c * kTile});
+          }
+        }
+      });
+  return kernel;
+}
+
+// queries = 1 for scaled_softmax; S for causal_softmax, whose [B, S, T] view is kept unfolded so
+// that i1 is the query row.
+class SoftmaxTl final : public Operator {
+ public:
+  SoftmaxTl(float scale, bool causal) : scale_(scale), causal_(causal) {}
+  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+    const Tensor &x = t[0], &out = t[1];
+    if (x.numel() == 0) return;
+    if (causal_) {
+      const bool batched = x.rank() == 3;
+      const std::int64_t b = batched ? x.size(0) : 1;
+      const std::int64_t sx0 = batched ? x.stride(0) : 0, so0 = batched ? out.stride(0) : 0;
+      launch(x, out, {b, x.size(-2), x.size(-1)}, {sx0, x.stride(-2), x.stride(-1)},
+             {so0, out.stride(-2), out.stride(-1)}, 0, 0, x.size(-2));
+      return;
+    }
+    const Dims strides[] = {x.strides(), out.strides()};
+    const FoldedLoop loop(x.shape(), strides, true);
+    loop.for_each_launch([&](const std::int64_t* offsets) {
+      launch(x, out, loop.shape(), loop.strides(0), loop.strides(1), offsets[0], offsets[1], 1);
+    });
+  }
+
+ private:
+  using View = FoldedLoop::View;
+  void launch(const Tensor& x, const Tensor& out, const View& d, const View& sx, const View& so,
+              std::int64_t x_offset, std::int64_t out_offset, std::int64_t queries) const {
+    softmax_kernel().launch(0, pointer_at(x, x_offset), pointer_at(out, out_offset), d[0], d[1],
+                            d[2], sx[0], sx[1], sx[2], so[0], so[1], so[2], scale_, queries);
+  }
+
+  float scale_;
+  bool causal_;
+};
+
+}  // namespace
+
+void register_tl_softmax(std::vector<Implementation>& out) {
+  out.push_back({"causal_softmax", DeviceType::kCpu, 1, "tl",
+                 [](const Problem&) { return std::make_unique<SoftmaxTl>(1.0f, true); }});
+  out.push_back({"scaled_softmax", DeviceType::kCpu, 1, "tl", [](const Problem& p) {
+                   return std::make_unique<SoftmaxTl>(static_cast<float>(p.attributes[0]), false);
+                 }});
+}
+
+}  // namespace tileops::ops::cpu
