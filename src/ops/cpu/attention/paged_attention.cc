@@ -171,11 +171,11 @@ class PagedAttentionCpu final : public Operator {
         // prefetch the rows of the next (run, kv head) while they work on this one.
         PrefetchRows next_k, next_v;
         if (h + 1 < shape_.kv_heads) {
-          next_k = upcoming(keys, item.b, h + 1, j, n),
+          next_k = upcoming(keys, item.b, h + 1, j, n);
           next_v = upcoming(values, item.b, h + 1, j, n);
         } else if (j + n < item.k1) {
           const std::int64_t n2 = std::min(kChunk, keys.run_length(j + n, item.k1));
-          next_k = upcoming(keys, item.b, 0, j + n, n2),
+          next_k = upcoming(keys, item.b, 0, j + n, n2);
           next_v = upcoming(values, item.b, 0, j + n, n2);
         }
         const std::int64_t r0 = h * g;
