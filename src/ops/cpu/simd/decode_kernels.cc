@@ -26,13 +26,13 @@ HWY_INLINE void Prefetch(const PrefetchRows& rows, std::int64_t j0, std::int64_t
                          std::int64_t lo, std::int64_t hi) {
   const auto* base = static_cast<const char*>(rows.first);
   for (std::int64_t j = j0; j < std::min(j1, rows.n); ++j) {
-    for (std::int64_t off = lo; off < hi; off += 64)
+    for (std::int64_t off = lo; off < hi; off += 64) {
       __builtin_prefetch(base + j * rows.stride + off, 0, 1);
+    }
   }
 }
 
-// out[i] = the sum of the lanes of v[i], i < 4, without a horizontal sum per vector: lanes are
-// transposed and added within each 128-bit block, then the blocks are folded.
+// Stores the sum of the 128-bit blocks of s (4 floats) at out.
 #if !(HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE)
 template <class D>
 HWY_INLINE void StoreBlocks(D d, hn::Vec<D> s, float* out) {
@@ -45,6 +45,8 @@ HWY_INLINE void StoreBlocks(D d, hn::Vec<D> s, float* out) {
 }
 #endif
 
+// out[i] = the sum of the lanes of v[i], i < 4, without a horizontal sum per vector: lanes are
+// transposed and added within each 128-bit block, then the blocks are folded.
 HWY_INLINE void Sum4(const VF* v, float* out) {
   const DF d;
 #if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
