@@ -61,6 +61,21 @@ TEST(PagedAttention, HeadSizes) {
   }
 }
 
+// The decode kernels tile query heads by four and value columns by up to eight vectors: groups
+// of 3, 5, 6 and 7 leave every smaller head tile, and head sizes under one vector, between
+// vectors and between column tiles leave scalar and single-vector tails.
+TEST(PagedAttention, HeadTilesAndColumnTails) {
+  const DataType dtypes[] = {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16};
+  int i = 0;
+  for (std::int64_t g : {3, 5, 6, 7}) {
+    for (std::int64_t d : {5, 36, 100, 200}) {
+      const DataType dtype = dtypes[i++ % 3];
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " G=" << g << " D=" << d);
+      run_decode(decode_case({1, 23, 70}, g, 1, d, 16, dtype));
+    }
+  }
+}
+
 TEST(PagedAttention, SplitKvOverThreads) {
   ThreadPool pool(4);
   Context ctx;

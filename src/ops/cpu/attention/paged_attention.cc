@@ -17,6 +17,7 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/decode_kernels.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -139,19 +140,12 @@ class PagedAttentionCpu final : public Operator {
     return rows;
   }
 
-  void prefetch(const KvRows& keys, const KvRows& values, std::int64_t b, std::int64_t h,
-                std::int64_t j, std::int64_t n) const {
-    const Sequence seq{};
-    const std::int64_t bytes = shape_.head_size * static_cast<std::int64_t>(size_of(dtype_)) *
-                               std::max<std::int64_t>(1, keys.d_stride());
-    for (std::int64_t i = 0; i < n; ++i) {
-      const char* k = static_cast<const char*>(keys.row(b, seq, h, j + i));
-      const char* v = static_cast<const char*>(values.row(b, seq, h, j + i));
-      for (std::int64_t off = 0; off < bytes; off += 64) {
-        __builtin_prefetch(k + off, 0, 1);
-        __builtin_prefetch(v + off, 0, 1);
-      }
-    }
+  // Rows [j, j + n) of kv head h, for the kernels to prefetch while they work on other rows.
+  PrefetchRows upcoming(const KvRows& kv, std::int64_t b, std::int64_t h, std::int64_t j,
+                        std::int64_t n) const {
+    const auto size = static_cast<std::int64_t>(size_of(dtype_));
+    return {kv.row(b, Sequence{}, h, j), kv.key_stride() * size,
+            shape_.head_size * size * std::max<std::int64_t>(1, kv.d_stride()), n};
   }
 
   void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
@@ -173,23 +167,25 @@ class PagedAttentionCpu final : public Operator {
     for (std::int64_t j = item.k0; j < item.k1;) {
       const std::int64_t n = std::min(kChunk, keys.run_length(j, item.k1));
       for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
-        // Blocks are scattered, so the hardware prefetcher restarts at each one: fetch the rows
-        // of the next (run, kv head) while this one computes.
+        // Blocks are scattered, so the hardware prefetcher restarts at each one: the kernels
+        // prefetch the rows of the next (run, kv head) while they work on this one.
+        PrefetchRows next_k, next_v;
         if (h + 1 < shape_.kv_heads) {
-          prefetch(keys, values, item.b, h + 1, j, n);
+          next_k = upcoming(keys, item.b, h + 1, j, n);
+          next_v = upcoming(values, item.b, h + 1, j, n);
         } else if (j + n < item.k1) {
-          prefetch(keys, values, item.b, 0, j + n,
-                   std::min(kChunk, keys.run_length(j + n, item.k1)));
+          const std::int64_t n2 = std::min(kChunk, keys.run_length(j + n, item.k1));
+          next_k = upcoming(keys, item.b, 0, j + n, n2);
+          next_v = upcoming(values, item.b, 0, j + n, n2);
         }
         const std::int64_t r0 = h * g;
         std::int64_t ld = 0;
         DataType dt = dtype_;
         const void* k = rows_of(keys, item.b, h, j, n, rows, ld, dt);
-        attention_scores(q + r0 * d, d, g, k, dt, ld, n, d, s, kChunk);
+        decode_scores(q + r0 * d, g, k, dt, ld, n, d, s, kChunk, next_k);
         attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
-        attention_scale_rows(state.o + r0 * d, d, g, d, corr);
         const void* v = rows_of(values, item.b, h, j, n, rows, ld, dt);
-        attention_accumulate_values(s, kChunk, g, v, dt, ld, n, d, state.o + r0 * d, d);
+        decode_values(s, kChunk, corr, g, v, dt, ld, n, d, state.o + r0 * d, next_v);
       }
       j += n;
     }

@@ -1,13 +1,10 @@
 // SIMD kernels of the CPU attention (src/ops/cpu/attention/): the register-tiled product of
 // row-major float32 rows with a packed panel (QKᵀ with the keys packed d-major, PV with the
-// values packed key-major), the online-softmax update of a score tile, and the decode kernel
-// that accumulates probability-weighted value rows read straight from a float32/float16/bfloat16
-// cache.
+// values packed key-major) and the online-softmax update of a score tile (decode's kernels are
+// in decode_kernels.h).
 #pragma once
 
 #include <cstdint>
-
-#include "tileops/core/data_type.h"
 
 namespace tileops::ops::cpu {
 
@@ -33,17 +30,5 @@ void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::
 // o[i·ldo + j] *= factor[i] for i < rows, j < cols (rows whose factor is 1 are skipped).
 void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
                           const float* factor);
-
-// s[g·lds + j] = Σ_d q[g·ldq + d] · k[j·ldk + d] for g < groups, j < n, d < head_size: key
-// rows of `dtype` (float32, float16, bfloat16, contiguous) read once from memory per call.
-void attention_scores(const float* q, std::int64_t ldq, std::int64_t groups, const void* k,
-                      DataType dtype, std::int64_t ldk, std::int64_t n, std::int64_t head_size,
-                      float* s, std::int64_t lds);
-
-// o[g·ldo + d] += Σ_j p[g·ldp + j] · v[j·ldv + d] for g < groups, j < n, d < head_size: value
-// rows of `dtype` (float32, float16, bfloat16, contiguous) read once from memory per call.
-void attention_accumulate_values(const float* p, std::int64_t ldp, std::int64_t groups,
-                                 const void* v, DataType dtype, std::int64_t ldv, std::int64_t n,
-                                 std::int64_t head_size, float* o, std::int64_t ldo);
 
 }  // namespace tileops::ops::cpu

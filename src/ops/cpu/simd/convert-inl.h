@@ -119,6 +119,33 @@ HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::u
   StoreMaybeStreaming(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p), stream);
 }
 
+// Readers of contiguous rows of one storage type as float32 vectors (Load: Lanes(d) elements at
+// p) and scalars (ToF32), for kernels templated on the row type.
+struct F32Rows {
+  using T = float;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
+    return hn::LoadU(d, p);
+  }
+  static float ToF32(T x) { return x; }
+};
+struct BF16Rows {
+  using T = std::uint16_t;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
+    return LoadBF16AsF32(d, p);
+  }
+  static float ToF32(T x) { return bfloat16_to_float(x); }
+};
+struct F16Rows {
+  using T = std::uint16_t;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
+    return LoadF16AsF32(d, p);
+  }
+  static float ToF32(T x) { return float16_to_float(x); }
+};
+
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -4,7 +4,6 @@
 #include <cstddef>
 
 #include "tileops/core/error.h"
-#include "tileops/core/float16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/gemm_kernels.cc"
@@ -110,23 +109,6 @@ void EpilogueRow(const float* acc, float alpha, const float* c, float beta, cons
   }
 }
 
-// How a weight row of one dtype is read as float32 vectors and scalars.
-struct F32Weights {
-  using T = float;
-  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return hn::LoadU(d, p); }
-  static float ToF32(T x) { return x; }
-};
-struct BF16Weights {
-  using T = std::uint16_t;
-  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return LoadBF16AsF32(d, p); }
-  static float ToF32(T x) { return bfloat16_to_float(x); }
-};
-struct F16Weights {
-  using T = std::uint16_t;
-  static HWY_INLINE hn::Vec<DF> Load(DF d, const T* p) { return LoadF16AsF32(d, p); }
-  static float ToF32(T x) { return float16_to_float(x); }
-};
-
 // K is walked in blocks small enough that the x rows of a block (16 × 256 floats, 16 KiB) and
 // the kRows weight rows of the block stay in L1 while every group of x rows visits them: the
 // weights come from memory once, x from L1. Partial sums are vectors kept in `part`.
@@ -216,16 +198,16 @@ void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_by
 
 void DotRowsF32(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
                 std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
-  DotRows<F32Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+  DotRows<F32Rows>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
                  std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
                  std::int64_t ld_out) {
-  DotRows<BF16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+  DotRows<BF16Rows>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
                 std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
-  DotRows<F16Weights>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+  DotRows<F16Rows>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

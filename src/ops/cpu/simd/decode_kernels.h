@@ -1,0 +1,34 @@
+// SIMD kernels of CPU decode attention (src/ops/cpu/attention/paged_attention.cc): the scores of
+// the query heads that share one kv head against a run of cached key rows, and the accumulation
+// of the value rows weighted by their probabilities. Key/value rows are float32, float16 or
+// bfloat16, read straight from the cache; each row is loaded (and widened) once for all the
+// query heads of the group, which is what makes grouped-query attention cheap per cached byte.
+#pragma once
+
+#include <cstdint>
+
+#include "tileops/core/data_type.h"
+
+namespace tileops::ops::cpu {
+
+// The cached rows the next decode step will read: n rows `stride` bytes apart, each `bytes`
+// long (n = 0: nothing). The kernels prefetch them spread over their own work, so that the
+// memory system works on the next step while this one computes.
+struct PrefetchRows {
+  const void* first = nullptr;
+  std::int64_t stride = 0, bytes = 0, n = 0;
+};
+
+// s[g·lds + j] = Σ_d q[g·head_size + d] · k[j·ldk + d] for g < groups, j < n, d < head_size:
+// key rows of `dtype` (float32, float16, bfloat16, contiguous). Prefetches `next`.
+void decode_scores(const float* q, std::int64_t groups, const void* k, DataType dtype,
+                   std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
+                   std::int64_t lds, const PrefetchRows& next);
+
+// o[g·head_size + d] = corr[g] · o[g·head_size + d] + Σ_j p[g·ldp + j] · v[j·ldv + d] for
+// g < groups, j < n, d < head_size: value rows of `dtype` as above. Prefetches `next`.
+void decode_values(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,
+                   const void* v, DataType dtype, std::int64_t ldv, std::int64_t n,
+                   std::int64_t head_size, float* o, const PrefetchRows& next);
+
+}  // namespace tileops::ops::cpu
