@@ -6,6 +6,7 @@
 
 #include "tests/support/expect_rejected.h"
 #include "tests/tl/tl_test_util.h"
+#include "tileops/runtime/thread_pool.h"
 
 namespace tileops::testing::tl_test {
 namespace {
@@ -119,6 +120,24 @@ TEST(TlJit, StableIrText) {
     tl::store(tl::exp(tl::load(t, {4}, {0})) + 1, t, {0});
   });
   EXPECT_EQ(twin.ir_for(x, 4), expected);
+}
+
+// covers: launch block_num
+TEST(TlJit, LaunchOnAPoolRunsItsThreadsAsCoreNumZero) {
+  const tl::Kernel k = tl::jit("blocks_on_pool", [](tl::GlobalAddress out) {
+    const tl::Value to = tl::tensor(out, {16});
+    tl::store(tl::full({1}, 0, DataType::kInt64) + tl::block_num(), to, {tl::block_idx()});
+  });
+  ThreadPool pool(3);
+  TensorStorage out = poisoned({16}, DataType::kInt64);
+  k.launch_on(pool, 0, out);               // core_num 0 = the pool's threads, not the global pool's
+  std::vector<double> expected(16, -1.0);  // poisoned int64: untouched blocks stay -1
+  for (int b = 0; b < 3; ++b) expected[b] = 3;
+  EXPECT_EQ(compare(out, expected, {0, 0}), "");
+  out = poisoned({16}, DataType::kInt64);
+  k.launch_on(pool, 5, out);  // an explicit count still wins
+  for (int b = 0; b < 5; ++b) expected[b] = 5;
+  EXPECT_EQ(compare(out, expected, {0, 0}), "");
 }
 
 TEST(TlJit, VerifierRejectsMalformedIr) {

@@ -22,6 +22,10 @@
 #include "tileops/tl/ir.h"
 #include "tileops/tl/value.h"
 
+namespace tileops {
+class ThreadPool;
+}  // namespace tileops
+
 namespace tileops::tl {
 
 struct Options {
@@ -74,7 +78,16 @@ class Kernel {
     const Argument converted[] = {to_argument(args)...};
     launch_arguments(core_num, converted);
   }
-  void launch_arguments(std::int64_t core_num, std::span<const Argument> args) const;
+  // As launch, with the CPU backends' blocks on `pool` (core_num 0 = its threads) instead of
+  // the global pool: an operator runs on the pool of its Context.
+  template <typename... Args>
+  void launch_on(ThreadPool& pool, std::int64_t core_num, const Args&... args) const {
+    const Argument converted[] = {to_argument(args)...};
+    launch_arguments(core_num, converted, &pool);
+  }
+  // pool nullptr = the global pool.
+  void launch_arguments(std::int64_t core_num, std::span<const Argument> args,
+                        ThreadPool* pool = nullptr) const;
 
   // The traced IR (after passes) of the specialisation these arguments select.
   std::string ir(std::span<const Argument> args) const;

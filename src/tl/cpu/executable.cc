@@ -95,9 +95,10 @@ class CpuExecutable final : public Executable {
   CpuExecutable(const CpuExecutable&) = delete;
   CpuExecutable& operator=(const CpuExecutable&) = delete;
 
-  std::int64_t all_cores() const override { return ThreadPool::global().num_threads(); }
+  std::int64_t all_cores(const ThreadPool& pool) const override { return pool.num_threads(); }
 
-  void launch(std::int64_t num_blocks, std::span<const Argument> args) const override {
+  void launch(std::int64_t num_blocks, std::span<const Argument> args,
+              ThreadPool& pool) const override {
     TlArg small[16];
     std::vector<TlArg> large;
     TlArg* converted = small;
@@ -135,7 +136,7 @@ class CpuExecutable final : public Executable {
     if (num_blocks == 1) {
       run(0);
     } else {
-      ThreadPool::global().parallel_for(num_blocks, run);
+      pool.parallel_for(num_blocks, run);
     }
   }
 

@@ -13,9 +13,10 @@ class InterpExecutable final : public Executable {
  public:
   explicit InterpExecutable(Function function) : interpreter_(std::move(function)) {}
 
-  std::int64_t all_cores() const override { return ThreadPool::global().num_threads(); }
+  std::int64_t all_cores(const ThreadPool& pool) const override { return pool.num_threads(); }
 
-  void launch(std::int64_t num_blocks, std::span<const Argument> args) const override {
+  void launch(std::int64_t num_blocks, std::span<const Argument> args,
+              ThreadPool& pool) const override {
     const Function& f = interpreter_.function();
     std::vector<interp::Slot> slots(args.size());
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -42,7 +43,7 @@ class InterpExecutable final : public Executable {
       }
     }
     static std::mutex atomic_mutex;  // shared by every launch, so concurrent launches stay atomic
-    ThreadPool::global().parallel_for(num_blocks, [&](std::int64_t block) {
+    pool.parallel_for(num_blocks, [&](std::int64_t block) {
       interpreter_.run_block(block, num_blocks, slots, &atomic_mutex);
     });
   }

@@ -15,12 +15,13 @@ namespace tileops::tl {
 class Executable {
  public:
   virtual ~Executable() = default;
-  // The block count `core_num = 0` means on this backend's device.
-  virtual std::int64_t all_cores() const = 0;
-  // Runs `num_blocks` blocks. `args` holds one runtime argument per Function param, in order:
-  // a Pointer for each GlobalAddress, int64 / double (or int64) / bool for Int / Float / Bool;
-  // the jit has checked their kinds.
-  virtual void launch(std::int64_t num_blocks, std::span<const Argument> args) const = 0;
+  // The block count `core_num = 0` means on this backend's device (CPU backends: `pool`).
+  virtual std::int64_t all_cores(const ThreadPool& pool) const = 0;
+  // Runs `num_blocks` blocks (CPU backends: on `pool`). `args` holds one runtime argument per
+  // Function param, in order: a Pointer for each GlobalAddress, int64 / double (or int64) / bool
+  // for Int / Float / Bool; the jit has checked their kinds.
+  virtual void launch(std::int64_t num_blocks, std::span<const Argument> args,
+                      ThreadPool& pool) const = 0;
 };
 
 // Prepares `function` (verified, after passes) for options.backend ("auto": the best one

@@ -12,6 +12,7 @@
 #include "src/tl/jit/executable.h"
 #include "src/tl/passes/passes.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/thread_pool.h"
 #include "tileops/tl/jit.h"
 
 namespace tileops::tl {
@@ -214,7 +215,8 @@ Kernel::Kernel(std::string name, std::vector<detail::TraceParam> params, Body bo
   impl_->options_key = impl_->options.key();
 }
 
-void Kernel::launch_arguments(std::int64_t core_num, std::span<const Argument> args) const {
+void Kernel::launch_arguments(std::int64_t core_num, std::span<const Argument> args,
+                              ThreadPool* pool) const {
   if (core_num < 0) {
     throw_argument_error(ErrorKind::kInvalidArgument, impl_->name, "core_num",
                          ">= 0 (0 = all cores)", std::to_string(core_num));
@@ -226,7 +228,8 @@ void Kernel::launch_arguments(std::int64_t core_num, std::span<const Argument> a
     if (!impl_->params[i].constexpr_param) runtime.push_back(args[i]);
   }
   const Executable& exec = *spec->executable;
-  exec.launch(core_num == 0 ? exec.all_cores() : core_num, runtime);
+  ThreadPool& threads = pool != nullptr ? *pool : ThreadPool::global();
+  exec.launch(core_num == 0 ? exec.all_cores(threads) : core_num, runtime, threads);
 }
 
 std::string Kernel::ir(std::span<const Argument> args) const { return impl_->specialise(args)->ir; }

@@ -64,19 +64,20 @@ const tl::Kernel& binary_kernel() {
   return kernel;
 }
 
-// Launches out = f(a, b) over `shape` with a, b, out viewed through the given aligned strides.
-void launch_binary(Binary op, const Tensor& a, const Dims& a_strides, std::int64_t a_offset,
-                   const Tensor& b, const Dims& b_strides, std::int64_t b_offset,
-                   const Tensor& out) {
+// Launches out = f(a, b) on ctx's threads over `shape` with a, b, out viewed through the given
+// aligned strides.
+void launch_binary(const Context& ctx, Binary op, const Tensor& a, const Dims& a_strides,
+                   std::int64_t a_offset, const Tensor& b, const Dims& b_strides,
+                   std::int64_t b_offset, const Tensor& out) {
   const Dims strides[] = {a_strides, b_strides, out.strides()};
   const FoldedLoop loop(out.shape(), strides, false);
   const auto& d = loop.shape();
   const auto &sa = loop.strides(0), &sb = loop.strides(1), &so = loop.strides(2);
   loop.for_each_launch([&](const std::int64_t* offsets) {
-    binary_kernel().launch(0, pointer_at(a, a_offset + offsets[0]),
-                           pointer_at(b, b_offset + offsets[1]), pointer_at(out, offsets[2]), d[0],
-                           d[1], d[2], sa[0], sa[1], sa[2], sb[0], sb[1], sb[2], so[0], so[1],
-                           so[2], static_cast<int>(op));
+    binary_kernel().launch_on(ctx.threads(), 0, pointer_at(a, a_offset + offsets[0]),
+                              pointer_at(b, b_offset + offsets[1]), pointer_at(out, offsets[2]),
+                              d[0], d[1], d[2], sa[0], sa[1], sa[2], sb[0], sb[1], sb[2], so[0],
+                              so[1], so[2], static_cast<int>(op));
   });
 }
 
@@ -88,8 +89,8 @@ class BroadcastBinaryTl final : public Operator {
     a_strides_ = broadcast_strides(p.tensors[0].shape, p.tensors[0].strides, out.shape);
     b_strides_ = broadcast_strides(p.tensors[1].shape, p.tensors[1].strides, out.shape);
   }
-  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
-    launch_binary(op_, t[0], a_strides_, 0, t[1], b_strides_, 0, t[2]);
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
+    launch_binary(ctx, op_, t[0], a_strides_, 0, t[1], b_strides_, 0, t[2]);
   }
 
  private:
@@ -100,8 +101,8 @@ class BroadcastBinaryTl final : public Operator {
 // swiglu: (input, gate, out), same shapes: out = input · silu(gate).
 class SwigluTl final : public Operator {
  public:
-  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
-    launch_binary(Binary::kSwiglu, t[0], t[0].strides(), 0, t[1], t[1].strides(), 0, t[2]);
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
+    launch_binary(ctx, Binary::kSwiglu, t[0], t[0].strides(), 0, t[1], t[1].strides(), 0, t[2]);
   }
 };
 
@@ -110,10 +111,11 @@ class SwigluTl final : public Operator {
 class SiluAndMulTl final : public Operator {
  public:
   explicit SiluAndMulTl(const Problem& p) : dim_(static_cast<int>(p.attributes[0])) {}
-  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
     const Tensor& input = t[0];
     const std::int64_t half = t[1].size(dim_) * input.stride(dim_);
-    launch_binary(Binary::kSwiglu, input, input.strides(), half, input, input.strides(), 0, t[1]);
+    launch_binary(ctx, Binary::kSwiglu, input, input.strides(), half, input, input.strides(), 0,
+                  t[1]);
   }
 
  private:

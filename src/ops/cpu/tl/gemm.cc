@@ -61,9 +61,9 @@ void tl_gemm(const GemmCall& call, const Context& ctx) {
   const bool direct =
       call.c.dtype == kF32 && call.alpha == 1.0f && call.beta == 0.0f && call.bias == nullptr;
   if (direct) {
-    gemm_kernel().launch(0, pointer(call.a), pointer(call.b), pointer(call.c), m, n, k,
-                         call.a.row_stride, call.a.col_stride, call.b.row_stride, call.b.col_stride,
-                         call.c.row_stride, call.c.col_stride);
+    gemm_kernel().launch_on(ctx.threads(), 0, pointer(call.a), pointer(call.b), pointer(call.c), m,
+                            n, k, call.a.row_stride, call.a.col_stride, call.b.row_stride,
+                            call.b.col_stride, call.c.row_stride, call.c.col_stride);
     return;
   }
   ThreadPool& pool = ctx.threads();
@@ -73,9 +73,9 @@ void tl_gemm(const GemmCall& call, const Context& ctx) {
   float* acc = lease.as<float>();
   float* bias = acc + m * n;
   float* scratch = bias + n;
-  gemm_kernel().launch(0, pointer(call.a), pointer(call.b), tl::Pointer{acc, kF32}, m, n, k,
-                       call.a.row_stride, call.a.col_stride, call.b.row_stride, call.b.col_stride,
-                       n, std::int64_t{1});
+  gemm_kernel().launch_on(ctx.threads(), 0, pointer(call.a), pointer(call.b),
+                          tl::Pointer{acc, kF32}, m, n, k, call.a.row_stride, call.a.col_stride,
+                          call.b.row_stride, call.b.col_stride, n, std::int64_t{1});
   if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);
   const float* bias_f32 = call.bias != nullptr ? bias : nullptr;
   pool.parallel_range(m, std::max<std::int64_t>(1, 4096 / n),

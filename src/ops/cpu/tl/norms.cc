@@ -122,16 +122,16 @@ float eps_of(const Problem& p) { return static_cast<float>(p.attributes[0]); }
 class RmsNormTl final : public Operator {
  public:
   explicit RmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
-  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
     const Tensor &x = t[0], &w = t[1], &out = t[2];
     const Dims strides[] = {x.strides(), out.strides()};
     const FoldedLoop loop(x.shape(), strides, true);
     const auto& d = loop.shape();
     const auto &sx = loop.strides(0), &so = loop.strides(1);
     loop.for_each_launch([&](const std::int64_t* offsets) {
-      rms_norm_kernel().launch(0, pointer_at(x, offsets[0]), pointer_at(w, 0),
-                               pointer_at(out, offsets[1]), d[0], d[1], d[2], sx[0], sx[1], sx[2],
-                               w.stride(0), so[0], so[1], so[2], eps_);
+      rms_norm_kernel().launch_on(ctx.threads(), 0, pointer_at(x, offsets[0]), pointer_at(w, 0),
+                                  pointer_at(out, offsets[1]), d[0], d[1], d[2], sx[0], sx[1],
+                                  sx[2], w.stride(0), so[0], so[1], so[2], eps_);
     });
   }
 
@@ -142,7 +142,7 @@ class RmsNormTl final : public Operator {
 class AddRmsNormTl final : public Operator {
  public:
   explicit AddRmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
-  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
     const Tensor &x = t[0], &res = t[1], &w = t[2], &out = t[3], &res_out = t[4];
     const Dims strides[] = {x.strides(), res.strides(), out.strides(), res_out.strides()};
     const FoldedLoop loop(x.shape(), strides, true);
@@ -152,10 +152,10 @@ class AddRmsNormTl final : public Operator {
     // The contract allows residual_out to be exactly x's or residual's view (in place).
     const bool reread = res_out.data() == res.data() || res_out.data() == x.data();
     loop.for_each_launch([&](const std::int64_t* o) {
-      add_rms_norm_kernel().launch(0, pointer_at(x, o[0]), pointer_at(res, o[1]), pointer_at(w, 0),
-                                   pointer_at(out, o[2]), pointer_at(res_out, o[3]), d[0], d[1],
-                                   d[2], sx[0], sx[1], sx[2], sr[0], sr[1], sr[2], w.stride(0),
-                                   so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
+      add_rms_norm_kernel().launch_on(
+          ctx.threads(), 0, pointer_at(x, o[0]), pointer_at(res, o[1]), pointer_at(w, 0),
+          pointer_at(out, o[2]), pointer_at(res_out, o[3]), d[0], d[1], d[2], sx[0], sx[1], sx[2],
+          sr[0], sr[1], sr[2], w.stride(0), so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
     });
   }
 

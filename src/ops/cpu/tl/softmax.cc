@@ -90,30 +90,33 @@ const tl::Kernel& softmax_kernel() {
 class SoftmaxTl final : public Operator {
  public:
   SoftmaxTl(float scale, bool causal) : scale_(scale), causal_(causal) {}
-  void run(std::span<const Tensor> t, const Context& /*ctx*/) const override {
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
     const Tensor &x = t[0], &out = t[1];
     if (x.numel() == 0) return;
     if (causal_) {
       const bool batched = x.rank() == 3;
       const std::int64_t b = batched ? x.size(0) : 1;
       const std::int64_t sx0 = batched ? x.stride(0) : 0, so0 = batched ? out.stride(0) : 0;
-      launch(x, out, {b, x.size(-2), x.size(-1)}, {sx0, x.stride(-2), x.stride(-1)},
+      launch(ctx, x, out, {b, x.size(-2), x.size(-1)}, {sx0, x.stride(-2), x.stride(-1)},
              {so0, out.stride(-2), out.stride(-1)}, 0, 0, x.size(-2));
       return;
     }
     const Dims strides[] = {x.strides(), out.strides()};
     const FoldedLoop loop(x.shape(), strides, true);
     loop.for_each_launch([&](const std::int64_t* offsets) {
-      launch(x, out, loop.shape(), loop.strides(0), loop.strides(1), offsets[0], offsets[1], 1);
+      launch(ctx, x, out, loop.shape(), loop.strides(0), loop.strides(1), offsets[0], offsets[1],
+             1);
     });
   }
 
  private:
   using View = FoldedLoop::View;
-  void launch(const Tensor& x, const Tensor& out, const View& d, const View& sx, const View& so,
-              std::int64_t x_offset, std::int64_t out_offset, std::int64_t queries) const {
-    softmax_kernel().launch(0, pointer_at(x, x_offset), pointer_at(out, out_offset), d[0], d[1],
-                            d[2], sx[0], sx[1], sx[2], so[0], so[1], so[2], scale_, queries);
+  void launch(const Context& ctx, const Tensor& x, const Tensor& out, const View& d, const View& sx,
+              const View& so, std::int64_t x_offset, std::int64_t out_offset,
+              std::int64_t queries) const {
+    softmax_kernel().launch_on(ctx.threads(), 0, pointer_at(x, x_offset),
+                               pointer_at(out, out_offset), d[0], d[1], d[2], sx[0], sx[1], sx[2],
+                               so[0], so[1], so[2], scale_, queries);
   }
 
   float scale_;
