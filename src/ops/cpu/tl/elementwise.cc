@@ -14,16 +14,13 @@ namespace tileops::ops::cpu {
 namespace {
 
 namespace tl = ::tileops::tl;
+using tl_impl::as_f32;
 using tl_impl::FoldedLoop;
 using tl_impl::pointer_at;
 
 constexpr std::int64_t kTile = 1024;
 
 enum class Binary { kAdd = 0, kMul = 1, kSwiglu = 2 };  // swiglu: a · silu(b)
-
-tl::Value as_f32(const tl::Value& v) {
-  return v.dtype() == DataType::kFloat32 ? v : v.to(DataType::kFloat32);
-}
 
 // silu(g) = g / (1 + e^-g), exactly 0 below -87.3 where e^-g overflows float32 (the native
 // operators' definition: never NaN for a finite g).

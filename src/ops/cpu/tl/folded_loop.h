@@ -2,7 +2,7 @@
 // of this folder take ([d0, d1, d2] with per-operand strides in elements). Dims of extent 1 are
 // dropped and neighbours that are contiguous in every operand are merged; what is left beyond
 // three dims is enumerated on the host, one kernel launch per leading index (rare: it needs a
-// rank-4 layout that no merge can flatten).
+// rank-4 layout that no merge can flatten). Also the helpers every kernel here shares.
 #pragma once
 
 #include <array>
@@ -13,6 +13,7 @@
 #include "tileops/core/tensor.h"
 #include "tileops/runtime/function_ref.h"
 #include "tileops/tl/jit.h"
+#include "tileops/tl/value.h"
 
 namespace tileops::ops::cpu::tl_impl {
 
@@ -45,5 +46,14 @@ class FoldedLoop {
 
 // A tensor's data shifted by `offset` elements, as a kernel argument.
 tl::Pointer pointer_at(const Tensor& t, std::int64_t offset);
+
+// 16-bit floats compute in float32: v widened (unchanged when already float32), and a float32
+// result rounded back to `dtype` (unchanged for float32).
+inline tl::Value as_f32(const tl::Value& v) {
+  return v.dtype() == DataType::kFloat32 ? v : v.to(DataType::kFloat32);
+}
+inline tl::Value as_dtype(const tl::Value& v, DataType dtype) {
+  return dtype == DataType::kFloat32 ? v : v.to(dtype);
+}
 
 }  // namespace tileops::ops::cpu::tl_impl

@@ -17,13 +17,12 @@ namespace tileops::ops::cpu {
 namespace {
 
 namespace tl = ::tileops::tl;
+using tl_impl::as_f32;
 
 // Output tiles of 96 × 128 (a multiple of the 6 × 16 register block of matmul_acc) over slices
 // of 256: the B slice (128 KiB) and A slice (96 KiB) stay in L2, a 16-column panel of B in L1.
 constexpr std::int64_t kBm = 96, kBn = 128, kBk = 256;
 const DataType kF32 = DataType::kFloat32;
-
-tl::Value as_f32(const tl::Value& v) { return v.dtype() == kF32 ? v : v.to(kF32); }
 
 const tl::Kernel& gemm_kernel() {
   static const tl::Kernel kernel =

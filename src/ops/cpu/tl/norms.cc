@@ -14,14 +14,13 @@ namespace tileops::ops::cpu {
 namespace {
 
 namespace tl = ::tileops::tl;
+using tl_impl::as_dtype;
+using tl_impl::as_f32;
 using tl_impl::FoldedLoop;
 using tl_impl::pointer_at;
 
 constexpr std::int64_t kTile = 1024;
 const DataType kF32 = DataType::kFloat32;
-
-tl::Value as_f32(const tl::Value& v) { return v.dtype() == kF32 ? v : v.to(kF32); }
-tl::Value as_dtype(const tl::Value& v, DataType d) { return d == kF32 ? v : v.to(d); }
 
 // out = x · scale · w for every chunk of one row; x(col) gives the float32 chunk at col.
 template <typename X>
