@@ -1,16 +1,20 @@
 // The cpu backend's persistent JIT cache: one compile per distinct kernel (across kernel objects
 // and processes), a new compile when the IR, a constexpr, an option or an input dtype changes,
-// concurrent processes, a corrupted entry rebuilt, always_compile, compile errors, dump_dir.
+// concurrent processes and racing builders, a corrupted entry rebuilt, always_compile, compile
+// errors, dump_dir.
 // Each test uses its own fresh cache directory.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
+#include "src/tl/cpu/disk_cache.h"
 #include "tests/support/expect_rejected.h"
 #include "tests/tl/tl_test_util.h"
 
@@ -138,6 +142,35 @@ TEST_F(TlCpuCache, ConcurrentProcessesCompileTheSameKernel) {
   const std::int64_t start = tl::cpu_compile_count();
   check_scale(scale());  // the entry they left is valid
   EXPECT_EQ(tl::cpu_compile_count() - start, 0);
+}
+
+// Builders racing on one key, each writing different bytes (as two processes' compiles do: the
+// object names its temporary source file): whatever the interleaving, the entry left behind is
+// one builder's object with that object's metadata, so the next lookup builds nothing.
+TEST_F(TlCpuCache, RacingBuildersLeaveAConsistentEntry) {
+  constexpr int kBuilders = 8;
+  for (int round = 0; round < 20; ++round) {
+    const std::string key = tl::cpu::digest("race " + std::to_string(round));
+    std::atomic<int> ready{0};
+    std::vector<std::thread> builders;
+    for (int b = 0; b < kBuilders; ++b) {
+      builders.emplace_back([&, b] {
+        ready.fetch_add(1);
+        while (ready.load() < kBuilders) std::this_thread::yield();
+        tl::cpu::find_or_build(key, false, [&](const std::string& path) {
+          std::ofstream(path, std::ios::binary)
+              << std::string(4096 + b, static_cast<char>('a' + b));
+        });
+      });
+    }
+    for (std::thread& t : builders) t.join();
+    bool rebuilt = false;
+    tl::cpu::find_or_build(key, false, [&](const std::string& path) {
+      rebuilt = true;
+      std::ofstream(path, std::ios::binary) << "again";
+    });
+    EXPECT_FALSE(rebuilt) << "round " << round << ": the entry's metadata is another object's";
+  }
 }
 
 // covers: dump_dir

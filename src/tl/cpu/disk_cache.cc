@@ -1,12 +1,18 @@
 // The persistent cache of cpu kernels (see disk_cache.h). Layout: cpu/<key>.so and
-// cpu/<key>.meta ("tileops-tl-cpu 1 <size> <checksum>"). The object is renamed into place before
-// its metadata, and a reader trusts an object only when the metadata matches its bytes, so a
-// truncated or foreign file is rebuilt rather than loaded.
+// cpu/<key>.meta ("tileops-tl-cpu 1 <size> <checksum>"), and cpu/.lock. A reader trusts an object
+// only when the metadata matches its bytes, so a truncated or foreign file is rebuilt rather than
+// loaded. Reading an entry and committing one (the object's rename, then its metadata) hold an
+// exclusive lock on cpu/.lock, so that builders racing on one key (whose objects differ: each
+// names its own temporary source) cannot leave one's object with another's metadata. Compiles
+// run outside the lock.
 #include "src/tl/cpu/disk_cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +65,26 @@ void write_atomically(const std::filesystem::path& dir, const std::string& key,
   std::filesystem::rename(tmp, target);
 }
 
+// An exclusive lock on dir/.lock across threads and processes (each holder opens the file, so
+// threads exclude one another too), released when it goes out of scope. Without the file (a
+// read-only directory) it locks nothing: nothing can be committed there either.
+class CacheLock {
+ public:
+  explicit CacheLock(const std::filesystem::path& dir)
+      : fd_(::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~CacheLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 std::string digest(const std::string& text) {
@@ -95,13 +121,17 @@ CacheEntry find_or_build(const std::string& key, bool always_compile,
     build(tmp.string());
     return CacheEntry{tmp.string(), true};
   }
-  if (std::filesystem::exists(meta) && read_file(meta) == metadata(read_file(object))) {
-    return CacheEntry{object.string(), false};
+  {
+    const CacheLock lock(dir);
+    if (std::filesystem::exists(meta) && read_file(meta) == metadata(read_file(object))) {
+      return CacheEntry{object.string(), false};
+    }
   }
   const std::filesystem::path tmp = temporary(dir, key).string() + ".so";
   build(tmp.string());
   const std::string bytes = read_file(tmp);
-  std::filesystem::rename(tmp, object);  // atomic: readers see the old or the new object
+  const CacheLock lock(dir);
+  std::filesystem::rename(tmp, object);  // atomic: a process that loads it meanwhile keeps its copy
   write_atomically(dir, key, meta, metadata(bytes));
   return CacheEntry{object.string(), false};
 }

@@ -1,7 +1,8 @@
 // The persistent JIT cache of compiled cpu kernels (DESIGN.md §4): one shared object per key in
 // $TILEOPS_CACHE_DIR (default ~/.cache/tileops) under cpu/, with a small metadata file holding
 // its size and checksum. Entries are written to a temporary name and renamed into place, so
-// concurrent processes never see a partial file; an entry that fails its check is rebuilt.
+// concurrent processes never see a partial file, under a lock that keeps each object with its own
+// metadata; an entry that fails its check is rebuilt.
 #pragma once
 
 #include <filesystem>
