@@ -2,6 +2,7 @@
 // float32 range where e^x is normal, exact zeros below it, and the row softmax on tails; each
 // on every SIMD target this CPU supports (Highway's dispatch mock), not only the best one.
 #include "src/ops/cpu/simd/softmax_kernels.h"
+#include "src/ops/cpu/simd/softmax16_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -221,6 +222,59 @@ TEST(SoftmaxRow16, MatchesFloat32RowRoundedOnce) {
       }
     }
     EXPECT_LE(off_by_one * 50, compared) << off_by_one << " of " << compared << " off by one";
+  });
+}
+
+// A run of rows through the pipelined 16-bit softmax (each row stored during the next row's exp
+// pass) equals each row on its own, bit for bit: rows of every length class (shorter and longer
+// than their neighbours, tails, one element), a NaN row and an all -inf row between finite ones,
+// out of place and in place.
+TEST(SoftmaxRows16, RunOfRowsEqualsEachRowAlone) {
+  for_each_simd_target([] {
+    const std::vector<std::int64_t> lengths = {1, 5,  16, 17, 33,  64, 100,
+                                               3, 80, 47, 48, 129, 2,  200};
+    constexpr std::size_t kNaNRow = 5, kMinusInfRow = 8;
+    for (const DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+      const bool bf16 = dtype == DataType::kBFloat16;
+      const auto code = [&](float v) { return bf16 ? float_to_bfloat16(v) : float_to_float16(v); };
+      std::mt19937 rng(7);
+      std::normal_distribution<float> normal(0.0f, 3.0f);
+      std::vector<std::vector<std::uint16_t>> x(lengths.size());
+      std::int64_t width = 0;
+      for (std::size_t r = 0; r < lengths.size(); ++r) {
+        width = std::max(width, lengths[r]);
+        for (std::int64_t i = 0; i < lengths[r]; ++i) x[r].push_back(code(normal(rng)));
+      }
+      x[kNaNRow][3] = code(std::numeric_limits<float>::quiet_NaN());
+      std::fill(x[kMinusInfRow].begin(), x[kMinusInfRow].end(), code(-kInf));
+      std::vector<std::vector<std::uint16_t>> expected(x.size());
+      std::vector<float> scratch(2 * static_cast<std::size_t>(width));
+      for (std::size_t r = 0; r < x.size(); ++r) {
+        expected[r].resize(x[r].size());
+        softmax_row_16(dtype, x[r].data(), 0.7f, lengths[r], scratch.data(), expected[r].data());
+      }
+      for (const bool in_place : {false, true}) {
+        std::vector<std::vector<std::uint16_t>> y = x;
+        if (!in_place) {
+          for (auto& row : y)
+            std::fill(row.begin(), row.end(), code(std::numeric_limits<float>::quiet_NaN()));
+        }
+        std::vector<Row16> rows;
+        for (std::size_t r = 0; r < x.size(); ++r) {
+          rows.push_back({in_place ? y[r].data() : x[r].data(), y[r].data(), lengths[r]});
+        }
+        softmax_rows_16(dtype, rows.data(), static_cast<std::int64_t>(rows.size()), 0.7f,
+                        scratch.data(), false);
+        for (std::size_t r = 0; r < x.size(); ++r) {
+          EXPECT_EQ(y[r], expected[r]) << "row " << r << (in_place ? ", in place" : "");
+        }
+        for (std::size_t r : {kNaNRow, kMinusInfRow}) {
+          for (const std::uint16_t v : y[r]) {
+            EXPECT_TRUE(std::isnan(bf16 ? bfloat16_to_float(v) : float16_to_float(v))) << r;
+          }
+        }
+      }
+    }
   });
 }
 

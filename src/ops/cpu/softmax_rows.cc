@@ -5,6 +5,7 @@
 
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/softmax16_kernels.h"
 #include "src/ops/cpu/simd/softmax_kernels.h"
 #include "src/ops/cpu/streaming.h"
 #include "tileops/runtime/thread_pool.h"
@@ -38,11 +39,14 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
 
   ThreadPool& pool = ctx.threads();
   WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(width * pool.num_threads()));
+      kCpu, ctx.stream, 0,
+      sizeof(float) * static_cast<std::size_t>(2 * width * pool.num_threads()));
   const std::int64_t in_stride = input.stride(-1);
   const std::int64_t out_stride = out.stride(-1);
   const bool direct_out = out.dtype() == DataType::kFloat32 && out_stride == 1;
-  // Contiguous 16-bit rows convert inside the softmax passes, without a scratch round trip.
+  // Contiguous 16-bit rows convert inside the softmax passes, without a scratch round trip, and
+  // are pipelined in runs of up to kRun rows (softmax16_kernels.h).
+  constexpr std::int64_t kRun = 32;
   const bool fused_16 = input.dtype() != DataType::kFloat32 && in_stride == 1 && out_stride == 1;
   const std::int64_t in_size = static_cast<std::int64_t>(input.element_size());
   const std::int64_t out_size = static_cast<std::int64_t>(out.element_size());
@@ -51,8 +55,31 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
     if (order == RowOrder::kSequential) return k;
     return k % 2 == 0 ? k / 2 : rows - 1 - k / 2;
   };
+  const auto zeros_after = [&](char* y, std::int64_t n) {
+    store_zeros(y + n * out_stride * out_size, out.element_size(), out_stride, width - n, stream);
+  };
   const auto rows_of_chunk = [&](int chunk, std::int64_t begin, std::int64_t end) {
-    float* scratch = lease.as<float>() + width * chunk;
+    float* scratch = lease.as<float>() + 2 * width * chunk;
+    if (fused_16) {
+      Row16 run[kRun];
+      std::int64_t run_rows[kRun];
+      for (std::int64_t k = begin; k < end; k += kRun) {
+        const std::int64_t count = std::min(kRun, end - k);
+        for (std::int64_t j = 0; j < count; ++j) run_rows[j] = row_of(k + j);
+        // In memory order: neighbours in a run then have similar lengths (zig-zag order
+        // alternates short and long rows), which the pipeline wants.
+        std::sort(run_rows, run_rows + count);
+        for (std::int64_t j = 0; j < count; ++j) {
+          const std::int64_t r = run_rows[j];
+          run[j] = {element_at(input, input_rows(r)), element_at(out, out_rows(r)), visible(r)};
+        }
+        softmax_rows_16(input.dtype(), run, count, scale, scratch, stream);
+        for (std::int64_t j = 0; j < count; ++j) {
+          zeros_after(static_cast<char*>(run[j].y), run[j].n);
+        }
+      }
+      return;
+    }
     for (std::int64_t k = begin; k < end; ++k) {
       const std::int64_t r = row_of(k);
       const std::int64_t n = visible(r);
@@ -64,19 +91,15 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
         next = element_at(input, input_rows(row_of(k + 1)));
         next_bytes = visible(row_of(k + 1)) * in_size;
       }
-      const char* x_row = element_at(input, input_rows(r));
-      if (fused_16) {
-        softmax_row_16(input.dtype(), x_row, scale, n, scratch, y, next, next_bytes, stream);
+      const float* x =
+          row_f32(element_at(input, input_rows(r)), input.dtype(), in_stride, n, scratch);
+      if (direct_out) {
+        softmax_row(x, scale, n, reinterpret_cast<float*>(y), next, next_bytes, stream);
       } else {
-        const float* x = row_f32(x_row, input.dtype(), in_stride, n, scratch);
-        if (direct_out) {
-          softmax_row(x, scale, n, reinterpret_cast<float*>(y), next, next_bytes, stream);
-        } else {
-          softmax_row(x, scale, n, scratch, next, next_bytes);
-          store_f32(scratch, y, out.dtype(), out_stride, n);
-        }
+        softmax_row(x, scale, n, scratch, next, next_bytes);
+        store_f32(scratch, y, out.dtype(), out_stride, n);
       }
-      store_zeros(y + n * out_stride * out_size, out.element_size(), out_stride, width - n, stream);
+      zeros_after(y, n);
     }
   };
   pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / width), rows_of_chunk);

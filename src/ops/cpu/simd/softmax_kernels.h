@@ -35,13 +35,4 @@ void scale_row(const float* x, float factor, std::int64_t n, float* out);
 void softmax_row(const float* x, float scale, std::int64_t n, float* out,
                  const void* next = nullptr, std::int64_t next_bytes = 0, bool stream = false);
 
-// softmax_row of a contiguous float16 or bfloat16 row x into the contiguous row out of the same
-// dtype, rounded once to nearest even; scratch: n floats. The conversions run in registers,
-// fused into the first and last passes. out may alias x. The exp is Exp2Coarse (relative error
-// 3e-6), so an element may differ by one unit in the last place from the float32 row softmax
-// rounded once.
-void softmax_row_16(DataType dtype, const void* x, float scale, std::int64_t n, float* scratch,
-                    void* out, const void* next = nullptr, std::int64_t next_bytes = 0,
-                    bool stream = false);
-
 }  // namespace tileops::ops::cpu
