@@ -10,9 +10,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import torch
+
+from report_util import cpu_name, time_it  # noqa: E402
 
 THREADS = 2
 REPS = int(os.environ.get("TILEOPS_BENCH_REPS", "3"))
@@ -36,14 +37,6 @@ def run_bench(case_filter):
                                                      b.get("kv_bytes_per_second")))
     return result
 
-
-def time_it(fn, min_time=0.3):
-    fn()
-    reps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_time:
-        fn()
-        reps += 1
-    return (time.perf_counter() - start) / reps
 
 
 def torch_prefill(dtype, h, s, d):
@@ -91,13 +84,6 @@ def measure():
             rows[("decode", code, case)] = runs[len(runs) // 2]
     return rows
 
-
-def cpu_name():
-    try:
-        return [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                if l.startswith("model name")][0]
-    except (OSError, IndexError):
-        return "unknown"
 
 
 def main():

@@ -5,14 +5,14 @@ measured in the same run. Usage: /usr/bin/python3 bench/foundation_report.py [bu
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+from report_util import cpu_name, time_it  # noqa: E402
 
 THREADS = 2
 ROWS, COLS = 4096, 4096
@@ -70,14 +70,6 @@ def torch_cases(dtype):
     }
 
 
-def time_it(fn, min_time=0.5):
-    fn()
-    reps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_time:
-        fn()
-        reps += 1
-    return (time.perf_counter() - start) / reps
-
 
 def main():
     torch.set_num_threads(THREADS)
@@ -85,17 +77,11 @@ def main():
     theirs = {}
     for dtype, tdt in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for op, (fn, nbytes) in torch_cases(tdt).items():
-            theirs[(op, dtype)] = nbytes / time_it(fn) / 1e9
-    cpu = platform.processor() or "unknown"
-    try:
-        cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if
-               l.startswith("model name")][0]
-    except (OSError, IndexError):
-        pass
+            theirs[(op, dtype)] = nbytes / time_it(fn, 0.5) / 1e9
     lines = [
         "# CPU foundation operators vs. copy bandwidth",
         "",
-        f"Machine: {cpu}, {os.cpu_count()} logical CPUs; {THREADS} threads for tileops "
+        f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs; {THREADS} threads for tileops "
         f"(TILEOPS_NUM_THREADS) and torch {torch.__version__} (set_num_threads). "
         f"Date: {datetime.date.today()}.",
         "",

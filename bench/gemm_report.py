@@ -10,10 +10,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+from report_util import cpu_name, time_it  # noqa: E402
 
 THREADS = 2
 REPS = 3
@@ -46,15 +47,6 @@ def run_bench(case_filter):
     return result
 
 
-def time_it(fn, min_time=0.3, warm_up=True):
-    if warm_up:
-        fn()
-    reps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_time:
-        fn()
-        reps += 1
-    return (time.perf_counter() - start) / reps
-
 
 def torch_gflops(dtype, m, n, k):
     tdt = torch.float32 if dtype == "float32" else torch.bfloat16
@@ -84,13 +76,6 @@ def measure():
             chosen[(dtype, m, n, k)] = runs[len(runs) // 2]
     return chosen
 
-
-def cpu_name():
-    try:
-        return [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                if l.startswith("model name")][0]
-    except (OSError, IndexError):
-        return "unknown"
 
 
 def main():

@@ -8,7 +8,6 @@ bandwidth floor.
 """
 
 import os
-import platform
 import sys
 import time
 
@@ -16,6 +15,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from tileops import ops  # noqa: E402
+
+from report_util import cpu_name  # noqa: E402
 
 H, HKV, D, MAX_POS = 32, 8, 128, 4096
 
@@ -107,13 +108,6 @@ def sampler_rows():
                      t_torch, t_copy))
     return rows
 
-
-def cpu_name():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def main():

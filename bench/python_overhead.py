@@ -15,6 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import tileops  # noqa: E402
 from tileops import ops  # noqa: E402
 
+from report_util import cpu_name  # noqa: E402
+
 CALLS = 20000
 REPEATS = 3
 ROUNDS = 5
@@ -24,16 +26,6 @@ def per_call_us(stmt):
     """Best of REPEATS runs of CALLS calls, in microseconds per call."""
     return min(timeit.repeat(stmt, number=CALLS, repeat=REPEATS)) / CALLS * 1e6
 
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main():
