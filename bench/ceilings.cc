@@ -7,11 +7,20 @@
 #include <cstring>
 #include <vector>
 
+#include "bench/ceilings.h"
 #include "bench/peak_kernels.h"
 #include "tileops/core/tensor_storage.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops {
+
+void bench::copy_over_pool(const void* in, void* out, std::int64_t bytes) {
+  ThreadPool::global().parallel_range(bytes, 1 << 20, [&](int, std::int64_t b, std::int64_t e) {
+    std::memcpy(static_cast<char*>(out) + b, static_cast<const char*>(in) + b,
+                static_cast<std::size_t>(e - b));
+  });
+}
+
 namespace {
 
 using PeakFn = double (*)(std::int64_t, float*);
@@ -40,10 +49,7 @@ void BM_copy(benchmark::State& state) {
   std::memset(out.data(), 0, out.bytes());
   const auto bytes = static_cast<std::int64_t>(in.bytes());
   for (auto _ : state) {
-    ThreadPool::global().parallel_range(bytes, 1 << 20, [&](int, std::int64_t b, std::int64_t e) {
-      std::memcpy(static_cast<char*>(out.data()) + b, static_cast<char*>(in.data()) + b,
-                  static_cast<std::size_t>(e - b));
-    });
+    bench::copy_over_pool(in.data(), out.data(), bytes);
     benchmark::ClobberMemory();
   }
   state.counters["bytes_per_second"] = benchmark::Counter(

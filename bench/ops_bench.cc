@@ -1,14 +1,19 @@
-// Memory-bound operators on [4096, 4096] against the machine's copy bandwidth (BM_copy of
-// ceilings.cc), measured in the same run. Counters: bytes_per_second counts bytes read + written
-// once per call.
+// Memory-bound operators on [4096, 4096] against the machine's copy bandwidth. Each benchmark
+// alternates one call of its operator with one 64 MiB copy (ceilings.h) and reports the median
+// rate of each: bytes_per_second (bytes read + written once per call) and copy_bytes_per_second
+// (read + write), so that the bandwidth's drift during a run (±15% from minute to minute on
+// shared machines) cancels out of their ratio.
 // Run: build/release/bench/ops_bench --benchmark_format=json (bench/foundation_report.py does).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <tuple>
 #include <vector>
 
+#include "bench/ceilings.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
 #include "tileops/runtime/thread_pool.h"
@@ -32,11 +37,36 @@ TensorStorage& make(int slot, const Dims& shape, DataType dtype) {
   return it->second;
 }
 
-void set_bytes(benchmark::State& state, std::initializer_list<const TensorStorage*> tensors) {
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Times `op` and the copy alternately, once each per iteration; `tensors` are the operator's
+// operands, whose bytes it moves once per call.
+template <class Op>
+void paired(benchmark::State& state, Op op, std::initializer_list<const TensorStorage*> tensors) {
+  const TensorStorage& from = make(100, {kRows, kCols}, DataType::kFloat32);
+  TensorStorage& to = make(101, {kRows, kCols}, DataType::kFloat32);
+  const auto copy_bytes = static_cast<std::int64_t>(from.bytes());
+  std::vector<double> op_seconds, copy_seconds;
+  using Clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    op();
+    const auto t1 = Clock::now();
+    bench::copy_over_pool(from.data(), to.data(), copy_bytes);
+    benchmark::ClobberMemory();
+    const auto t2 = Clock::now();
+    op_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    copy_seconds.push_back(std::chrono::duration<double>(t2 - t1).count());
+  }
+  if (op_seconds.empty()) return;
   double bytes = 0;
   for (const TensorStorage* t : tensors) bytes += static_cast<double>(t->bytes());
-  state.counters["bytes_per_second"] =
-      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_per_second"] = bytes / median(op_seconds);
+  state.counters["copy_bytes_per_second"] =
+      2.0 * static_cast<double>(copy_bytes) / median(copy_seconds);
 }
 
 DataType dtype_arg(const benchmark::State& state) {
@@ -48,8 +78,7 @@ void BM_add(benchmark::State& state) {
   TensorStorage& a = make(1, {kRows, kCols}, dt);
   TensorStorage& b = make(2, {kRows, kCols}, dt);
   TensorStorage& o = make(3, {kRows, kCols}, dt);
-  for (auto _ : state) ops::add(a, b, o);
-  set_bytes(state, {&a, &b, &o});
+  paired(state, [&] { ops::add(a, b, o); }, {&a, &b, &o});
 }
 
 void BM_mul(benchmark::State& state) {
@@ -57,8 +86,7 @@ void BM_mul(benchmark::State& state) {
   TensorStorage& a = make(1, {kRows, kCols}, dt);
   TensorStorage& b = make(2, {kRows, kCols}, dt);
   TensorStorage& o = make(3, {kRows, kCols}, dt);
-  for (auto _ : state) ops::mul(a, b, o);
-  set_bytes(state, {&a, &b, &o});
+  paired(state, [&] { ops::mul(a, b, o); }, {&a, &b, &o});
 }
 
 void BM_rms_norm(benchmark::State& state) {
@@ -66,8 +94,7 @@ void BM_rms_norm(benchmark::State& state) {
   TensorStorage& x = make(1, {kRows, kCols}, dt);
   TensorStorage& w = make(2, {kCols}, dt);
   TensorStorage& o = make(3, {kRows, kCols}, dt);
-  for (auto _ : state) ops::rms_norm(x, w, 1e-6, o);
-  set_bytes(state, {&x, &o});
+  paired(state, [&] { ops::rms_norm(x, w, 1e-6, o); }, {&x, &o});
 }
 
 void BM_add_rms_norm(benchmark::State& state) {
@@ -77,8 +104,7 @@ void BM_add_rms_norm(benchmark::State& state) {
   TensorStorage& w = make(3, {kCols}, dt);
   TensorStorage& o = make(4, {kRows, kCols}, dt);
   TensorStorage& ro = make(5, {kRows, kCols}, dt);
-  for (auto _ : state) ops::add_rms_norm(x, r, w, 1e-6, o, ro);
-  set_bytes(state, {&x, &r, &o, &ro});
+  paired(state, [&] { ops::add_rms_norm(x, r, w, 1e-6, o, ro); }, {&x, &r, &o, &ro});
 }
 
 void BM_swiglu(benchmark::State& state) {
@@ -86,32 +112,28 @@ void BM_swiglu(benchmark::State& state) {
   TensorStorage& a = make(1, {kRows, kCols}, dt);
   TensorStorage& g = make(2, {kRows, kCols}, dt);
   TensorStorage& o = make(3, {kRows, kCols}, dt);
-  for (auto _ : state) ops::swiglu(a, g, o);
-  set_bytes(state, {&a, &g, &o});
+  paired(state, [&] { ops::swiglu(a, g, o); }, {&a, &g, &o});
 }
 
 void BM_silu_and_mul(benchmark::State& state) {
   const DataType dt = dtype_arg(state);
   TensorStorage& x = make(1, {kRows, kCols}, dt);
   TensorStorage& o = make(2, {kRows, kCols / 2}, dt);
-  for (auto _ : state) ops::silu_and_mul(x, -1, o);
-  set_bytes(state, {&x, &o});
+  paired(state, [&] { ops::silu_and_mul(x, -1, o); }, {&x, &o});
 }
 
 void BM_scaled_softmax(benchmark::State& state) {
   const DataType dt = dtype_arg(state);
   TensorStorage& x = make(1, {kRows, kCols}, dt);
   TensorStorage& o = make(2, {kRows, kCols}, dt);
-  for (auto _ : state) ops::scaled_softmax(x, 0.125, o);
-  set_bytes(state, {&x, &o});
+  paired(state, [&] { ops::scaled_softmax(x, 0.125, o); }, {&x, &o});
 }
 
 void BM_causal_softmax(benchmark::State& state) {
   const DataType dt = dtype_arg(state);
   TensorStorage& x = make(1, {kRows, kCols}, dt);
   TensorStorage& o = make(2, {kRows, kCols}, dt);
-  for (auto _ : state) ops::causal_softmax(x, o);
-  set_bytes(state, {&x, &o});
+  paired(state, [&] { ops::causal_softmax(x, o); }, {&x, &o});
 }
 
 BENCHMARK(BM_add)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
