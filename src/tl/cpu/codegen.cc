@@ -3,6 +3,7 @@
 // shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -102,6 +103,10 @@ std::string wrap_int(DataType dtype, const std::string& x) {
 }
 
 std::string Emitter::at(int id, const std::string& index) const {
+  if (widened_[static_cast<std::size_t>(id)]) {
+    const char* widen = type(id).dtype == DataType::kBFloat16 ? "tl_bf2f(" : "tl_h2f(";
+    return cat({widen, name(id), "[", index, "])"});
+  }
   const std::string& fused = deferred_[static_cast<std::size_t>(id)];
   if (!fused.empty()) {
     std::string e = fused;
@@ -113,11 +118,14 @@ std::string Emitter::at(int id, const std::string& index) const {
   return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
 }
 
-bool Emitter::defer(int id, const std::string& expression) {
+bool Emitter::defer(int id, const std::string& expression, bool cheap) {
   const auto i = static_cast<std::size_t>(id);
   const Op* user = user_[i];
-  if (uses_[i] != 1 || user == nullptr || user_region_[i] != current_ || expression.size() > 2000)
-    return false;
+  if (user == nullptr || user_region_[i] != current_ || expression.size() > 2000) return false;
+  if (uses_[i] != 1) {
+    const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
+    if (!cheap || in_user != uses_[i]) return false;
+  }
   switch (user->kind) {
     case OpKind::kUnary:
     case OpKind::kBinary:
@@ -156,9 +164,31 @@ void Emitter::copy_named(const std::string& dst, const std::string& src, const T
   }
 }
 
+bool Emitter::reads_through_at(const Op& o, std::size_t index) const {
+  switch (o.kind) {
+    case OpKind::kUnary:
+    case OpKind::kBinary:
+    case OpKind::kWhere:
+    case OpKind::kCast:
+    case OpKind::kBroadcast:
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+      return true;
+    case OpKind::kStore:
+    case OpKind::kAtomic:
+      return index == 0;
+    case OpKind::kReduce:
+      return suffix_run(o) != 0;
+    default:
+      return false;
+  }
+}
+
 void Emitter::count_uses(const Region& r) {
   for (const Op& o : r.ops) {
-    for (int id : o.operands) {
+    for (std::size_t k = 0; k < o.operands.size(); ++k) {
+      const int id = o.operands[k];
+      if (!reads_through_at(o, k)) raw_use_[static_cast<std::size_t>(id)] = true;
       ++uses_[static_cast<std::size_t>(id)];
       user_[static_cast<std::size_t>(id)] = &o;
       user_region_[static_cast<std::size_t>(id)] = &r;
@@ -171,7 +201,10 @@ void Emitter::count_uses(const Region& r) {
       }
     }
   }
-  for (int id : r.yields) ++uses_[static_cast<std::size_t>(id)];
+  for (int id : r.yields) {
+    ++uses_[static_cast<std::size_t>(id)];
+    raw_use_[static_cast<std::size_t>(id)] = true;
+  }
 }
 
 GeneratedSource Emitter::run() {
@@ -181,6 +214,8 @@ GeneratedSource Emitter::run() {
   deferred_.assign(f_.types.size(), "");
   carried_.assign(f_.types.size(), false);
   emitted_.assign(f_.types.size(), false);
+  raw_use_.assign(f_.types.size(), false);
+  widened_.assign(f_.types.size(), false);
   count_uses(f_.body);
   out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "

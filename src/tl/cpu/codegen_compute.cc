@@ -291,7 +291,20 @@ void Emitter::elementwise_op(const Op& o) {
     for (int id : o.operands) x.push_back(at(id, flat_index(id, rt, kIndex)));
     if (defer(res, expr(x))) return;
   }
-  declare(res);
+  // A loop-carried tile read only here, of the result's type, takes the result in place (the
+  // loop's yield copy is then skipped): each element is read before it is overwritten.
+  int in_place = -1;
+  for (int id : o.operands) {
+    const Type& t = type(id);
+    if (flat && in_place < 0 && consumable(id) && t.kind == TypeKind::kTile && t.dtype == rt.dtype &&
+        t.shape == rt.shape)
+      in_place = id;
+  }
+  if (in_place >= 0) {
+    line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(in_place) << ";\n";
+  } else {
+    declare(res);
+  }
   if (flat) {
     std::vector<std::string> x;
     for (int id : o.operands) x.push_back(at(id, flat_index(id, rt, "k")));
@@ -347,7 +360,7 @@ void Emitter::cast_op(const Op& o) {
     line() << "const " << compute_type(d) << " " << name(res) << " = " << expr(name(x)) << ";\n";
     return;
   }
-  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)))) return;
+  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)), true)) return;
   declare(res);
   line() << "for (i64 k = 0; k < " << type(res).size() << "; ++k) " << name(res)
          << "[k] = " << expr(at(x, "k")) << ";\n";

@@ -112,9 +112,12 @@ class Emitter {
 
  private:
   void count_uses(const Region& r);
+  // Whether `o` reads its operand `index` only through at().
+  bool reads_through_at(const Op& o, std::size_t index) const;
   // Fusion: an elementwise result whose single use is another elementwise op of the same region
-  // is not stored; its expression (index placeholder kIndex) is substituted at the use.
-  bool defer(int id, const std::string& expression);
+  // is not stored; its expression (index placeholder kIndex) is substituted at the use. A `cheap`
+  // expression (a conversion) is also fused when its uses are several operands of one op (x * x).
+  bool defer(int id, const std::string& expression, bool cheap = false);
   static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
@@ -125,6 +128,11 @@ class Emitter {
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)
+  // Values some use reads by name (not through at()): they must be compute-typed arrays.
+  std::vector<bool> raw_use_;
+  // 16-bit float tiles kept in their memory type (u16, in place or copied): at() widens each
+  // element where it is read, so the conversion is fused into the consumer's loop.
+  std::vector<bool> widened_;
   std::ostringstream out_;
   std::string indent_ = "  ";
   int counter_ = 0;
