@@ -63,8 +63,8 @@ TEST(TlCpu16Bit, LoadsAndStoresAgreeWithTheInterpreter) {
       TensorStorage y_interp = random_tensor({rows, cols}, dtype, rng);
       TensorStorage y_cpu({rows, cols}, dtype);
       std::memcpy(y_cpu.data(), y_interp.data(), y_interp.bytes());
-      const std::string what = std::string(name_of(dtype)) + ", column stride " +
-                               std::to_string(col_stride);
+      const std::string what =
+          std::string(name_of(dtype)) + ", column stride " + std::to_string(col_stride);
       for (int cores : core_nums()) {
         interp.launch(cores, x, y_interp, rows, cols, sx0, col_stride);
         cpu.launch(cores, x, y_cpu, rows, cols, sx0, col_stride);

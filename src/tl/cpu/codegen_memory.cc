@@ -194,8 +194,8 @@ void Emitter::load_op(const Op& o) {
   auto element = [&](const std::string& ref) { return widen ? ref : load_element(tt.dtype, ref); };
   line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
          << element("tl_src[j]") << "; }\n";
-  line() << "else { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = " << element("tl_src[j * tl_st]")
-         << "; }\n";
+  line() << "else { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
+         << element("tl_src[j * tl_st]") << "; }\n";
   for (int i = 0; i < loops; ++i) close();
   if (hazards) close();
   widened_[static_cast<std::size_t>(res)] = widen;

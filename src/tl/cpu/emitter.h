@@ -32,6 +32,13 @@ std::string round_double(DataType dtype, const std::string& x);
 // C expression wrapping an i64-typed expression to an integer or bool dtype.
 std::string wrap_int(DataType dtype, const std::string& x);
 
+// Row-major strides of `shape`, and the strides of `shape` read as if broadcast to `out` (0 on
+// broadcast dims, aligned right) (codegen_compute.cc).
+using Strides = std::vector<std::int64_t>;
+Strides row_major(const std::vector<std::int64_t>& shape);
+Strides broadcast_strides(const std::vector<std::int64_t>& shape,
+                          const std::vector<std::int64_t>& out);
+
 class Emitter {
  public:
   explicit Emitter(const Function& f) : f_(f) {}
@@ -50,7 +57,7 @@ class Emitter {
   std::optional<std::vector<int>> direct_load_hazards(const Op& load) const;
   void store_op(const Op& o);
 
-  // codegen_compute.cc: computation.
+  // codegen_compute.cc: computation; codegen_layout.cc: moves and matmul.
   void elementwise_op(const Op& o);
   void cast_op(const Op& o);
   void reduce_op(const Op& o);

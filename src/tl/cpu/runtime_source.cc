@@ -182,6 +182,9 @@ TL_INLINE i64 tl_f2i(double v) {
   if (v <= -9.2233720368547758e18) return (i64)(-0x7FFFFFFFFFFFFFFFll - 1);
   return (i64)v;
 }
+// where(c, a, b): both values are computed before the choice (no conditional memory read).
+template <typename T>
+TL_INLINE T tl_where(u8 c, T a, T b) { return c ? a : b; }
 TL_INLINE i64 tl_clamp(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
 // max (or min) with NaN propagation; ties keep the earlier element like the interpreter.
 template <bool kMax, typename T>
