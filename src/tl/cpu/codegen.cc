@@ -3,6 +3,7 @@
 // shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -14,8 +15,6 @@ namespace tileops::tl::cpu {
 namespace {
 
 bool is_16_or_8_bit_float(DataType d) { return is_floating(d) && size_of(d) < 4; }
-
-std::string dtype_id(DataType d) { return std::to_string(static_cast<int>(d)); }
 
 std::string float_literal(double v, DataType dtype) {
   if (std::isnan(v)) return "__builtin_nan(\"\")";
@@ -36,72 +35,11 @@ std::int64_t stream_bytes() {
 
 }  // namespace
 
-const char* compute_type(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat64:
-      return "double";
-    case DataType::kBool:
-    case DataType::kUInt8:
-      return "u8";
-    case DataType::kInt8:
-      return "i8";
-    case DataType::kInt16:
-      return "i16";
-    case DataType::kInt32:
-      return "i32";
-    case DataType::kInt64:
-      return "i64";
-    default:
-      return "float";
-  }
-}
-
-const char* memory_type(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32:
-      return "float";
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return "u16";
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E5M2:
-    case DataType::kHiFloat8:
-      return "u8";
-    default:
-      return compute_type(dtype);
-  }
-}
-
-std::string round_float(DataType dtype, const std::string& x) {
-  switch (dtype) {
-    case DataType::kFloat32:
-    case DataType::kFloat64:
-      return x;
-    case DataType::kFloat16:
-      return "tl_round_f16(" + x + ")";
-    case DataType::kBFloat16:
-      return "tl_round_bf16(" + x + ")";
-    default:
-      return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";
-  }
-}
-
-std::string round_double(DataType dtype, const std::string& x) {
-  if (dtype == DataType::kFloat64) return x;
-  if (dtype == DataType::kFloat32) return "(float)(" + x + ")";
-  // 16-bit formats through float (vectorises; a double rounding, within one ulp of the dtype).
-  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
-    return round_float(dtype, "(float)(" + x + ")");
-  }
-  return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";  // one rounding from double
-}
-
-std::string wrap_int(DataType dtype, const std::string& x) {
-  if (dtype == DataType::kBool) return "(u8)((" + x + ") != 0)";
-  return std::string("(") + compute_type(dtype) + ")(" + x + ")";
-}
-
 std::string Emitter::at(int id, const std::string& index) const {
+  if (widened_[static_cast<std::size_t>(id)]) {
+    const char* widen = type(id).dtype == DataType::kBFloat16 ? "tl_bf2f(" : "tl_h2f(";
+    return cat({widen, name(id), "[", index, "])"});
+  }
   const std::string& fused = deferred_[static_cast<std::size_t>(id)];
   if (!fused.empty()) {
     std::string e = fused;
@@ -113,11 +51,14 @@ std::string Emitter::at(int id, const std::string& index) const {
   return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
 }
 
-bool Emitter::defer(int id, const std::string& expression) {
+bool Emitter::defer(int id, const std::string& expression, bool cheap) {
   const auto i = static_cast<std::size_t>(id);
   const Op* user = user_[i];
-  if (uses_[i] != 1 || user == nullptr || user_region_[i] != current_ || expression.size() > 2000)
-    return false;
+  if (user == nullptr || user_region_[i] != current_ || expression.size() > 2000) return false;
+  if (uses_[i] != 1) {
+    const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
+    if (!cheap || in_user != uses_[i]) return false;
+  }
   switch (user->kind) {
     case OpKind::kUnary:
     case OpKind::kBinary:
@@ -156,9 +97,31 @@ void Emitter::copy_named(const std::string& dst, const std::string& src, const T
   }
 }
 
+bool Emitter::reads_through_at(const Op& o, std::size_t index) const {
+  switch (o.kind) {
+    case OpKind::kUnary:
+    case OpKind::kBinary:
+    case OpKind::kWhere:
+    case OpKind::kCast:
+    case OpKind::kBroadcast:
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+      return true;
+    case OpKind::kStore:
+    case OpKind::kAtomic:
+      return index == 0;
+    case OpKind::kReduce:
+      return suffix_run(o) != 0;
+    default:
+      return false;
+  }
+}
+
 void Emitter::count_uses(const Region& r) {
   for (const Op& o : r.ops) {
-    for (int id : o.operands) {
+    for (std::size_t k = 0; k < o.operands.size(); ++k) {
+      const int id = o.operands[k];
+      if (!reads_through_at(o, k)) raw_use_[static_cast<std::size_t>(id)] = true;
       ++uses_[static_cast<std::size_t>(id)];
       user_[static_cast<std::size_t>(id)] = &o;
       user_region_[static_cast<std::size_t>(id)] = &r;
@@ -171,7 +134,10 @@ void Emitter::count_uses(const Region& r) {
       }
     }
   }
-  for (int id : r.yields) ++uses_[static_cast<std::size_t>(id)];
+  for (int id : r.yields) {
+    ++uses_[static_cast<std::size_t>(id)];
+    raw_use_[static_cast<std::size_t>(id)] = true;
+  }
 }
 
 GeneratedSource Emitter::run() {
@@ -181,6 +147,8 @@ GeneratedSource Emitter::run() {
   deferred_.assign(f_.types.size(), "");
   carried_.assign(f_.types.size(), false);
   emitted_.assign(f_.types.size(), false);
+  raw_use_.assign(f_.types.size(), false);
+  widened_.assign(f_.types.size(), false);
   count_uses(f_.body);
   out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "

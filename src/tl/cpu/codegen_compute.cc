@@ -8,9 +8,6 @@
 #include "src/tl/interp/buffer.h"
 
 namespace tileops::tl::cpu {
-namespace {
-
-using Strides = std::vector<std::int64_t>;
 
 Strides row_major(const std::vector<std::int64_t>& shape) {
   return interp::row_major_strides(shape);
@@ -26,6 +23,8 @@ Strides broadcast_strides(const std::vector<std::int64_t>& shape,
   }
   return s;
 }
+
+namespace {
 
 std::string double_unary(UnaryOp op, const std::string& x) {
   const std::string a = "(double)" + x;
@@ -274,7 +273,9 @@ void Emitter::elementwise_op(const Op& o) {
       return binary_expr(static_cast<BinaryOp>(o.sub), type(o.operands[0]).dtype, rt.dtype, x[0],
                          x[1]);
     }
-    return "(" + x[0] + " ? " + x[1] + " : " + x[2] + ")";
+    // Both operands as arguments: evaluated unconditionally, so a loop reading them (a 16-bit
+    // tile widened where read) if-converts into a vector select.
+    return cat({"tl_where<", compute_type(rt.dtype), ">(", x[0], ", ", x[1], ", ", x[2], ")"});
   };
   if (rt.kind != TypeKind::kTile) {
     std::vector<std::string> x;
@@ -291,7 +292,20 @@ void Emitter::elementwise_op(const Op& o) {
     for (int id : o.operands) x.push_back(at(id, flat_index(id, rt, kIndex)));
     if (defer(res, expr(x))) return;
   }
-  declare(res);
+  // A loop-carried tile read only here, of the result's type, takes the result in place (the
+  // loop's yield copy is then skipped): each element is read before it is overwritten.
+  int in_place = -1;
+  for (int id : o.operands) {
+    const Type& t = type(id);
+    if (flat && in_place < 0 && consumable(id) && t.kind == TypeKind::kTile &&
+        t.dtype == rt.dtype && t.shape == rt.shape)
+      in_place = id;
+  }
+  if (in_place >= 0) {
+    line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(in_place) << ";\n";
+  } else {
+    declare(res);
+  }
   if (flat) {
     std::vector<std::string> x;
     for (int id : o.operands) x.push_back(at(id, flat_index(id, rt, "k")));
@@ -347,96 +361,10 @@ void Emitter::cast_op(const Op& o) {
     line() << "const " << compute_type(d) << " " << name(res) << " = " << expr(name(x)) << ";\n";
     return;
   }
-  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)))) return;
+  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)), true)) return;
   declare(res);
   line() << "for (i64 k = 0; k < " << type(res).size() << "; ++k) " << name(res)
          << "[k] = " << expr(at(x, "k")) << ";\n";
-}
-
-void Emitter::move_op(const Op& o) {
-  const int res = o.results[0];
-  const Type& rt = type(res);
-  const int x = o.operands[0];
-  const Type& xt = type(x);
-  if (o.kind == OpKind::kReshape) {
-    if (xt.kind == TypeKind::kTile) {
-      line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
-    } else {
-      declare(res);
-      line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << name(x)
-             << ";\n";
-    }
-    return;
-  }
-  declare(res);
-  if (o.kind == OpKind::kConcat) {
-    const auto rank = static_cast<std::int64_t>(rt.shape.size());
-    const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
-    const Strides out = row_major(rt.shape);
-    std::int64_t base = 0;
-    for (int id : o.operands) {
-      strided_loops(type(id).shape, {out}, {base * out[axis]},
-                    [&](const std::vector<std::string>& index) {
-                      line() << name(res) << "[" << index[0] << "] = " << name(id) << "[tl_k];\n";
-                    });
-      base += type(id).shape[axis];
-    }
-    return;
-  }
-  Strides strides;
-  std::int64_t base = 0;
-  if (o.kind == OpKind::kBroadcast) {
-    strides = xt.kind == TypeKind::kTile ? broadcast_strides(xt.shape, rt.shape)
-                                         : Strides(rt.shape.size(), 0);
-  } else if (o.kind == OpKind::kTranspose) {
-    const Strides in = row_major(xt.shape);
-    const auto rank = static_cast<std::int64_t>(rt.shape.size());
-    for (std::int64_t p : o.ints) strides.push_back(in[p < 0 ? p + rank : p]);
-  } else {  // slice
-    strides = row_major(xt.shape);
-    for (std::size_t d = 0; d < strides.size(); ++d) base += o.ints[d] * strides[d];
-  }
-  strided_loops(rt.shape, {strides}, {base}, [&](const std::vector<std::string>& index) {
-    line() << name(res) << "[tl_k] = " << at(x, index[0]) << ";\n";
-  });
-}
-
-void Emitter::matmul_op(const Op& o) {
-  const int res = o.results[0];
-  const Type& at_ = type(o.operands[0]);
-  const Type& bt = type(o.operands[1]);
-  const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
-  const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
-  if (o.flag && at_.dtype != DataType::kFloat64 && consumable(o.operands[2])) {
-    // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
-    line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
-    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-           << ");\n";
-    return;
-  }
-  declare(res);
-  if (o.operands.size() > 2) {
-    const int c = o.operands[2];
-    strided_loops({m, n}, {broadcast_strides(type(c).shape, {m, n})}, {0},
-                  [&](const std::vector<std::string>& index) {
-                    line() << name(res) << "[tl_k] = " << at(c, index[0]) << ";\n";
-                  });
-  } else {
-    line() << "for (i64 k = 0; k < " << m * n << "; ++k) " << name(res) << "[k] = 0.0f;\n";
-  }
-  if (at_.dtype == DataType::kFloat64) {  // the interpreter's order: sum in double, add c, round
-    open("for (i64 i = 0; i < " + std::to_string(m) + "; ++i) for (i64 j = 0; j < " +
-         std::to_string(n) + "; ++j)");
-    line() << "double s = 0;\n";
-    line() << "for (i64 p = 0; p < " << k << "; ++p) s += " << a << "[i * " << k << " + p] * " << b
-           << "[p * " << n << " + j];\n";
-    line() << r << "[i * " << n << " + j] = (float)(s + (double)" << r << "[i * " << n
-           << " + j]);\n";
-    close();
-    return;
-  }
-  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-         << ");\n";
 }
 
 }  // namespace tileops::tl::cpu

@@ -39,6 +39,24 @@ std::string store_element(DataType d, const std::string& ref, const std::string&
   }
 }
 
+// `v` without an outer rounding to 16-bit dtype `d`: storing rounds to d anyway, and rounding twice
+// gives the same bits as once (NaN included), so a value rounded just before its store is
+// converted once.
+std::string strip_round(DataType d, const std::string& v) {
+  if (d != DataType::kFloat16 && d != DataType::kBFloat16) return v;
+  const std::string head = d == DataType::kBFloat16 ? "(tl_round_bf16(" : "(tl_round_f16(";
+  if (v.size() < head.size() + 2 || v.compare(0, head.size(), head) != 0 ||
+      v.compare(v.size() - 2, 2, "))") != 0)
+    return v;
+  const std::string inner = v.substr(head.size(), v.size() - head.size() - 2);
+  int depth = 0;
+  for (char c : inner) {
+    depth += c == '(' ? 1 : (c == ')' ? -1 : 0);
+    if (depth < 0) return v;  // the head's parentheses close before the end
+  }
+  return depth == 0 ? "(" + inner + ")" : v;
+}
+
 }  // namespace
 
 int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& shape,
@@ -125,17 +143,22 @@ void Emitter::load_op(const Op& o) {
   const std::string t = name(o.operands[0]);
   std::vector<std::string> offsets;
   for (std::size_t d = 0; d < tt.shape.size(); ++d) offsets.push_back(name(o.operands[1 + d]));
-  const std::string ct = compute_type(tt.dtype);
-  // A tile that lies inside the tensor, contiguous in its row-major order, of a dtype stored as
-  // computed, is read in place (a pointer into global memory) instead of copied, when no tensor
+  // A 16-bit float tile whose every use reads it through at() stays in its memory type: the
+  // widening to float happens in the consumer's loop (vectorised there), not in a copy.
+  const bool widen = (tt.dtype == DataType::kFloat16 || tt.dtype == DataType::kBFloat16) &&
+                     !raw_use_[static_cast<std::size_t>(res)];
+  const std::string ct = widen ? memory_type(tt.dtype) : compute_type(tt.dtype);
+  // A tile that lies inside the tensor, contiguous in its row-major order, held in its memory
+  // type, is read in place (a pointer into global memory) instead of copied, when no tensor
   // stored to while it is live overlaps the loaded one (checked at run time) and it is not the
   // same tensor: the copy would be the kernel's only use of it.
   std::optional<std::vector<int>> hazards;
   if (tt.dtype != DataType::kBool && ct == memory_type(tt.dtype)) hazards = direct_load_hazards(o);
   std::string dst = name(res);
+  const std::string buffer = cat({"alignas(64) ", ct, " "});
   if (hazards) {
     dst = name(res) + "_buf";
-    declare_named(dst, tt);
+    line() << buffer << dst << "[" << tt.size() << "];\n";
     std::string direct = "true", at_ = "0";
     std::int64_t rm = 1;
     for (std::size_t d = tt.shape.size(); d-- > 0;) {
@@ -154,10 +177,13 @@ void Emitter::load_op(const Op& o) {
     line() << ct << "* const " << name(res) << " = " << name(res) << "_direct ? " << t << " + ("
            << at_ << ") : " << dst << ";\n";
     open("if (!" + name(res) + "_direct)");
+  } else if (widen) {
+    line() << buffer << dst << "[" << tt.size() << "];\n";
   } else {
     declare(res);
   }
-  const std::string pad = name(o.operands.back());
+  std::string pad = name(o.operands.back());
+  if (widen) pad = cat({tt.dtype == DataType::kBFloat16 ? "tl_f2bf(" : "tl_f2h(", pad, ")"});
   const std::string width = std::to_string(tt.shape.back());
   const int loops = open_rows(t, tt.shape, offsets);
   line() << ct << "* const tl_dst = " << dst << " + tl_row * " << width << ";\n";
@@ -165,12 +191,14 @@ void Emitter::load_op(const Op& o) {
   line() << "for (i64 j = tl_hi; j < " << width << "; ++j) tl_dst[j] = " << pad << ";\n";
   line() << "const " << memory_type(tt.dtype) << "* const tl_src = " << t
          << " + tl_base + tl_off * tl_st;\n";
+  auto element = [&](const std::string& ref) { return widen ? ref : load_element(tt.dtype, ref); };
   line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
-         << load_element(tt.dtype, "tl_src[j]") << "; }\n";
+         << element("tl_src[j]") << "; }\n";
   line() << "else { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
-         << load_element(tt.dtype, "tl_src[j * tl_st]") << "; }\n";
+         << element("tl_src[j * tl_st]") << "; }\n";
   for (int i = 0; i < loops; ++i) close();
   if (hazards) close();
+  widened_[static_cast<std::size_t>(res)] = widen;
 }
 
 void Emitter::store_op(const Op& o) {
@@ -209,7 +237,7 @@ void Emitter::store_op(const Op& o) {
            << " - tl_row * " << width << ";\n";
   }
   // Element j of the row (a fused producer's expression is evaluated here).
-  const std::string v = at(value, "tl_row * " + width + " + j");
+  const std::string v = strip_round(d, at(value, "tl_row * " + width + " + j"));
   const std::string v8 = at(value, "tl_row * " + width + " + j + q");
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   if (!atomic && d == DataType::kFloat32) {
@@ -224,6 +252,17 @@ void Emitter::store_op(const Op& o) {
            << "q < 64; ++q) tl_t[q] = " << v8
            << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
     line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
+    close();
+    line() << "else ";
+  } else if (!atomic && (d == DataType::kFloat16 || d == DataType::kBFloat16)) {
+    // 64 lanes at a time: the fused expression into a float buffer, then narrowed (two plain
+    // loops vectorise better than one mixing float math with 16-bit packing).
+    open("if (tl_st == 1)");
+    line() << "i64 j = tl_lo;\n";
+    line() << "for (; j + 64 <= tl_end; j += 64) { alignas(32) float tl_t[64]; for (int q = 0; "
+           << "q < 64; ++q) tl_t[q] = " << strip_round(d, v8) << "; for (int q = 0; q < 64; ++q) "
+           << write("tl_out[j + q]", "tl_t[q]") << " }\n";
+    line() << "for (; j < tl_end; ++j) " << write("tl_out[j]", v) << "\n";
     close();
     line() << "else ";
   }

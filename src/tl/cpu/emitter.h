@@ -32,6 +32,13 @@ std::string round_double(DataType dtype, const std::string& x);
 // C expression wrapping an i64-typed expression to an integer or bool dtype.
 std::string wrap_int(DataType dtype, const std::string& x);
 
+// Row-major strides of `shape`, and the strides of `shape` read as if broadcast to `out` (0 on
+// broadcast dims, aligned right) (codegen_compute.cc).
+using Strides = std::vector<std::int64_t>;
+Strides row_major(const std::vector<std::int64_t>& shape);
+Strides broadcast_strides(const std::vector<std::int64_t>& shape,
+                          const std::vector<std::int64_t>& out);
+
 class Emitter {
  public:
   explicit Emitter(const Function& f) : f_(f) {}
@@ -50,7 +57,7 @@ class Emitter {
   std::optional<std::vector<int>> direct_load_hazards(const Op& load) const;
   void store_op(const Op& o);
 
-  // codegen_compute.cc: computation.
+  // codegen_compute.cc: computation; codegen_layout.cc: moves and matmul.
   void elementwise_op(const Op& o);
   void cast_op(const Op& o);
   void reduce_op(const Op& o);
@@ -112,9 +119,12 @@ class Emitter {
 
  private:
   void count_uses(const Region& r);
+  // Whether `o` reads its operand `index` only through at().
+  bool reads_through_at(const Op& o, std::size_t index) const;
   // Fusion: an elementwise result whose single use is another elementwise op of the same region
-  // is not stored; its expression (index placeholder kIndex) is substituted at the use.
-  bool defer(int id, const std::string& expression);
+  // is not stored; its expression (index placeholder kIndex) is substituted at the use. A `cheap`
+  // expression (a conversion) is also fused when its uses are several operands of one op (x * x).
+  bool defer(int id, const std::string& expression, bool cheap = false);
   static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
@@ -125,6 +135,11 @@ class Emitter {
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)
+  // Values some use reads by name (not through at()): they must be compute-typed arrays.
+  std::vector<bool> raw_use_;
+  // 16-bit float tiles kept in their memory type (u16, in place or copied): at() widens each
+  // element where it is read, so the conversion is fused into the consumer's loop.
+  std::vector<bool> widened_;
   std::ostringstream out_;
   std::string indent_ = "  ";
   int counter_ = 0;

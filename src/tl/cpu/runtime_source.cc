@@ -125,10 +125,11 @@ TL_INLINE float tl_gelu_erff(float x) {
   return x == 0.0f || x != x ? x : (a0 <= 0.75f ? small : big);
 }
 TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
+// Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise.
 TL_INLINE u16 tl_f2bf(float f) {
   const u32 u = tl_fbits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u16)((u >> 16) | 0x40u);
-  return (u16)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  const u32 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+  return (u16)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded);
 }
 // Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
@@ -181,6 +182,9 @@ TL_INLINE i64 tl_f2i(double v) {
   if (v <= -9.2233720368547758e18) return (i64)(-0x7FFFFFFFFFFFFFFFll - 1);
   return (i64)v;
 }
+// where(c, a, b): both values are computed before the choice (no conditional memory read).
+template <typename T>
+TL_INLINE T tl_where(u8 c, T a, T b) { return c ? a : b; }
 TL_INLINE i64 tl_clamp(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
 // max (or min) with NaN propagation; ties keep the earlier element like the interpreter.
 template <bool kMax, typename T>

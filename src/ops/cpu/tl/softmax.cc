@@ -2,15 +2,19 @@
 // view [d0, d1, width] (folded_loop.h). Row (i0, i1) sees its first
 // visible = width - queries + i1 % queries + 1 columns (queries = 1: the whole row; queries = S
 // for causal [B, S, T] viewed unfolded) and gets zeros after them. The visible prefix is walked
-// in [1, 1, kTile] chunks three times: the max; e^(x - max) stored into out and summed (one exp
-// per element); out scaled by 1 / sum in place (the row is still in cache). Only the chunk that
-// straddles the end of the visible prefix is masked; the masked suffix is only written. Causal
-// rows go to blocks round-robin (their cost grows along the rows), others in contiguous runs.
+// in [1, 1, kTile] chunks three times: the max; e^(x - max) in float32 stored into the block's
+// row of a scratch tensor [blocks, 1, width] (from the Context's workspace: it stays in cache,
+// and out is written once, so a large out can be streamed) and summed (one exp per element);
+// the scratch row scaled by 1 / sum into out. Only the chunk that straddles the end of the
+// visible prefix is masked; the masked suffix is only written. Causal rows go to blocks
+// round-robin (their cost grows along the rows), others in contiguous runs.
 #include <cmath>
 #include <memory>
 
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/tl/folded_loop.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
 
 namespace tileops::ops::cpu {
@@ -25,11 +29,14 @@ const DataType kF32 = DataType::kFloat32;
 
 const tl::Kernel& softmax_kernel() {
   static const tl::Kernel kernel = tl::jit(
-      "tileops_softmax", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int d0, tl::Int d1,
-                            tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0,
-                            tl::Int so1, tl::Int so2, tl::Float scale, tl::Int queries) {
+      "tileops_softmax",
+      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::GlobalAddress scratch, tl::Int d0,
+         tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1,
+         tl::Int so2, tl::Float scale, tl::Int queries) {
         const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
         const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+        const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 1, width});
+        const tl::Value own = tl::block_idx();  // this block's scratch row
         const DataType dtype = x.dtype();
         const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
         // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
@@ -60,20 +67,19 @@ const tl::Kernel& softmax_kernel() {
           for (tl::Value c : tl::range(full, chunks)) {
             max = tl::maximum(max, tl::reduce_max(masked(c * kTile)));
           }
-          // Pass 2: e^(x - max) into out (in cache afterwards) and its sum.
+          // Pass 2: e^(x - max) into the scratch row and its sum.
           tl::Var sum = 0.0f;
           const auto exp_pass = [&](const tl::Value& v, const tl::Value& col) {
             const tl::Value e = tl::exp(v - max);
             sum = sum + tl::reduce_sum(e);
-            tl::store(dtype == kF32 ? e : e.to(dtype), to, {i0, i1, col});
+            tl::store(e, ts, {own, 0, col});
           };
           for (tl::Value c : tl::range(full)) exp_pass(scaled(c * kTile), c * kTile);
           for (tl::Value c : tl::range(full, chunks)) exp_pass(masked(c * kTile), c * kTile);
-          // Pass 3: normalise what pass 2 stored; zeros after the visible prefix.
+          // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix.
           const tl::Value inv = 1.0 / sum;
           for (tl::Value c : tl::range(chunks)) {
-            const tl::Value e = tl::load(to, {1, 1, kTile}, {i0, i1, c * kTile});
-            const tl::Value p = (dtype == kF32 ? e : e.to(kF32)) * inv;
+            const tl::Value p = tl::load(ts, {1, 1, kTile}, {own, 0, c * kTile}) * inv;
             tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
           }
           const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
@@ -114,9 +120,13 @@ class SoftmaxTl final : public Operator {
   void launch(const Context& ctx, const Tensor& x, const Tensor& out, const View& d, const View& sx,
               const View& so, std::int64_t x_offset, std::int64_t out_offset,
               std::int64_t queries) const {
-    softmax_kernel().launch_on(ctx.threads(), 0, pointer_at(x, x_offset),
-                               pointer_at(out, out_offset), d[0], d[1], d[2], sx[0], sx[1], sx[2],
-                               so[0], so[1], so[2], scale_, queries);
+    ThreadPool& pool = ctx.threads();
+    const int blocks = pool.num_threads();
+    const WorkspacePool::Lease lease = ctx.workspace().acquire(
+        kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(blocks * d[2]));
+    softmax_kernel().launch_on(pool, blocks, pointer_at(x, x_offset), pointer_at(out, out_offset),
+                               lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2], so[0],
+                               so[1], so[2], scale_, queries);
   }
 
   float scale_;

@@ -1,0 +1,95 @@
+// The cpu code generator: data movement between tiles (reshape, broadcast, transpose, slice,
+// concat) and matmul. Moves read their operand through at(), so a fused producer or a 16-bit
+// tile kept in its memory type is evaluated in the move's loop; matmul accumulates in float32
+// with the runtime's register-blocked FMA kernel (double for float64, the interpreter's order).
+#include "src/tl/cpu/emitter.h"
+
+namespace tileops::tl::cpu {
+
+void Emitter::move_op(const Op& o) {
+  const int res = o.results[0];
+  const Type& rt = type(res);
+  const int x = o.operands[0];
+  const Type& xt = type(x);
+  if (o.kind == OpKind::kReshape) {
+    if (xt.kind == TypeKind::kTile) {
+      line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
+    } else {
+      declare(res);
+      line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << name(x)
+             << ";\n";
+    }
+    return;
+  }
+  declare(res);
+  if (o.kind == OpKind::kConcat) {
+    const auto rank = static_cast<std::int64_t>(rt.shape.size());
+    const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+    const Strides out = row_major(rt.shape);
+    std::int64_t base = 0;
+    for (int id : o.operands) {
+      strided_loops(type(id).shape, {out}, {base * out[axis]},
+                    [&](const std::vector<std::string>& index) {
+                      line() << name(res) << "[" << index[0] << "] = " << name(id) << "[tl_k];\n";
+                    });
+      base += type(id).shape[axis];
+    }
+    return;
+  }
+  Strides strides;
+  std::int64_t base = 0;
+  if (o.kind == OpKind::kBroadcast) {
+    strides = xt.kind == TypeKind::kTile ? broadcast_strides(xt.shape, rt.shape)
+                                         : Strides(rt.shape.size(), 0);
+  } else if (o.kind == OpKind::kTranspose) {
+    const Strides in = row_major(xt.shape);
+    const auto rank = static_cast<std::int64_t>(rt.shape.size());
+    for (std::int64_t p : o.ints) strides.push_back(in[p < 0 ? p + rank : p]);
+  } else {  // slice
+    strides = row_major(xt.shape);
+    for (std::size_t d = 0; d < strides.size(); ++d) base += o.ints[d] * strides[d];
+  }
+  strided_loops(rt.shape, {strides}, {base}, [&](const std::vector<std::string>& index) {
+    line() << name(res) << "[tl_k] = " << at(x, index[0]) << ";\n";
+  });
+}
+
+void Emitter::matmul_op(const Op& o) {
+  const int res = o.results[0];
+  const Type& at_ = type(o.operands[0]);
+  const Type& bt = type(o.operands[1]);
+  const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
+  const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
+  if (o.flag && at_.dtype != DataType::kFloat64 && consumable(o.operands[2])) {
+    // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
+    line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
+    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
+           << ");\n";
+    return;
+  }
+  declare(res);
+  if (o.operands.size() > 2) {
+    const int c = o.operands[2];
+    strided_loops({m, n}, {broadcast_strides(type(c).shape, {m, n})}, {0},
+                  [&](const std::vector<std::string>& index) {
+                    line() << name(res) << "[tl_k] = " << at(c, index[0]) << ";\n";
+                  });
+  } else {
+    line() << "for (i64 k = 0; k < " << m * n << "; ++k) " << name(res) << "[k] = 0.0f;\n";
+  }
+  if (at_.dtype == DataType::kFloat64) {  // the interpreter's order: sum in double, add c, round
+    open("for (i64 i = 0; i < " + std::to_string(m) + "; ++i) for (i64 j = 0; j < " +
+         std::to_string(n) + "; ++j)");
+    line() << "double s = 0;\n";
+    line() << "for (i64 p = 0; p < " << k << "; ++p) s += " << a << "[i * " << k << " + p] * " << b
+           << "[p * " << n << " + j];\n";
+    line() << r << "[i * " << n << " + j] = (float)(s + (double)" << r << "[i * " << n
+           << " + j]);\n";
+    close();
+    return;
+  }
+  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
+         << ");\n";
+}
+
+}  // namespace tileops::tl::cpu

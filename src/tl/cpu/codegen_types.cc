@@ -1,0 +1,77 @@
+// The cpu code generator: the C types of values and the expressions rounding or wrapping a
+// computed value to its dtype.
+#include "src/tl/cpu/emitter.h"
+
+namespace tileops::tl::cpu {
+namespace {
+
+std::string dtype_id(DataType d) { return std::to_string(static_cast<int>(d)); }
+
+}  // namespace
+
+const char* compute_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kBool:
+    case DataType::kUInt8:
+      return "u8";
+    case DataType::kInt8:
+      return "i8";
+    case DataType::kInt16:
+      return "i16";
+    case DataType::kInt32:
+      return "i32";
+    case DataType::kInt64:
+      return "i64";
+    default:
+      return "float";
+  }
+}
+
+const char* memory_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return "u16";
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E5M2:
+    case DataType::kHiFloat8:
+      return "u8";
+    default:
+      return compute_type(dtype);
+  }
+}
+
+std::string round_float(DataType dtype, const std::string& x) {
+  switch (dtype) {
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      return x;
+    case DataType::kFloat16:
+      return "tl_round_f16(" + x + ")";
+    case DataType::kBFloat16:
+      return "tl_round_bf16(" + x + ")";
+    default:
+      return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";
+  }
+}
+
+std::string round_double(DataType dtype, const std::string& x) {
+  if (dtype == DataType::kFloat64) return x;
+  if (dtype == DataType::kFloat32) return "(float)(" + x + ")";
+  // 16-bit formats through float (vectorises; a double rounding, within one ulp of the dtype).
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) {
+    return round_float(dtype, "(float)(" + x + ")");
+  }
+  return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";  // one rounding from double
+}
+
+std::string wrap_int(DataType dtype, const std::string& x) {
+  if (dtype == DataType::kBool) return "(u8)((" + x + ") != 0)";
+  return std::string("(") + compute_type(dtype) + ")(" + x + ")";
+}
+
+}  // namespace tileops::tl::cpu
