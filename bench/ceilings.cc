@@ -21,6 +21,22 @@ void bench::copy_over_pool(const void* in, void* out, std::int64_t bytes) {
   });
 }
 
+double bench::copy_64_mib() {
+  static const TensorStorage in = [] {
+    TensorStorage t({4096, 4096}, DataType::kFloat32);
+    std::memset(t.data(), 1, t.bytes());
+    return t;
+  }();
+  static TensorStorage out = [] {
+    TensorStorage t({4096, 4096}, DataType::kFloat32);
+    std::memset(t.data(), 0, t.bytes());
+    return t;
+  }();
+  const auto bytes = static_cast<std::int64_t>(in.bytes());
+  copy_over_pool(in.data(), out.data(), bytes);
+  return 2.0 * static_cast<double>(bytes);
+}
+
 namespace {
 
 using PeakFn = double (*)(std::int64_t, float*);

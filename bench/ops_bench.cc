@@ -6,8 +6,6 @@
 // Run: build/release/bench/ops_bench --benchmark_format=json (bench/foundation_report.py does).
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
-#include <chrono>
 #include <map>
 #include <random>
 #include <tuple>
@@ -37,36 +35,16 @@ TensorStorage& make(int slot, const Dims& shape, DataType dtype) {
   return it->second;
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
-// Times `op` and the copy alternately, once each per iteration; `tensors` are the operator's
-// operands, whose bytes it moves once per call.
+// Times `op` and the copy alternately (ceilings.h); `tensors` are the operator's operands,
+// whose bytes it moves once per call.
 template <class Op>
 void paired(benchmark::State& state, Op op, std::initializer_list<const TensorStorage*> tensors) {
-  const TensorStorage& from = make(100, {kRows, kCols}, DataType::kFloat32);
-  TensorStorage& to = make(101, {kRows, kCols}, DataType::kFloat32);
-  const auto copy_bytes = static_cast<std::int64_t>(from.bytes());
-  std::vector<double> op_seconds, copy_seconds;
-  using Clock = std::chrono::steady_clock;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    op();
-    const auto t1 = Clock::now();
-    bench::copy_over_pool(from.data(), to.data(), copy_bytes);
-    benchmark::ClobberMemory();
-    const auto t2 = Clock::now();
-    op_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
-    copy_seconds.push_back(std::chrono::duration<double>(t2 - t1).count());
-  }
-  if (op_seconds.empty()) return;
+  const bench::Medians m = bench::alternate_with_copy(state, op);
+  if (m.work_seconds <= 0) return;
   double bytes = 0;
   for (const TensorStorage* t : tensors) bytes += static_cast<double>(t->bytes());
-  state.counters["bytes_per_second"] = bytes / median(op_seconds);
-  state.counters["copy_bytes_per_second"] =
-      2.0 * static_cast<double>(copy_bytes) / median(copy_seconds);
+  state.counters["bytes_per_second"] = bytes / m.work_seconds;
+  state.counters["copy_bytes_per_second"] = m.copy_bytes / m.copy_seconds;
 }
 
 DataType dtype_arg(const benchmark::State& state) {
