@@ -99,15 +99,17 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
     const float* packed_tile =
         tiles + (kt - call.first_tile[tile.sequence_index]) * packed.tile_floats();
     attention_tile_product(q, d, rows_pad / kAttentionMr, packed_tile, packed.key_strip(), strips,
-                           d, s, nk, false);
+                           nr, d, s, nk, false);
     // Interior tiles (every row sees every key) skip the mask.
     if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
       mask_scores(shape, seq, tile, j0, n, width, s, nk);
     }
     attention_softmax_tile(s, nk, rows_pad, width, m, l, corr);
-    attention_scale_rows(o, d_pad, rows_pad, d_pad, corr);
+    attention_scale_rows(o, d_pad, rows_pad, d, corr);
+    // Only the head's d columns of the last value strip are computed (d_pad - d are padding).
     attention_tile_product(s, nk, rows_pad / kAttentionMr, packed_tile + packed.key_floats(),
-                           packed.value_strip(), d_pad / nr, width, o, d_pad, true);
+                           packed.value_strip(), d_pad / nr, d - (d_pad - nr), width, o, d_pad,
+                           true);
   }
 
   const Tensor& output = call.output;

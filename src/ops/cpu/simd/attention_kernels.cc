@@ -21,66 +21,51 @@ using DF = hn::ScalableTag<float>;
 
 std::int64_t AttentionNr() { return 3 * static_cast<std::int64_t>(hn::Lanes(DF())); }
 
-// A 4×(3 vectors) register tile as in the GEMM micro-kernel, but A is read row-major (four
+// A 4×(kNv vectors) register tile as in the GEMM micro-kernel, but A is read row-major (four
 // broadcasts from four rows per k): scores and probabilities are used where they were computed,
-// without packing them.
+// without packing them. B rows are 3 vectors apart (a strip); kNv < 3 uses the leading columns.
+template <int kNv>
 HWY_NOINLINE void TileKernel(const float* HWY_RESTRICT a, std::int64_t lda,
                              const float* HWY_RESTRICT b, std::int64_t kc, float* HWY_RESTRICT c,
                              std::int64_t ldc, bool accumulate) {
   const DF d;
   const std::size_t n = hn::Lanes(d);
-  const float* a0 = a;
-  const float* a1 = a + lda;
-  const float* a2 = a + 2 * lda;
-  const float* a3 = a + 3 * lda;
-  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d);
-  auto c10 = hn::Zero(d), c11 = hn::Zero(d), c12 = hn::Zero(d);
-  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c22 = hn::Zero(d);
-  auto c30 = hn::Zero(d), c31 = hn::Zero(d), c32 = hn::Zero(d);
+  const float* rows[kAttentionMr] = {a, a + lda, a + 2 * lda, a + 3 * lda};
+  hn::Vec<DF> acc[kAttentionMr][kNv];
+  for (auto& row : acc) {
+    for (auto& v : row) v = hn::Zero(d);
+  }
 #pragma GCC unroll 4
   for (std::int64_t p = 0; p < kc; ++p) {
-    const auto b0 = hn::LoadU(d, b);
-    const auto b1 = hn::LoadU(d, b + n);
-    const auto b2 = hn::LoadU(d, b + 2 * n);
-    auto av = hn::Set(d, a0[p]);
-    c00 = hn::MulAdd(av, b0, c00);
-    c01 = hn::MulAdd(av, b1, c01);
-    c02 = hn::MulAdd(av, b2, c02);
-    av = hn::Set(d, a1[p]);
-    c10 = hn::MulAdd(av, b0, c10);
-    c11 = hn::MulAdd(av, b1, c11);
-    c12 = hn::MulAdd(av, b2, c12);
-    av = hn::Set(d, a2[p]);
-    c20 = hn::MulAdd(av, b0, c20);
-    c21 = hn::MulAdd(av, b1, c21);
-    c22 = hn::MulAdd(av, b2, c22);
-    av = hn::Set(d, a3[p]);
-    c30 = hn::MulAdd(av, b0, c30);
-    c31 = hn::MulAdd(av, b1, c31);
-    c32 = hn::MulAdd(av, b2, c32);
+    hn::Vec<DF> bv[kNv];
+    for (int j = 0; j < kNv; ++j) bv[j] = hn::LoadU(d, b + j * n);
+    for (int i = 0; i < kAttentionMr; ++i) {
+      const auto av = hn::Set(d, rows[i][p]);
+      for (int j = 0; j < kNv; ++j) acc[i][j] = hn::MulAdd(av, bv[j], acc[i][j]);
+    }
     b += 3 * n;
   }
-  auto put = [&](std::int64_t row, std::size_t col, hn::Vec<DF> v) {
-    float* p = c + row * ldc + col;
-    if (accumulate) v = hn::Add(v, hn::LoadU(d, p));
-    hn::StoreU(v, d, p);
-  };
-  put(0, 0, c00), put(0, n, c01), put(0, 2 * n, c02);
-  put(1, 0, c10), put(1, n, c11), put(1, 2 * n, c12);
-  put(2, 0, c20), put(2, n, c21), put(2, 2 * n, c22);
-  put(3, 0, c30), put(3, n, c31), put(3, 2 * n, c32);
+  for (int i = 0; i < kAttentionMr; ++i) {
+    for (int j = 0; j < kNv; ++j) {
+      float* out = c + i * ldc + j * n;
+      hn::StoreU(accumulate ? hn::Add(acc[i][j], hn::LoadU(d, out)) : acc[i][j], d, out);
+    }
+  }
 }
 
 // B strips outside, row groups inside: one B strip (kc×Nr floats) stays in L1 while the rows
-// stream from L2.
+// stream from L2. The last strip computes only the vectors that hold its last_cols columns.
 void TileProduct(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
-                 std::int64_t b_strip, std::int64_t n_strips, std::int64_t kc, float* c,
-                 std::int64_t ldc, bool accumulate) {
+                 std::int64_t b_strip, std::int64_t n_strips, std::int64_t last_cols,
+                 std::int64_t kc, float* c, std::int64_t ldc, bool accumulate) {
   const std::int64_t nr = AttentionNr();
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(DF()));
   for (std::int64_t t = 0; t < n_strips; ++t) {
+    const std::int64_t vectors = t + 1 < n_strips ? 3 : (last_cols + lanes - 1) / lanes;
+    auto* kernel = vectors >= 3 ? &TileKernel<3> : vectors == 2 ? &TileKernel<2> : &TileKernel<1>;
     for (std::int64_t s = 0; s < m_strips; ++s) {
-      TileKernel(a + s * kAttentionMr * lda, lda, b + t * b_strip, kc,
-                 c + s * kAttentionMr * ldc + t * nr, ldc, accumulate);
+      kernel(a + s * kAttentionMr * lda, lda, b + t * b_strip, kc,
+             c + s * kAttentionMr * ldc + t * nr, ldc, accumulate);
     }
   }
 }
@@ -153,9 +138,10 @@ std::int64_t attention_nr() {
 }
 
 void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
-                            std::int64_t b_strip, std::int64_t n_strips, std::int64_t kc, float* c,
-                            std::int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, kc, c, ldc, accumulate);
+                            std::int64_t b_strip, std::int64_t n_strips, std::int64_t last_cols,
+                            std::int64_t kc, float* c, std::int64_t ldc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, last_cols, kc, c, ldc,
+                                    accumulate);
 }
 
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,

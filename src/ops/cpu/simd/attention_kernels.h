@@ -16,10 +16,11 @@ std::int64_t attention_nr();
 
 // c[i·ldc + t·Nr + j] (+)= Σ_p a[i·lda + p] · b[t·b_strip + p·Nr + j] for i < 4·m_strips,
 // t < n_strips, j < Nr, p < kc. A is row-major (rows padded to a multiple of 4 by the caller),
-// each B strip kc×Nr floats. accumulate = false overwrites c.
+// each B strip kc×Nr floats. accumulate = false overwrites c. Of the last strip, only the
+// columns j < last_cols are needed: the vectors past them are skipped (their c is left as is).
 void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
-                            std::int64_t b_strip, std::int64_t n_strips, std::int64_t kc, float* c,
-                            std::int64_t ldc, bool accumulate);
+                            std::int64_t b_strip, std::int64_t n_strips, std::int64_t last_cols,
+                            std::int64_t kc, float* c, std::int64_t ldc, bool accumulate);
 
 // Online-softmax step over a tile of scores s (rows × cols, row stride lds; -inf = masked):
 // per row, m' = max(m, max_j s), s_j = e^(s_j - m'), corr = e^(m - m'), l = l·corr + Σ_j s_j,
