@@ -245,6 +245,31 @@ TEST(TlCpuAgreement, Float32GeluEveryNthFloat) {
   EXPECT_EQ(bad, 0);
 }
 
+// A tensor larger than a 32 MiB last-level cache is written with streaming stores, which also
+// prefetch the next tile of each loop-carried load: the values are the plain loop's, tail
+// included (2 blocks, tiles of 2048 strided over them).
+TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
+  const std::int64_t n = (std::int64_t{10} << 20) + 37;
+  const tl::Kernel k = tl::jit(
+      "streamed",
+      [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int len) {
+        const tl::Value tx = tl::tensor(x, {len}), ty = tl::tensor(y, {len});
+        for (tl::Value i : tl::range(tl::block_idx(), tl::ceildiv(len, 2048), tl::block_num())) {
+          tl::store(tl::load(tx, {2048}, {i * 2048}) * 2 + 1, ty, {i * 2048});
+        }
+      },
+      kCpu);
+  TensorStorage x({n}, DataType::kFloat32), y({n}, DataType::kFloat32);
+  auto* px = static_cast<float*>(x.data());
+  for (std::int64_t i = 0; i < n; ++i) px[i] = static_cast<float>(i % 1000) * 0.25f - 100;
+  std::memset(y.data(), 0xFF, y.bytes());  // NaN
+  k.launch(2, x, y, n);
+  const auto* py = static_cast<const float*>(y.data());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) bad += py[i] != px[i] * 2 + 1;  // exact: x * 2 is
+  EXPECT_EQ(bad, 0);
+}
+
 // covers: bitwise_and bitwise_or bitwise_xor shl shr bitwise_not ge
 TEST(TlCpuAgreement, IntegerElementwiseIsBitIdentical) {
   std::mt19937_64 rng(8);

@@ -150,6 +150,13 @@ TL_INLINE void tl_stream8(float* dst, const float* v) {
   for (int q = 0; q < 8; ++q) dst[q] = v[q];
 #endif
 }
+// Four lines of the next tile from `p` on (advanced), up to `end`: a prefetch never faults, so a
+// wrong extrapolation costs only bandwidth.
+TL_INLINE void tl_prefetch256(u64& p, u64 end) {
+  if (p >= end) return;
+  for (int l = 0; l < 256; l += 64) __builtin_prefetch((const char*)(p + l), 0, 3);
+  p += 256;
+}
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
   __builtin_ia32_sfence();
