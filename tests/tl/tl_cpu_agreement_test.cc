@@ -236,8 +236,7 @@ TEST(TlCpuAgreement, Float32GeluEveryNthFloat) {
     const double d = xs[static_cast<std::size_t>(i)];
     const auto want = static_cast<float>(0.5 * d * std::erfc(-d * 0.70710678118654752440));
     const bool special = std::isnan(want) || std::isinf(want) || want == 0;
-    const double ulp =
-        std::max<double>(std::fabs(std::nextafter(want, INFINITY) - want), 0x1p-149);
+    const double ulp = std::max<double>(std::fabs(std::nextafter(want, INFINITY) - want), 0x1p-149);
     const bool ok = special ? std::memcmp(&want, &got[i], 4) == 0
                             : std::fabs(static_cast<double>(got[i]) - want) <= 8 * ulp + 0x1p-146;
     if (!ok && bad++ == 0) ADD_FAILURE() << d << ": " << want << " vs " << got[i];

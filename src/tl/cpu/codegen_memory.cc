@@ -182,8 +182,8 @@ void Emitter::load_op(const Op& o) {
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
       line() << "if (" << v << "_direct) { const u64 tl_c = (u64)" << v << "; if (" << prev
-             << " != 0) { " << pf << " = tl_c + (tl_c - " << prev << "); " << pf
-             << "_end = " << pf << " + " << bytes << "; } " << prev << " = tl_c; }\n";
+             << " != 0) { " << pf << " = tl_c + (tl_c - " << prev << "); " << pf << "_end = " << pf
+             << " + " << bytes << "; } " << prev << " = tl_c; }\n";
       prefetch_.push_back(pf);
     }
     open("if (!" + name(res) + "_direct)");
@@ -259,7 +259,8 @@ void Emitter::store_op(const Op& o) {
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
     std::string prefetch;
-    for (const std::string& pf : prefetch_) prefetch += cat({"tl_prefetch256(", pf, ", ", pf, "_end); "});
+    for (const std::string& pf : prefetch_)
+      prefetch += cat({"tl_prefetch256(", pf, ", ", pf, "_end); "});
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
            << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
            << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
