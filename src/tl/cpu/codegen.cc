@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "src/tl/cpu/emitter.h"
 #include "src/tl/cpu/runtime_source.h"
@@ -24,9 +25,17 @@ std::string float_literal(double v, DataType dtype) {
   return dtype == DataType::kFloat64 ? std::string(buf) : "(float)" + std::string(buf);
 }
 
-// Tensors larger than this are written with streaming stores: the last-level cache size.
+// Tensors larger than this are written with streaming stores: the last-level cache size, from
+// sysfs (glibc's sysconf derives it from cpuid, which some hypervisors report wrongly: 256 MiB
+// for a 32 MiB L3 on the benchmark machine), else sysconf, else 32 MiB.
 std::int64_t stream_bytes() {
   static const std::int64_t bytes = [] {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::int64_t size = 0;
+    char unit = 0;
+    if (in >> size >> unit && size > 0 && (unit == 'K' || unit == 'M')) {
+      return size << (unit == 'K' ? 10 : 20);
+    }
     const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
     return l3 > 0 ? static_cast<std::int64_t>(l3) : std::int64_t{32} << 20;
   }();
@@ -154,6 +163,7 @@ GeneratedSource Emitter::run() {
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
           "const TlRt* rt) {\n";
   line() << "(void)tl_block; (void)tl_num_blocks; (void)tl_args; (void)rt;\n";
+  hoist_at_ = out_.str().size();
   for (std::size_t i = 0; i < f_.params.size(); ++i) {
     const Param& p = f_.params[i];
     const std::string arg = "tl_args[" + std::to_string(i) + "]";
@@ -176,14 +186,19 @@ GeneratedSource Emitter::run() {
   line() << "tl_fence();\n";
   line() << "return 0;\n";
   out_ << "}\n";
-  return GeneratedSource{out_.str(), error_locs_};
+  std::string text = out_.str(), hoisted;
+  for (const std::string& h : hoisted_) hoisted += indent_ + h + "\n";
+  text.insert(hoist_at_, hoisted);
+  return GeneratedSource{std::move(text), error_locs_};
 }
 
 void Emitter::region(const Region& r) {
   const Region* outer = current_;
+  const std::size_t cursors = prefetch_.size();  // those of this region go out of scope with it
   current_ = &r;
   for (const Op& o : r.ops) op(o);
   current_ = outer;
+  prefetch_.resize(cursors);
 }
 
 void Emitter::op(const Op& o) {
@@ -286,7 +301,9 @@ void Emitter::for_op(const Op& o) {
   if (o.ints2.size() > 0 && o.ints2[0] > 1) line() << "#pragma GCC unroll " << o.ints2[0] << "\n";
   open("for (i64 " + iv + " = " + start + "; " + step + " != 0 && (" + step + " > 0 ? " + iv +
        " < " + stop + " : " + iv + " > " + stop + "); " + iv + " += " + step + ")");
+  ++loop_depth_;
   region(body);
+  --loop_depth_;
   if (carried == 1) {
     copy_value(body.args[1], body.yields[0]);
   } else if (carried > 1) {  // through temporaries: a yield may be another carried value

@@ -176,6 +176,16 @@ void Emitter::load_op(const Op& o) {
     line() << "const bool " << name(res) << "_direct = " << direct << ";\n";
     line() << ct << "* const " << name(res) << " = " << name(res) << "_direct ? " << t << " + ("
            << at_ << ") : " << dst << ";\n";
+    const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
+    if (loop_depth_ > 0 && bytes >= 1024) {  // smaller tiles: the hardware prefetcher suffices
+      const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
+      hoisted_.push_back("u64 " + prev + " = 0;");
+      line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
+      line() << "if (" << v << "_direct) { const u64 tl_c = (u64)" << v << "; if (" << prev
+             << " != 0) { " << pf << " = tl_c + (tl_c - " << prev << "); " << pf << "_end = " << pf
+             << " + " << bytes << "; } " << prev << " = tl_c; }\n";
+      prefetch_.push_back(pf);
+    }
     open("if (!" + name(res) + "_direct)");
   } else if (widen) {
     line() << buffer << dst << "[" << tt.size() << "];\n";
@@ -248,8 +258,11 @@ void Emitter::store_op(const Op& o) {
            << ";\n";
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
-    line() << "for (; j + 64 <= tl_end; j += 64) { alignas(32) float tl_t[64]; for (int q = 0; "
-           << "q < 64; ++q) tl_t[q] = " << v8
+    std::string prefetch;
+    for (const std::string& pf : prefetch_)
+      prefetch += cat({"tl_prefetch256(", pf, ", ", pf, "_end); "});
+    line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
+           << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
            << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
     line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
     close();

@@ -141,6 +141,16 @@ class Emitter {
   // element where it is read, so the conversion is fused into the consumer's loop.
   std::vector<bool> widened_;
   std::ostringstream out_;
+  // Software prefetch of the next loop iteration's tiles: for each tile read in place inside a
+  // loop, a cursor (<v>_pf, up to <v>_pf_end) over the bytes the next iteration will read, the
+  // address extrapolated from this iteration's and the previous one's (held in <v>_prev,
+  // declared at the kernel's top: hoisted_, inserted at hoist_at_). Streamed stores advance the
+  // cursors in scope (prefetch_) by four lines per 64 lanes, so the next tile arrives while
+  // this one is computed and written.
+  std::vector<std::string> prefetch_;
+  std::vector<std::string> hoisted_;
+  std::size_t hoist_at_ = 0;
+  int loop_depth_ = 0;
   std::string indent_ = "  ";
   int counter_ = 0;
   std::vector<SourceLoc> error_locs_;

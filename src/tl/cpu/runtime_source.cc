@@ -70,11 +70,14 @@ TL_INLINE u16 tl_f2h(float f) {
   return (u16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 // exp in float (Cephes' expf: ln2 split in two, degree-6 polynomial in FMAs, within 2 ulps),
-// branch-free
-// so that it vectorises 8-wide; 2^n is applied in two halves so results near the ends of the
-// float range (overflow to inf, gradual underflow) come out right. NaN stays NaN.
+// branch-free so that it vectorises 8-wide; 2^n is applied in two halves so results near the
+// ends of the float range (overflow to inf, gradual underflow) come out right. |x| is clamped to
+// 104 (beyond, the result is 0 or inf anyway) by an integer min on the magnitude bits: one
+// instruction, where a float compare-and-select costs three per side once vectorised. The
+// clamp turns NaN into +-104, so NaN lanes take x + x (quieted, as the interpreter's) at the end.
 TL_INLINE float tl_expf(float x) {
-  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const u32 u = tl_fbits(x), mag = u & 0x7FFFFFFFu;
+  const float xc = tl_bitsf((mag < 0x42D00000u ? mag : 0x42D00000u) | (u & 0x80000000u));
   const float n = __builtin_rintf(xc * 1.44269504088896341f);
   float r = __builtin_fmaf(n, -0.693359375f, xc);
   r = __builtin_fmaf(n, 2.12194440e-4f, r);
@@ -86,43 +89,50 @@ TL_INLINE float tl_expf(float x) {
   p = __builtin_fmaf(p, r, 5.0000001201e-1f);
   p = __builtin_fmaf(p, r * r, r) + 1.0f;
   const int ni = (int)n, n1 = ni >> 1, n2 = ni - n1;
-  return (p * tl_bitsf((u32)(n1 + 127) << 23)) * tl_bitsf((u32)(n2 + 127) << 23);
+  const float e = (p * tl_bitsf((u32)(n1 + 127) << 23)) * tl_bitsf((u32)(n2 + 127) << 23);
+  return x != x ? x + x : e;
 }
-// gelu(x) = x Phi(x) in float, 8 lanes at a time, within 8 ulps of 0.5 x erfc(-x / sqrt 2)
-// (a dense sweep of [-14, 14] in tests/tl/tl_cpu_agreement_test.cc). |x| <= 0.75: the odd
-// polynomial erf(x / sqrt 2) = x P(x^2), then 0.5x + 0.5x erf in one rounding; else
-// erfc(|x| / sqrt 2) = exp(-x^2 / 2) t Q(t), t = 1 / (1 + |x| / sqrt 8) (Q: weighted least
-// squares, relative error 2e-9), with x^2 / 2 split into two floats so that exp sees it exactly;
-// x < 0 gives 0.5x erfc, x > 0 gives 0.5x (2 - erfc) (no cancellation either way).
+// gelu(x) = x Phi(x) in float, one branch-free formula for every x (8 lanes at a time), within
+// 6 ulps of the interpreter's 0.5 x erfc(-x / sqrt 2) rounded once (tests/tl/
+// tl_cpu_agreement_test.cc sweeps every 4099th float32; bench/results/tl-cpu.md has the
+// exhaustive check). With a = min(|x|, 16.27): Phi(-a) = e^(-a^2 / 2) R(a), R(a) = N(a) / D(a)
+// (degrees 4 / 5, relative error 7e-9 on [0, 16.27], positive coefficients, so Horner in float
+// cancels nothing); e^(-a^2 / 2) is a Cody-Waite exp with a^2's rounding error added to the
+// reduced argument, scaled by 2^64 so that results down to the subnormal range stay exact, and
+// exactly 0 at a = 16.27 (the clamp: -inf gives NaN, x <= -16.27 gives -0, as the interpreter).
+// x < 0: (x Phi(-a) 2^64) 2^-64; x >= 0: x (1 - Phi(-a)) (no cancellation either way).
 TL_INLINE float tl_gelu_erff(float x) {
-  const float hx = 0.5f * x, x2 = x * x;
-  float e = -1.677733234828338e-05f;
-  e = __builtin_fmaf(e, x2, 0.00022955748136155307f);
-  e = __builtin_fmaf(e, x2, -0.0023742762859910727f);
-  e = __builtin_fmaf(e, x2, 0.01994706317782402f);
-  e = __builtin_fmaf(e, x2, -0.13298076391220093f);
-  e = __builtin_fmaf(e, x2, 0.7978845834732056f);
-  const float small = __builtin_fmaf(hx, e * x, hx);
-  const float a0 = __builtin_fabsf(x), a = a0 > 15.0f ? 15.0f : a0;  // beyond: exp is 0
-  const float t = 1.0f / __builtin_fmaf(a, 0.35355339059327373f, 1.0f);
-  const float s = t - 0.477647752f;
-  float p = 0.0633582473f;
-  p = __builtin_fmaf(p, s, -0.0291512366f);
-  p = __builtin_fmaf(p, s, -0.0795061216f);
-  p = __builtin_fmaf(p, s, 0.0687214062f);
-  p = __builtin_fmaf(p, s, 0.0892467797f);
-  p = __builtin_fmaf(p, s, -0.116323642f);
-  p = __builtin_fmaf(p, s, -0.159778491f);
-  p = __builtin_fmaf(p, s, 0.160615489f);
-  p = __builtin_fmaf(p, s, 0.548665464f);
-  p = __builtin_fmaf(p, s, 0.662399411f);
-  p = __builtin_fmaf(p, s, 0.49570936f);
-  const float a2 = a * a, h = 0.5f * a2, l = 0.5f * __builtin_fmaf(a, a, -a2);
-  const float r = (t * p) * (1.0f - l), ex = tl_expf(-h);
-  // x < 0: (0.5x r) first so that no product is subnormal before the last one.
-  const float big = x < 0 ? (hx * r) * ex : hx * (2.0f - r * ex);
-  // gelu(+-0) = +-0 and NaN stays the input's NaN, as in the interpreter.
-  return x == 0.0f || x != x ? x : (a0 <= 0.75f ? small : big);
+  const u32 ab = tl_fbits(x) & 0x7FFFFFFFu;
+  const float a = tl_bitsf(ab < 0x418228F6u ? ab : 0x418228F6u);  // NaN and inf give 16.27
+  float num = 4.239885392e-03f, den = 1.062772235e-02f;
+  num = __builtin_fmaf(num, a, 4.146102772e-02f);
+  den = __builtin_fmaf(den, a, 1.039327709e-01f);
+  num = __builtin_fmaf(num, a, 1.856824588e-01f);
+  den = __builtin_fmaf(den, a, 4.759332860e-01f);
+  num = __builtin_fmaf(num, a, 4.415840364e-01f);
+  den = __builtin_fmaf(den, a, 1.212645562e+00f);
+  num = __builtin_fmaf(num, a, 5.000000036e-01f);
+  den = __builtin_fmaf(den, a, 1.681053141e+00f);
+  den = __builtin_fmaf(den, a, 1.0f);
+  const float a2 = a * a, a2_err = __builtin_fmaf(a, a, -a2);
+  // n = round(-a^2 / 2 / ln 2) in the low mantissa bits of tm, biased by 127 + 64.
+  const float magic = 12583039.0f + 64.0f;
+  const float tm = __builtin_fmaf(a2, -0.72134752044448170f, magic);
+  const float n = tm - magic;
+  float r = __builtin_fmaf(a2, -0.5f, n * -0.693359375f);  // both products exact
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  r = __builtin_fmaf(a2_err, -0.5f, r);
+  const float r2 = r * r;
+  const float c01 = __builtin_fmaf(1.6666665459e-1f, r, 5.0000001201e-1f);
+  const float c23 = __builtin_fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
+  const float c45 = __builtin_fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
+  const float c = __builtin_fmaf(__builtin_fmaf(c45, r2, c23), r2, c01);
+  const float scale = tl_bitsf(tl_fbits(tm) << 23);                          // 2^(n + 64)
+  const float e = __builtin_fmaf(__builtin_fmaf(c, r2, r), scale, scale);  // e^(-a^2/2) 2^64
+  const float q = (num / den) * e;                                          // Phi(-a) 2^64
+  const bool neg = x < 0.0f;
+  const float one_minus = __builtin_fmaf(q, -0x1p-64f, 1.0f);
+  return (x * (neg ? q : one_minus)) * (neg ? 0x1p-64f : 1.0f);
 }
 TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
 // Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise.
@@ -143,6 +153,13 @@ TL_INLINE void tl_stream8(float* dst, const float* v) {
 #else
   for (int q = 0; q < 8; ++q) dst[q] = v[q];
 #endif
+}
+// Four lines of the next tile from `p` on (advanced), up to `end`: a prefetch never faults, so a
+// wrong extrapolation costs only bandwidth.
+TL_INLINE void tl_prefetch256(u64& p, u64 end) {
+  if (p >= end) return;
+  for (int l = 0; l < 256; l += 64) __builtin_prefetch((const char*)(p + l), 0, 3);
+  p += 256;
 }
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
