@@ -246,8 +246,8 @@ typedef float tl_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 #define TL_FMA8(acc, b, s) ((acc) + (b) * (s))
 #endif
 // R rows x 16 columns of C, all of K: 2R accumulators in registers, each B row loaded once per
-// 16 columns, each A element broadcast once. The 16 columns of B are rows LDB floats apart.
-template <int R, i64 N, i64 K, i64 LDB>
+// 16 columns, each A element broadcast once.
+template <int R, i64 N, i64 K>
 TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
                            const float* __restrict b, i64 i, i64 j) {
   tl_v8f acc[R][2];
@@ -256,8 +256,8 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
     acc[r][1] = *(const tl_v8f*)(c + (i + r) * N + j + 8);
   }
   for (i64 p = 0; p < K; ++p) {
-    const tl_v8f b0 = *(const tl_v8f*)(b + p * LDB);
-    const tl_v8f b1 = *(const tl_v8f*)(b + p * LDB + 8);
+    const tl_v8f b0 = *(const tl_v8f*)(b + p * N + j);
+    const tl_v8f b1 = *(const tl_v8f*)(b + p * N + j + 8);
     for (int r = 0; r < R; ++r) {
       const float s = a[(i + r) * K + p];
       acc[r][0] = TL_FMA8(acc[r][0], b0, s);
@@ -269,34 +269,14 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
     *(tl_v8f*)(c + (i + r) * N + j + 8) = acc[r][1];
   }
 }
-// All rows of C for the 16 columns at j, B's panel rows LDB floats apart.
-template <i64 M, i64 N, i64 K, i64 LDB>
-TL_INLINE void tl_mm_columns(float* __restrict c, const float* __restrict a,
-                             const float* __restrict b, i64 j) {
-  i64 i = 0;
-  for (; i + 6 <= M; i += 6) tl_mm_block<6, N, K, LDB>(c, a, b, i, j);  // 12 accumulators
-  for (; i + 2 <= M; i += 2) tl_mm_block<2, N, K, LDB>(c, a, b, i, j);
-  for (; i < M; ++i) tl_mm_block<1, N, K, LDB>(c, a, b, i, j);
-}
-// Sums run over p in order for every element, whichever path, so results do not depend on it.
 template <i64 M, i64 N, i64 K, typename T>
 static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b) {
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
-    // B rows N floats apart put a 16-column panel in few cache sets (N = 128: 8 of L1's 64), so
-    // it would be fetched again for every block of rows: when several blocks reuse it, the
-    // panel is first copied to contiguous K x 16 floats (at most 64 KiB, on the stack).
-    constexpr bool kPack = N > 16 && M >= 12 && K * 16 * 4 <= 65536;
     for (i64 j = 0; j < N; j += 16) {
-      if constexpr (kPack) {
-        alignas(64) float panel[K * 16];
-        for (i64 p = 0; p < K; ++p) {
-          *(tl_v8f*)(panel + p * 16) = *(const tl_v8f*)(b + p * N + j);
-          *(tl_v8f*)(panel + p * 16 + 8) = *(const tl_v8f*)(b + p * N + j + 8);
-        }
-        tl_mm_columns<M, N, K, 16>(c, a, panel, j);
-      } else {
-        tl_mm_columns<M, N, K, N>(c, a, b + j, j);
-      }
+      i64 i = 0;
+      for (; i + 6 <= M; i += 6) tl_mm_block<6, N, K>(c, a, b, i, j);  // 12 accumulators
+      for (; i + 2 <= M; i += 2) tl_mm_block<2, N, K>(c, a, b, i, j);
+      for (; i < M; ++i) tl_mm_block<1, N, K>(c, a, b, i, j);
     }
   } else {
     for (i64 i = 0; i < M; ++i) {
