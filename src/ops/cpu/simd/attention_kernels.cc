@@ -140,8 +140,8 @@ std::int64_t attention_nr() {
 void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
                             std::int64_t b_strip, std::int64_t n_strips, std::int64_t last_cols,
                             std::int64_t kc, float* c, std::int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(TileProduct)(a, lda, m_strips, b, b_strip, n_strips, last_cols, kc, c, ldc,
-                                    accumulate);
+  const auto product = HWY_DYNAMIC_DISPATCH(TileProduct);
+  product(a, lda, m_strips, b, b_strip, n_strips, last_cols, kc, c, ldc, accumulate);
 }
 
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
