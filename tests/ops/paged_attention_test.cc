@@ -61,6 +61,17 @@ TEST(PagedAttention, HeadSizes) {
   }
 }
 
+// bfloat16 rows are read in pairs of columns: groups of 1 and 2 take value tiles of 8 and 4
+// vectors, which leave whole pair blocks (D = 80) and a single vector (D = 72) after them.
+TEST(PagedAttention, BFloat16PairColumns) {
+  for (std::int64_t g : {1, 2, 4}) {
+    for (std::int64_t d : {72, 80, 128}) {
+      SCOPED_TRACE(::testing::Message() << "G=" << g << " D=" << d);
+      run_decode(decode_case({20, 3}, 2 * g, 2, d, 16, DataType::kBFloat16));
+    }
+  }
+}
+
 // The decode kernels tile query heads by four and value columns by up to eight vectors: groups
 // of 3, 5, 6 and 7 leave every smaller head tile, and head sizes under one vector, between
 // vectors and between column tiles leave scalar and single-vector tails.
@@ -100,6 +111,8 @@ TEST(PagedAttention, StridedEverything) {
   c.layout = Layout::kStrided;
   run_decode(c);
   c.dtype = DataType::kFloat32;
+  run_decode(c);
+  c.dtype = DataType::kBFloat16;
   run_decode(c);
 }
 

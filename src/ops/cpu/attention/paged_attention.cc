@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -123,20 +124,25 @@ class PagedAttentionCpu final : public Operator {
            (i * t.stride(0) + h * t.stride(1)) * static_cast<std::int64_t>(t.element_size());
   }
 
-  // The rows of keys [j, j + n) of kv head h as contiguous rows of some dtype: straight from the
-  // cache when its last dim is contiguous, else gathered into float32 `rows`.
+  // The rows of keys [j, j + n) of kv head h as contiguous rows `ld` elements apart: straight
+  // from the cache when its last dim is contiguous, else gathered into `rows`.
   const void* rows_of(const KvRows& kv, std::int64_t b, std::int64_t h, std::int64_t j,
-                      std::int64_t n, float* rows, std::int64_t& ld, DataType& dtype) const {
+                      std::int64_t n, float* rows, std::int64_t& ld) const {
     const Sequence seq{};  // paged: rows are found through the block table alone
     if (kv.d_stride() == 1) {
-      ld = kv.key_stride(), dtype = dtype_;
+      ld = kv.key_stride();
       return kv.row(b, seq, h, j);
     }
     const std::int64_t d = shape_.head_size;
+    const auto size = static_cast<std::int64_t>(size_of(dtype_));
+    char* out = reinterpret_cast<char*>(rows);
     for (std::int64_t i = 0; i < n; ++i) {
-      load_f32(kv.row(b, seq, h, j + i), dtype_, kv.d_stride(), d, rows + i * d);
+      const char* row = static_cast<const char*>(kv.row(b, seq, h, j + i));
+      for (std::int64_t c = 0; c < d; ++c, out += size) {
+        std::memcpy(out, row + c * kv.d_stride() * size, static_cast<std::size_t>(size));
+      }
     }
-    ld = d, dtype = DataType::kFloat32;
+    ld = d;
     return rows;
   }
 
@@ -158,8 +164,9 @@ class PagedAttentionCpu final : public Operator {
     float* corr = s + g * kChunk;
     float* rows = corr + 2 * heads;
     for (std::int64_t h = 0; h < heads; ++h) {
-      load_f32(element(query, item.b, h), dtype_, query.stride(2), d, q + h * d);
-      for (std::int64_t c = 0; c < d; ++c) q[h * d + c] *= shape_.scale;
+      load_f32(element(query, item.b, h), dtype_, query.stride(2), d, rows);
+      for (std::int64_t c = 0; c < d; ++c) rows[c] *= shape_.scale;
+      decode_column_order(dtype_, rows, 1, d, q + h * d, /*to_kernel=*/true);
     }
     std::fill(state.o, state.o + heads * d, 0.0f);
     std::fill(state.m, state.m + heads, kNegInf);
@@ -180,12 +187,11 @@ class PagedAttentionCpu final : public Operator {
         }
         const std::int64_t r0 = h * g;
         std::int64_t ld = 0;
-        DataType dt = dtype_;
-        const void* k = rows_of(keys, item.b, h, j, n, rows, ld, dt);
-        decode_scores(q + r0 * d, g, k, dt, ld, n, d, s, kChunk, next_k);
+        const void* k = rows_of(keys, item.b, h, j, n, rows, ld);
+        decode_scores(q + r0 * d, g, k, dtype_, ld, n, d, s, kChunk, next_k);
         attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
-        const void* v = rows_of(values, item.b, h, j, n, rows, ld, dt);
-        decode_values(s, kChunk, corr, g, v, dt, ld, n, d, state.o + r0 * d, next_v);
+        const void* v = rows_of(values, item.b, h, j, n, rows, ld);
+        decode_values(s, kChunk, corr, g, v, dtype_, ld, n, d, state.o + r0 * d, next_v);
       }
       j += n;
     }
@@ -196,7 +202,7 @@ class PagedAttentionCpu final : public Operator {
   void finish(const HeadState& first, std::int64_t count, std::int64_t stride, std::int64_t b,
               const Tensor& output) const {
     const std::int64_t d = shape_.head_size;
-    std::vector<float> row(d);
+    std::vector<float> row(d), natural(d);
     for (std::int64_t h = 0; h < shape_.heads; ++h) {
       float big = kNegInf;
       for (std::int64_t s = 0; s < count; ++s) big = std::max(big, first.m[s * stride + h]);
@@ -212,7 +218,8 @@ class PagedAttentionCpu final : public Operator {
       }
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
       for (float& x : row) x *= inv;
-      store_f32(row.data(), element(output, b, h), dtype_, output.stride(2), d);
+      decode_column_order(dtype_, row.data(), 1, d, natural.data(), /*to_kernel=*/false);
+      store_f32(natural.data(), element(output, b, h), dtype_, output.stride(2), d);
     }
   }
 

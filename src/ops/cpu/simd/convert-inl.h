@@ -120,9 +120,12 @@ HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::u
 }
 
 // Readers of contiguous rows of one storage type as float32 vectors (Load: Lanes(d) elements at
-// p) and scalars (ToF32), for kernels templated on the row type.
+// p) and scalars (ToF32), for kernels templated on the row type. kPairs: LoadPairs reads
+// 2·Lanes(d) elements as LoadBF16PairsAsF32 does, cheaper than two Loads, for kernels that can
+// take the columns in that order.
 struct F32Rows {
   using T = float;
+  static constexpr bool kPairs = false;
   template <class D>
   static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
     return hn::LoadU(d, p);
@@ -131,14 +134,20 @@ struct F32Rows {
 };
 struct BF16Rows {
   using T = std::uint16_t;
+  static constexpr bool kPairs = true;
   template <class D>
   static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
     return LoadBF16AsF32(d, p);
+  }
+  template <class D>
+  static HWY_INLINE void LoadPairs(D d, const T* p, hn::Vec<D>& even, hn::Vec<D>& odd) {
+    LoadBF16PairsAsF32(d, p, even, odd);
   }
   static float ToF32(T x) { return bfloat16_to_float(x); }
 };
 struct F16Rows {
   using T = std::uint16_t;
+  static constexpr bool kPairs = false;
   template <class D>
   static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
     return LoadF16AsF32(d, p);

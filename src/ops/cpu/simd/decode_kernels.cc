@@ -63,15 +63,30 @@ HWY_INLINE void Sum4(const VF* v, float* out) {
 #endif
 }
 
+// The columns [0, PairColumns) of a head are in pair order for kernels on rows of R: each block
+// of 2·Lanes columns holds its even-indexed columns, then its odd-indexed ones (the order of
+// R::LoadPairs). The other columns are in their natural order.
+template <class R>
+std::int64_t PairColumns(std::int64_t head_size) {
+  if constexpr (R::kPairs) {
+    const std::int64_t block = 2 * static_cast<std::int64_t>(hn::Lanes(DF()));
+    return head_size / block * block;
+  } else {
+    return 0;
+  }
+}
+
 // Scores of kH query rows against kK keys at a time: kK·kH independent FMA chains that load each
 // key vector once for the kH rows (and each query vector once for the kK keys). Keys past n
-// repeat the last one; their scores are dropped.
+// repeat the last one; their scores are dropped. With pair order (PairColumns), one load gives
+// two key vectors, which halves the loads and conversions per FMA.
 template <class R, int kK, int kH>
 void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::int64_t ldk,
                 std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds,
                 const PrefetchRows* next) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t dp = PairColumns<R>(head_size);
   const std::int64_t dv = head_size / lanes * lanes;
   constexpr int kA = (kK * kH + 3) / 4 * 4;
   for (std::int64_t j = 0; j < n; j += kK) {
@@ -80,7 +95,20 @@ void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::i
     for (int i = 0; i < kK; ++i) rows[i] = k + std::min<std::int64_t>(j + i, n - 1) * ldk;
     VF acc[kA];
     for (int a = 0; a < kA; ++a) acc[a] = hn::Zero(d);
-    for (std::int64_t c = 0; c < dv; c += lanes) {
+    if constexpr (R::kPairs) {
+      for (std::int64_t c = 0; c < dp; c += 2 * lanes) {
+        for (int i = 0; i < kK; ++i) {
+          VF even, odd;
+          R::LoadPairs(d, rows[i] + c, even, odd);
+          for (int h = 0; h < kH; ++h) {
+            const float* qh = q + h * ldq + c;
+            acc[i * kH + h] = hn::MulAdd(hn::LoadU(d, qh), even, acc[i * kH + h]);
+            acc[i * kH + h] = hn::MulAdd(hn::LoadU(d, qh + lanes), odd, acc[i * kH + h]);
+          }
+        }
+      }
+    }
+    for (std::int64_t c = dp; c < dv; c += lanes) {
       VF qv[kH];
       for (int h = 0; h < kH; ++h) qv[h] = hn::LoadU(d, q + h * ldq + c);
       for (int i = 0; i < kK; ++i) {
@@ -103,8 +131,9 @@ void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::i
 }
 
 // Columns [c0, c0 + kC·Lanes) of kH output rows over all n value rows: each value vector is
-// loaded (and widened) once for the kH rows. Prefetches the same columns of `next`.
-template <class R, int kH, int kC>
+// loaded (and widened) once for the kH rows. Prefetches the same columns of `next`. kPairs: the
+// columns are whole blocks in pair order (PairColumns).
+template <class R, int kH, int kC, bool kPairs = R::kPairs&& kC % 2 == 0>
 HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
                            const typename R::T* v, std::int64_t ldv, std::int64_t n,
                            std::int64_t c0, float* o, std::int64_t ldo, const PrefetchRows* next,
@@ -121,7 +150,11 @@ HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
     if (next != nullptr) Prefetch(*next, j, j + 1, pf_lo, pf_hi);
     const typename R::T* row = v + j * ldv + c0;
     VF x[kC];
-    for (int i = 0; i < kC; ++i) x[i] = R::Load(d, row + i * lanes);
+    if constexpr (kPairs) {
+      for (int i = 0; i < kC; i += 2) R::LoadPairs(d, row + i * lanes, x[i], x[i + 1]);
+    } else {
+      for (int i = 0; i < kC; ++i) x[i] = R::Load(d, row + i * lanes);
+    }
     for (int h = 0; h < kH; ++h) {
       const VF w = hn::Set(d, p[h * ldp + j]);
       for (int i = 0; i < kC; ++i) acc[h * kC + i] = hn::MulAdd(w, x[i], acc[h * kC + i]);
@@ -149,6 +182,9 @@ void ValuesRows(const float* p, std::int64_t ldp, const float* corr, const typen
                           last ? bytes + 63 : line(c + kC * lanes));
   }
   if (c == 0 && next != nullptr) Prefetch(*next, 0, n, 0, bytes + 63);  // no tile prefetched
+  for (; c < PairColumns<R>(head_size); c += 2 * lanes) {  // pair blocks past the last tile
+    ValuesTile<R, kH, 2>(p, ldp, corr, v, ldv, n, c, o, ldo, nullptr, 0, 0);
+  }
   for (; c + lanes <= head_size; c += lanes) {
     ValuesTile<R, kH, 1>(p, ldp, corr, v, ldv, n, c, o, ldo, nullptr, 0, 0);
   }
@@ -219,16 +255,39 @@ void Values(const float* p, std::int64_t ldp, const float* corr, std::int64_t gr
   if (pf != nullptr) Prefetch(next, n, next.n, 0, next.bytes + 63);
 }
 
-#define TILEOPS_DECODE_KERNELS(NAME, R)                                                       \
-  void Scores##NAME(const float* q, std::int64_t groups, const void* k, std::int64_t ldk,     \
-                    std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds,       \
-                    const PrefetchRows& next) {                                               \
-    Scores<R>(q, groups, k, ldk, n, head_size, s, lds, next);                                 \
-  }                                                                                           \
-  void Values##NAME(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups, \
-                    const void* v, std::int64_t ldv, std::int64_t n, std::int64_t head_size,  \
-                    float* o, const PrefetchRows& next) {                                     \
-    Values<R>(p, ldp, corr, groups, v, ldv, n, head_size, o, next);                           \
+// The rows of `in` (head_size columns each) in the kernels' column order for rows of R, or back.
+template <class R>
+void ColumnOrder(const float* in, std::int64_t rows, std::int64_t head_size, float* out,
+                 bool to_kernel) {
+  const std::int64_t half = static_cast<std::int64_t>(hn::Lanes(DF()));
+  const std::int64_t dp = PairColumns<R>(head_size);
+  for (std::int64_t r = 0; r < rows; ++r, in += head_size, out += head_size) {
+    for (std::int64_t c = 0; c < dp; c += 2 * half) {
+      for (std::int64_t i = 0; i < half; ++i) {
+        for (std::int64_t odd = 0; odd < 2; ++odd) {
+          const std::int64_t natural = c + 2 * i + odd, kernel = c + odd * half + i;
+          out[to_kernel ? kernel : natural] = in[to_kernel ? natural : kernel];
+        }
+      }
+    }
+    std::copy(in + dp, in + head_size, out + dp);
+  }
+}
+
+#define TILEOPS_DECODE_KERNELS(NAME, R)                                                          \
+  void Scores##NAME(const float* q, std::int64_t groups, const void* k, std::int64_t ldk,        \
+                    std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds,          \
+                    const PrefetchRows& next) {                                                  \
+    Scores<R>(q, groups, k, ldk, n, head_size, s, lds, next);                                    \
+  }                                                                                              \
+  void Values##NAME(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,    \
+                    const void* v, std::int64_t ldv, std::int64_t n, std::int64_t head_size,     \
+                    float* o, const PrefetchRows& next) {                                        \
+    Values<R>(p, ldp, corr, groups, v, ldv, n, head_size, o, next);                              \
+  }                                                                                              \
+  void ColumnOrder##NAME(const float* in, std::int64_t rows, std::int64_t head_size, float* out, \
+                         bool to_kernel) {                                                       \
+    ColumnOrder<R>(in, rows, head_size, out, to_kernel);                                         \
   }
 TILEOPS_DECODE_KERNELS(F32, F32Rows)
 TILEOPS_DECODE_KERNELS(BF16, BF16Rows)
@@ -248,6 +307,9 @@ HWY_EXPORT(ScoresF16);
 HWY_EXPORT(ValuesF32);
 HWY_EXPORT(ValuesBF16);
 HWY_EXPORT(ValuesF16);
+HWY_EXPORT(ColumnOrderF32);
+HWY_EXPORT(ColumnOrderBF16);
+HWY_EXPORT(ColumnOrderF16);
 
 void decode_scores(const float* q, std::int64_t groups, const void* k, DataType dtype,
                    std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
@@ -276,6 +338,20 @@ void decode_values(const float* p, std::int64_t ldp, const float* corr, std::int
       return HWY_DYNAMIC_DISPATCH(ValuesF16)(p, ldp, corr, groups, v, ldv, n, head_size, o, next);
     default:
       throw_internal_error("decode_values", "dtype is not a float dtype");
+  }
+}
+
+void decode_column_order(DataType dtype, const float* in, std::int64_t rows, std::int64_t head_size,
+                         float* out, bool to_kernel) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return HWY_DYNAMIC_DISPATCH(ColumnOrderF32)(in, rows, head_size, out, to_kernel);
+    case DataType::kBFloat16:
+      return HWY_DYNAMIC_DISPATCH(ColumnOrderBF16)(in, rows, head_size, out, to_kernel);
+    case DataType::kFloat16:
+      return HWY_DYNAMIC_DISPATCH(ColumnOrderF16)(in, rows, head_size, out, to_kernel);
+    default:
+      throw_internal_error("decode_column_order", "dtype is not a float dtype");
   }
 }
 

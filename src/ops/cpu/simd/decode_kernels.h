@@ -19,14 +19,23 @@ struct PrefetchRows {
   std::int64_t stride = 0, bytes = 0, n = 0;
 };
 
+// The kernels take the query rows and keep the output rows in a column order of their own for
+// rows of `dtype` (bfloat16 rows are read two columns at a time and split into even and odd
+// columns): out = `rows` rows of head_size floats of `in` put into that order (to_kernel) or back
+// into the natural order. in != out.
+void decode_column_order(DataType dtype, const float* in, std::int64_t rows, std::int64_t head_size,
+                         float* out, bool to_kernel);
+
 // s[g·lds + j] = Σ_d q[g·head_size + d] · k[j·ldk + d] for g < groups, j < n, d < head_size:
-// key rows of `dtype` (float32, float16, bfloat16, contiguous). Prefetches `next`.
+// key rows of `dtype` (float32, float16, bfloat16, contiguous), q in the kernels' column order.
+// Prefetches `next`.
 void decode_scores(const float* q, std::int64_t groups, const void* k, DataType dtype,
                    std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
                    std::int64_t lds, const PrefetchRows& next);
 
 // o[g·head_size + d] = corr[g] · o[g·head_size + d] + Σ_j p[g·ldp + j] · v[j·ldv + d] for
-// g < groups, j < n, d < head_size: value rows of `dtype` as above. Prefetches `next`.
+// g < groups, j < n, d < head_size: value rows of `dtype` as above, o in the kernels' column
+// order. Prefetches `next`.
 void decode_values(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,
                    const void* v, DataType dtype, std::int64_t ldv, std::int64_t n,
                    std::int64_t head_size, float* o, const PrefetchRows& next);
