@@ -66,10 +66,10 @@ HWY_INLINE V ExpOfNegative(D d, V m) {
   return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
 }
 
-// 2^y for y in [-126, 127] (anything outside is unspecified but never traps), to a relative
-// error below 3e-6: a degree-4 fit of 2^f on |f| <= 1/2, y = n + f. For results rounded to
-// float16 or bfloat16, whose half ulp (2.4e-4, 2e-3) dwarfs it; 9 operations against
-// ExpNormalRange's 14. NaN gives NaN.
+// 2^y for y in [-127, 127] (0 where y rounds to -127; anything outside is unspecified but never
+// traps), to a relative error below 3e-6: a degree-4 fit of 2^f on |f| <= 1/2, y = n + f. For
+// results rounded to float16 or bfloat16, whose half ulp (2.4e-4, 2e-3) dwarfs it; 9 operations
+// against ExpNormalRange's 14. NaN gives NaN.
 template <class D, class V>
 HWY_INLINE V Exp2Coarse(D d, V y) {
   const hn::Rebind<std::uint32_t, D> du32;
@@ -90,10 +90,16 @@ HWY_INLINE V ExpNonPositive(D d, V x) {
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), ExpNormalRange(d, x));
 }
 
-// Exp2Coarse for y <= 0 (softmax in log2 units): exactly 0 below -126 (-inf included).
+// Exp2Coarse for y <= 0 (softmax in log2 units): exactly 0 below -126.5 (-inf included). NaN
+// gives NaN. On x86 vectors, y is clamped at -127, whose 2^n is the all-zero exponent field: one
+// max instead of a compare and a select (maxps returns its second operand, y, when y is NaN).
 template <class D, class V>
 HWY_INLINE V Exp2CoarseNonPositive(D d, V y) {
-  return hn::IfThenZeroElse(hn::Lt(y, hn::Set(d, -126.0f)), Exp2Coarse(d, y));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+  return Exp2Coarse(d, hn::Max(hn::Set(d, -127.0f), y));
+#else
+  return hn::IfThenZeroElse(hn::Lt(y, hn::Set(d, -126.5f)), Exp2Coarse(d, y));
+#endif
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE

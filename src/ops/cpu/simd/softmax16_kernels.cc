@@ -53,8 +53,15 @@ HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, std::uint16_t* 
       return hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
     };
     const auto low = hn::ShiftRight<16>(round(v0));
-    const auto high = hn::And(round(v1), hn::Set(du32, 0xffff0000u));
-    StoreMaybeStreaming(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p), stream);
+#if HWY_TARGET == HWY_SCALAR
+    const auto both = hn::Or(low, hn::And(round(v1), hn::Set(du32, 0xffff0000u)));
+#else
+    // The upper halves of round(v1) into the upper halves of low: one 16-bit blend.
+    const hn::Repartition<std::uint16_t, DF> du16;
+    const auto both =
+        hn::BitCast(du32, hn::OddEven(hn::BitCast(du16, round(v1)), hn::BitCast(du16, low)));
+#endif
+    StoreMaybeStreaming(both, du32, reinterpret_cast<std::uint32_t*>(p), stream);
   } else {
     StoreF32AsF16(d, v0, p, stream);
     StoreF32AsF16(d, v1, p + hn::Lanes(d), stream);
@@ -75,18 +82,25 @@ template <bool kBF16>
 float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t blocks_end) {
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto s = hn::Set(d, scale);
+  // max(scale·x) is scale·max(x) for scale > 0, which saves a multiply per vector.
+  const float sign = scale > 0.0f ? 1.0f : scale;
+  const auto s = hn::Set(d, sign);
   auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
   auto m1 = m0;
   for (std::int64_t i = 0; i < blocks_end; i += 2 * lanes) {
     hn::Vec<DF> v0, v1;
     LoadBlock<kBF16>(d, x + i, v0, v1);
-    m0 = hn::Max(m0, hn::Mul(v0, s));
-    m1 = hn::Max(m1, hn::Mul(v1, s));
+    if (scale > 0.0f) {
+      m0 = hn::Max(m0, v0);
+      m1 = hn::Max(m1, v1);
+    } else {
+      m0 = hn::Max(m0, hn::Mul(v0, s));
+      m1 = hn::Max(m1, hn::Mul(v1, s));
+    }
   }
   float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (std::int64_t i = blocks_end; i < n; ++i) m = std::max(m, ToF32<kBF16>(x[i]) * scale);
-  return m;
+  for (std::int64_t i = blocks_end; i < n; ++i) m = std::max(m, ToF32<kBF16>(x[i]) * sign);
+  return scale > 0.0f ? m * scale : m;
 }
 
 // The exp pass of a row: out[i] = 2^(x[i]·scale·log2 e − shift), returning their sum.
@@ -123,7 +137,6 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
   const auto shift = hn::Set(d, ex.shift);
   const auto factor = hn::Set(d, st.factor);
   auto a0 = hn::Zero(d);
-  auto a1 = a0;
   constexpr std::int64_t kLine = 64;
   for (std::int64_t i = begin; i < end; i += 2 * lanes) {
     if constexpr (kExp) {
@@ -136,8 +149,7 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
       const auto e1 = Exp2CoarseNonPositive(d, hn::MulSub(v1, scale, shift));
       hn::StoreU(e0, d, out + i);
       hn::StoreU(e1, d, out + i + lanes);
-      a0 = hn::Add(a0, e0);
-      a1 = hn::Add(a1, e1);
+      a0 = hn::Add(a0, hn::Add(e0, e1));
     }
     if constexpr (kStore) {
       const auto v0 = hn::Mul(hn::LoadU(d, in + i), factor);
@@ -145,7 +157,7 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
       StoreBlock<kBF16>(d, v0, v1, y + i, stream);
     }
   }
-  if constexpr (kExp) ex.sum += hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+  if constexpr (kExp) ex.sum += hn::GetLane(hn::SumOfLanes(d, a0));
 }
 
 // The exp pass over the elements [begin, n) past the last whole block.
