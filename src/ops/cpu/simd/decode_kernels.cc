@@ -131,13 +131,12 @@ void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::i
 }
 
 // Columns [c0, c0 + kC·Lanes) of kH output rows over all n value rows: each value vector is
-// loaded (and widened) once for the kH rows. Prefetches the same columns of `next`. kPairs: the
-// columns are whole blocks in pair order (PairColumns).
-template <class R, int kH, int kC, bool kPairs = R::kPairs&& kC % 2 == 0>
+// loaded (and widened) once for the kH rows. kPairs: the columns are whole blocks in pair order
+// (PairColumns).
+template <class R, int kH, int kC, bool kPairs = (R::kPairs && kC % 2 == 0)>
 HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
                            const typename R::T* v, std::int64_t ldv, std::int64_t n,
-                           std::int64_t c0, float* o, std::int64_t ldo, const PrefetchRows* next,
-                           std::int64_t pf_lo, std::int64_t pf_hi) {
+                           std::int64_t c0, float* o, std::int64_t ldo) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   VF acc[kH * kC];
@@ -147,7 +146,6 @@ HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
       acc[h * kC + i] = hn::Mul(f, hn::LoadU(d, o + h * ldo + c0 + i * lanes));
   }
   for (std::int64_t j = 0; j < n; ++j) {
-    if (next != nullptr) Prefetch(*next, j, j + 1, pf_lo, pf_hi);
     const typename R::T* row = v + j * ldv + c0;
     VF x[kC];
     if constexpr (kPairs) {
@@ -165,28 +163,29 @@ HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
   }
 }
 
-// kH output rows, all columns: kC-vector tiles, then single vectors, then scalars. Line offsets
-// of `next` rows are prefetched in proportion to the columns done.
+// kH output rows, all columns: kC-vector tiles, then single vectors, then scalars. Before each
+// kC tile, a share of the `next` rows is prefetched whole: a few prefetches in a burst cost far
+// fewer instructions than a line per value row inside the tile's loop.
 template <class R, int kH, int kC>
 void ValuesRows(const float* p, std::int64_t ldp, const float* corr, const typename R::T* v,
                 std::int64_t ldv, std::int64_t n, std::int64_t head_size, float* o,
                 std::int64_t ldo, const PrefetchRows* next) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t bytes = next != nullptr ? next->bytes : 0;
-  auto line = [&](std::int64_t c) { return (bytes * c / head_size + 63) / 64 * 64; };
+  const std::int64_t tiles = head_size / (kC * lanes);
   std::int64_t c = 0;
-  for (; c + kC * lanes <= head_size; c += kC * lanes) {
-    const bool last = c + 2 * kC * lanes > head_size;
-    ValuesTile<R, kH, kC>(p, ldp, corr, v, ldv, n, c, o, ldo, next, line(c),
-                          last ? bytes + 63 : line(c + kC * lanes));
+  for (std::int64_t t = 0; t < tiles; ++t, c += kC * lanes) {
+    if (next != nullptr) {
+      Prefetch(*next, t * next->n / tiles, (t + 1) * next->n / tiles, 0, next->bytes + 63);
+    }
+    ValuesTile<R, kH, kC>(p, ldp, corr, v, ldv, n, c, o, ldo);
   }
-  if (c == 0 && next != nullptr) Prefetch(*next, 0, n, 0, bytes + 63);  // no tile prefetched
+  if (tiles == 0 && next != nullptr) Prefetch(*next, 0, next->n, 0, next->bytes + 63);
   for (; c < PairColumns<R>(head_size); c += 2 * lanes) {  // pair blocks past the last tile
-    ValuesTile<R, kH, 2>(p, ldp, corr, v, ldv, n, c, o, ldo, nullptr, 0, 0);
+    ValuesTile<R, kH, 2>(p, ldp, corr, v, ldv, n, c, o, ldo);
   }
   for (; c + lanes <= head_size; c += lanes) {
-    ValuesTile<R, kH, 1>(p, ldp, corr, v, ldv, n, c, o, ldo, nullptr, 0, 0);
+    ValuesTile<R, kH, 1>(p, ldp, corr, v, ldv, n, c, o, ldo);
   }
   for (; c < head_size; ++c) {
     for (int h = 0; h < kH; ++h) {
