@@ -119,37 +119,45 @@ void BM_TlRows(benchmark::State& state) {
 }
 BENCHMARK(BM_TlRows)->Args({0, 0})->Args({1, 0})->Args({0, 1})->UseRealTime();
 
-// C = A @ B, [2048, 2048] float32, 64x64 output tiles strided over the blocks, k steps of 64.
+// C = A @ B, [2048, 2048] float32: tm x tn output tiles strided over the blocks, k steps of tk
+// (square 64 and 128 tiles, and the 192 x 128 x 256 tiles of the tl gemm operator).
 void BM_TlMatmul(benchmark::State& state) {
   const auto a = random_f32(kMat * kMat, 1), b = random_f32(kMat * kMat, 2);
   const auto c = random_f32(kMat * kMat, 3);
   const tl::Kernel k = tl::jit(
       "matmul",
       [](tl::GlobalAddress pa, tl::GlobalAddress pb, tl::GlobalAddress pc, tl::Int n,
-         tl::ConstExpr<int> t) {
+         tl::ConstExpr<int> tm, tl::ConstExpr<int> tn, tl::ConstExpr<int> tk) {
         const tl::Value ta = tl::tensor(pa, {n, n}), tb = tl::tensor(pb, {n, n});
         const tl::Value tc = tl::tensor(pc, {n, n});
-        const tl::Value tiles = tl::ceildiv(n, *t);
-        for (tl::Value i : tl::range(tl::block_idx(), tiles * tiles, tl::block_num())) {
-          const tl::Value row = tl::floordiv(i, tiles) * *t;
-          const tl::Value col = (i % tiles) * *t;
-          tl::Var acc = tl::zeros({*t, *t}, f32);
-          for (tl::Value kk : tl::range(0, tl::ceildiv(n, *t))) {
-            acc = tl::matmul_acc(acc, tl::load(ta, {*t, *t}, {row, kk * *t}),
-                                 tl::load(tb, {*t, *t}, {kk * *t, col}));
+        const tl::Value col_tiles = tl::ceildiv(n, *tn);
+        for (tl::Value i :
+             tl::range(tl::block_idx(), tl::ceildiv(n, *tm) * col_tiles, tl::block_num())) {
+          const tl::Value row = tl::floordiv(i, col_tiles) * *tm;
+          const tl::Value col = (i % col_tiles) * *tn;
+          tl::Var acc = tl::zeros({*tm, *tn}, f32);
+          for (tl::Value kk : tl::range(0, tl::ceildiv(n, *tk))) {
+            acc = tl::matmul_acc(acc, tl::load(ta, {*tm, *tk}, {row, kk * *tk}),
+                                 tl::load(tb, {*tk, *tn}, {kk * *tk, col}));
           }
           tl::store(acc, tc, {row, col});
         }
       },
       options(state));
-  const int tile = static_cast<int>(state.range(1));
-  k.launch(kThreads, a, b, c, kMat, tile);
-  for (auto _ : state) k.launch(kThreads, a, b, c, kMat, tile);
+  const int tm = static_cast<int>(state.range(1)), tn = static_cast<int>(state.range(2));
+  const int tk = static_cast<int>(state.range(3));
+  k.launch(kThreads, a, b, c, kMat, tm, tn, tk);
+  for (auto _ : state) k.launch(kThreads, a, b, c, kMat, tm, tn, tk);
   state.counters["FLOPS"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * kMat * kMat * kMat,
                          benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_TlMatmul)->Args({0, 64})->Args({0, 128})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TlMatmul)
+    ->Args({0, 64, 64, 64})
+    ->Args({0, 128, 128, 128})
+    ->Args({0, 192, 128, 256})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Independent FMA chains on every thread of the pool: the float32 FMA peak of 2 threads.
 void BM_FmaPeak(benchmark::State& state) {
