@@ -221,6 +221,17 @@ TL_INLINE void tl_acc8(tl_v4d& lo, tl_v4d& hi, const float* t) {
   lo += __builtin_convertvector(a, tl_v4d);
   hi += __builtin_convertvector(b, tl_v4d);
 }
+// Sums of terms known to be non-negative (exp results, squares) add each block of 64 in float32
+// first: lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial
+// is within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and
+// only the partials are widened: 11 vector operations per 64 elements instead of 32.
+TL_INLINE void tl_acc64(tl_v4d& lo, tl_v4d& hi, const float* t) {
+  tl_v8 v[8];
+  __builtin_memcpy(v, t, 256);
+  const tl_v8 s = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+  lo += __builtin_convertvector(__builtin_shufflevector(s, s, 0, 1, 2, 3), tl_v4d);
+  hi += __builtin_convertvector(__builtin_shufflevector(s, s, 4, 5, 6, 7), tl_v4d);
+}
 template <bool kMax>
 TL_INLINE tl_v8 tl_better8(tl_v8 m, const float* t) {
   tl_v8 v;
