@@ -224,7 +224,7 @@ TL_INLINE void tl_acc8(tl_v4d& lo, tl_v4d& hi, const float* t) {
 // Sums of terms known to be non-negative (exp results, squares) add each block of 64 in float32
 // first: lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial
 // is within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and
-// only the partials are widened: 11 vector operations per 64 elements instead of 32.
+// only the partials are widened: about 12 vector operations per 64 elements instead of 32.
 TL_INLINE void tl_acc64(tl_v4d& lo, tl_v4d& hi, const float* t) {
   tl_v8 v[8];
   __builtin_memcpy(v, t, 256);
