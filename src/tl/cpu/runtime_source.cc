@@ -135,11 +135,14 @@ TL_INLINE float tl_gelu_erff(float x) {
   return (x * (neg ? q : one_minus)) * (neg ? 0x1p-64f : 1.0f);
 }
 TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
-// Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise.
+// Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise:
+// one float compare for NaN and one shift shared by both sides (about 8 vector operations per
+// 8 lanes before the narrowing, against 10 for an integer NaN test and two shifts; the same bits
+// for all 2^32 inputs). Under fast_math (no NaNs assumed) a NaN may round like a number.
 TL_INLINE u16 tl_f2bf(float f) {
   const u32 u = tl_fbits(f);
-  const u32 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-  return (u16)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded);
+  const u32 rounded = u + 0x7FFFu + ((u >> 16) & 1u), quiet = u | 0x00400000u;
+  return (u16)((f != f ? quiet : rounded) >> 16);
 }
 // Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
