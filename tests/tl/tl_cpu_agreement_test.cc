@@ -310,12 +310,13 @@ TEST(TlCpuAgreement, ReductionsSoftmaxAndMatmulWithinUlps) {
             const tl::Value v = tl::load(tx, {1, 512}, {r, 0});
             const tl::Value m = tl::load(tx, {1, 512}, {r, 0}, -INFINITY);
             const tl::Value gamma = tl::load(tg, {512}, {0});
-            const tl::Value outs[] = {tl::broadcast_to(tl::reduce_sum(v, {1}, true), {1, 512}),
-                                      tl::broadcast_to(tl::reduce_max(m, {1}, true), {1, 512}),
-                                      tl::broadcast_to(tl::reduce_mean(v, {1}, true), {1, 512}),
-                                      tl::softmax(m), tl::rms_norm(v, gamma, 1e-6),
-                                      tl::broadcast_to(tl::reduce_sum(tl::exp(m), {1}, true),
-                                                       {1, 512})};
+            const tl::Value outs[] = {
+                tl::broadcast_to(tl::reduce_sum(v, {1}, true), {1, 512}),
+                tl::broadcast_to(tl::reduce_max(m, {1}, true), {1, 512}),
+                tl::broadcast_to(tl::reduce_mean(v, {1}, true), {1, 512}),
+                tl::softmax(m),
+                tl::rms_norm(v, gamma, 1e-6),
+                tl::broadcast_to(tl::reduce_sum(tl::exp(m), {1}, true), {1, 512})};
             for (int k = 0; k < 6; ++k) {
               tl::store(tl::reshape(outs[k], {1, 1, 512}), to, {r, k, 0});
             }

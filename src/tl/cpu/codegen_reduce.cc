@@ -97,9 +97,8 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
            << "tl_a[q] += (double)" << value(iq) << ";\n";
   }
   if (tail < count) {
-    line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) { "
-           << compute_type(xt.dtype) << " tl_v; " << take("tl_v", i)
-           << " tl_a[k & 7] += (double)tl_v; }\n";
+    line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) { " << compute_type(xt.dtype)
+           << " tl_v; " << take("tl_v", i) << " tl_a[k & 7] += (double)tl_v; }\n";
   }
   const std::string sum =
       "(((tl_a[0] + tl_a[4]) + (tl_a[1] + tl_a[5])) + ((tl_a[2] + tl_a[6]) + (tl_a[3] + "
@@ -136,7 +135,8 @@ void Emitter::reduce_op(const Op& o) {
   // The loop reads the input through at(), so a fused producer is evaluated in it.
   const std::string c = std::to_string(count);
   if (suffix_run(o) != 0 && (op == ReduceOp::kSum || op == ReduceOp::kMean)) {
-    sum_runs(o, [&](const std::string& i) { return at(x, i); }, "", out);
+    sum_runs(
+        o, [&](const std::string& i) { return at(x, i); }, "", out);
     close();
     return;
   }

@@ -145,8 +145,8 @@ class Emitter {
   std::vector<bool> carried_;    // loop-carried region arguments
   std::vector<const Op*> user_;  // the last op using each value
   std::vector<const Region*> user_region_;
-  std::vector<const Op*> def_;  // the op defining each value (nullptr for arguments)
-  std::vector<bool> summed_;    // reductions already computed in their operand's loop
+  std::vector<const Op*> def_;         // the op defining each value (nullptr for arguments)
+  std::vector<bool> summed_;           // reductions already computed in their operand's loop
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)
