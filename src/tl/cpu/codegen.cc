@@ -128,6 +128,7 @@ bool Emitter::reads_through_at(const Op& o, std::size_t index) const {
 
 void Emitter::count_uses(const Region& r) {
   for (const Op& o : r.ops) {
+    for (int id : o.results) def_[static_cast<std::size_t>(id)] = &o;
     for (std::size_t k = 0; k < o.operands.size(); ++k) {
       const int id = o.operands[k];
       if (!reads_through_at(o, k)) raw_use_[static_cast<std::size_t>(id)] = true;
@@ -153,6 +154,8 @@ GeneratedSource Emitter::run() {
   uses_.assign(f_.types.size(), 0);
   user_.assign(f_.types.size(), nullptr);
   user_region_.assign(f_.types.size(), nullptr);
+  def_.assign(f_.types.size(), nullptr);
+  summed_.assign(f_.types.size(), false);
   deferred_.assign(f_.types.size(), "");
   carried_.assign(f_.types.size(), false);
   emitted_.assign(f_.types.size(), false);

@@ -308,9 +308,26 @@ void Emitter::elementwise_op(const Op& o) {
   }
   if (flat) {
     std::vector<std::string> x;
-    for (int id : o.operands) x.push_back(at(id, flat_index(id, rt, "k")));
-    line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << expr(x)
-           << ";\n";
+    for (int id : o.operands) x.push_back(at(id, flat_index(id, rt, kIndex)));
+    const std::string e = expr(x);
+    auto element = [&e](const std::string& i) {
+      std::string v = e;
+      for (std::size_t p = v.find(kIndex); p != std::string::npos; p = v.find(kIndex, p + i.size()))
+        v.replace(p, 3, i);
+      return v;
+    };
+    // A row sum of the result is computed in the same loop (softmax: exp, then its sum), so the
+    // result is not read back.
+    if (const Op* r = sum_of(res); r != nullptr) {
+      summed_[static_cast<std::size_t>(r->results[0])] = true;
+      const std::string out = declare_reduced(*r);
+      open("");
+      sum_runs(*r, element, name(res), out);
+      close();
+      return;
+    }
+    line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res)
+           << "[k] = " << element("k") << ";\n";
     return;
   }
   std::vector<Strides> strides;

@@ -83,6 +83,19 @@ class Emitter {
   // The run length when reduction `o` reduces contiguous trailing runs of a float tile with a
   // multi-accumulator loop (sum, mean, max, min), else 0.
   std::int64_t suffix_run(const Op& o) const;
+  // Whether every element of `id` is >= 0 or NaN by construction (an exp result): its sums may
+  // add blocks in float32 with a bounded relative error (codegen_reduce.cc).
+  bool nonnegative(int id) const;
+  // A float32 row sum (or mean) of the elementwise result `id` in the region being emitted, which
+  // the loop producing `id` can compute on the way (nullptr if none).
+  const Op* sum_of(int id) const;
+  // Emits reduction `r` (suffix_run) into out[o]; value(i) is the expression of element i, also
+  // stored to sink[i] when sink is not empty (the producer's loop).
+  using ElementFn = std::function<std::string(const std::string&)>;
+  void sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
+                const std::string& out);
+  // The name under which reduction `o`'s result is indexed ("(&v)" for a scalar), declared.
+  std::string declare_reduced(const Op& o);
 
   // Helpers.
   const Type& type(int id) const { return f_.type_of(id); }
@@ -132,6 +145,8 @@ class Emitter {
   std::vector<bool> carried_;    // loop-carried region arguments
   std::vector<const Op*> user_;  // the last op using each value
   std::vector<const Region*> user_region_;
+  std::vector<const Op*> def_;         // the op defining each value (nullptr for arguments)
+  std::vector<bool> summed_;           // reductions already computed in their operand's loop
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)

@@ -135,11 +135,14 @@ TL_INLINE float tl_gelu_erff(float x) {
   return (x * (neg ? q : one_minus)) * (neg ? 0x1p-64f : 1.0f);
 }
 TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
-// Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise.
+// Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise:
+// one float compare for NaN and one shift shared by both sides (about 8 vector operations per
+// 8 lanes before the narrowing, against 10 for an integer NaN test and two shifts; the same bits
+// for all 2^32 inputs). Under fast_math (no NaNs assumed) a NaN may round like a number.
 TL_INLINE u16 tl_f2bf(float f) {
   const u32 u = tl_fbits(f);
-  const u32 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-  return (u16)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded);
+  const u32 rounded = u + 0x7FFFu + ((u >> 16) & 1u), quiet = u | 0x00400000u;
+  return (u16)((f != f ? quiet : rounded) >> 16);
 }
 // Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
@@ -220,6 +223,17 @@ TL_INLINE void tl_acc8(tl_v4d& lo, tl_v4d& hi, const float* t) {
   __builtin_memcpy(&b, t + 4, 16);
   lo += __builtin_convertvector(a, tl_v4d);
   hi += __builtin_convertvector(b, tl_v4d);
+}
+// Sums of terms known to be non-negative (exp results, squares) add each block of 64 in float32
+// first: lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial
+// is within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and
+// only the partials are widened: about 12 vector operations per 64 elements instead of 32.
+TL_INLINE void tl_acc64(tl_v4d& lo, tl_v4d& hi, const float* t) {
+  tl_v8 v[8];
+  __builtin_memcpy(v, t, 256);
+  const tl_v8 s = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+  lo += __builtin_convertvector(__builtin_shufflevector(s, s, 0, 1, 2, 3), tl_v4d);
+  hi += __builtin_convertvector(__builtin_shufflevector(s, s, 4, 5, 6, 7), tl_v4d);
 }
 template <bool kMax>
 TL_INLINE tl_v8 tl_better8(tl_v8 m, const float* t) {
