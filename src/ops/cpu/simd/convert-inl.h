@@ -109,14 +109,27 @@ HWY_INLINE void LoadBF16PairsAsF32(D d, const std::uint16_t* p, hn::Vec<D>& even
   odd = hn::BitCast(d, hn::And(pairs, hn::Set(du32, 0xffff0000u)));
 }
 
+// 32-bit lanes of the upper halves of `even` (into the lower 16 bits) and of `odd` (into the
+// upper 16 bits): bfloat16 pairs from float32 bits whose upper halves are the bfloat16s. One
+// shift and one 16-bit blend.
+template <class DU32>
+HWY_INLINE hn::Vec<DU32> JoinBF16Halves(DU32 du32, hn::Vec<DU32> even, hn::Vec<DU32> odd) {
+  const auto low = hn::ShiftRight<16>(even);
+#if HWY_TARGET == HWY_SCALAR
+  return hn::Or(low, hn::And(odd, hn::Set(du32, 0xffff0000u)));
+#else
+  const hn::Repartition<std::uint16_t, DU32> du16;
+  return hn::BitCast(du32, hn::OddEven(hn::BitCast(du16, odd), hn::BitCast(du16, low)));
+#endif
+}
+
 // The inverse of LoadBF16PairsAsF32, rounding like StoreF32AsBF16.
 template <class D>
 HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::uint16_t* p,
                                     bool stream = false) {
   const hn::Rebind<std::uint32_t, D> du32;
-  const auto low = hn::ShiftRight<16>(RoundToBF16High(d, even));
-  const auto high = hn::And(RoundToBF16High(d, odd), hn::Set(du32, 0xffff0000u));
-  StoreMaybeStreaming(hn::Or(low, high), du32, reinterpret_cast<std::uint32_t*>(p), stream);
+  StoreMaybeStreaming(JoinBF16Halves(du32, RoundToBF16High(d, even), RoundToBF16High(d, odd)), du32,
+                      reinterpret_cast<std::uint32_t*>(p), stream);
 }
 
 // Readers of contiguous rows of one storage type as float32 vectors (Load: Lanes(d) elements at

@@ -52,16 +52,8 @@ HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, std::uint16_t* 
       const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
       return hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
     };
-    const auto low = hn::ShiftRight<16>(round(v0));
-#if HWY_TARGET == HWY_SCALAR
-    const auto both = hn::Or(low, hn::And(round(v1), hn::Set(du32, 0xffff0000u)));
-#else
-    // The upper halves of round(v1) into the upper halves of low: one 16-bit blend.
-    const hn::Repartition<std::uint16_t, DF> du16;
-    const auto both =
-        hn::BitCast(du32, hn::OddEven(hn::BitCast(du16, round(v1)), hn::BitCast(du16, low)));
-#endif
-    StoreMaybeStreaming(both, du32, reinterpret_cast<std::uint32_t*>(p), stream);
+    StoreMaybeStreaming(JoinBF16Halves(du32, round(v0), round(v1)), du32,
+                        reinterpret_cast<std::uint32_t*>(p), stream);
   } else {
     StoreF32AsF16(d, v0, p, stream);
     StoreF32AsF16(d, v1, p + hn::Lanes(d), stream);
@@ -83,14 +75,14 @@ float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t 
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   // max(scale·x) is scale·max(x) for scale > 0, which saves a multiply per vector.
-  const float sign = scale > 0.0f ? 1.0f : scale;
-  const auto s = hn::Set(d, sign);
+  const bool scale_after = scale > 0.0f;
+  const auto s = hn::Set(d, scale);
   auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
   auto m1 = m0;
   for (std::int64_t i = 0; i < blocks_end; i += 2 * lanes) {
     hn::Vec<DF> v0, v1;
     LoadBlock<kBF16>(d, x + i, v0, v1);
-    if (scale > 0.0f) {
+    if (scale_after) {
       m0 = hn::Max(m0, v0);
       m1 = hn::Max(m1, v1);
     } else {
@@ -99,8 +91,10 @@ float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t 
     }
   }
   float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (std::int64_t i = blocks_end; i < n; ++i) m = std::max(m, ToF32<kBF16>(x[i]) * sign);
-  return scale > 0.0f ? m * scale : m;
+  for (std::int64_t i = blocks_end; i < n; ++i) {
+    m = std::max(m, scale_after ? ToF32<kBF16>(x[i]) : ToF32<kBF16>(x[i]) * scale);
+  }
+  return scale_after ? m * scale : m;
 }
 
 // The exp pass of a row: out[i] = 2^(x[i]·scale·log2 e − shift), returning their sum.
