@@ -2,12 +2,15 @@
 // rank-3 view (folded_loop.h). A row is walked in [1, 1, kTile] chunks twice: the sum of squares
 // accumulates lane-wise in a float32 tile (one reduction per row), then the chunks are scaled by
 // rsqrt(mean + eps) and the weight and stored; the second walk finds the row in cache. Blocks
-// take contiguous runs of rows (one sequential stream each). One compiled kernel per (input dtype,
-// weight dtype).
+// take contiguous runs of rows (one sequential stream each). A 16-bit weight is widened to float32
+// once per call on the host (the kernels would otherwise widen it again for every row), so one
+// kernel is compiled per input dtype.
 #include <memory>
 
 #include "src/ops/cpu/register.h"
+#include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/tl/folded_loop.h"
+#include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
 
 namespace tileops::ops::cpu {
@@ -64,8 +67,8 @@ const tl::Kernel& rms_norm_kernel() {
 }
 
 // add_rms_norm: residual_out = round(x + residual); out = rms_norm(residual_out). The second walk
-// re-adds x and residual (in cache) unless residual_out overwrote residual (the in-place form),
-// then it reads residual_out back.
+// re-adds x and residual (in cache) unless `reread` (residual_out overwrote an input, or 16-bit
+// rows), then it reads residual_out back.
 const tl::Kernel& add_rms_norm_kernel() {
   static const tl::Kernel kernel = tl::jit(
       "tileops_add_rms_norm",
@@ -118,6 +121,19 @@ const tl::Kernel& add_rms_norm_kernel() {
 
 float eps_of(const Problem& p) { return static_cast<float>(p.attributes[0]); }
 
+// The weight as a float32 vector with its stride: w itself, or its widened copy in `lease`.
+struct Weight {
+  tl::Pointer pointer;
+  std::int64_t stride;
+};
+Weight f32_weight(const Tensor& w, const Context& ctx, WorkspacePool::Lease& lease) {
+  if (w.dtype() == kF32) return {pointer_at(w, 0), w.stride(0)};
+  const std::int64_t n = w.size(0);
+  lease = ctx.workspace().acquire(kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(n));
+  load_f32(w.data(), w.dtype(), w.stride(0), n, lease.as<float>());
+  return {tl::Pointer{lease.as<float>(), kF32}, 1};
+}
+
 class RmsNormTl final : public Operator {
  public:
   explicit RmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
@@ -127,10 +143,12 @@ class RmsNormTl final : public Operator {
     const FoldedLoop loop(x.shape(), strides, true);
     const auto& d = loop.shape();
     const auto &sx = loop.strides(0), &so = loop.strides(1);
+    WorkspacePool::Lease lease;
+    const Weight wf = f32_weight(w, ctx, lease);
     loop.for_each_launch([&](const std::int64_t* offsets) {
-      rms_norm_kernel().launch_on(ctx.threads(), 0, pointer_at(x, offsets[0]), pointer_at(w, 0),
+      rms_norm_kernel().launch_on(ctx.threads(), 0, pointer_at(x, offsets[0]), wf.pointer,
                                   pointer_at(out, offsets[1]), d[0], d[1], d[2], sx[0], sx[1],
-                                  sx[2], w.stride(0), so[0], so[1], so[2], eps_);
+                                  sx[2], wf.stride, so[0], so[1], so[2], eps_);
     });
   }
 
@@ -148,13 +166,18 @@ class AddRmsNormTl final : public Operator {
     const auto& d = loop.shape();
     const auto &sx = loop.strides(0), &sr = loop.strides(1), &so = loop.strides(2),
                &sq = loop.strides(3);
-    // The contract allows residual_out to be exactly x's or residual's view (in place).
-    const bool reread = res_out.data() == res.data() || res_out.data() == x.data();
+    // The contract allows residual_out to be exactly x's or residual's view (in place). 16-bit
+    // rows are read back too: re-adding them costs a rounding per element, reading back a copy
+    // (bench: 0.87x the time for bfloat16, 1.2x for float32).
+    const bool reread =
+        x.element_size() == 2 || res_out.data() == res.data() || res_out.data() == x.data();
+    WorkspacePool::Lease lease;
+    const Weight wf = f32_weight(w, ctx, lease);
     loop.for_each_launch([&](const std::int64_t* o) {
       add_rms_norm_kernel().launch_on(
-          ctx.threads(), 0, pointer_at(x, o[0]), pointer_at(res, o[1]), pointer_at(w, 0),
+          ctx.threads(), 0, pointer_at(x, o[0]), pointer_at(res, o[1]), wf.pointer,
           pointer_at(out, o[2]), pointer_at(res_out, o[3]), d[0], d[1], d[2], sx[0], sx[1], sx[2],
-          sr[0], sr[1], sr[2], w.stride(0), so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
+          sr[0], sr[1], sr[2], wf.stride, so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
     });
   }
 
