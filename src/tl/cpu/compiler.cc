@@ -96,8 +96,14 @@ std::string compile_flags(const Options& options) {
   flags += options.target.empty() ? " -march=native" : " -march=" + quote(options.target);
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
-  flags +=
-      options.fast_math ? " -ffast-math" : " -ffp-contract=off -fno-math-errno -fno-trapping-math";
+  // fast_math is -ffast-math's parts except -ffinite-math-only (kernels mask with -inf and test
+  // for NaN) and without naming -ffast-math itself: that links crtfastmath.o, whose constructor
+  // would switch on flush-to-zero in the thread that loads the kernel (and the threads it starts).
+  flags += " -fno-math-errno -fno-trapping-math";
+  flags += options.fast_math
+               ? " -ffp-contract=fast -fno-signed-zeros -fassociative-math -freciprocal-math"
+                 " -fcx-limited-range -DTL_FAST_MATH=1"
+               : " -ffp-contract=off";
   if (options.debug) flags += " -g";
   static const bool libmvec = have_libmvec();
   if (libmvec) flags += " -DTL_LIBMVEC=1";

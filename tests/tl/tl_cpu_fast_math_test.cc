@@ -1,0 +1,109 @@
+// fast_math on the cpu backend: its exp against float64 exp (within 2 ulps wherever the result is
+// at least e^-86.9, 0 below, inf above the float range, NaN kept), a masked row softmax with -inf
+// lanes (inf and NaN keep their meaning: no -ffinite-math-only), and loading a fast_math kernel
+// leaves the thread's flush-to-zero mode alone.
+#include <cstring>
+
+#include "tests/tl/tl_test_util.h"
+
+namespace tileops::testing::tl_test {
+namespace {
+
+const tl::Options kFast{.backend = "cpu", .fast_math = true};
+
+// out = exp(x) over n elements, tiles of 64 (the tail is partial).
+tl::Kernel exp_kernel(const tl::Options& options) {
+  return tl::jit(
+      "fast_exp",
+      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+        const tl::Value tx = tl::tensor(x, {n}), to = tl::tensor(out, {n});
+        for (tl::Value i : tl::range(tl::block_idx(), tl::ceildiv(n, 64), tl::block_num())) {
+          tl::store(tl::exp(tl::load(tx, {64}, {i * 64})), to, {i * 64});
+        }
+      },
+      options);
+}
+
+TEST(TlCpuFastMath, ExpWithinTwoUlpsAboveTheFlushThreshold) {
+  std::vector<float> xs = {-INFINITY, INFINITY, NAN,    88.72f, 88.7228f, 88.73f, 89.5f,  -86.85f,
+                           -86.95f,   -87.3f,   -95.5f, 0.0f,   -0.0f,    1e-8f,  -1e-30f};
+  for (int i = 0; i <= 180000; ++i) xs.push_back(-90.0f + static_cast<float>(i) * 0.001f);
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += 65537) {
+    const auto bits = static_cast<std::uint32_t>(u);
+    float f = 0;
+    std::memcpy(&f, &bits, 4);
+    xs.push_back(f);
+  }
+  const auto n = static_cast<std::int64_t>(xs.size());
+  TensorStorage x({n}, DataType::kFloat32);
+  std::memcpy(x.data(), xs.data(), xs.size() * 4);
+  TensorStorage out = poisoned({n}, DataType::kFloat32);
+  exp_kernel(kFast).launch(2, x, out, n);
+  const auto* got = static_cast<const float*>(out.data());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = xs[static_cast<std::size_t>(i)];
+    const double want = std::exp(static_cast<double>(v));
+    bool ok = false;
+    if (std::isnan(v)) {
+      ok = std::isnan(got[i]);
+    } else if (v < -86.9f) {
+      ok = got[i] == 0.0f;
+    } else if (want > 0x1.fffffep127) {
+      ok = got[i] == INFINITY;
+    } else {
+      const auto w = static_cast<float>(want);
+      ok = std::fabs(got[i] - want) <= 2 * std::fabs(std::nextafter(w, INFINITY) - w);
+    }
+    if (!ok && bad++ == 0) ADD_FAILURE() << v << ": exp " << want << ", got " << got[i];
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// Rows of n with the lanes at and after `visible` masked to -inf before the softmax.
+TEST(TlCpuFastMath, MaskedSoftmaxKeepsInfinities) {
+  const tl::Kernel kernel = tl::jit(
+      "fast_masked_softmax",
+      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows, tl::Int visible) {
+        const tl::Value tx = tl::tensor(x, {rows, 64}), to = tl::tensor(out, {rows, 64});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          const tl::Value v = tl::load(tx, {1, 64}, {r, 0});
+          const tl::Value masked = tl::where(tl::arange(64) < visible, v, -INFINITY);
+          tl::store(tl::softmax(masked, -1), to, {r, 0});
+        }
+      },
+      kFast);
+  const std::int64_t rows = 3, visible = 37;
+  std::mt19937_64 rng(11);
+  TensorStorage x = random_tensor({rows, 64}, DataType::kFloat32, rng, Layout::kContiguous, -8, 8);
+  TensorStorage out = poisoned({rows, 64}, DataType::kFloat32);
+  kernel.launch(2, x, out, rows, visible);
+  const auto* px = static_cast<const float*>(x.data());
+  const auto* po = static_cast<const float*>(out.data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double max = -INFINITY, sum = 0;
+    for (std::int64_t j = 0; j < visible; ++j) max = std::max<double>(max, px[r * 64 + j]);
+    for (std::int64_t j = 0; j < visible; ++j) sum += std::exp(px[r * 64 + j] - max);
+    for (std::int64_t j = 0; j < 64; ++j) {
+      const double want = j < visible ? std::exp(px[r * 64 + j] - max) / sum : 0.0;
+      EXPECT_NEAR(po[r * 64 + j], want, 1e-6 * want + 1e-30) << "row " << r << " lane " << j;
+    }
+  }
+}
+
+// -ffast-math would link crtfastmath.o into the kernel, whose constructor sets flush-to-zero and
+// denormals-are-zero in the thread that loads it: a subnormal product here would become 0.
+TEST(TlCpuFastMath, LoadingAKernelKeepsSubnormals) {
+  const tl::Kernel kernel = exp_kernel(kFast);
+  TensorStorage x({64}, DataType::kFloat32), out({64}, DataType::kFloat32);
+  std::memset(x.data(), 0, x.bytes());
+  kernel.launch(1, x, out, std::int64_t{64});
+  volatile float tiny = 0x1p-120f;
+  const float product = tiny * 0x1p-10f;  // 2^-130, subnormal: 2^19 * 2^-149
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &product, 4);  // bits: a float compare would see 0 under denormals-are-zero
+  EXPECT_EQ(bits, 0x00080000u);
+}
+
+}  // namespace
+}  // namespace tileops::testing::tl_test
