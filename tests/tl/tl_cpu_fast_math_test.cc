@@ -91,6 +91,32 @@ TEST(TlCpuFastMath, MaskedSoftmaxKeepsInfinities) {
   }
 }
 
+// Conversions stay exact under fast_math (no reassociation folds the runtime's scalings): float32
+// to float16 and bfloat16 at the edges of their ranges, bit for bit with the interpreter.
+TEST(TlCpuFastMath, NarrowingConversionsAreExact) {
+  const auto narrow = [](const tl::Options& options) {
+    return tl::jit(
+        "fast_narrow",
+        [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+          const tl::Value to = tl::tensor(out, {n});
+          tl::store(tl::load(tl::tensor(x, {n}), {64}, {0}).to(out.dtype()), to, {0});
+        },
+        options);
+  };
+  const std::vector<double> xs = {65504, 65519,  65520, 98256, -70000,   1e-8, 6e-8, 3e-5,
+                                  -2e-7, 3.4e38, -3e38, 1e-40, INFINITY, NAN,  0.1,  -0.0};
+  TensorStorage x({64}, DataType::kFloat32);
+  std::vector<double> padded(64, 1.0);
+  std::copy(xs.begin(), xs.end(), padded.begin());
+  from_doubles(x, padded);
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    TensorStorage want = poisoned({64}, dtype), got = poisoned({64}, dtype);
+    narrow(tl::Options{.backend = "interp"}).launch(1, x, want, std::int64_t{64});
+    narrow(kFast).launch(1, x, got, std::int64_t{64});
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.bytes()), 0) << name_of(dtype);
+  }
+}
+
 // -ffast-math would link crtfastmath.o into the kernel, whose constructor sets flush-to-zero and
 // denormals-are-zero in the thread that loads it: a subnormal product here would become 0.
 TEST(TlCpuFastMath, LoadingAKernelKeepsSubnormals) {

@@ -151,11 +151,23 @@ void Emitter::reduce_op(const Op& o) {
     const std::string init = "(" + ct + ")" + (op == ReduceOp::kMax ? "-" : "") + "__builtin_inf()";
     line() << ct << " tl_m[8];\n";
     if (vec) {
-      line() << "tl_v8 tl_mv = {" << init << ", " << init << ", " << init << ", " << init << ", "
-             << init << ", " << init << ", " << init << ", " << init << "};\n";
-      line() << "for (i64 k = 0; k < " << tail << "; k += 8) { " << lanes << "tl_mv = tl_better8<"
-             << mx << ">(tl_mv, tl_t); }\n";
-      line() << "__builtin_memcpy(tl_m, &tl_mv, 32);\n";
+      // Four vectors of accumulators over runs of 32 (a compare-and-select chain per vector
+      // would bound the loop by its latency), merged in element order, ties keeping the earlier.
+      const std::string e32 = at(x, "o * " + c + " + k + q");
+      const std::string tail32 = std::to_string(count - count % 32);
+      line() << "tl_v8 tl_mv[4];\n";
+      line() << "for (int j = 0; j < 4; ++j) tl_mv[j] = (tl_v8){" << init << ", " << init << ", "
+             << init << ", " << init << ", " << init << ", " << init << ", " << init << ", " << init
+             << "};\n";
+      line() << "i64 k = 0;\n";
+      line() << "for (; k < " << tail32 << "; k += 32) { float tl_t[32]; for (int q = 0; q < 32; "
+             << "++q) tl_t[q] = " << e32 << "; for (int j = 0; j < 4; ++j) tl_mv[j] = tl_better8<"
+             << mx << ">(tl_mv[j], tl_t + 8 * j); }\n";
+      line() << "for (; k < " << tail << "; k += 8) { " << lanes << "tl_mv[0] = tl_better8<" << mx
+             << ">(tl_mv[0], tl_t); }\n";
+      line() << "for (int j = 1; j < 4; ++j) tl_mv[0] = tl_better8<" << mx
+             << ">(tl_mv[0], (const float*)&tl_mv[j]);\n";
+      line() << "__builtin_memcpy(tl_m, &tl_mv[0], 32);\n";
     } else {
       line() << "for (int q = 0; q < 8; ++q) tl_m[q] = " << init << ";\n";
       line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "

@@ -96,13 +96,15 @@ std::string compile_flags(const Options& options) {
   flags += options.target.empty() ? " -march=native" : " -march=" + quote(options.target);
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
-  // fast_math is -ffast-math's parts except -ffinite-math-only (kernels mask with -inf and test
-  // for NaN) and without naming -ffast-math itself: that links crtfastmath.o, whose constructor
-  // would switch on flush-to-zero in the thread that loads the kernel (and the threads it starts).
+  // fast_math takes some of -ffast-math's parts, not -ffast-math itself: that links
+  // crtfastmath.o, whose constructor switches on flush-to-zero in the thread that loads the kernel
+  // (and the threads it starts). Not -ffinite-math-only (kernels mask with -inf and test for NaN)
+  // nor -fassociative-math: it folds the runtime's exact scalings (float16 rounding turned 98256
+  // into NaN), and the generated reductions are lane-parallel already.
   flags += " -fno-math-errno -fno-trapping-math";
   flags += options.fast_math
-               ? " -ffp-contract=fast -fno-signed-zeros -fassociative-math -freciprocal-math"
-                 " -fcx-limited-range -DTL_FAST_MATH=1"
+               ? " -ffp-contract=fast -fno-signed-zeros -freciprocal-math -fcx-limited-range"
+                 " -DTL_FAST_MATH=1"
                : " -ffp-contract=off";
   if (options.debug) flags += " -g";
   static const bool libmvec = have_libmvec();

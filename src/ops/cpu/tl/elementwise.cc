@@ -16,6 +16,7 @@ namespace {
 namespace tl = ::tileops::tl;
 using tl_impl::as_f32;
 using tl_impl::FoldedLoop;
+using tl_impl::kFastMath;
 using tl_impl::pointer_at;
 
 constexpr std::int64_t kTile = 1024;
@@ -36,11 +37,11 @@ tl::Value combine(const tl::Value& x, const tl::Value& y, Binary op, DataType dt
 }
 
 const tl::Kernel& binary_kernel() {
-  static const tl::Kernel kernel =
-      tl::jit("tileops_binary", [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress out,
-                                   tl::Int d0, tl::Int d1, tl::Int d2, tl::Int sa0, tl::Int sa1,
-                                   tl::Int sa2, tl::Int sb0, tl::Int sb1, tl::Int sb2, tl::Int so0,
-                                   tl::Int so1, tl::Int so2, tl::ConstExpr<int> op) {
+  static const tl::Kernel kernel = tl::jit(
+      "tileops_binary",
+      [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress out, tl::Int d0, tl::Int d1,
+         tl::Int d2, tl::Int sa0, tl::Int sa1, tl::Int sa2, tl::Int sb0, tl::Int sb1, tl::Int sb2,
+         tl::Int so0, tl::Int so1, tl::Int so2, tl::ConstExpr<int> op) {
         const tl::Value ta = tl::tensor(a, {d0, d1, d2}, {sa0, sa1, sa2});
         const tl::Value tb = tl::tensor(b, {d0, d1, d2}, {sb0, sb1, sb2});
         const tl::Value to = tl::tensor(out, {d0, d1, d2}, {so0, so1, so2});
@@ -57,7 +58,8 @@ const tl::Kernel& binary_kernel() {
           const tl::Value y = tl::load(tb, {1, 1, kTile}, {i0, i1, col});
           tl::store(combine(x, y, static_cast<Binary>(*op), out.dtype()), to, {i0, i1, col});
         }
-      });
+      },
+      kFastMath);
   return kernel;
 }
 

@@ -22,6 +22,7 @@ namespace {
 
 namespace tl = ::tileops::tl;
 using tl_impl::FoldedLoop;
+using tl_impl::kFastMath;
 using tl_impl::pointer_at;
 
 constexpr std::int64_t kTile = 1024;
@@ -87,7 +88,8 @@ const tl::Kernel& softmax_kernel() {
             tl::store(zero, to, {i0, i1, c * kTile});
           }
         }
-      });
+      },
+      kFastMath);
   return kernel;
 }
 
