@@ -3,12 +3,23 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "tileops/core/error.h"
 
 namespace tileops {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
+// Allocations of at least kLarge start on a 2 MiB boundary, are rounded up to whole 2 MiB pages
+// (at most 3% more) and ask Linux for transparent huge pages (its default policy, "madvise",
+// gives them only when asked): a paged KV cache read block by block then needs one TLB entry per
+// 2 MiB instead of per 4 KiB (paged_attention decode, B = 8, context 4096: 0.95-0.98x the time
+// of the same cache in 4 KiB pages, in-process A/B on the 2-vCPU EPYC).
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kLarge = std::size_t{64} << 20;
 
 std::size_t span_elements(const Dims& shape, const Dims& strides) {
   std::int64_t last = 0;
@@ -29,9 +40,13 @@ TensorStorage::TensorStorage(Dims shape, DataType dtype)
 TensorStorage::TensorStorage(Dims shape, Dims strides, DataType dtype) {
   Tensor probe(nullptr, shape, strides, dtype);  // validates shape and strides
   bytes_ = span_elements(shape, strides) * size_of(dtype);
-  std::size_t rounded = (bytes_ + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t alignment = bytes_ >= kLarge ? kHugePage : kAlignment;
+  std::size_t rounded = (bytes_ + alignment - 1) / alignment * alignment;
   if (rounded == 0) rounded = kAlignment;
-  void* memory = std::aligned_alloc(kAlignment, rounded);
+  void* memory = std::aligned_alloc(alignment, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (memory != nullptr && alignment == kHugePage) madvise(memory, rounded, MADV_HUGEPAGE);
+#endif
   if (memory == nullptr) {
     throw Error(ErrorKind::kOutOfMemory,
                 "TensorStorage: cannot allocate " + std::to_string(rounded) + " bytes");

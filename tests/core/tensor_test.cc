@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "tileops/core/data_type.h"
 #include "tileops/core/error.h"
 #include "tileops/core/tensor_storage.h"
@@ -67,6 +69,19 @@ TEST(TensorStorage, SizedForStridedViews) {
   EXPECT_EQ(s.view().strides(), (Dims{10, 2}));
   TensorStorage empty(Dims{0, 5}, DataType::kFloat32);
   EXPECT_EQ(empty.bytes(), 0u);
+}
+
+// Small storage is 64-byte aligned; 64 MiB and more starts on a 2 MiB (huge page) boundary and
+// is fully usable (the rounding up to whole pages is past the end of bytes()).
+TEST(TensorStorage, LargeAllocationsAreHugePageAligned) {
+  TensorStorage small(Dims{3}, DataType::kFloat32);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 64, 0u);
+  const std::int64_t n = (std::int64_t{64} << 20) + 3;
+  TensorStorage large(Dims{n}, DataType::kUInt8);
+  EXPECT_EQ(large.bytes(), static_cast<std::size_t>(n));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % (std::uintptr_t{2} << 20), 0u);
+  large.fill_bytes(0x5A);
+  EXPECT_EQ(static_cast<const unsigned char*>(large.data())[n - 1], 0x5A);
 }
 
 TEST(Error, MessageNamesEverything) {

@@ -1,5 +1,6 @@
-// TensorStorage: owning, 64-byte aligned CPU memory with a contiguous Tensor view. Used by
-// tests, examples, benchmarks and the Python package; operators only ever see Tensor views.
+// TensorStorage: owning, 64-byte aligned CPU memory with a contiguous Tensor view (64 MiB and more:
+// 2 MiB aligned, in transparent huge pages where Linux offers them). Used by tests, examples,
+// benchmarks and the Python package; operators only ever see Tensor views.
 #pragma once
 
 #include <cstddef>
