@@ -23,8 +23,8 @@ tl::Kernel strided_matmul(const tl::Options& o) {
         const tl::Value ta = tl::tensor(a, {m, k}, {lda, 1}), tb = tl::tensor(b, {k, n});
         const tl::Value tc = tl::tensor(c, {m, n});
         const tl::Value col_tiles = tl::ceildiv(n, 32);
-        for (tl::Value t : tl::range(tl::block_idx(), tl::ceildiv(m, 26) * col_tiles,
-                                     tl::block_num())) {
+        for (tl::Value t :
+             tl::range(tl::block_idx(), tl::ceildiv(m, 26) * col_tiles, tl::block_num())) {
           const tl::Value row = tl::floordiv(t, col_tiles) * 26, col = (t % col_tiles) * 32;
           tl::Var acc = tl::zeros({26, 32}, f32);
           for (tl::Value p : tl::range(tl::ceildiv(k, 32))) {

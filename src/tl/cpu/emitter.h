@@ -80,9 +80,9 @@ class Emitter {
   // stride, so a load may read it in place from a tensor whose rows are not adjacent.
   bool matmul_lhs_only(int id) const {
     const Op* u = user_[static_cast<std::size_t>(id)];
-    return uses_[static_cast<std::size_t>(id)] == 1 && u != nullptr &&
-           u->kind == OpKind::kMatmul && u->operands[0] == id &&
-           type(id).dtype == DataType::kFloat32 && type(id).shape.size() == 2;
+    return uses_[static_cast<std::size_t>(id)] == 1 && u != nullptr && u->kind == OpKind::kMatmul &&
+           u->operands[0] == id && type(id).dtype == DataType::kFloat32 &&
+           type(id).shape.size() == 2;
   }
 
   // The index of operand `id` in a flat loop over `result` whose counter is `index`: `index`
