@@ -1,9 +1,10 @@
 // The tile-language GEMM engine (implementation 2, "tl", of gemm, matmul and linear): one kernel
 // computes float32 C tiles of kBm × kBn with matmul_acc over kBk-deep slices of A and B, read
 // through their runtime strides (transposes and strided operands need no packing; 16-bit
-// operands are widened per tile; float32 A slices with unit column stride are not copied). When C is float32 and the call is a plain product, the kernel
-// writes C itself; otherwise it writes a float32 workspace and the shared epilogue
-// (store_gemm_rows) applies alpha, beta, bias and rounding.
+// operands are widened per tile; float32 A slices with unit column stride are not copied). When C
+// is float32 and the call is a plain product, the kernel writes C itself; otherwise it writes a
+// float32 workspace and the shared epilogue (store_gemm_rows) applies alpha, beta, bias and
+// rounding.
 #include <algorithm>
 
 #include "src/ops/cpu/gemm/gemm_call.h"
