@@ -120,7 +120,8 @@ void BM_TlRows(benchmark::State& state) {
 BENCHMARK(BM_TlRows)->Args({0, 0})->Args({1, 0})->Args({0, 1})->UseRealTime();
 
 // C = A @ B, [2048, 2048] float32: tm x tn output tiles strided over the blocks, k steps of tk
-// (square 64 and 128 tiles, and the 192 x 128 x 256 tiles of the tl gemm operator).
+// (square 64 and 128 tiles, 192 x 128 x 256, and the 256 x 128 x 256 tiles of the tl gemm
+// operator).
 void BM_TlMatmul(benchmark::State& state) {
   const auto a = random_f32(kMat * kMat, 1), b = random_f32(kMat * kMat, 2);
   const auto c = random_f32(kMat * kMat, 3);
@@ -156,6 +157,7 @@ BENCHMARK(BM_TlMatmul)
     ->Args({0, 64, 64, 64})
     ->Args({0, 128, 128, 128})
     ->Args({0, 192, 128, 256})
+    ->Args({0, 256, 128, 256})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -161,6 +161,7 @@ GeneratedSource Emitter::run() {
   emitted_.assign(f_.types.size(), false);
   raw_use_.assign(f_.types.size(), false);
   widened_.assign(f_.types.size(), false);
+  row_stride_.assign(f_.types.size(), "");
   count_uses(f_.body);
   out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "

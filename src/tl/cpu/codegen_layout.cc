@@ -60,11 +60,13 @@ void Emitter::matmul_op(const Op& o) {
   const Type& bt = type(o.operands[1]);
   const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
+  const std::string& ld = row_stride_[static_cast<std::size_t>(o.operands[0])];
+  const std::string lda = ld.empty() ? std::to_string(k) : ld;
   if (o.flag && at_.dtype != DataType::kFloat64 && consumable(o.operands[2])) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
     line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-           << ");\n";
+           << ", " << lda << ");\n";
     return;
   }
   declare(res);
@@ -89,7 +91,7 @@ void Emitter::matmul_op(const Op& o) {
     return;
   }
   line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-         << ");\n";
+         << ", " << lda << ");\n";
 }
 
 }  // namespace tileops::tl::cpu

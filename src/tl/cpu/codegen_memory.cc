@@ -156,6 +156,9 @@ void Emitter::load_op(const Op& o) {
   if (tt.dtype != DataType::kBool && ct == memory_type(tt.dtype)) hazards = direct_load_hazards(o);
   std::string dst = name(res);
   const std::string buffer = cat({"alignas(64) ", ct, " "});
+  // The left operand of a matmul is read in place whenever its rows are contiguous, at any row
+  // stride (matmul_acc takes it): the tl gemm then copies only B slices.
+  const bool any_row_stride = hazards && matmul_lhs_only(res);
   if (hazards) {
     dst = name(res) + "_buf";
     line() << buffer << dst << "[" << tt.size() << "];\n";
@@ -165,7 +168,9 @@ void Emitter::load_op(const Op& o) {
       const std::string n = std::to_string(d), extent = std::to_string(tt.shape[d]);
       direct +=
           cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
-      if (tt.shape[d] > 1) direct += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
+      if (tt.shape[d] > 1 && !(any_row_stride && d == 0)) {
+        direct += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
+      }
       at_ += cat({" + ", offsets[d], " * ", t, "_s", n});
       rm *= tt.shape[d];
     }
@@ -176,8 +181,15 @@ void Emitter::load_op(const Op& o) {
     line() << "const bool " << name(res) << "_direct = " << direct << ";\n";
     line() << ct << "* const " << name(res) << " = " << name(res) << "_direct ? " << t << " + ("
            << at_ << ") : " << dst << ";\n";
+    if (any_row_stride) {
+      row_stride_[static_cast<std::size_t>(res)] = name(res) + "_ld";
+      line() << "const i64 " << name(res) << "_ld = " << name(res) << "_direct ? " << t
+             << "_s0 : " << tt.shape[1] << ";\n";
+    }
     const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
-    if (loop_depth_ > 0 && bytes >= 1024) {  // smaller tiles: the hardware prefetcher suffices
+    // Smaller tiles: the hardware prefetcher suffices. The cursor covers contiguous bytes: not
+    // for a tile whose rows may lie apart.
+    if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride) {
       const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";

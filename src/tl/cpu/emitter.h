@@ -76,6 +76,15 @@ class Emitter {
     return carried_[static_cast<std::size_t>(id)] && uses_[static_cast<std::size_t>(id)] == 1;
   }
 
+  // A float32 tile whose only use is as the left operand of a matmul: matmul_acc takes its row
+  // stride, so a load may read it in place from a tensor whose rows are not adjacent.
+  bool matmul_lhs_only(int id) const {
+    const Op* u = user_[static_cast<std::size_t>(id)];
+    return uses_[static_cast<std::size_t>(id)] == 1 && u != nullptr && u->kind == OpKind::kMatmul &&
+           u->operands[0] == id && type(id).dtype == DataType::kFloat32 &&
+           type(id).shape.size() == 2;
+  }
+
   // The index of operand `id` in a flat loop over `result` whose counter is `index`: `index`
   // when it has the result's elements in the same order (or is a scalar), "0" for a one-element
   // tile, nullptr when it needs strided indexing.
@@ -155,6 +164,9 @@ class Emitter {
   // 16-bit float tiles kept in their memory type (u16, in place or copied): at() widens each
   // element where it is read, so the conversion is fused into the consumer's loop.
   std::vector<bool> widened_;
+  // The row stride (a C expression) of matmul left operands loaded by matmul_lhs_only loads;
+  // empty for a tile laid out densely (row stride = its width).
+  std::vector<std::string> row_stride_;
   std::ostringstream out_;
   // Software prefetch of the next loop iteration's tiles: for each tile read in place inside a
   // loop, a cursor (<v>_pf, up to <v>_pf_end) over the bytes the next iteration will read, the

@@ -283,10 +283,11 @@ typedef float tl_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 #define TL_FMA8(acc, b, s) ((acc) + (b) * (s))
 #endif
 // R rows x 16 columns of C, all of K: 2R accumulators in registers, each B row loaded once per
-// 16 columns, each A element broadcast once.
+// 16 columns, each A element broadcast once. A's rows are lda apart: a tile read in place from
+// a row-major tensor (the tensor's row stride) or a copied one (lda = K).
 template <int R, i64 N, i64 K>
 TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
-                           const float* __restrict b, i64 i, i64 j) {
+                           const float* __restrict b, i64 lda, i64 i, i64 j) {
   tl_v8f acc[R][2];
   for (int r = 0; r < R; ++r) {
     acc[r][0] = *(const tl_v8f*)(c + (i + r) * N + j);
@@ -296,7 +297,7 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
     const tl_v8f b0 = *(const tl_v8f*)(b + p * N + j);
     const tl_v8f b1 = *(const tl_v8f*)(b + p * N + j + 8);
     for (int r = 0; r < R; ++r) {
-      const float s = a[(i + r) * K + p];
+      const float s = a[(i + r) * lda + p];
       acc[r][0] = TL_FMA8(acc[r][0], b0, s);
       acc[r][1] = TL_FMA8(acc[r][1], b1, s);
     }
@@ -307,18 +308,19 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
   }
 }
 template <i64 M, i64 N, i64 K, typename T>
-static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b) {
+static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b,
+                          i64 lda) {
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
     for (i64 j = 0; j < N; j += 16) {
       i64 i = 0;
-      for (; i + 6 <= M; i += 6) tl_mm_block<6, N, K>(c, a, b, i, j);  // 12 accumulators
-      for (; i + 2 <= M; i += 2) tl_mm_block<2, N, K>(c, a, b, i, j);
-      for (; i < M; ++i) tl_mm_block<1, N, K>(c, a, b, i, j);
+      for (; i + 6 <= M; i += 6) tl_mm_block<6, N, K>(c, a, b, lda, i, j);  // 12 accumulators
+      for (; i + 2 <= M; i += 2) tl_mm_block<2, N, K>(c, a, b, lda, i, j);
+      for (; i < M; ++i) tl_mm_block<1, N, K>(c, a, b, lda, i, j);
     }
   } else {
     for (i64 i = 0; i < M; ++i) {
       for (i64 p = 0; p < K; ++p) {
-        const auto s = a[i * K + p];
+        const auto s = a[i * lda + p];
         for (i64 j = 0; j < N; ++j) c[i * N + j] += s * b[p * N + j];
       }
     }

@@ -1,9 +1,10 @@
 // The tile-language GEMM engine (implementation 2, "tl", of gemm, matmul and linear): one kernel
 // computes float32 C tiles of kBm × kBn with matmul_acc over kBk-deep slices of A and B, read
 // through their runtime strides (transposes and strided operands need no packing; 16-bit
-// operands are widened per tile). When C is float32 and the call is a plain product, the kernel
-// writes C itself; otherwise it writes a float32 workspace and the shared epilogue
-// (store_gemm_rows) applies alpha, beta, bias and rounding.
+// operands are widened per tile; float32 A slices with unit column stride are not copied). When C
+// is float32 and the call is a plain product, the kernel writes C itself; otherwise it writes a
+// float32 workspace and the shared epilogue (store_gemm_rows) applies alpha, beta, bias and
+// rounding.
 #include <algorithm>
 
 #include "src/ops/cpu/gemm/gemm_call.h"
@@ -19,12 +20,12 @@ namespace {
 namespace tl = ::tileops::tl;
 using tl_impl::as_f32;
 
-// Output tiles of 192 × 128 (a multiple of the 6 × 16 register block of matmul_acc) over slices
-// of 256: the B slice (128 KiB), A slice (192 KiB) and accumulator (96 KiB) stay in L2, a
-// 16-column panel of B in L1. Each slice is copied in per output tile, so taller tiles copy B
-// less often per FLOP: 1.1-1.15x the throughput of 96-row tiles at 2048³ (bench note in
-// bench/results/tl-ops.md).
-constexpr std::int64_t kBm = 192, kBn = 128, kBk = 256;
+// Output tiles of 256 × 128 over slices of 256: the B slice (128 KiB), accumulator (128 KiB) and
+// A slice (256 KiB) stay in the 512 KiB L2, a 16-column panel of B in L1. Float32 A slices with
+// unit column stride are read in place (matmul_acc takes their row stride); B slices are copied
+// in per output tile, so taller tiles copy B less often per FLOP, and 256 rows divide 2048 (192
+// computed 3% padding rows). Bench notes in bench/results/tl-ops.md.
+constexpr std::int64_t kBm = 256, kBn = 128, kBk = 256;
 const DataType kF32 = DataType::kFloat32;
 
 const tl::Kernel& gemm_kernel() {
