@@ -152,7 +152,7 @@ void Emitter::reduce_op(const Op& o) {
     line() << ct << " tl_m[8];\n";
     if (vec) {
       // Four vectors of accumulators over runs of 32 (a compare-and-select chain per vector
-      // would bound the loop by its latency), merged in element order, ties keeping the earlier.
+      // would bound the loop by its latency), merged vector by vector, ties keeping the first.
       const std::string e32 = at(x, "o * " + c + " + k + q");
       const std::string tail32 = std::to_string(count - count % 32);
       line() << "tl_v8 tl_mv[4];\n";
