@@ -218,12 +218,7 @@ TEST(TlCpuAgreement, Float32GeluSweep) {
 // (bench/results/tl-cpu.md): at most 8 ulps.
 TEST(TlCpuAgreement, Float32GeluEveryNthFloat) {
   std::vector<float> xs;
-  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += 4099) {
-    const auto bits = static_cast<std::uint32_t>(u);
-    float f = 0;
-    std::memcpy(&f, &bits, 4);
-    xs.push_back(f);
-  }
+  append_every_nth_float(xs, 4099);
   const auto n = static_cast<std::int64_t>(xs.size());
   TensorStorage x({n}, DataType::kFloat32);
   std::memcpy(x.data(), xs.data(), xs.size() * 4);

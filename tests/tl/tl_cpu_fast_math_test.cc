@@ -28,12 +28,7 @@ TEST(TlCpuFastMath, ExpWithinTwoUlpsAboveTheFlushThreshold) {
   std::vector<float> xs = {-INFINITY, INFINITY, NAN,    88.72f, 88.7228f, 88.73f, 89.5f,  -86.85f,
                            -86.95f,   -87.3f,   -95.5f, 0.0f,   -0.0f,    1e-8f,  -1e-30f};
   for (int i = 0; i <= 180000; ++i) xs.push_back(-90.0f + static_cast<float>(i) * 0.001f);
-  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += 65537) {
-    const auto bits = static_cast<std::uint32_t>(u);
-    float f = 0;
-    std::memcpy(&f, &bits, 4);
-    xs.push_back(f);
-  }
+  append_every_nth_float(xs, 65537);
   const auto n = static_cast<std::int64_t>(xs.size());
   TensorStorage x({n}, DataType::kFloat32);
   std::memcpy(x.data(), xs.data(), xs.size() * 4);

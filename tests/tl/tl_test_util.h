@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -34,6 +36,17 @@ inline Tolerance tol(DataType dtype) {
 inline const std::vector<int>& core_nums() {
   static const std::vector<int> kCores = {1, 3, 16, 0};
   return kCores;
+}
+
+// The float32 values of the bit patterns 0, step, 2 step, ... below 2^32 (every sign, binade,
+// subnormals, infinities and NaNs for a step coprime to 2), appended to xs.
+inline void append_every_nth_float(std::vector<float>& xs, std::uint64_t step) {
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += step) {
+    const auto bits = static_cast<std::uint32_t>(u);
+    float f = 0;
+    std::memcpy(&f, &bits, 4);
+    xs.push_back(f);
+  }
 }
 
 }  // namespace tileops::testing::tl_test
