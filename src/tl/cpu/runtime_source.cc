@@ -161,8 +161,8 @@ TL_INLINE float tl_bf2f(u16 h) { return tl_bitsf((u32)h << 16); }
 // Round to nearest even; NaN stays NaN (quiet). Branch-free so that loops over it vectorise:
 // the NaN test selects, as a mask, between setting the quiet bit and the rounding increment, so
 // that one value is shifted and narrowed (a select of the two rounded values narrowed both:
-// 9% slower for a bfloat16 rms_norm in cache; the same bits for all 2^32 inputs). Under
-// fast_math (no NaNs assumed) a NaN may round like a number.
+// 9% slower for a bfloat16 rms_norm in cache; the same bits for all 2^32 inputs). fast_math
+// keeps the NaN test (no -ffinite-math-only).
 TL_INLINE u16 tl_f2bf(float f) {
   const u32 u = tl_fbits(f), nan = (u32)0 - (u32)(f != f);
   return (u16)(((u | (nan & 0x00400000u)) + (~nan & (0x7FFFu + ((u >> 16) & 1u)))) >> 16);
