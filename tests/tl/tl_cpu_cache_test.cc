@@ -182,6 +182,18 @@ TEST_F(TlCpuCache, DumpDirHoldsIrSourceAndObject) {
   EXPECT_EQ(extensions, (std::set<std::string>{".cc", ".so", ".tlir"}));
 }
 
+TEST_F(TlCpuCache, DumpDirFromTheEnvironmentWhenTheOptionIsEmpty) {
+  const fs::path dump = dir_ / "env_dump";
+  ::setenv("TILEOPS_TL_DUMP_DIR", dump.c_str(), 1);
+  const tl::Kernel k = scale(false, {.backend = "cpu"});
+  ::unsetenv("TILEOPS_TL_DUMP_DIR");
+  EXPECT_EQ(k.options().dump_dir, dump.string());
+  check_scale(k);
+  std::set<std::string> extensions;
+  for (const auto& e : fs::directory_iterator(dump)) extensions.insert(e.path().extension());
+  EXPECT_EQ(extensions, (std::set<std::string>{".cc", ".so", ".tlir"}));
+}
+
 TEST_F(TlCpuCache, CompileFailureNamesTheCompilerMessageAndSource) {
   const tl::Kernel bad = scale(false, {.backend = "cpu", .target = "no-such-cpu"});
   TensorStorage x({100}, DataType::kFloat32);

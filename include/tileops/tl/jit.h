@@ -34,8 +34,9 @@ struct Options {
   bool debug = false;            // verify after every pass; locations in printed IR
   bool print_ir = false;         // print the IR to stderr before and after each pass
   std::string backend = "auto";  // interp | cpu | cuda | auto (cpu with a compiler, else interp)
-  std::string dump_dir = {};     // write <name>-<hash>.tlir (cpu: also .cc and .so) there
-  bool fast_math = false;        // allow reassociation / approximate functions (not interp)
+  std::string dump_dir = {};     // write <name>-<hash>.tlir (cpu: also .cc and .so) there;
+                                 // empty: $TILEOPS_TL_DUMP_DIR when set
+  bool fast_math = false;        // contraction, reciprocals, a cheaper exp (docs/tile-language.md)
   std::string target = {};       // backend target override, e.g. "avx2" or "sm_90"
 
   // Sets an option by its Python/keyword name; unknown names or bad values are errors.

@@ -3,6 +3,7 @@
 // are shared between specialisations whose IR hashes alike under the same options. Both maps are
 // guarded by one mutex; launches only read immutable specialisations, so they run concurrently.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -208,6 +209,11 @@ std::shared_ptr<const Specialisation> KernelImpl::specialise(std::span<const Arg
 Kernel::Kernel(std::string name, std::vector<detail::TraceParam> params, Body body, Options options)
     : impl_(std::make_shared<detail::KernelImpl>()) {
   options.validate();
+  // $TILEOPS_TL_DUMP_DIR dumps kernels that set no dump_dir, e.g. the operators' own.
+  if (const char* env = std::getenv("TILEOPS_TL_DUMP_DIR");
+      options.dump_dir.empty() && env != nullptr && *env != '\0') {
+    options.dump_dir = env;
+  }
   impl_->name = std::move(name);
   impl_->params = std::move(params);
   impl_->body = std::move(body);
