@@ -42,6 +42,12 @@ tl::Value load(py::handle t, py::handle shape, py::handle offsets, py::handle ti
   return result;
 }
 
+void prefetch(py::handle t, py::handle shape, py::handle offsets) {
+  const tl::Loc loc = caller_loc();
+  tl::prefetch(to_value(t, loc, "prefetch", "tensor"), to_operands(shape, loc, "prefetch", "shape"),
+               to_operands(offsets, loc, "prefetch", "offsets"), loc);
+}
+
 void store(py::handle value, py::handle t, py::handle offsets, py::handle tile_id) {
   const tl::Loc loc = caller_loc();
   const tl::Operand v = to_operand(value, loc, "store", "value");
@@ -75,6 +81,8 @@ void bind_memory(py::module_& tl) {
   tl.def("load", &load, py::arg("tensor"), py::arg("shape"), py::arg("offsets") = py::none(),
          py::arg("tile_id") = py::none(), py::arg("pad_value") = 0,
          "A tile of static shape; out-of-bounds lanes read pad_value, never memory.");
+  tl.def("prefetch", &prefetch, py::arg("tensor"), py::arg("shape"), py::arg("offsets"),
+         "A hint that the tile at offsets will be loaded soon; no effect on results.");
   tl.def("store", &store, py::arg("value"), py::arg("tensor"), py::arg("offsets") = py::none(),
          py::arg("tile_id") = py::none(), "Writes the in-bounds (and unmasked) elements.");
   tl.def(

@@ -237,3 +237,29 @@ def test_numpy_scalars_on_either_side():
     x = np.arange(4, dtype=np.float32)
     numpy_scalars[1](x)
     assert x.tolist() == [0.0, 2.5, 5.0, 6.5]
+
+
+
+@tl.jit
+def hinted_row_sums(x: GA, y: GA, rows: int):
+    tx, ty = tl.tensor(x, [rows, 100]), tl.tensor(y, [rows, 1])
+    for r in tl.range(rows):
+        tl.prefetch(tx, [1, 128], offsets=[r + 1, 0])  # crosses the row's end: only a hint
+        tl.prefetch(tx, [1, 64], offsets=[r + 1, 0])
+        v = tl.load(tx, [1, 128], offsets=[r, 0])  # 28 padding lanes of 0
+        tl.store(tl.reduce_sum(tl.exp(v), 1, keep_dims=True), ty, offsets=[r, 0])
+
+
+@tl.jit
+def prefetch_rank_mismatch(x: GA):
+    tl.prefetch(tl.tensor(x, [4]), [4, 1], offsets=[0])
+
+
+# covers: prefetch
+def test_prefetch_is_only_a_hint():
+    x = np.random.default_rng(4).uniform(-1, 1, (5, 100)).astype(np.float32)
+    y = np.full((5, 1), np.nan, np.float32)
+    hinted_row_sums[1](x, y, 5)
+    check(y, np.exp(x.astype(np.float64)).sum(axis=1, keepdims=True) + 28, "float32")
+    with pytest.raises(ValueError, match="prefetch"):
+        prefetch_rank_mismatch[1](x)

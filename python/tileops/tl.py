@@ -40,7 +40,7 @@ from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arang
                            cumsum, erf, exp, exp2, expand_dims, expm1, floor, floordiv, full,
                            full_like, gelu, if_, else_, isinf, isnan, layer_norm, load, log, log1p,
                            log2, logical_and, logical_not, logical_or, mask, matmul, matmul_acc,
-                           maximum, minimum, mod, negative, num_tiles, pow, range, ravel,
+                           maximum, minimum, mod, negative, num_tiles, pow, prefetch, range, ravel,
                            reciprocal, reduce_max, reduce_mean, reduce_min, reduce_prod,
                            reduce_sum, relu, reshape, rms_norm, round, rsqrt, sigmoid, silu, sin,
                            sinh, softmax, softplus, sqrt, squeeze, store, tan, tanh, tensor,

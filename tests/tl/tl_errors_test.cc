@@ -52,6 +52,17 @@ TEST(TlErrors, DtypeMismatchInAStore) {
       &line, "store", ErrorKind::kInvalidType, {"dtype mismatch", "float16", "float32"});
 }
 
+TEST(TlErrors, PrefetchRankMismatch) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        tl::prefetch(tl::tensor(x, {n}), {2, 8}, {0});
+        tl::store(tl::load(tl::tensor(x, {n}), {16}, {0}), tl::tensor(out, {n}), {0});
+      },
+      &line, "prefetch", ErrorKind::kInvalidArgument, {"tile rank 2", "tensor rank 1"});
+}
+
 TEST(TlErrors, NonStaticTileShape) {
   static int line;
   expect_trace_error(

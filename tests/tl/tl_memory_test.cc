@@ -77,6 +77,55 @@ TEST(TlMemory, LoadedTilesKeepTheirValuesAcrossOverlappingStores) {
   EXPECT_EQ(compare(x, ex, {0, 0}), "");
 }
 
+// A prefetch only hints: the results are those of the kernel without it, whether the hinted tile
+// lies in the tensor, crosses its edge or lies outside it, and whether the tensor is contiguous.
+// The row softmax below walks each row with a max and a sum (the loops that advance the hints
+// on the cpu backend) and stores the result.
+// covers: prefetch
+TEST(TlMemory, PrefetchIsOnlyAHint) {
+  const auto softmax_rows = [](bool hint) {
+    return tl::jit(hint ? "rows_hinted" : "rows", [hint](tl::GlobalAddress x, tl::GlobalAddress out,
+                                                         tl::Int rows, tl::Int s0, tl::Int s1) {
+      const tl::Value tx = tl::tensor(x, {rows, 200}, {s0, s1});
+      const tl::Value to = tl::tensor(out, {rows, 200});
+      for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+        if (hint) {
+          tl::prefetch(tx, {1, 256}, {r + 1, 0});   // crosses the row's end
+          tl::prefetch(tx, {1, 128}, {r + 1, 0});   // inside unless r is last
+          tl::prefetch(tx, {2, 64}, {r - 1, -70});  // outside
+        }
+        const tl::Value v = tl::load(tx, {1, 256}, {r, 0}, -INFINITY);
+        const tl::Value e = tl::exp(v - tl::reduce_max(v));
+        tl::store(e / tl::reduce_sum(e), to, {r, 0});
+      }
+    });
+  };
+  const tl::Kernel plain = softmax_rows(false), hinted = softmax_rows(true);
+  EXPECT_NE(hinted.ir_for(TensorStorage({3, 200}, f32), TensorStorage({3, 200}, f32), 3, 200, 1)
+                .find("prefetch"),
+            std::string::npos);
+  std::mt19937_64 rng(11);
+  for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+    TensorStorage x = random_tensor({7, 200}, f32, rng, layout);
+    std::vector<double> softmax = to_doubles(x);
+    for (std::size_t r = 0; r < 7; ++r) {
+      const auto row = softmax.begin() + static_cast<std::ptrdiff_t>(200 * r);
+      const double max = *std::max_element(row, row + 200);
+      double sum = 0;
+      for (auto v = row; v != row + 200; ++v) sum += (*v = std::exp(*v - max));
+      for (auto v = row; v != row + 200; ++v) *v /= sum;
+    }
+    for (int cores : {1, 3}) {
+      TensorStorage want = poisoned({7, 200}, f32), got = poisoned({7, 200}, f32);
+      const std::int64_t s0 = x.view().stride(0), s1 = x.view().stride(1);
+      plain.launch(cores, x, want, 7, s0, s1);
+      hinted.launch(cores, x, got, 7, s0, s1);
+      EXPECT_EQ(compare(want, softmax, {1e-7, 1e-5}), "") << cores << " blocks";
+      EXPECT_EQ(compare(got, to_doubles(want), {0, 0}), "") << cores << " blocks";
+    }
+  }
+}
+
 // covers: store_scalar full
 TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
   const tl::Kernel k = tl::jit("scalar_store", [](tl::GlobalAddress out, tl::Int n) {

@@ -24,7 +24,7 @@ CONSTRUCTS = [
     "jit", "GlobalAddress", "ConstExpr", "Int", "Float", "Bool", "launch", "core_num_0",
     "options", "print_ir", "dump_dir", "always_compile", "cache",
     # global tensors and tiles
-    "tensor", "tensor_strides", "load", "pad_value", "tile_id", "store", "store_scalar",
+    "tensor", "tensor_strides", "load", "pad_value", "tile_id", "store", "store_scalar", "prefetch",
     "full", "zeros", "full_like", "zeros_like", "arange", "copy", "concat", "to", "round_modes",
     # computation
     "add", "sub", "mul", "div", "floordiv", "mod", "maximum", "minimum", "pow", "eq", "ne",

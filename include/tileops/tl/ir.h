@@ -42,6 +42,7 @@ enum class OpKind : std::uint8_t {
   kLoad,       // operands: tensor, offsets..., pad (scalar); attrs: shape
   kStore,      // operands: value, tensor, offsets..., [mask count]; flag: has mask
   kAtomic,     // operands: value, tensor, offsets..., [mask count]; sub: AtomicOp
+  kPrefetch,   // operands: tensor, offsets...; attrs: shape (a hint; no result)
   kFull,       // operands: value (scalar); attrs: shape, dtype
   kArange,     // attrs: shape {n}, dtype
   kUnary,      // operands: x; sub: UnaryOp

@@ -26,6 +26,12 @@ Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
            const Operand& pad_value = Operand(0), Loc loc = Loc::current());
 Value load(const Value& tensor, const Shape& shape, const TileId& tile_id,
            const Operand& pad_value = Operand(0), Loc loc = Loc::current());
+// A hint that the tile at `offsets` will be loaded soon: no effect on results, any offsets
+// (out-of-bounds parts are ignored). The cpu backend fetches a tile that lies in the tensor,
+// contiguous in memory, into the cache a few lines at a time during the vector loops that
+// follow it in the same block of code (docs/tile-language.md).
+void prefetch(const Value& tensor, const Shape& shape, const IndexList& offsets,
+              Loc loc = Loc::current());
 // Writes the in-bounds (and, inside a tl::Mask scope, unmasked) elements of a tile or scalar.
 void store(const Operand& value, const Value& tensor, const IndexList& offsets,
            Loc loc = Loc::current());

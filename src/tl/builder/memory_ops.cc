@@ -105,6 +105,15 @@ Value load(const Value& tensor, const Shape& shape, const TileId& tile_id, const
   return load(tensor, shape, tile_offsets(shape, tile_id, "load", loc), pad_value, loc);
 }
 
+void prefetch(const Value& tensor, const Shape& shape, const IndexList& offsets, Loc loc) {
+  Tracer& t = Tracer::current("prefetch", loc);
+  Op op = make_op(OpKind::kPrefetch, loc);
+  op.ints = static_shape(t, shape, "prefetch");
+  op.operands = {tensor.id()};
+  for (int o : offsets_of(t, tensor, offsets, "prefetch", loc)) op.operands.push_back(o);
+  t.append(std::move(op));
+}
+
 void store(const Operand& value, const Value& tensor, const IndexList& offsets, Loc loc) {
   write(OpKind::kStore, AtomicOp::kAdd, value, tensor, offsets, "store", loc);
 }

@@ -99,8 +99,9 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
 
 void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
   if (t.kind == TypeKind::kTile) {  // the same storage when an op worked in place
-    line() << "if (" << dst << " != " << src << ") __builtin_memmove(" << dst << ", " << src << ", "
-           << t.size() << " * sizeof(" << compute_type(t.dtype) << "));\n";
+    // A loop, not memmove: no library call (compiler.cc), and the two never overlap partly.
+    line() << "if (" << dst << " != " << src << ") for (i64 k = 0; k < " << t.size() << "; ++k) "
+           << dst << "[k] = " << src << "[k];\n";
   } else {
     line() << dst << " = " << src << ";\n";
   }
@@ -198,11 +199,13 @@ GeneratedSource Emitter::run() {
 
 void Emitter::region(const Region& r) {
   const Region* outer = current_;
-  const std::size_t cursors = prefetch_.size();  // those of this region go out of scope with it
+  // The cursors of this region go out of scope with it.
+  const std::size_t cursors = prefetch_.size(), hints = hints_.size();
   current_ = &r;
   for (const Op& o : r.ops) op(o);
   current_ = outer;
   prefetch_.resize(cursors);
+  hints_.resize(hints);
 }
 
 void Emitter::op(const Op& o) {
@@ -240,6 +243,9 @@ void Emitter::op(const Op& o) {
     case OpKind::kStore:
     case OpKind::kAtomic:
       store_op(o);
+      return;
+    case OpKind::kPrefetch:
+      prefetch_op(o);
       return;
     case OpKind::kFull: {
       declare(res);

@@ -270,7 +270,7 @@ void Emitter::store_op(const Op& o) {
            << ";\n";
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
-    std::string prefetch;
+    std::string prefetch = advance_hints(256);
     for (const std::string& pf : prefetch_)
       prefetch += cat({"tl_prefetch256(", pf, ", ", pf, "_end); "});
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
@@ -284,8 +284,9 @@ void Emitter::store_op(const Op& o) {
     // loops vectorise better than one mixing float math with 16-bit packing).
     open("if (tl_st == 1)");
     line() << "i64 j = tl_lo;\n";
-    line() << "for (; j + 64 <= tl_end; j += 64) { alignas(32) float tl_t[64]; for (int q = 0; "
-           << "q < 64; ++q) tl_t[q] = " << strip_round(d, v8) << "; for (int q = 0; q < 64; ++q) "
+    line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(256)
+           << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = "
+           << strip_round(d, v8) << "; for (int q = 0; q < 64; ++q) "
            << write("tl_out[j + q]", "tl_t[q]") << " }\n";
     line() << "for (; j < tl_end; ++j) " << write("tl_out[j]", v) << "\n";
     close();
@@ -296,6 +297,37 @@ void Emitter::store_op(const Op& o) {
   line() << "else { for (i64 j = tl_lo; j < tl_end; ++j) " << write("tl_out[j * tl_st]", v)
          << " }\n";
   for (int i = 0; i < loops; ++i) close();
+}
+
+// A cursor over the hinted tile when it lies in the tensor, contiguous in memory; otherwise the
+// hint is dropped (the cursor is empty).
+void Emitter::prefetch_op(const Op& o) {
+  const std::string t = name(o.operands[0]);
+  std::string inside = "true", at_ = "0";
+  std::int64_t elements = 1;
+  for (std::size_t d = o.ints.size(); d-- > 0;) {
+    const std::string n = std::to_string(d), extent = std::to_string(o.ints[d]);
+    const std::string offset = name(o.operands[1 + d]);
+    inside += cat({" && ", offset, " >= 0 && ", offset, " + ", extent, " <= ", t, "_d", n});
+    if (o.ints[d] > 1) inside += cat({" && ", t, "_s", n, " == ", std::to_string(elements)});
+    at_ += cat({" + ", offset, " * ", t, "_s", n});
+    elements *= o.ints[d];
+  }
+  const std::string h = fresh("tl_hint");
+  const std::int64_t bytes =
+      elements * static_cast<std::int64_t>(size_of(type(o.operands[0]).dtype));
+  line() << "u64 " << h << " = 0, " << h << "_end = 0;\n";
+  line() << "if (" << inside << ") { " << h << " = (u64)(" << t << " + (" << at_ << ")); " << h
+         << "_end = " << h << " + " << bytes << "; }\n";
+  hints_.push_back(h);
+}
+
+std::string Emitter::advance_hints(int bytes) const {
+  std::string code;
+  for (const std::string& h : hints_) {
+    code += cat({"tl_prefetch", std::to_string(bytes), "(", h, ", ", h, "_end); "});
+  }
+  return code;
 }
 
 }  // namespace tileops::tl::cpu

@@ -80,8 +80,8 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   if (vec) {
     line() << "tl_v4d tl_lo = {0, 0, 0, 0}, tl_hi = {0, 0, 0, 0};\n";
     if (blocks > 0) {
-      line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { float tl_t[64]; "
-             << "for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
+      line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(256)
+             << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
              << " tl_acc64(tl_lo, tl_hi, tl_t); }\n";
     }
     if (tail > blocks) {
@@ -160,9 +160,10 @@ void Emitter::reduce_op(const Op& o) {
              << init << ", " << init << ", " << init << ", " << init << ", " << init << ", " << init
              << "};\n";
       line() << "i64 k = 0;\n";
-      line() << "for (; k < " << tail32 << "; k += 32) { float tl_t[32]; for (int q = 0; q < 32; "
-             << "++q) tl_t[q] = " << e32 << "; for (int j = 0; j < 4; ++j) tl_mv[j] = tl_better8<"
-             << mx << ">(tl_mv[j], tl_t + 8 * j); }\n";
+      line() << "for (; k < " << tail32 << "; k += 32) { " << advance_hints(128)
+             << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << e32
+             << "; for (int j = 0; j < 4; ++j) tl_mv[j] = tl_better8<" << mx
+             << ">(tl_mv[j], tl_t + 8 * j); }\n";
       line() << "for (; k < " << tail << "; k += 8) { " << lanes << "tl_mv[0] = tl_better8<" << mx
              << ">(tl_mv[0], tl_t); }\n";
       line() << "for (int j = 1; j < 4; ++j) tl_mv[0] = tl_better8<" << mx

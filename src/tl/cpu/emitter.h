@@ -56,6 +56,9 @@ class Emitter {
   // tensor itself is stored to then.
   std::optional<std::vector<int>> direct_load_hazards(const Op& load) const;
   void store_op(const Op& o);
+  void prefetch_op(const Op& o);
+  // Code that advances every prefetch hint in scope (hints_) by 128 or 256 bytes.
+  std::string advance_hints(int bytes) const;
 
   // codegen_compute.cc: computation; codegen_layout.cc: moves and matmul.
   void elementwise_op(const Op& o);
@@ -175,6 +178,10 @@ class Emitter {
   // cursors in scope (prefetch_) by four lines per 64 lanes, so the next tile arrives while
   // this one is computed and written.
   std::vector<std::string> prefetch_;
+  // tl::prefetch cursors (<h>, up to <h>_end) in scope: the vector loops of reductions and
+  // stores advance them by four lines per 64 lanes, spreading the hinted tile's fetch over the
+  // work that follows the hint.
+  std::vector<std::string> hints_;
   std::vector<std::string> hoisted_;
   std::size_t hoist_at_ = 0;
   int loop_depth_ = 0;

@@ -187,6 +187,12 @@ TL_INLINE void tl_prefetch256(u64& p, u64 end) {
   for (int l = 0; l < 256; l += 64) __builtin_prefetch((const char*)(p + l), 0, 3);
   p += 256;
 }
+TL_INLINE void tl_prefetch128(u64& p, u64 end) {
+  if (p >= end) return;
+  __builtin_prefetch((const char*)p, 0, 3);
+  __builtin_prefetch((const char*)(p + 64), 0, 3);
+  p += 128;
+}
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
   __builtin_ia32_sfence();

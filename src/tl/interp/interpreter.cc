@@ -97,6 +97,8 @@ void Frame::exec(const Op& op) {
       eval_load(t, ints(op, 1, t.shape.size()), buf(op.operands.back()), result(op));
       return;
     }
+    case OpKind::kPrefetch:  // a hint: nothing to do
+      return;
     case OpKind::kStore:
     case OpKind::kAtomic: {
       const TensorView& t = slot(op.operands[1]).tensor;

@@ -13,9 +13,10 @@ const char* pick(const char* const (&names)[N], std::size_t index) {
 
 const char* name_of(OpKind kind) {
   static const char* const kNames[] = {
-      "const",   "block_idx", "block_num", "tensor", "tensor_dim", "load",   "store",  "atomic",
-      "full",    "arange",    "unary",     "binary", "where",      "cast",   "reduce", "cumsum",
-      "reshape", "broadcast", "transpose", "slice",  "concat",     "matmul", "for",    "if"};
+      "const",  "block_idx", "block_num", "tensor",  "tensor_dim", "load",      "store",
+      "atomic", "prefetch",  "full",      "arange",  "unary",      "binary",    "where",
+      "cast",   "reduce",    "cumsum",    "reshape", "broadcast",  "transpose", "slice",
+      "concat", "matmul",    "for",       "if"};
   return pick(kNames, static_cast<std::size_t>(kind));
 }
 
@@ -74,6 +75,7 @@ bool is_pure(const Op& op) {
   switch (op.kind) {
     case OpKind::kStore:
     case OpKind::kAtomic:
+    case OpKind::kPrefetch:
     case OpKind::kFor:
     case OpKind::kIf:
       return false;

@@ -119,6 +119,9 @@ class Printer {
       case OpKind::kAtomic:
         if (op.flag) a.emplace_back("masked");
         break;
+      case OpKind::kPrefetch:
+        a.push_back("shape=" + list(op.ints));
+        break;
       case OpKind::kMatmul:
         if (op.flag) a.emplace_back("acc");
         break;

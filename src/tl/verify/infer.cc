@@ -105,6 +105,17 @@ std::vector<Type> Checker::memory() const {
         fail("pad value dtype differs", ErrorKind::kInternal);
       return {Type{TypeKind::kTile, t.dtype, op_.ints}};
     }
+    case OpKind::kPrefetch: {
+      access(0, 1);
+      const Type& t = operand(0);
+      need_operands(1 + t.shape.size());
+      need_static(op_.ints, "tile shape");
+      if (op_.ints.size() != t.shape.size()) {
+        fail("tile rank " + std::to_string(op_.ints.size()) + " differs from tensor rank " +
+             std::to_string(t.shape.size()));
+      }
+      return {};
+    }
     case OpKind::kStore:
     case OpKind::kAtomic: {
       need_value(0, "stored value");
@@ -151,6 +162,7 @@ std::vector<Type> Checker::infer() const {
     case OpKind::kLoad:
     case OpKind::kStore:
     case OpKind::kAtomic:
+    case OpKind::kPrefetch:
     case OpKind::kFull:
     case OpKind::kArange:
       return memory();

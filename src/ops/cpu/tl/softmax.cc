@@ -50,6 +50,8 @@ const tl::Kernel& softmax_kernel() {
         for (tl::Value r : tl::range(first, stop, step)) {
           const tl::Value i0 = tl::floordiv(r, d1);
           const tl::Value i1 = r - i0 * d1;
+          const tl::Value next0 = tl::floordiv(r + step, d1);  // this block's next row
+          const tl::Value next1 = r + step - next0 * d1;
           const tl::Value visible = width - queries + i1 % queries + 1;
           const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
           const tl::Value chunks = tl::ceildiv(visible, kTile);
@@ -68,9 +70,11 @@ const tl::Kernel& softmax_kernel() {
           for (tl::Value c : tl::range(full, chunks)) {
             max = tl::maximum(max, tl::reduce_max(masked(c * kTile)));
           }
-          // Pass 2: e^(x - max) into the scratch row and its sum.
+          // Pass 2: e^(x - max) into the scratch row and its sum, while the next row's chunk is
+          // fetched (this pass computes; the max pass of the next row then reads from cache).
           tl::Var sum = 0.0f;
           const auto exp_pass = [&](const tl::Value& v, const tl::Value& col) {
+            tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
             const tl::Value e = tl::exp(v - max);
             sum = sum + tl::reduce_sum(e);
             tl::store(e, ts, {own, 0, col});
