@@ -126,6 +126,29 @@ TEST(TlMemory, PrefetchIsOnlyAHint) {
   }
 }
 
+// The same with a bfloat16 tile widened once and used by several ops (the cpu backend reads the
+// widening where each op reads it): the ops after the overlapping store still see the old values.
+TEST(TlMemory, WidenedTileUsedSeveralTimesKeepsItsValuesAcrossAStore) {
+  const tl::Kernel k = tl::jit("widen_overwrite", [](tl::GlobalAddress x, tl::GlobalAddress y) {
+    const tl::Value tx = tl::tensor(x, {20}), ty = tl::tensor(y, {8});
+    const tl::Value g = tl::load(tx, {8}, {0}).to(f32);
+    tl::store((g * 2).to(DataType::kBFloat16), tx, {4});
+    tl::store((g * 3) * (g - 1) + tl::where(g < 2, g, 0.5), ty, {0});
+  });
+  std::vector<double> x0;
+  for (int i = 0; i < 20; ++i) x0.push_back(0.25 * i - 1);  // exact in bfloat16
+  TensorStorage x({20}, DataType::kBFloat16), y = poisoned({8}, f32);
+  from_doubles(x, x0);
+  k.launch(1, x, y);
+  std::vector<double> ex = x0, ey;
+  for (std::size_t i = 0; i < 8; ++i) {
+    ex[4 + i] = x0[i] * 2;
+    ey.push_back(x0[i] * 3 * (x0[i] - 1) + (x0[i] < 2 ? x0[i] : 0.5));
+  }
+  EXPECT_EQ(compare(x, ex, {0, 0}), "");
+  EXPECT_EQ(compare(y, ey, {0, 0}), "");
+}
+
 // covers: store_scalar full
 TEST(TlMemory, StoresWriteOnlyInBoundsAndScalarsFromEveryBlock) {
   const tl::Kernel k = tl::jit("scalar_store", [](tl::GlobalAddress out, tl::Int n) {

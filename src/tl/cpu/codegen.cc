@@ -66,7 +66,7 @@ bool Emitter::defer(int id, const std::string& expression, bool cheap) {
   if (user == nullptr || user_region_[i] != current_ || expression.size() > 2000) return false;
   if (uses_[i] != 1) {
     const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
-    if (!cheap || in_user != uses_[i]) return false;
+    if (!cheap || (in_user != uses_[i] && !elementwise_uses_[i])) return false;
   }
   switch (user->kind) {
     case OpKind::kUnary:
@@ -133,9 +133,15 @@ void Emitter::count_uses(const Region& r) {
     for (std::size_t k = 0; k < o.operands.size(); ++k) {
       const int id = o.operands[k];
       if (!reads_through_at(o, k)) raw_use_[static_cast<std::size_t>(id)] = true;
-      ++uses_[static_cast<std::size_t>(id)];
-      user_[static_cast<std::size_t>(id)] = &o;
-      user_region_[static_cast<std::size_t>(id)] = &r;
+      const auto i = static_cast<std::size_t>(id);
+      const bool elementwise = (o.kind == OpKind::kUnary || o.kind == OpKind::kBinary ||
+                                o.kind == OpKind::kWhere || o.kind == OpKind::kCast) &&
+                               type(o.results[0]).size() == type(id).size();
+      elementwise_uses_[i] =
+          (uses_[i] == 0 || (elementwise_uses_[i] && user_region_[i] == &r)) && elementwise;
+      ++uses_[i];
+      user_[i] = &o;
+      user_region_[i] = &r;
     }
     for (const Region& inner : o.regions) count_uses(inner);
     if (o.kind == OpKind::kFor) {
@@ -146,6 +152,7 @@ void Emitter::count_uses(const Region& r) {
     }
   }
   for (int id : r.yields) {
+    elementwise_uses_[static_cast<std::size_t>(id)] = false;
     ++uses_[static_cast<std::size_t>(id)];
     raw_use_[static_cast<std::size_t>(id)] = true;
   }
@@ -155,6 +162,7 @@ GeneratedSource Emitter::run() {
   uses_.assign(f_.types.size(), 0);
   user_.assign(f_.types.size(), nullptr);
   user_region_.assign(f_.types.size(), nullptr);
+  elementwise_uses_.assign(f_.types.size(), false);
   def_.assign(f_.types.size(), nullptr);
   summed_.assign(f_.types.size(), false);
   deferred_.assign(f_.types.size(), "");

@@ -157,6 +157,9 @@ class Emitter {
   std::vector<bool> carried_;    // loop-carried region arguments
   std::vector<const Op*> user_;  // the last op using each value
   std::vector<const Region*> user_region_;
+  // Every use of the value is an elementwise op of its size in one region, which may each
+  // evaluate a cheap expression of it (defer) instead of reading a materialised tile.
+  std::vector<bool> elementwise_uses_;
   std::vector<const Op*> def_;         // the op defining each value (nullptr for arguments)
   std::vector<bool> summed_;           // reductions already computed in their operand's loop
   const Region* current_ = nullptr;    // the region being emitted
