@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Runs bench/tl_ops_bench (native and tl implementations of each operator, same process, 2
 threads) a few times and prints the markdown table of bench/results/tl-ops.md: the throughput of
-each implementation (median over repetitions) and the ratio tl / native (bar: >= 0.8).
+each implementation (median over repetitions) and the ratio tl / native (bar: >= 0.8). The
+repetitions of all benchmarks run in a random interleaved order, so that a slow minute of this
+shared machine falls on both implementations rather than on one side of a ratio.
 Usage: /usr/bin/python3 bench/tl_ops_report.py [build_dir] [repetitions]"""
 import json
 import os
@@ -14,13 +16,14 @@ THREADS = 2
 BAR = 0.8
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build", "release")
-REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 
 
 def run():
     env = dict(os.environ, TILEOPS_NUM_THREADS=str(THREADS))
     out = subprocess.run([os.path.join(BUILD, "bench", "tl_ops_bench"), "--benchmark_format=json",
-                          "--benchmark_min_time=0.3", f"--benchmark_repetitions={REPS}"],
+                          "--benchmark_min_time=0.2", f"--benchmark_repetitions={REPS}",
+                          "--benchmark_enable_random_interleaving=true"],
                          env=env, check=True, capture_output=True, text=True).stdout
     samples = {}
     for b in json.loads(out)["benchmarks"]:

@@ -60,13 +60,13 @@ std::string Emitter::at(int id, const std::string& index) const {
   return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
 }
 
-bool Emitter::defer(int id, const std::string& expression, bool cheap) {
+bool Emitter::defer(int id, const std::string& expression, bool cheap, bool widening) {
   const auto i = static_cast<std::size_t>(id);
   const Op* user = user_[i];
   if (user == nullptr || user_region_[i] != current_ || expression.size() > 2000) return false;
   if (uses_[i] != 1) {
     const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
-    if (!cheap || (in_user != uses_[i] && !elementwise_uses_[i])) return false;
+    if (!cheap || (in_user != uses_[i] && !(widening && elementwise_uses_[i]))) return false;
   }
   switch (user->kind) {
     case OpKind::kUnary:

@@ -378,7 +378,8 @@ void Emitter::cast_op(const Op& o) {
     line() << "const " << compute_type(d) << " " << name(res) << " = " << expr(name(x)) << ";\n";
     return;
   }
-  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)), true)) return;
+  const bool widening = is_floating(s) && is_floating(d) && size_of(d) > size_of(s);
+  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)), true, widening)) return;
   declare(res);
   line() << "for (i64 k = 0; k < " << type(res).size() << "; ++k) " << name(res)
          << "[k] = " << expr(at(x, "k")) << ";\n";

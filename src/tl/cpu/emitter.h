@@ -148,8 +148,9 @@ class Emitter {
   bool reads_through_at(const Op& o, std::size_t index) const;
   // Fusion: an elementwise result whose single use is another elementwise op of the same region
   // is not stored; its expression (index placeholder kIndex) is substituted at the use. A `cheap`
-  // expression (a conversion) is also fused when its uses are several operands of one op (x * x).
-  bool defer(int id, const std::string& expression, bool cheap = false);
+  // expression (a conversion) is also fused when its uses are several operands of one op (x * x),
+  // and a `widening` one (a 16-bit float read as float) into several elementwise ops.
+  bool defer(int id, const std::string& expression, bool cheap = false, bool widening = false);
   static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
