@@ -2,7 +2,13 @@
 // at least e^-86.9, 0 below, inf above the float range, NaN kept), a masked row softmax with -inf
 // lanes (inf and NaN keep their meaning: no -ffinite-math-only), and loading a fast_math kernel
 // leaves the thread's flush-to-zero mode alone.
+#include <glob.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "tests/tl/tl_test_util.h"
 
@@ -124,6 +130,36 @@ TEST(TlCpuFastMath, LoadingAKernelKeepsSubnormals) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &product, 4);  // bits: a float compare would see 0 under denormals-are-zero
   EXPECT_EQ(bits, 0x00080000u);
+}
+
+// clang++ as the kernel compiler ($TILEOPS_CXX): the tests above pass in a child process with a
+// cache of its own (so every kernel compiles with clang's flags). clang 14 rejects some of GCC's
+// flags (-fcx-limited-range once made every fast_math kernel fail to compile). scripts/setup.sh
+// installs clang-tidy, which brings clang-14 along.
+TEST(TlCpuFastMath, KernelsCompileWithClangToo) {
+  std::string clang;
+  for (const char* pattern : {"/usr/bin/clang++", "/usr/lib/llvm-*/bin/clang++"}) {
+    glob_t found;
+    if (::glob(pattern, 0, nullptr, &found) == 0 && found.gl_pathc > 0) clang = found.gl_pathv[0];
+    ::globfree(&found);
+    if (!clang.empty()) break;
+  }
+  ASSERT_FALSE(clang.empty()) << "needs clang++ (/usr/bin/clang++ or /usr/lib/llvm-*/bin/clang++: "
+                                 "Debian's clang-14, which clang-tidy installs)";
+  const auto cache =
+      std::filesystem::temp_directory_path() / ("tileops_clang_" + std::to_string(::getpid()));
+  const std::string command = "TILEOPS_CXX=" + clang + " TILEOPS_CACHE_DIR=" + cache.string() +
+                              " /proc/" + std::to_string(::getpid()) +
+                              "/exe --gtest_filter='TlCpuFastMath.*:-*Clang*' 2>&1";
+  std::string output;
+  FILE* child = ::popen(command.c_str(), "r");
+  ASSERT_NE(child, nullptr);
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), child) != nullptr) output += buf;
+  const int status = ::pclose(child);
+  std::filesystem::remove_all(cache);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("[  PASSED  ] 4 tests"), std::string::npos) << output;
 }
 
 }  // namespace

@@ -108,10 +108,12 @@ std::string compile_flags(const Options& options) {
   static const bool clang = compiler_identity().find("clang") != std::string::npos;
   flags += clang ? " -fno-builtin-memcpy -fno-builtin-memmove -fno-builtin-memset"
                  : " -fno-tree-loop-distribute-patterns";
-  flags += options.fast_math
-               ? " -ffp-contract=fast -fno-signed-zeros -freciprocal-math -fcx-limited-range"
-                 " -DTL_FAST_MATH=1"
-               : " -ffp-contract=off";
+  if (options.fast_math) {
+    flags += " -ffp-contract=fast -fno-signed-zeros -freciprocal-math -DTL_FAST_MATH=1";
+    if (!clang) flags += " -fcx-limited-range";  // clang 14 rejects it; kernels have no complex
+  } else {
+    flags += " -ffp-contract=off";
+  }
   if (options.debug) flags += " -g";
   static const bool libmvec = have_libmvec();
   if (libmvec) flags += " -DTL_LIBMVEC=1";
