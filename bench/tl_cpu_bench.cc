@@ -95,6 +95,7 @@ tl::Kernel rows(bool norm, tl::Options o) {
         const tl::Value gamma = tl::load(tl::tensor(g, {kCols}), {kCols}, {0});
         for (tl::Value r : tl::range(tl::block_idx(), n, tl::block_num())) {
           const tl::Value v = tl::load(tx, {1, kCols}, {r, 0});
+          tl::prefetch(tx, {1, kCols}, {r + tl::block_num(), 0});  // this block's next row
           tl::store(norm ? tl::rms_norm(v, gamma, 1e-6) : tl::softmax(v), ty, {r, 0});
         }
       },
