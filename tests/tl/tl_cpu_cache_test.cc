@@ -271,12 +271,8 @@ TEST(TlCpuBackendSelection, NoCompilerFallsBackToInterp) {
       "TILEOPS_TL_SELECTION_CHILD=1 TILEOPS_CXX= TILEOPS_TL_BACKEND= /proc/" +
       std::to_string(::getpid()) +
       "/exe --gtest_filter=TlCpuBackendSelection.NoCompilerFallsBackToInterp 2>&1";
-  std::string output;
-  FILE* child = ::popen(command.c_str(), "r");
-  ASSERT_NE(child, nullptr);
-  char buf[256];
-  while (std::fgets(buf, sizeof(buf), child) != nullptr) output += buf;
-  EXPECT_EQ(::pclose(child), 0) << output;
+  const auto [status, output] = run_command(command);
+  EXPECT_EQ(status, 0) << output;
   const std::string notice = "no C++ compiler found";
   const std::size_t first = output.find(notice);
   EXPECT_NE(first, std::string::npos) << output;

@@ -1,11 +1,10 @@
 // fast_math on the cpu backend: its exp against float64 exp (within 2 ulps wherever the result is
 // at least e^-86.9, 0 below, inf above the float range, NaN kept), a masked row softmax with -inf
-// lanes (inf and NaN keep their meaning: no -ffinite-math-only), and loading a fast_math kernel
-// leaves the thread's flush-to-zero mode alone.
+// lanes (inf and NaN keep their meaning: no -ffinite-math-only), loading a fast_math kernel
+// leaves the thread's flush-to-zero mode alone, and all of it again with clang++ as the compiler.
 #include <glob.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -151,12 +150,7 @@ TEST(TlCpuFastMath, KernelsCompileWithClangToo) {
   const std::string command = "TILEOPS_CXX=" + clang + " TILEOPS_CACHE_DIR=" + cache.string() +
                               " /proc/" + std::to_string(::getpid()) +
                               "/exe --gtest_filter='TlCpuFastMath.*:-*Clang*' 2>&1";
-  std::string output;
-  FILE* child = ::popen(command.c_str(), "r");
-  ASSERT_NE(child, nullptr);
-  char buf[256];
-  while (std::fgets(buf, sizeof(buf), child) != nullptr) output += buf;
-  const int status = ::pclose(child);
+  const auto [status, output] = run_command(command);
   std::filesystem::remove_all(cache);
   EXPECT_EQ(status, 0) << output;
   EXPECT_NE(output.find("[  PASSED  ] 4 tests"), std::string::npos) << output;

@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tests/support/test_tensors.h"
@@ -30,6 +32,23 @@ inline Tolerance tol(DataType dtype) {
   if (dtype == DataType::kFloat64) return {1e-12, 1e-12};
   if (dtype == DataType::kFloat32) return {2e-6, 2e-6};
   return tolerance_for(dtype);
+}
+
+// A shell command's exit status (-1: it could not start) and standard output (add 2>&1 for
+// stderr). The tests that need a fresh process (a compiler looked up once per process) re-run
+// their own binary through it.
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* child = ::popen(command.c_str(), "r");
+  if (child == nullptr) return r;
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), child) != nullptr) r.output += buf;
+  r.status = ::pclose(child);
+  return r;
 }
 
 // The block counts every test launches with (0 = all cores).

@@ -92,29 +92,21 @@ std::vector<Type> Checker::memory() const {
       if (operand(0).kind != TypeKind::kTensor) fail("needs a global tensor");
       axis(op_.ints.at(0), operand(0).shape.size());
       return {Type{TypeKind::kScalar, DataType::kInt64, {}}};
-    case OpKind::kLoad: {
+    case OpKind::kLoad:
+    case OpKind::kPrefetch: {  // a load also has the pad value
+      const bool load = op_.kind == OpKind::kLoad;
       access(0, 1);
       const Type& t = operand(0);
-      need_operands(2 + t.shape.size());
+      need_operands((load ? 2 : 1) + t.shape.size());
       need_static(op_.ints, "tile shape");
       if (op_.ints.size() != t.shape.size()) {
         fail("tile rank " + std::to_string(op_.ints.size()) + " differs from tensor rank " +
              std::to_string(t.shape.size()));
       }
+      if (!load) return {};
       if (operand(op_.operands.size() - 1).dtype != t.dtype)
         fail("pad value dtype differs", ErrorKind::kInternal);
       return {Type{TypeKind::kTile, t.dtype, op_.ints}};
-    }
-    case OpKind::kPrefetch: {
-      access(0, 1);
-      const Type& t = operand(0);
-      need_operands(1 + t.shape.size());
-      need_static(op_.ints, "tile shape");
-      if (op_.ints.size() != t.shape.size()) {
-        fail("tile rank " + std::to_string(op_.ints.size()) + " differs from tensor rank " +
-             std::to_string(t.shape.size()));
-      }
-      return {};
     }
     case OpKind::kStore:
     case OpKind::kAtomic: {
