@@ -1,5 +1,6 @@
 // Global memory and tile creation on the interp backend: pad values and strided tensors, scalar
-// stores from every block, tile_id, masks, full/zeros/arange, copy/concat, atomics.
+// stores from every block, tile_id, masks, full/zeros/arange, copy/concat, atomics, prefetch
+// hints and widened 16-bit tiles used by several ops.
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
