@@ -109,6 +109,23 @@ void stored_tensors(const Op& o, std::vector<int>& out) {
 
 }  // namespace
 
+std::pair<std::string, std::string> Emitter::contiguous_tile(
+    const std::string& t, const std::vector<std::int64_t>& shape,
+    const std::vector<std::string>& offsets, bool any_row_stride) const {
+  std::string inside = "true", at_ = "0";
+  std::int64_t rm = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const std::string n = std::to_string(d), extent = std::to_string(shape[d]);
+    inside += cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
+    if (shape[d] > 1 && !(any_row_stride && d == 0)) {
+      inside += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
+    }
+    at_ += cat({" + ", offsets[d], " * ", t, "_s", n});
+    rm *= shape[d];
+  }
+  return {inside, at_};
+}
+
 std::optional<std::vector<int>> Emitter::direct_load_hazards(const Op& load) const {
   const Region& r = *current_;
   std::size_t i = 0;
@@ -162,18 +179,7 @@ void Emitter::load_op(const Op& o) {
   if (hazards) {
     dst = name(res) + "_buf";
     line() << buffer << dst << "[" << tt.size() << "];\n";
-    std::string direct = "true", at_ = "0";
-    std::int64_t rm = 1;
-    for (std::size_t d = tt.shape.size(); d-- > 0;) {
-      const std::string n = std::to_string(d), extent = std::to_string(tt.shape[d]);
-      direct +=
-          cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
-      if (tt.shape[d] > 1 && !(any_row_stride && d == 0)) {
-        direct += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
-      }
-      at_ += cat({" + ", offsets[d], " * ", t, "_s", n});
-      rm *= tt.shape[d];
-    }
+    auto [direct, at_] = contiguous_tile(t, tt.shape, offsets, any_row_stride);
     for (int u : *hazards) {
       const std::string un = name(u);
       direct += cat({" && (", un, "_hi <= ", t, "_lo || ", t, "_hi <= ", un, "_lo)"});
@@ -303,16 +309,13 @@ void Emitter::store_op(const Op& o) {
 // hint is dropped (the cursor is empty).
 void Emitter::prefetch_op(const Op& o) {
   const std::string t = name(o.operands[0]);
-  std::string inside = "true", at_ = "0";
+  std::vector<std::string> offsets;
   std::int64_t elements = 1;
-  for (std::size_t d = o.ints.size(); d-- > 0;) {
-    const std::string n = std::to_string(d), extent = std::to_string(o.ints[d]);
-    const std::string offset = name(o.operands[1 + d]);
-    inside += cat({" && ", offset, " >= 0 && ", offset, " + ", extent, " <= ", t, "_d", n});
-    if (o.ints[d] > 1) inside += cat({" && ", t, "_s", n, " == ", std::to_string(elements)});
-    at_ += cat({" + ", offset, " * ", t, "_s", n});
+  for (std::size_t d = 0; d < o.ints.size(); ++d) {
+    offsets.push_back(name(o.operands[1 + d]));
     elements *= o.ints[d];
   }
+  const auto [inside, at_] = contiguous_tile(t, o.ints, offsets, false);
   const std::string h = fresh("tl_hint");
   const std::int64_t bytes =
       elements * static_cast<std::int64_t>(size_of(type(o.operands[0]).dtype));

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/tl/cpu/codegen.h"
@@ -57,6 +58,13 @@ class Emitter {
   std::optional<std::vector<int>> direct_load_hazards(const Op& load) const;
   void store_op(const Op& o);
   void prefetch_op(const Op& o);
+  // For a tile of `shape` at `offsets` (C expressions) in tensor `t`: the condition that it lies
+  // in the tensor in row-major order (rows at any stride when `any_row_stride`), and the element
+  // offset of its first element.
+  std::pair<std::string, std::string> contiguous_tile(const std::string& t,
+                                                      const std::vector<std::int64_t>& shape,
+                                                      const std::vector<std::string>& offsets,
+                                                      bool any_row_stride) const;
   // Code that advances every prefetch hint in scope (hints_) by 128 or 256 bytes.
   std::string advance_hints(int bytes) const;
 
