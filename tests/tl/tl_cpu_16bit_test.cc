@@ -1,7 +1,9 @@
 // 16-bit float tiles on the cpu backend against the interpreter, bit for bit: tiles read in place,
 // copied (a tail past the tensor's end reads the padding; a strided tensor; a tensor stored to
 // while the tile is live), widened where they are read (a cast used twice, x * x), a loop-carried
-// accumulator updated in place, and stores that narrow a value rounded just before.
+// accumulator updated in place, and stores that narrow a value rounded just before; float32 rows
+// of every kind of value (subnormals, NaN, infinities, halfway cases) narrowed to bfloat16 as
+// they are stored.
 #include <cstring>
 
 #include "tests/tl/tl_test_util.h"
@@ -72,6 +74,62 @@ TEST(TlCpu16Bit, LoadsAndStoresAgreeWithTheInterpreter) {
       }
     }
   }
+}
+
+// Stored 64 elements at a time, with one conversion instruction per 16 where the CPU has
+// AVX512-BF16, which reads float32 subnormals as zero: such blocks take the exact path.
+TEST(TlCpu16Bit, NarrowingStoresAgreeWithTheInterpreterOnEveryKindOfValue) {
+  constexpr std::int64_t kWidth = 150;  // two blocks of 64 and a tail
+  const auto make = [](const char* backend) {
+    return tl::jit(
+        "narrow_bf16",
+        [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows) {
+          const tl::Value tx = tl::tensor(x, {rows, kWidth});
+          const tl::Value ty = tl::tensor(y, {rows, kWidth});
+          const tl::Value r = tl::block_idx();
+          tl::store(tl::load(tx, {1, kWidth}, {r, 0}).to(DataType::kBFloat16), ty, {r, 0});
+        },
+        tl::Options{.backend = backend});
+  };
+  const std::int64_t rows = 64;
+  std::mt19937_64 rng(11);
+  TensorStorage x({rows, kWidth}, DataType::kFloat32);
+  auto* bits = static_cast<std::uint32_t*>(x.data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < kWidth; ++j) {
+      std::uint32_t b = static_cast<std::uint32_t>(rng());
+      if (j < 64 || r % 2 == 0) {
+        // The first block, and every block of even rows, without subnormals: exponents 1..255
+        // (inf and NaN included), a third of them just at a bfloat16 halfway point.
+        if ((b & 0x7F800000u) == 0) b |= 0x00800000u;
+        if (j % 3 == 0) b = (b & 0xFFFF0000u) | 0x8000u;
+      } else if (j % 5 == 0) {
+        b &= 0x807FFFFFu;  // subnormal (or zero)
+      }
+      bits[r * kWidth + j] = b;
+    }
+  }
+  TensorStorage y_interp = poisoned({rows, kWidth}, DataType::kBFloat16);
+  TensorStorage y_cpu = poisoned({rows, kWidth}, DataType::kBFloat16);
+  make("interp").launch(rows, x, y_interp, rows);
+  make("cpu").launch(rows, x, y_cpu, rows);
+  // NaN payloads are not guaranteed (docs/dtypes.md): a NaN of the same sign counts as equal.
+  const auto* pi = static_cast<const std::uint16_t*>(y_interp.data());
+  const auto* pc = static_cast<const std::uint16_t*>(y_cpu.data());
+  const auto is_nan = [](std::uint16_t h) { return (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0; };
+  std::int64_t differing = 0, nans = 0, subnormals = 0;
+  for (std::int64_t i = 0; i < rows * kWidth; ++i) {
+    const bool nan = is_nan(pi[i]) && is_nan(pc[i]) && (pi[i] >> 15) == (pc[i] >> 15);
+    nans += nan;
+    subnormals += (bits[i] & 0x7F800000u) == 0 && (bits[i] & 0x7FFFFFu) != 0;
+    if (pi[i] != pc[i] && !nan && differing++ == 0) {
+      ADD_FAILURE() << "element " << i << " (float32 bits " << std::hex << bits[i] << "): interp "
+                    << pi[i] << ", cpu " << pc[i];
+    }
+  }
+  EXPECT_EQ(differing, 0);
+  EXPECT_GT(nans, 0);  // the input has each kind of value
+  EXPECT_GT(subnormals, 0);
 }
 
 }  // namespace

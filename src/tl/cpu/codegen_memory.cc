@@ -195,7 +195,8 @@ void Emitter::load_op(const Op& o) {
     const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
     // Smaller tiles: the hardware prefetcher suffices. The cursor covers contiguous bytes: not
     // for a tile whose rows may lie apart.
-    if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride) {
+    // A kernel that places tl::prefetch hints has taken over prefetching: no cursor then.
+    if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride && hints_.empty()) {
       const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
@@ -278,13 +279,23 @@ void Emitter::store_op(const Op& o) {
     // over any fused expression best.
     std::string prefetch = advance_hints(256);
     for (const std::string& pf : prefetch_)
-      prefetch += cat({"tl_prefetch256(", pf, ", ", pf, "_end); "});
+      prefetch += cat({"tl_prefetch256<3>(", pf, ", ", pf, "_end); "});
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
            << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
            << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
     line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
     close();
     line() << "else ";
+    // Cached stores advance the same cursors, in 64-lane chunks, when there are any.
+    if (!prefetch.empty()) {
+      open("if (tl_st == 1)");
+      line() << "i64 j = tl_lo;\n";
+      line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
+             << "for (int q = 0; q < 64; ++q) tl_out[j + q] = " << v8 << "; }\n";
+      line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
+      close();
+      line() << "else ";
+    }
   } else if (!atomic && (d == DataType::kFloat16 || d == DataType::kBFloat16)) {
     // 64 lanes at a time: the fused expression into a float buffer, then narrowed (two plain
     // loops vectorise better than one mixing float math with 16-bit packing).
@@ -292,8 +303,11 @@ void Emitter::store_op(const Op& o) {
     line() << "i64 j = tl_lo;\n";
     line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(256)
            << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = "
-           << strip_round(d, v8) << "; for (int q = 0; q < 64; ++q) "
-           << write("tl_out[j + q]", "tl_t[q]") << " }\n";
+           << strip_round(d, v8) << "; "
+           << (d == DataType::kBFloat16
+                   ? "tl_f2bf64(tl_out + j, tl_t);"
+                   : "for (int q = 0; q < 64; ++q) " + write("tl_out[j + q]", "tl_t[q]"))
+           << " }\n";
     line() << "for (; j < tl_end; ++j) " << write("tl_out[j]", v) << "\n";
     close();
     line() << "else ";
@@ -328,7 +342,7 @@ void Emitter::prefetch_op(const Op& o) {
 std::string Emitter::advance_hints(int bytes) const {
   std::string code;
   for (const std::string& h : hints_) {
-    code += cat({"tl_prefetch", std::to_string(bytes), "(", h, ", ", h, "_end); "});
+    code += cat({"tl_prefetch", std::to_string(bytes), "<2>(", h, ", ", h, "_end); "});
   }
   return code;
 }

@@ -58,16 +58,18 @@ std::string Emitter::declare_reduced(const Op& o) {
 }
 
 // Each output is one contiguous run of `count`, summed with eight double accumulators, lane q
-// taking elements q, q + 8, ...; runs of non-negative terms add blocks of 64 in float32 first
-// (tl_acc64: within 3 float32 roundings, relative, of the exact block sum).
+// taking elements q, q + 8, ... (two sets of them over 16-element steps, added at the end); runs
+// of non-negative terms add blocks of 64 in float32 first (tl_acc64: within 3 float32
+// roundings, relative, of the exact block sum).
 void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
                        const std::string& out) {
   const Type& xt = type(r.operands[0]);
   const Type& rt = type(r.results[0]);
   const std::int64_t count = suffix_run(r);
   const std::string c = std::to_string(count);
-  const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit 8-lane vectors
+  const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit vectors
   const std::int64_t blocks = vec && nonnegative(r.operands[0]) ? count - count % 64 : 0;
+  const std::int64_t tail16 = blocks + (count - blocks) / 16 * 16;
   const std::int64_t tail = count - count % 8;
   const std::string i = "o * " + c + " + k", iq = i + " + q";
   // dst = element idx (stored to the sink too).
@@ -78,19 +80,24 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   };
   open("for (i64 o = 0; o < " + std::to_string(rt.size()) + "; ++o)");
   if (vec) {
-    line() << "tl_v4d tl_lo = {0, 0, 0, 0}, tl_hi = {0, 0, 0, 0};\n";
+    line() << "tl_v8d tl_lo = {}, tl_hi = {};\n";
     if (blocks > 0) {
       line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(256)
              << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
-             << " tl_acc64(tl_lo, tl_hi, tl_t); }\n";
+             << " tl_acc64(tl_lo, tl_t); }\n";
     }
-    if (tail > blocks) {
-      line() << "for (i64 k = " << blocks << "; k < " << tail << "; k += 8) { float tl_t[8]; "
+    if (tail16 > blocks) {
+      line() << "for (i64 k = " << blocks << "; k < " << tail16 << "; k += 16) { float tl_t[16]; "
+             << "for (int q = 0; q < 16; ++q) " << take("tl_t[q]", iq)
+             << " tl_acc16(tl_lo, tl_hi, tl_t); }\n";
+    }
+    if (tail > tail16) {
+      line() << "for (i64 k = " << tail16 << "; k < " << tail << "; k += 8) { float tl_t[8]; "
              << "for (int q = 0; q < 8; ++q) " << take("tl_t[q]", iq)
-             << " tl_acc8(tl_lo, tl_hi, tl_t); }\n";
+             << " tl_acc8(tl_lo, tl_t); }\n";
     }
     line() << "double tl_a[8];\n";
-    line() << "for (int q = 0; q < 4; ++q) { tl_a[q] = tl_lo[q]; tl_a[q + 4] = tl_hi[q]; }\n";
+    line() << "for (int q = 0; q < 8; ++q) tl_a[q] = tl_lo[q] + tl_hi[q];\n";
   } else {
     line() << "double tl_a[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n";
     line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
@@ -131,7 +138,7 @@ void Emitter::reduce_op(const Op& o) {
   const std::string out = declare_reduced(o);
   open("");
   // Trailing reduced dims of a float tile: each output is one contiguous run of `count`, summed
-  // (or searched) with eight accumulators, lane q taking elements q, q + 8, ...
+  // (or searched) with vectors of accumulators (sum_runs; below for max and min).
   // The loop reads the input through at(), so a fused producer is evaluated in it.
   const std::string c = std::to_string(count);
   if (suffix_run(o) != 0 && (op == ReduceOp::kSum || op == ReduceOp::kMean)) {
@@ -142,41 +149,38 @@ void Emitter::reduce_op(const Op& o) {
   }
   if (suffix_run(o) != 0) {
     open("for (i64 o = 0; o < " + std::to_string(n_out) + "; ++o)");
-    const std::string e = at(x, "o * " + c + " + k"), e8 = at(x, "o * " + c + " + k + q");
-    const std::string tail = std::to_string(count - count % 8);
-    const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit 8-lane vectors
-    const std::string lanes = "float tl_t[8]; for (int q = 0; q < 8; ++q) tl_t[q] = " + e8 + "; ";
+    const std::string e = at(x, "o * " + c + " + k"), eq = at(x, "o * " + c + " + k + q");
     const std::string mx = op == ReduceOp::kMax ? "true" : "false";
     const std::string ct = compute_type(xt.dtype);
     const std::string init = "(" + ct + ")" + (op == ReduceOp::kMax ? "-" : "") + "__builtin_inf()";
-    line() << ct << " tl_m[8];\n";
-    if (vec) {
-      // Four vectors of accumulators over runs of 32 (a compare-and-select chain per vector
-      // would bound the loop by its latency), merged vector by vector, ties keeping the first.
-      const std::string e32 = at(x, "o * " + c + " + k + q");
+    if (ct == "float") {
+      // Two 16-lane vectors of accumulators over runs of 32 (a compare-and-select chain per
+      // vector would bound the loop by its latency), merged, then their 16 lanes; ties keep the
+      // first.
       const std::string tail32 = std::to_string(count - count % 32);
-      line() << "tl_v8 tl_mv[4];\n";
-      line() << "for (int j = 0; j < 4; ++j) tl_mv[j] = (tl_v8){" << init << ", " << init << ", "
-             << init << ", " << init << ", " << init << ", " << init << ", " << init << ", " << init
-             << "};\n";
-      line() << "i64 k = 0;\n";
-      line() << "for (; k < " << tail32 << "; k += 32) { " << advance_hints(128)
-             << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << e32
-             << "; for (int j = 0; j < 4; ++j) tl_mv[j] = tl_better8<" << mx
-             << ">(tl_mv[j], tl_t + 8 * j); }\n";
-      line() << "for (; k < " << tail << "; k += 8) { " << lanes << "tl_mv[0] = tl_better8<" << mx
-             << ">(tl_mv[0], tl_t); }\n";
-      line() << "for (int j = 1; j < 4; ++j) tl_mv[0] = tl_better8<" << mx
-             << ">(tl_mv[0], (const float*)&tl_mv[j]);\n";
-      line() << "__builtin_memcpy(tl_m, &tl_mv[0], 32);\n";
+      line() << "tl_v16 tl_mv[2];\n";
+      line() << "for (int j = 0; j < 16; ++j) { tl_mv[0][j] = " << init
+             << "; tl_mv[1][j] = " << init << "; }\n";
+      line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { " << advance_hints(128)
+             << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << eq
+             << "; tl_mv[0] = tl_better16<" << mx << ">(tl_mv[0], tl_t); tl_mv[1] = tl_better16<"
+             << mx << ">(tl_mv[1], tl_t + 16); }\n";
+      line() << "tl_mv[0] = tl_better16<" << mx << ">(tl_mv[0], (const float*)&tl_mv[1]);\n";
+      line() << "float tl_m[16];\n";
+      line() << "__builtin_memcpy(tl_m, &tl_mv[0], 64);\n";
+      line() << "for (i64 k = " << tail32 << "; k < " << c << "; ++k) tl_m[k & 15] = tl_better<"
+             << mx << ">(tl_m[k & 15], " << e << ");\n";
+      line() << out << "[o] = tl_merge<" << mx << ", 16>(tl_m);\n";
     } else {
+      const std::string tail = std::to_string(count - count % 8);
+      line() << ct << " tl_m[8];\n";
       line() << "for (int q = 0; q < 8; ++q) tl_m[q] = " << init << ";\n";
       line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
-             << "tl_m[q] = tl_better<" << mx << ">(tl_m[q], " << e8 << ");\n";
+             << "tl_m[q] = tl_better<" << mx << ">(tl_m[q], " << eq << ");\n";
+      line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_m[k & 7] = tl_better<" << mx
+             << ">(tl_m[k & 7], " << e << ");\n";
+      line() << out << "[o] = tl_merge<" << mx << ", 8>(tl_m);\n";
     }
-    line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_m[k & 7] = tl_better<" << mx
-           << ">(tl_m[k & 7], " << e << ");\n";
-    line() << out << "[o] = tl_merge<" << mx << ">(tl_m);\n";
     close();
     close();
     return;

@@ -167,6 +167,30 @@ TL_INLINE u16 tl_f2bf(float f) {
   const u32 u = tl_fbits(f), nan = (u32)0 - (u32)(f != f);
   return (u16)(((u | (nan & 0x00400000u)) + (~nan & (0x7FFFu + ((u >> 16) & 1u)))) >> 16);
 }
+// 64 floats to bfloat16, each as tl_f2bf. AVX512-BF16's conversion rounds to nearest even and
+// quiets NaN the same way in one instruction per 16, but reads float32 subnormals as zero: a
+// block holding any is converted element by element.
+TL_INLINE void tl_f2bf64(u16* dst, const float* t) {
+#if defined(__AVX512BF16__) && !defined(__clang__)
+  typedef float v16 __attribute__((vector_size(64)));
+  typedef int v16i __attribute__((vector_size(64)));
+  v16 v[4];
+  __builtin_memcpy(v, t, 256);
+  unsigned subnormal = 0;  // lanes whose magnitude bits lie in [1, 0x7FFFFF]
+  for (int i = 0; i < 4; ++i) {
+    const v16i below = ((v16i)v[i] & 0x7FFFFFFF) - 1, top = (v16i){} + 0x7FFFFF;
+    subnormal |= __builtin_ia32_ucmpd512_mask(below, top, 1, 0xFFFF);  // unsigned <
+  }
+  if (subnormal == 0) {
+    for (int i = 0; i < 4; ++i) {
+      const auto h = __builtin_ia32_cvtneps2bf16_v16sf(v[i]);
+      __builtin_memcpy(dst + 16 * i, &h, 32);
+    }
+    return;
+  }
+#endif
+  for (int q = 0; q < 64; ++q) dst[q] = tl_f2bf(t[q]);
+}
 // Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
 // memory traffic. `dst` is 32-byte aligned. The kernel ends with a store fence.
@@ -180,17 +204,20 @@ TL_INLINE void tl_stream8(float* dst, const float* v) {
   for (int q = 0; q < 8; ++q) dst[q] = v[q];
 #endif
 }
-// Four lines of the next tile from `p` on (advanced), up to `end`: a prefetch never faults, so a
-// wrong extrapolation costs only bandwidth.
+// Four (two) lines of the next tile from `p` on (advanced), up to `end`: a prefetch never
+// faults, so a wrong extrapolation costs only bandwidth. kLocality 3 (into L1) for the next
+// iteration's tile, 2 (L2) for tl::prefetch hints, which name data a later pass reads.
+template <int kLocality>
 TL_INLINE void tl_prefetch256(u64& p, u64 end) {
   if (p >= end) return;
-  for (int l = 0; l < 256; l += 64) __builtin_prefetch((const char*)(p + l), 0, 3);
+  for (int l = 0; l < 256; l += 64) __builtin_prefetch((const char*)(p + l), 0, kLocality);
   p += 256;
 }
+template <int kLocality>
 TL_INLINE void tl_prefetch128(u64& p, u64 end) {
   if (p >= end) return;
-  __builtin_prefetch((const char*)p, 0, 3);
-  __builtin_prefetch((const char*)(p + 64), 0, 3);
+  __builtin_prefetch((const char*)p, 0, kLocality);
+  __builtin_prefetch((const char*)(p + 64), 0, kLocality);
   p += 128;
 }
 TL_INLINE void tl_fence() {
@@ -240,41 +267,48 @@ template <bool kMax, typename T>
 TL_INLINE T tl_better(T m, T v) {
   return (kMax ? v > m : v < m) || v != v ? v : m;
 }
-// Eight-lane row reductions in explicit vectors (the loop vectoriser does not reliably keep
-// eight double accumulators or NaN-aware maxima in registers): lanes q of the accumulators take
-// elements q, q + 8, ... of a run; `t` holds the next eight elements.
+// Row reductions in explicit vectors (the loop vectoriser does not reliably keep double
+// accumulators or NaN-aware maxima in registers). Sums: lane q of the eight double accumulators
+// takes elements q, q + 8, ... of a run; `t` holds the next 8 (16, 64) elements. Written for 16
+// float lanes: one register with AVX-512, two with AVX2, the same results either way.
 typedef float tl_v8 __attribute__((vector_size(32)));
-typedef float tl_v4 __attribute__((vector_size(16)));
-typedef double tl_v4d __attribute__((vector_size(32)));
-TL_INLINE void tl_acc8(tl_v4d& lo, tl_v4d& hi, const float* t) {
-  tl_v4 a, b;
-  __builtin_memcpy(&a, t, 16);
-  __builtin_memcpy(&b, t + 4, 16);
-  lo += __builtin_convertvector(a, tl_v4d);
-  hi += __builtin_convertvector(b, tl_v4d);
+typedef float tl_v16 __attribute__((vector_size(64)));
+typedef double tl_v8d __attribute__((vector_size(64)));
+TL_INLINE void tl_acc8(tl_v8d& acc, const float* t) {
+  tl_v8 a;
+  __builtin_memcpy(&a, t, 32);
+  acc += __builtin_convertvector(a, tl_v8d);
 }
-// Sums of terms known to be non-negative (exp results, squares) add each block of 64 in float32
-// first: lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial
-// is within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and
-// only the partials are widened: about 12 vector operations per 64 elements instead of 32.
-TL_INLINE void tl_acc64(tl_v4d& lo, tl_v4d& hi, const float* t) {
-  tl_v8 v[8];
+// Two accumulators (lo: elements 16m + q, hi: 16m + 8 + q), so that consecutive steps do not
+// wait for each other's additions.
+TL_INLINE void tl_acc16(tl_v8d& lo, tl_v8d& hi, const float* t) {
+  tl_acc8(lo, t);
+  tl_acc8(hi, t + 8);
+}
+// Sums of terms known to be non-negative (exp results) add each block of 64 in float32 first:
+// lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial is
+// within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and only
+// the partials are widened: 7 float additions per 64 elements and one conversion.
+TL_INLINE void tl_acc64(tl_v8d& acc, const float* t) {
+  tl_v16 v[4];
   __builtin_memcpy(v, t, 256);
-  const tl_v8 s = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-  lo += __builtin_convertvector(__builtin_shufflevector(s, s, 0, 1, 2, 3), tl_v4d);
-  hi += __builtin_convertvector(__builtin_shufflevector(s, s, 4, 5, 6, 7), tl_v4d);
+  const tl_v16 s = (v[0] + v[1]) + (v[2] + v[3]);
+  const tl_v8 h = __builtin_shufflevector(s, s, 0, 1, 2, 3, 4, 5, 6, 7) +
+                  __builtin_shufflevector(s, s, 8, 9, 10, 11, 12, 13, 14, 15);
+  acc += __builtin_convertvector(h, tl_v8d);
 }
+// Max (min) accumulators over runs of 32: lane q of m takes elements 16j + q + 32i.
 template <bool kMax>
-TL_INLINE tl_v8 tl_better8(tl_v8 m, const float* t) {
-  tl_v8 v;
-  __builtin_memcpy(&v, t, 32);
+TL_INLINE tl_v16 tl_better16(tl_v16 m, const float* t) {
+  tl_v16 v;
+  __builtin_memcpy(&v, t, 64);
   return ((kMax ? v > m : v < m) | (v != v)) ? v : m;
 }
-// The result of eight max (or min) accumulators: NaN if any holds one, ties keep the earlier.
-template <bool kMax, typename T>
+// The result of N max (or min) accumulators: NaN if any holds one, ties keep the earlier.
+template <bool kMax, int N, typename T>
 TL_INLINE T tl_merge(const T* m) {
   T r = m[0];
-  for (int j = 1; j < 8; ++j) {
+  for (int j = 1; j < N; ++j) {
     if (m[j] != m[j] || r != r) r = (r != r) ? r : m[j];
     else r = tl_better<kMax>(r, m[j]);
   }

@@ -25,12 +25,23 @@ using tl_impl::pointer_at;
 constexpr std::int64_t kTile = 1024;
 const DataType kF32 = DataType::kFloat32;
 
-// out = x · scale · w for every chunk of one row; x(col) gives the float32 chunk at col.
+// Row r's indices in the folded view.
+struct Row {
+  tl::Value i0, i1;
+  Row(const tl::Value& r, const tl::Value& d1) : i0(tl::floordiv(r, d1)), i1(r - i0 * d1) {}
+};
+
+// out = x · scale · w for every chunk of one row; x(col) gives the float32 chunk at col. The
+// chunk at col of each row in `next` (the block's next row in each input) is fetched meanwhile:
+// the first walk of that row then finds it in cache.
 template <typename X>
 void scale_row(const X& x, const tl::Value& scale, const tl::Value& tw, const tl::Value& to,
-               const tl::Value& i0, const tl::Value& i1, const tl::Value& chunks) {
+               const Row& row, std::initializer_list<tl::Value> next_inputs, const Row& next,
+               const tl::Value& chunks) {
+  const tl::Value &i0 = row.i0, &i1 = row.i1;
   for (tl::Value c : tl::range(chunks)) {
     const tl::Value col = c * kTile;
+    for (const tl::Value& t : next_inputs) tl::prefetch(t, {1, 1, kTile}, {next.i0, next.i1, col});
     const tl::Value w = as_f32(tl::load(tw, {kTile}, {col}));
     tl::store(as_dtype(x(col) * scale * w, to.dtype()), to, {i0, i1, col});
   }
@@ -49,8 +60,8 @@ const tl::Kernel& rms_norm_kernel() {
                 const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
                 const tl::Value first = tl::block_idx() * per_block;
                 for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
-                  const tl::Value i0 = tl::floordiv(r, d1);
-                  const tl::Value i1 = r - i0 * d1;
+                  const Row row(r, d1), next(r + 1, d1);
+                  const tl::Value &i0 = row.i0, &i1 = row.i1;
                   const auto chunk = [&](const tl::Value& col) {
                     return as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col}));
                   };
@@ -60,7 +71,7 @@ const tl::Kernel& rms_norm_kernel() {
                     acc = acc + v * v;
                   }
                   const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
-                  scale_row(chunk, scale, tw, to, i0, i1, chunks);
+                  scale_row(chunk, scale, tw, to, row, {tx}, next, chunks);
                 }
               });
   return kernel;
@@ -86,8 +97,8 @@ const tl::Kernel& add_rms_norm_kernel() {
         const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
         const tl::Value first = tl::block_idx() * per_block;
         for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
-          const tl::Value i0 = tl::floordiv(r, d1);
-          const tl::Value i1 = r - i0 * d1;
+          const Row row(r, d1), next(r + 1, d1);
+          const tl::Value &i0 = row.i0, &i1 = row.i1;
           const auto sum = [&](const tl::Value& col) {  // rounded to the dtype, as stored
             return as_dtype(as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col})) +
                                 as_f32(tl::load(tr, {1, 1, kTile}, {i0, i1, col})),
@@ -108,11 +119,11 @@ const tl::Kernel& add_rms_norm_kernel() {
                     [&](const tl::Value& col) {
                       return as_f32(tl::load(tq, {1, 1, kTile}, {i0, i1, col}));
                     },
-                    scale, tw, to, i0, i1, chunks);
+                    scale, tw, to, row, {tx, tr}, next, chunks);
               },
               [&] {
-                scale_row([&](const tl::Value& col) { return as_f32(sum(col)); }, scale, tw, to, i0,
-                          i1, chunks);
+                scale_row([&](const tl::Value& col) { return as_f32(sum(col)); }, scale, tw, to,
+                          row, {tx, tr}, next, chunks);
               });
         }
       });
