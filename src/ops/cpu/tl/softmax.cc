@@ -70,11 +70,13 @@ const tl::Kernel& softmax_kernel() {
           for (tl::Value c : tl::range(full, chunks)) {
             max = tl::maximum(max, tl::reduce_max(masked(c * kTile)));
           }
-          // Pass 2: e^(x - max) into the scratch row and its sum, while the next row's chunk is
-          // fetched (this pass computes; the max pass of the next row then reads from cache).
+          // Pass 2: e^(x - max) into the scratch row and its sum. Meanwhile the next row's chunk
+          // (whose max pass then reads from cache) and this row's out chunk (so that pass 3 does
+          // not wait for its lines) are fetched: this pass computes.
           tl::Var sum = 0.0f;
           const auto exp_pass = [&](const tl::Value& v, const tl::Value& col) {
             tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
+            tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
             const tl::Value e = tl::exp(v - max);
             sum = sum + tl::reduce_sum(e);
             tl::store(e, ts, {own, 0, col});
@@ -127,7 +129,7 @@ class SoftmaxTl final : public Operator {
               const View& so, std::int64_t x_offset, std::int64_t out_offset,
               std::int64_t queries) const {
     ThreadPool& pool = ctx.threads();
-    const int blocks = pool.num_threads();
+    const std::int64_t blocks = tl_impl::row_blocks(pool);
     const WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(blocks * d[2]));
     softmax_kernel().launch_on(pool, blocks, pointer_at(x, x_offset), pointer_at(out, out_offset),
