@@ -12,7 +12,6 @@
 #include "tileops/core/dims.h"
 #include "tileops/core/tensor.h"
 #include "tileops/runtime/function_ref.h"
-#include "tileops/runtime/thread_pool.h"
 #include "tileops/tl/jit.h"
 #include "tileops/tl/value.h"
 
@@ -56,12 +55,6 @@ inline tl::Value as_f32(const tl::Value& v) {
 inline tl::Value as_dtype(const tl::Value& v, DataType dtype) {
   return dtype == DataType::kFloat32 ? v : v.to(dtype);
 }
-
-// Blocks for a launch of row kernels on `pool`: several per thread, since the pool hands blocks
-// out as threads free up, a thread slowed down by its neighbours (another VM on a sibling
-// hardware thread; measured 0.65 vs 0.93 ns per element on the 2-vCPU benchmark VM) then takes
-// fewer of them instead of holding up the call.
-inline std::int64_t row_blocks(const ThreadPool& pool) { return 4 * pool.num_threads(); }
 
 // Options of the kernels with exp (softmax, silu): fast_math's exp is as accurate as the default
 // one down to results of e^-86.9 and about half its cost; smaller results are 0, which a softmax

@@ -157,8 +157,7 @@ class RmsNormTl final : public Operator {
     WorkspacePool::Lease lease;
     const Weight wf = f32_weight(w, ctx, lease);
     loop.for_each_launch([&](const std::int64_t* offsets) {
-      rms_norm_kernel().launch_on(ctx.threads(), tl_impl::row_blocks(ctx.threads()),
-                                  pointer_at(x, offsets[0]), wf.pointer,
+      rms_norm_kernel().launch_on(ctx.threads(), 0, pointer_at(x, offsets[0]), wf.pointer,
                                   pointer_at(out, offsets[1]), d[0], d[1], d[2], sx[0], sx[1],
                                   sx[2], wf.stride, so[0], so[1], so[2], eps_);
     });
@@ -186,11 +185,10 @@ class AddRmsNormTl final : public Operator {
     WorkspacePool::Lease lease;
     const Weight wf = f32_weight(w, ctx, lease);
     loop.for_each_launch([&](const std::int64_t* o) {
-      add_rms_norm_kernel().launch_on(ctx.threads(), tl_impl::row_blocks(ctx.threads()),
-                                      pointer_at(x, o[0]), pointer_at(res, o[1]), wf.pointer,
-                                      pointer_at(out, o[2]), pointer_at(res_out, o[3]), d[0], d[1],
-                                      d[2], sx[0], sx[1], sx[2], sr[0], sr[1], sr[2], wf.stride,
-                                      so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
+      add_rms_norm_kernel().launch_on(
+          ctx.threads(), 0, pointer_at(x, o[0]), pointer_at(res, o[1]), wf.pointer,
+          pointer_at(out, o[2]), pointer_at(res_out, o[3]), d[0], d[1], d[2], sx[0], sx[1], sx[2],
+          sr[0], sr[1], sr[2], wf.stride, so[0], so[1], so[2], sq[0], sq[1], sq[2], eps_, reread);
     });
   }
 
