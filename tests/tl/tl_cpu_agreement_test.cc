@@ -2,7 +2,11 @@
 // kernels (float32, float16, every unary and binary op, transcendentals included) must agree
 // bit for bit; row reductions, softmax and matmul, which sum in another order, within the ulps
 // stated below. Each kernel computes many ops at once so that only a few are compiled.
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/tl/tl_test_util.h"
 
@@ -239,11 +243,16 @@ TEST(TlCpuAgreement, Float32GeluEveryNthFloat) {
   EXPECT_EQ(bad, 0);
 }
 
-// A tensor larger than a 32 MiB last-level cache is written with streaming stores, which also
-// prefetch the next tile of each loop-carried load: the values are the plain loop's, tail
-// included (2 blocks, tiles of 2048 strided over them).
+// Stores of a kernel whose tensors exceed the last-level cache (here a threshold of 4 MiB, set
+// through $TILEOPS_TL_STREAM_BYTES) are streaming stores, which also prefetch the next tile of
+// each loop-carried load: the values are the plain loop's, tail included (2 blocks, tiles of
+// 2048 strided over them). The generated source shows the threshold it was made with (the
+// choice itself is made at run time: 8 MiB of tensors against it).
 TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
-  const std::int64_t n = (std::int64_t{10} << 20) + 37;
+  const std::int64_t n = (std::int64_t{1} << 20) + 37;  // 8 MiB in all
+  ::setenv("TILEOPS_TL_STREAM_BYTES", "4194304", 1);
+  const std::string dump = ::testing::TempDir() + "tl_streamed_dump";
+  std::filesystem::remove_all(dump);
   const tl::Kernel k = tl::jit(
       "streamed",
       [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int len) {
@@ -252,16 +261,25 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
           tl::store(tl::load(tx, {2048}, {i * 2048}) * 2 + 1, ty, {i * 2048});
         }
       },
-      kCpu);
+      tl::Options{.backend = "cpu", .dump_dir = dump});
   TensorStorage x({n}, DataType::kFloat32), y({n}, DataType::kFloat32);
   auto* px = static_cast<float*>(x.data());
   for (std::int64_t i = 0; i < n; ++i) px[i] = static_cast<float>(i % 1000) * 0.25f - 100;
   std::memset(y.data(), 0xFF, y.bytes());  // NaN
   k.launch(2, x, y, n);
+  ::unsetenv("TILEOPS_TL_STREAM_BYTES");
   const auto* py = static_cast<const float*>(y.data());
   std::int64_t bad = 0;
   for (std::int64_t i = 0; i < n; ++i) bad += py[i] != px[i] * 2 + 1;  // exact: x * 2 is
   EXPECT_EQ(bad, 0);
+  std::string source;
+  for (const auto& e : std::filesystem::directory_iterator(dump)) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(source.find("#define TL_STREAM_BYTES 4194304ll"), std::string::npos)
+      << "the kernel was not generated with the test's streaming threshold";
 }
 
 // covers: bitwise_and bitwise_or bitwise_xor shl shr bitwise_not ge

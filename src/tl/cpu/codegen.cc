@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "src/tl/cpu/emitter.h"
@@ -25,10 +26,14 @@ std::string float_literal(double v, DataType dtype) {
   return dtype == DataType::kFloat64 ? std::string(buf) : "(float)" + std::string(buf);
 }
 
-// Tensors larger than this are written with streaming stores: the last-level cache size, from
-// sysfs (glibc's sysconf derives it from cpuid, which some hypervisors report wrongly: 256 MiB
+// Stores are streamed when the kernel's tensors together exceed this: the last-level cache size,
+// from sysfs (glibc's sysconf derives it from cpuid, which some hypervisors report wrongly: 256 MiB
 // for a 32 MiB L3 on the benchmark machine), else sysconf, else 32 MiB.
 std::int64_t stream_bytes() {
+  // $TILEOPS_TL_STREAM_BYTES overrides it (tests reach the streaming path with small tensors).
+  if (const char* env = std::getenv("TILEOPS_TL_STREAM_BYTES"); env != nullptr && *env != '\0') {
+    return std::max<std::int64_t>(0, std::atoll(env));
+  }
   static const std::int64_t bytes = [] {
     std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
     std::int64_t size = 0;
@@ -207,13 +212,14 @@ GeneratedSource Emitter::run() {
 
 void Emitter::region(const Region& r) {
   const Region* outer = current_;
-  // The cursors of this region go out of scope with it.
-  const std::size_t cursors = prefetch_.size(), hints = hints_.size();
+  // The cursors and tensors of this region go out of scope with it.
+  const std::size_t cursors = prefetch_.size(), hints = hints_.size(), tensors = tensors_.size();
   current_ = &r;
   for (const Op& o : r.ops) op(o);
   current_ = outer;
   prefetch_.resize(cursors);
   hints_.resize(hints);
+  tensors_.resize(tensors);
 }
 
 void Emitter::op(const Op& o) {
@@ -373,8 +379,8 @@ void Emitter::tensor_op(const Op& o) {
     lo += cat({" + (", span, " < 0 ? ", span, " : 0)"});
     hi += cat({" + (", span, " > 0 ? ", span, " : 0)"});
   }
-  line() << "const bool " << t << "_stream = " << bytes << " > TL_STREAM_BYTES;\n";
-  line() << "(void)" << t << "_stream;\n";
+  line() << "const i64 " << t << "_bytes = " << bytes << ";\n";
+  line() << "(void)" << t << "_bytes;\n";
   for (std::size_t i = 0; i < rank; ++i) {
     line() << "const i64 " << t << "_s" << i << " = ";
     if (o.flag) {
@@ -389,6 +395,7 @@ void Emitter::tensor_op(const Op& o) {
   line() << "const char* const " << t << "_hi = (const char*)(" << t << " + (" << hi << "));\n";
   line() << "(void)" << t << "_lo; (void)" << t << "_hi;\n";
   emitted_[static_cast<std::size_t>(o.results[0])] = true;
+  tensors_.push_back(t);
 }
 
 }  // namespace tileops::tl::cpu

@@ -271,7 +271,11 @@ void Emitter::store_op(const Op& o) {
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   if (!atomic && d == DataType::kFloat32) {
     // Streaming: scalar up to a 32-byte boundary, then 64 lanes at a time, then a scalar tail.
-    open("if (tl_st == 1 && " + t + "_stream)");
+    // Streamed when the tensors made so far (the kernel's working set, as far as it can tell)
+    // exceed the last-level cache, which then cannot keep the output for its consumer anyway.
+    std::string working_set = "0";
+    for (const std::string& tensor : tensors_) working_set += cat({" + ", tensor, "_bytes"});
+    open(cat({"if (tl_st == 1 && ", working_set, " > TL_STREAM_BYTES)"}));
     line() << "i64 j = tl_lo;\n";
     line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 31) != 0; ++j) tl_out[j] = " << v
            << ";\n";

@@ -194,6 +194,8 @@ class Emitter {
   // stores advance them by four lines per 64 lanes, spreading the hinted tile's fetch over the
   // work that follows the hint.
   std::vector<std::string> hints_;
+  // The tensors in scope (their <t>_bytes sum to the working set that decides streaming).
+  std::vector<std::string> tensors_;
   std::vector<std::string> hoisted_;
   std::size_t hoist_at_ = 0;
   int loop_depth_ = 0;

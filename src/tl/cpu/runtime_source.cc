@@ -191,7 +191,7 @@ TL_INLINE void tl_f2bf64(u16* dst, const float* t) {
 #endif
   for (int q = 0; q < 64; ++q) dst[q] = tl_f2bf(t[q]);
 }
-// Row stores into a tensor larger than the last-level cache (TL_STREAM_BYTES) bypass the cache:
+// Row stores of a kernel whose tensors exceed the last-level cache (TL_STREAM_BYTES) bypass it:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
 // memory traffic. `dst` is 32-byte aligned. The kernel ends with a store fence.
 TL_INLINE void tl_stream8(float* dst, const float* v) {
