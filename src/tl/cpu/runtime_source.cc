@@ -315,48 +315,71 @@ TL_INLINE T tl_merge(const T* m) {
   return r;
 }
 // C[M][N] += A[M][K] * B[K][N], all row-major, float accumulation (double for double inputs).
-// Register-blocked: 4 rows x 2 vectors of C per step; vector_size lets the compiler pick the ISA.
+// Register-blocked: R rows x 2 vectors of C per step, 8-lane vectors, or 16-lane ones with
+// AVX-512 (GCC) when N is a multiple of 32.
 typedef float tl_v8f __attribute__((vector_size(32), aligned(4), may_alias));
+TL_INLINE tl_v8f tl_fma(tl_v8f acc, tl_v8f b, float s) {
 #if defined(__FMA__) && defined(__AVX__)
-#define TL_FMA8(acc, b, s) __builtin_ia32_vfmaddps256((b), (tl_v8f){s, s, s, s, s, s, s, s}, (acc))
+  return __builtin_ia32_vfmaddps256(b, (tl_v8f){s, s, s, s, s, s, s, s}, acc);
 #else
-#define TL_FMA8(acc, b, s) ((acc) + (b) * (s))
+  return acc + b * s;
 #endif
-// R rows x 16 columns of C, all of K: 2R accumulators in registers, each B row loaded once per
-// 16 columns, each A element broadcast once. A's rows are lda apart: a tile read in place from
+}
+#if defined(__AVX512F__) && !defined(__clang__)
+#define TL_MM16 1
+typedef float tl_v16f __attribute__((vector_size(64), aligned(4), may_alias));
+TL_INLINE tl_v16f tl_fma(tl_v16f acc, tl_v16f b, float s) {
+  return __builtin_ia32_vfmaddps512_mask(b, (tl_v16f){} + s, acc, (unsigned short)0xFFFF, 4);
+}
+#else
+#define TL_MM16 0
+#endif
+// R rows x 2W columns of C, all of K: 2R accumulators in registers, each B row loaded once per
+// 2W columns, each A element broadcast once. A's rows are lda apart: a tile read in place from
 // a row-major tensor (the tensor's row stride) or a copied one (lda = K).
-template <int R, i64 N, i64 K>
+template <typename V, int W, int R, i64 N, i64 K>
 TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
                            const float* __restrict b, i64 lda, i64 i, i64 j) {
-  tl_v8f acc[R][2];
+  V acc[R][2];
   for (int r = 0; r < R; ++r) {
-    acc[r][0] = *(const tl_v8f*)(c + (i + r) * N + j);
-    acc[r][1] = *(const tl_v8f*)(c + (i + r) * N + j + 8);
+    acc[r][0] = *(const V*)(c + (i + r) * N + j);
+    acc[r][1] = *(const V*)(c + (i + r) * N + j + W);
   }
   for (i64 p = 0; p < K; ++p) {
-    const tl_v8f b0 = *(const tl_v8f*)(b + p * N + j);
-    const tl_v8f b1 = *(const tl_v8f*)(b + p * N + j + 8);
+    const V b0 = *(const V*)(b + p * N + j);
+    const V b1 = *(const V*)(b + p * N + j + W);
     for (int r = 0; r < R; ++r) {
       const float s = a[(i + r) * lda + p];
-      acc[r][0] = TL_FMA8(acc[r][0], b0, s);
-      acc[r][1] = TL_FMA8(acc[r][1], b1, s);
+      acc[r][0] = tl_fma(acc[r][0], b0, s);
+      acc[r][1] = tl_fma(acc[r][1], b1, s);
     }
   }
   for (int r = 0; r < R; ++r) {
-    *(tl_v8f*)(c + (i + r) * N + j) = acc[r][0];
-    *(tl_v8f*)(c + (i + r) * N + j + 8) = acc[r][1];
+    *(V*)(c + (i + r) * N + j) = acc[r][0];
+    *(V*)(c + (i + r) * N + j + W) = acc[r][1];
+  }
+}
+template <typename V, int W, i64 M, i64 N, i64 K>
+TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
+                            const float* __restrict b, i64 lda) {
+  for (i64 j = 0; j < N; j += 2 * W) {
+    i64 i = 0;
+    for (; i + 6 <= M; i += 6) tl_mm_block<V, W, 6, N, K>(c, a, b, lda, i, j);  // 12 accumulators
+    for (; i + 2 <= M; i += 2) tl_mm_block<V, W, 2, N, K>(c, a, b, lda, i, j);
+    for (; i < M; ++i) tl_mm_block<V, W, 1, N, K>(c, a, b, lda, i, j);
   }
 }
 template <i64 M, i64 N, i64 K, typename T>
 static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b,
                           i64 lda) {
+#if TL_MM16
+  if constexpr (sizeof(T) == 4 && N % 32 == 0) {
+    tl_mm_blocks<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda);
+    return;
+  }
+#endif
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
-    for (i64 j = 0; j < N; j += 16) {
-      i64 i = 0;
-      for (; i + 6 <= M; i += 6) tl_mm_block<6, N, K>(c, a, b, lda, i, j);  // 12 accumulators
-      for (; i + 2 <= M; i += 2) tl_mm_block<2, N, K>(c, a, b, lda, i, j);
-      for (; i < M; ++i) tl_mm_block<1, N, K>(c, a, b, lda, i, j);
-    }
+    tl_mm_blocks<tl_v8f, 8, M, N, K>(c, (const float*)a, (const float*)b, lda);
   } else {
     for (i64 i = 0; i < M; ++i) {
       for (i64 p = 0; p < K; ++p) {
