@@ -96,6 +96,7 @@ tl::Kernel rows(bool norm, tl::Options o) {
         for (tl::Value r : tl::range(tl::block_idx(), n, tl::block_num())) {
           const tl::Value v = tl::load(tx, {1, kCols}, {r, 0});
           tl::prefetch(tx, {1, kCols}, {r + tl::block_num(), 0});  // this block's next row
+          tl::prefetch(ty, {1, kCols}, {r, 0});  // the out row: its stores then find the lines
           tl::store(norm ? tl::rms_norm(v, gamma, 1e-6) : tl::softmax(v), ty, {r, 0});
         }
       },
