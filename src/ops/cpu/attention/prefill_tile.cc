@@ -88,12 +88,14 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
   visible_key_tiles(shape, seq, tile.first, tile.first + tile.positions, nk, first_tile, last_tile);
   const std::int64_t lo_last = visible_keys(shape, seq, tile.first + tile.positions - 1).lo;
   const std::int64_t hi_first = visible_keys(shape, seq, tile.first).hi;
+  const std::int64_t hi_last = visible_keys(shape, seq, tile.first + tile.positions - 1).hi;
   const float* tiles =
       call.packed_tiles +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * packed.tile_floats();
   for (std::int64_t kt = first_tile; kt <= last_tile; ++kt) {
     const std::int64_t j0 = kt * nk;
-    const std::int64_t n = std::min(nk, seq.kv_len - j0);
+    // Strips past the last row's last visible key (the causal diagonal) are skipped.
+    const std::int64_t n = std::min({nk, seq.kv_len - j0, hi_last + 1 - j0});
     const std::int64_t strips = (n + nr - 1) / nr;
     const std::int64_t width = strips * nr;
     const float* packed_tile =
