@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from report_util import cpu_name, time_it  # noqa: E402
+from report_util import cpu_name, cpu_simd, time_it  # noqa: E402
 
 THREADS = 2
 REPS = int(os.environ.get("TILEOPS_BENCH_REPS", "3"))
@@ -97,7 +97,7 @@ def main():
     lines = [
         "# CPU attention vs. the machine's ceilings and torch manual attention",
         "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs (AVX2 + FMA, no AVX-512), shared "
+        f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs ({cpu_simd()}), shared "
         f"with other jobs (load average {load:.1f} at the start); {THREADS} threads for tileops "
         f"(TILEOPS_NUM_THREADS) and torch {torch.__version__} (set_num_threads). "
         f"Date: {datetime.date.today()}.",
@@ -108,7 +108,8 @@ def main():
         "",
         "Prefill: causal flash_attention, one sequence, useful FLOPs 4·S²·D·H/2. torch: "
         "`softmax(q @ k^T * scale + mask) @ v` on [H, S, D]. Peak: float32 FMA peak for float32, "
-        "bfloat16 multiply-accumulate peak (widen + FMA on AVX2) for bfloat16.",
+        "bfloat16 multiply-accumulate peak for bfloat16 (Highway 1.0's widening multiply-add: "
+        "widen + FMA on AVX2 and AVX-512 alike).",
         "",
         "| case | dtype | tileops GFLOP/s | torch GFLOP/s | peak GFLOP/s | of peak | vs torch |",
         "|---|---|---|---|---|---|---|",

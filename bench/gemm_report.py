@@ -14,7 +14,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from report_util import cpu_name, time_it  # noqa: E402
+from report_util import cpu_name, cpu_simd, time_it  # noqa: E402
 
 THREADS = 2
 REPS = 3
@@ -84,7 +84,7 @@ def main():
     lines = [
         "# CPU GEMM (linear) vs. the machine's ceilings, torch and oneDNN",
         "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs (AVX2 + FMA, no AVX-512), shared "
+        f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs ({cpu_simd()}), shared "
         f"with other jobs (load average {load:.1f} at the start); {THREADS} threads for tileops "
         f"(TILEOPS_NUM_THREADS), oneDNN (OMP_NUM_THREADS) and torch {torch.__version__} "
         f"(set_num_threads). Date: {datetime.date.today()}.",

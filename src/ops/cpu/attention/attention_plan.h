@@ -79,6 +79,8 @@ class KvRows {
     return base_ + offset * element_;
   }
   std::int64_t d_stride() const { return d_stride_; }
+  // Element distance between consecutive kv heads of one key.
+  std::int64_t head_stride() const { return paged_ ? strides_[2] : strides_[1]; }
   // Element distance between consecutive keys of one block (paged) or the sequence.
   std::int64_t key_stride() const { return paged_ ? strides_[1] : strides_[0]; }
   // Keys from j that are consecutive in memory (the rest of j's block, or all when packed).

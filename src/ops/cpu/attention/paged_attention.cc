@@ -7,6 +7,7 @@
 // than the threads can use, long contexts are split over threads (split-KV) and the partial
 // results merged by their log-sum-exp.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -124,34 +125,45 @@ class PagedAttentionCpu final : public Operator {
            (i * t.stride(0) + h * t.stride(1)) * static_cast<std::int64_t>(t.element_size());
   }
 
-  // The rows of keys [j, j + n) of kv head h as contiguous rows `ld` elements apart: straight
-  // from the cache when its last dim is contiguous, else gathered into `rows`.
-  const void* rows_of(const KvRows& kv, std::int64_t b, std::int64_t h, std::int64_t j,
-                      std::int64_t n, float* rows, std::int64_t& ld) const {
-    const Sequence seq{};  // paged: rows are found through the block table alone
-    if (kv.d_stride() == 1) {
-      ld = kv.key_stride();
-      return kv.row(b, seq, h, j);
+  // Where keys [j, j + n) of kv head 0 start, block by block through the table.
+  void chunk_rows(const KvRows& kv, std::int64_t b, std::int64_t j, std::int64_t n,
+                  const char** first) const {
+    const std::int64_t key_bytes = kv.key_stride() * static_cast<std::int64_t>(size_of(dtype_));
+    for (std::int64_t i = 0; i < n;) {
+      const std::int64_t run = kv.run_length(j + i, j + n);
+      const auto* row = static_cast<const char*>(kv.row(b, Sequence{}, 0, j + i));
+      for (std::int64_t r = 0; r < run; ++r) first[i + r] = row + r * key_bytes;
+      i += run;
     }
-    const std::int64_t d = shape_.head_size;
-    const auto size = static_cast<std::int64_t>(size_of(dtype_));
-    char* out = reinterpret_cast<char*>(rows);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const char* row = static_cast<const char*>(kv.row(b, seq, h, j + i));
-      for (std::int64_t c = 0; c < d; ++c, out += size) {
-        std::memcpy(out, row + c * kv.d_stride() * size, static_cast<std::size_t>(size));
-      }
-    }
-    ld = d;
-    return rows;
   }
 
-  // Rows [j, j + n) of kv head h, for the kernels to prefetch while they work on other rows.
-  PrefetchRows upcoming(const KvRows& kv, std::int64_t b, std::int64_t h, std::int64_t j,
-                        std::int64_t n) const {
+  // The bytes of one cached row the kernels read (all of its strided elements).
+  std::int64_t row_bytes(const KvRows& kv) const {
+    return shape_.head_size * static_cast<std::int64_t>(size_of(dtype_)) *
+           std::max<std::int64_t>(1, kv.d_stride());
+  }
+
+  CacheRows head_rows(const KvRows& kv, const char* const* first, std::int64_t n,
+                      std::int64_t h) const {
+    return {first, h * kv.head_stride() * static_cast<std::int64_t>(size_of(dtype_)), n};
+  }
+
+  // The kernels read contiguous rows: rows whose last dim is strided are gathered into `buffer`
+  // (n rows of head_size elements) and listed in `gathered`.
+  CacheRows contiguous(const KvRows& kv, const CacheRows& rows, char* buffer,
+                       const char** gathered) const {
+    if (kv.d_stride() == 1) return rows;
+    const std::int64_t d = shape_.head_size;
     const auto size = static_cast<std::int64_t>(size_of(dtype_));
-    return {kv.row(b, Sequence{}, h, j), kv.key_stride() * size,
-            shape_.head_size * size * std::max<std::int64_t>(1, kv.d_stride()), n};
+    for (std::int64_t i = 0; i < rows.n; ++i) {
+      const auto* row = static_cast<const char*>(rows.row(i));
+      char* out = buffer + i * d * size;
+      for (std::int64_t c = 0; c < d; ++c) {
+        std::memcpy(out + c * size, row + c * kv.d_stride() * size, static_cast<std::size_t>(size));
+      }
+      gathered[i] = out;
+    }
+    return {gathered, 0, rows.n};
   }
 
   void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
@@ -171,29 +183,44 @@ class PagedAttentionCpu final : public Operator {
     std::fill(state.o, state.o + heads * d, 0.0f);
     std::fill(state.m, state.m + heads, kNegInf);
     std::fill(state.l, state.l + heads, 0.0f);
+    // Chunks of up to kChunk keys across blocks: the softmax step and the output rows' update
+    // are paid once per chunk, not once per (often 16-key) block.
+    std::array<const char*, kChunk> k_first{}, v_first{}, k_next{}, v_next{}, gathered{};
+    char* buffer = reinterpret_cast<char*>(rows);
+    const std::int64_t k_bytes = row_bytes(keys), v_bytes = row_bytes(values);
+    std::int64_t n = std::min(kChunk, item.k1 - item.k0);
+    chunk_rows(keys, item.b, item.k0, n, k_first.data());
+    chunk_rows(values, item.b, item.k0, n, v_first.data());
     for (std::int64_t j = item.k0; j < item.k1;) {
-      const std::int64_t n = std::min(kChunk, keys.run_length(j, item.k1));
+      const std::int64_t n2 = std::min(kChunk, item.k1 - j - n);
+      if (n2 > 0) {
+        chunk_rows(keys, item.b, j + n, n2, k_next.data());
+        chunk_rows(values, item.b, j + n, n2, v_next.data());
+      }
       for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
         // Blocks are scattered, so the hardware prefetcher restarts at each one: the kernels
-        // prefetch the rows of the next (run, kv head) while they work on this one.
+        // prefetch the rows of the next (chunk, kv head) while they work on this one.
         PrefetchRows next_k, next_v;
         if (h + 1 < shape_.kv_heads) {
-          next_k = upcoming(keys, item.b, h + 1, j, n);
-          next_v = upcoming(values, item.b, h + 1, j, n);
-        } else if (j + n < item.k1) {
-          const std::int64_t n2 = std::min(kChunk, keys.run_length(j + n, item.k1));
-          next_k = upcoming(keys, item.b, 0, j + n, n2);
-          next_v = upcoming(values, item.b, 0, j + n, n2);
+          next_k = {head_rows(keys, k_first.data(), n, h + 1), k_bytes};
+          next_v = {head_rows(values, v_first.data(), n, h + 1), v_bytes};
+        } else if (n2 > 0) {
+          next_k = {head_rows(keys, k_next.data(), n2, 0), k_bytes};
+          next_v = {head_rows(values, v_next.data(), n2, 0), v_bytes};
         }
         const std::int64_t r0 = h * g;
-        std::int64_t ld = 0;
-        const void* k = rows_of(keys, item.b, h, j, n, rows, ld);
-        decode_scores(q + r0 * d, g, k, dtype_, ld, n, d, s, kChunk, next_k);
+        const CacheRows k =
+            contiguous(keys, head_rows(keys, k_first.data(), n, h), buffer, gathered.data());
+        decode_scores(q + r0 * d, g, k, dtype_, d, s, kChunk, next_k);
         attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
-        const void* v = rows_of(values, item.b, h, j, n, rows, ld);
-        decode_values(s, kChunk, corr, g, v, dtype_, ld, n, d, state.o + r0 * d, next_v);
+        const CacheRows v =
+            contiguous(values, head_rows(values, v_first.data(), n, h), buffer, gathered.data());
+        decode_values(s, kChunk, corr, g, v, dtype_, d, state.o + r0 * d, next_v);
       }
       j += n;
+      n = n2;
+      std::swap(k_first, k_next);
+      std::swap(v_first, v_next);
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 #include "tileops/core/error.h"
 
@@ -20,16 +21,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+// AVX-512 has 32 vector registers: the tiles of four query rows can then hold four keys (16
+// accumulators and the 8 query vectors of a pair block) or four value vectors per row.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int kWide = 4;
+#else
+constexpr int kWide = 2;
+#endif
+
 // Lines of byte range [lo, hi) of rows [j0, j1) of `rows` (clamped to its n rows), for the
 // memory system to fetch while the caller computes.
-HWY_INLINE void Prefetch(const PrefetchRows& rows, std::int64_t j0, std::int64_t j1,
-                         std::int64_t lo, std::int64_t hi) {
-  const auto* base = static_cast<const char*>(rows.first);
+HWY_INLINE void Prefetch(const CacheRows& rows, std::int64_t j0, std::int64_t j1, std::int64_t lo,
+                         std::int64_t hi) {
   for (std::int64_t j = j0; j < std::min(j1, rows.n); ++j) {
-    for (std::int64_t off = lo; off < hi; off += 64) {
-      __builtin_prefetch(base + j * rows.stride + off, 0, 1);
-    }
+    const char* row = rows.first[j] + rows.offset;
+    for (std::int64_t off = lo; off < hi; off += 64) __builtin_prefetch(row + off, 0, 1);
   }
+}
+
+template <class R>
+HWY_INLINE const typename R::T* RowOf(const CacheRows& rows, std::int64_t i) {
+  return static_cast<const typename R::T*>(rows.row(i));
 }
 
 // Stores the sum of the 128-bit blocks of s (4 floats) at out.
@@ -63,6 +75,34 @@ HWY_INLINE void Sum4(const VF* v, float* out) {
 #endif
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// s[h·lds + i] = the sum of the lanes of v[4h + i], h, i < 4, for 16-lane vectors: the 16 sums
+// come out of one transposing tree in a single vector (block h = head h's four keys), instead of
+// four Sum4 and sixteen scalar stores.
+HWY_INLINE void Store16Sums(const VF* v, float* s, std::int64_t lds) {
+  const DF d;
+  const hn::Repartition<std::uint64_t, DF> du;
+  VF u[4];
+  for (int g = 0; g < 4; ++g) {
+    const VF* w = v + 4 * g;
+    const VF ab = hn::Add(hn::InterleaveLower(d, w[0], w[1]), hn::InterleaveUpper(d, w[0], w[1]));
+    const VF ce = hn::Add(hn::InterleaveLower(d, w[2], w[3]), hn::InterleaveUpper(d, w[2], w[3]));
+    const auto x = hn::BitCast(du, ab), y = hn::BitCast(du, ce);
+    // Block b of u[g]: the sums over block b of w[0..3].
+    u[g] = hn::Add(hn::BitCast(d, hn::InterleaveLower(du, x, y)),
+                   hn::BitCast(d, hn::InterleaveUpper(du, x, y)));
+  }
+  // Blocks [0, 2] + [1, 3] of two vectors, then again: block g = the block sum of u[g].
+  const auto fold = [](VF a, VF b) {
+    return VF{_mm512_add_ps(_mm512_shuffle_f32x4(a.raw, b.raw, 0x88),
+                            _mm512_shuffle_f32x4(a.raw, b.raw, 0xDD))};
+  };
+  alignas(64) float sums[16];
+  hn::Store(fold(fold(u[0], u[1]), fold(u[2], u[3])), d, sums);
+  for (int h = 0; h < 4; ++h) std::memcpy(s + h * lds, sums + 4 * h, 4 * sizeof(float));
+}
+#endif
+
 // The columns [0, PairColumns) of a head are in pair order for kernels on rows of R: each block
 // of 2·Lanes columns holds its even-indexed columns, then its odd-indexed ones (the order of
 // R::LoadPairs). The other columns are in their natural order.
@@ -81,18 +121,18 @@ std::int64_t PairColumns(std::int64_t head_size) {
 // repeat the last one; their scores are dropped. With pair order (PairColumns), one load gives
 // two key vectors, which halves the loads and conversions per FMA.
 template <class R, int kK, int kH>
-void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::int64_t ldk,
-                std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds,
-                const PrefetchRows* next) {
+void ScoresTile(const float* q, std::int64_t ldq, const CacheRows& k, std::int64_t head_size,
+                float* s, std::int64_t lds, const PrefetchRows* next) {
+  const std::int64_t n = k.n;
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dp = PairColumns<R>(head_size);
   const std::int64_t dv = head_size / lanes * lanes;
   constexpr int kA = (kK * kH + 3) / 4 * 4;
   for (std::int64_t j = 0; j < n; j += kK) {
-    if (next != nullptr) Prefetch(*next, j, j + kK, 0, next->bytes + 63);
+    if (next != nullptr) Prefetch(next->rows, j, j + kK, 0, next->bytes + 63);
     const typename R::T* rows[kK];
-    for (int i = 0; i < kK; ++i) rows[i] = k + std::min<std::int64_t>(j + i, n - 1) * ldk;
+    for (int i = 0; i < kK; ++i) rows[i] = RowOf<R>(k, std::min<std::int64_t>(j + i, n - 1));
     VF acc[kA];
     for (int a = 0; a < kA; ++a) acc[a] = hn::Zero(d);
     if constexpr (R::kPairs) {
@@ -116,6 +156,18 @@ void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::i
         for (int h = 0; h < kH; ++h) acc[i * kH + h] = hn::MulAdd(qv[h], x, acc[i * kH + h]);
       }
     }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (kK == 4 && kH == 4) {
+      if (dv == head_size && j + kK <= n) {
+        VF by_head[16];  // head-major: by_head[4h + i] = key i, head h
+        for (int i = 0; i < 4; ++i) {
+          for (int h = 0; h < 4; ++h) by_head[4 * h + i] = acc[i * kH + h];
+        }
+        Store16Sums(by_head, s + j, lds);
+        continue;
+      }
+    }
+#endif
     float r[kA];
     for (int a = 0; a < kA; a += 4) Sum4(acc + a, r + a);
     for (std::int64_t c = dv; c < head_size; ++c) {
@@ -130,13 +182,19 @@ void ScoresTile(const float* q, std::int64_t ldq, const typename R::T* k, std::i
   }
 }
 
+// Rows of `next` prefetched per kPrefetchEvery value rows: a few prefetches in a burst cost fewer
+// instructions than a line per row, and small bursts keep the line fill buffers from filling up.
+constexpr std::int64_t kPrefetchEvery = 8;
+
 // Columns [c0, c0 + kC·Lanes) of kH output rows over all n value rows: each value vector is
 // loaded (and widened) once for the kH rows. kPairs: the columns are whole blocks in pair order
-// (PairColumns).
+// (PairColumns). Prefetches share [t, t + 1) of `tiles` shares of the `next` rows, spread over
+// its value rows.
 template <class R, int kH, int kC, bool kPairs = (R::kPairs && kC % 2 == 0)>
-HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
-                           const typename R::T* v, std::int64_t ldv, std::int64_t n,
-                           std::int64_t c0, float* o, std::int64_t ldo) {
+HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr, const CacheRows& v,
+                           std::int64_t c0, float* o, std::int64_t ldo,
+                           const PrefetchRows* next = nullptr, std::int64_t t = 0,
+                           std::int64_t tiles = 1) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   VF acc[kH * kC];
@@ -145,8 +203,14 @@ HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
     for (int i = 0; i < kC; ++i)
       acc[h * kC + i] = hn::Mul(f, hn::LoadU(d, o + h * ldo + c0 + i * lanes));
   }
-  for (std::int64_t j = 0; j < n; ++j) {
-    const typename R::T* row = v + j * ldv + c0;
+  const std::int64_t all = tiles * v.n;
+  for (std::int64_t j = 0; j < v.n; ++j) {
+    if (next != nullptr && j % kPrefetchEvery == 0) {
+      const std::int64_t m = next->rows.n, at = t * v.n + j;
+      Prefetch(next->rows, at * m / all, std::min(at + kPrefetchEvery, (t + 1) * v.n) * m / all, 0,
+               next->bytes + 63);
+    }
+    const typename R::T* row = RowOf<R>(v, j) + c0;
     VF x[kC];
     if constexpr (kPairs) {
       for (int i = 0; i < kC; i += 2) R::LoadPairs(d, row + i * lanes, x[i], x[i + 1]);
@@ -163,34 +227,29 @@ HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr,
   }
 }
 
-// kH output rows, all columns: kC-vector tiles, then single vectors, then scalars. Before each
-// kC tile, a share of the `next` rows is prefetched whole: a few prefetches in a burst cost far
-// fewer instructions than a line per value row inside the tile's loop.
+// kH output rows, all columns: kC-vector tiles (which prefetch `next`), then single vectors, then
+// scalars.
 template <class R, int kH, int kC>
-void ValuesRows(const float* p, std::int64_t ldp, const float* corr, const typename R::T* v,
-                std::int64_t ldv, std::int64_t n, std::int64_t head_size, float* o,
-                std::int64_t ldo, const PrefetchRows* next) {
+void ValuesRows(const float* p, std::int64_t ldp, const float* corr, const CacheRows& v,
+                std::int64_t head_size, float* o, std::int64_t ldo, const PrefetchRows* next) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t tiles = head_size / (kC * lanes);
   std::int64_t c = 0;
   for (std::int64_t t = 0; t < tiles; ++t, c += kC * lanes) {
-    if (next != nullptr) {
-      Prefetch(*next, t * next->n / tiles, (t + 1) * next->n / tiles, 0, next->bytes + 63);
-    }
-    ValuesTile<R, kH, kC>(p, ldp, corr, v, ldv, n, c, o, ldo);
+    ValuesTile<R, kH, kC>(p, ldp, corr, v, c, o, ldo, next, t, tiles);
   }
-  if (tiles == 0 && next != nullptr) Prefetch(*next, 0, next->n, 0, next->bytes + 63);
+  if (tiles == 0 && next != nullptr) Prefetch(next->rows, 0, next->rows.n, 0, next->bytes + 63);
   for (; c < PairColumns<R>(head_size); c += 2 * lanes) {  // pair blocks past the last tile
-    ValuesTile<R, kH, 2>(p, ldp, corr, v, ldv, n, c, o, ldo);
+    ValuesTile<R, kH, 2>(p, ldp, corr, v, c, o, ldo);
   }
   for (; c + lanes <= head_size; c += lanes) {
-    ValuesTile<R, kH, 1>(p, ldp, corr, v, ldv, n, c, o, ldo);
+    ValuesTile<R, kH, 1>(p, ldp, corr, v, c, o, ldo);
   }
   for (; c < head_size; ++c) {
     for (int h = 0; h < kH; ++h) {
       float acc = corr[h] * o[h * ldo + c];
-      for (std::int64_t j = 0; j < n; ++j) acc += p[h * ldp + j] * R::ToF32(v[j * ldv + c]);
+      for (std::int64_t j = 0; j < v.n; ++j) acc += p[h * ldp + j] * R::ToF32(RowOf<R>(v, j)[c]);
       o[h * ldo + c] = acc;
     }
   }
@@ -199,59 +258,55 @@ void ValuesRows(const float* p, std::int64_t ldp, const float* corr, const typen
 // Query rows in tiles of four (the group of a kv head is usually 4 or 8), the rest in one
 // smaller tile; only the first tile prefetches (the others read the same rows from L1).
 template <class R>
-void Scores(const float* q, std::int64_t groups, const void* k_bytes, std::int64_t ldk,
-            std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds,
-            const PrefetchRows& next) {
-  const auto* k = static_cast<const typename R::T*>(k_bytes);
-  const PrefetchRows* pf = next.n > 0 ? &next : nullptr;
+void Scores(const float* q, std::int64_t groups, const CacheRows& k, std::int64_t head_size,
+            float* s, std::int64_t lds, const PrefetchRows& next) {
+  const PrefetchRows* pf = next.rows.n > 0 ? &next : nullptr;
   std::int64_t g = 0;
   for (; g + 4 <= groups; g += 4, pf = nullptr) {
-    ScoresTile<R, 2, 4>(q + g * head_size, head_size, k, ldk, n, head_size, s + g * lds, lds, pf);
+    ScoresTile<R, kWide, 4>(q + g * head_size, head_size, k, head_size, s + g * lds, lds, pf);
   }
   const float* qg = q + g * head_size;
   switch (groups - g) {
     case 3:
-      ScoresTile<R, 2, 3>(qg, head_size, k, ldk, n, head_size, s + g * lds, lds, pf);
+      ScoresTile<R, 2, 3>(qg, head_size, k, head_size, s + g * lds, lds, pf);
       break;
     case 2:
-      ScoresTile<R, 4, 2>(qg, head_size, k, ldk, n, head_size, s + g * lds, lds, pf);
+      ScoresTile<R, 4, 2>(qg, head_size, k, head_size, s + g * lds, lds, pf);
       break;
     case 1:
-      ScoresTile<R, 8, 1>(qg, head_size, k, ldk, n, head_size, s + g * lds, lds, pf);
+      ScoresTile<R, 8, 1>(qg, head_size, k, head_size, s + g * lds, lds, pf);
       break;
     default:
       break;
   }
-  if (pf != nullptr) Prefetch(next, n, next.n, 0, next.bytes + 63);
+  if (pf != nullptr) Prefetch(next.rows, k.n, next.rows.n, 0, next.bytes + 63);
 }
 
 template <class R>
 void Values(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,
-            const void* v_bytes, std::int64_t ldv, std::int64_t n, std::int64_t head_size, float* o,
-            const PrefetchRows& next) {
-  const auto* v = static_cast<const typename R::T*>(v_bytes);
-  const PrefetchRows* pf = next.n > 0 ? &next : nullptr;
+            const CacheRows& v, std::int64_t head_size, float* o, const PrefetchRows& next) {
+  const PrefetchRows* pf = next.rows.n > 0 ? &next : nullptr;
   std::int64_t g = 0;
   for (; g + 4 <= groups; g += 4, pf = nullptr) {
-    ValuesRows<R, 4, 2>(p + g * ldp, ldp, corr + g, v, ldv, n, head_size, o + g * head_size,
-                        head_size, pf);
+    ValuesRows<R, 4, kWide>(p + g * ldp, ldp, corr + g, v, head_size, o + g * head_size, head_size,
+                            pf);
   }
   const float* pg = p + g * ldp;
   float* og = o + g * head_size;
   switch (groups - g) {
     case 3:
-      ValuesRows<R, 3, 2>(pg, ldp, corr + g, v, ldv, n, head_size, og, head_size, pf);
+      ValuesRows<R, 3, 2>(pg, ldp, corr + g, v, head_size, og, head_size, pf);
       break;
     case 2:
-      ValuesRows<R, 2, 4>(pg, ldp, corr + g, v, ldv, n, head_size, og, head_size, pf);
+      ValuesRows<R, 2, 4>(pg, ldp, corr + g, v, head_size, og, head_size, pf);
       break;
     case 1:
-      ValuesRows<R, 1, 8>(pg, ldp, corr + g, v, ldv, n, head_size, og, head_size, pf);
+      ValuesRows<R, 1, 8>(pg, ldp, corr + g, v, head_size, og, head_size, pf);
       break;
     default:
       break;
   }
-  if (pf != nullptr) Prefetch(next, n, next.n, 0, next.bytes + 63);
+  if (pf != nullptr) Prefetch(next.rows, v.n, next.rows.n, 0, next.bytes + 63);
 }
 
 // The rows of `in` (head_size columns each) in the kernels' column order for rows of R, or back.
@@ -274,15 +329,15 @@ void ColumnOrder(const float* in, std::int64_t rows, std::int64_t head_size, flo
 }
 
 #define TILEOPS_DECODE_KERNELS(NAME, R)                                                          \
-  void Scores##NAME(const float* q, std::int64_t groups, const void* k, std::int64_t ldk,        \
-                    std::int64_t n, std::int64_t head_size, float* s, std::int64_t lds,          \
+  void Scores##NAME(const float* q, std::int64_t groups, const CacheRows& k,                     \
+                    std::int64_t head_size, float* s, std::int64_t lds,                          \
                     const PrefetchRows& next) {                                                  \
-    Scores<R>(q, groups, k, ldk, n, head_size, s, lds, next);                                    \
+    Scores<R>(q, groups, k, head_size, s, lds, next);                                            \
   }                                                                                              \
   void Values##NAME(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,    \
-                    const void* v, std::int64_t ldv, std::int64_t n, std::int64_t head_size,     \
-                    float* o, const PrefetchRows& next) {                                        \
-    Values<R>(p, ldp, corr, groups, v, ldv, n, head_size, o, next);                              \
+                    const CacheRows& v, std::int64_t head_size, float* o,                        \
+                    const PrefetchRows& next) {                                                  \
+    Values<R>(p, ldp, corr, groups, v, head_size, o, next);                                      \
   }                                                                                              \
   void ColumnOrder##NAME(const float* in, std::int64_t rows, std::int64_t head_size, float* out, \
                          bool to_kernel) {                                                       \
@@ -310,31 +365,30 @@ HWY_EXPORT(ColumnOrderF32);
 HWY_EXPORT(ColumnOrderBF16);
 HWY_EXPORT(ColumnOrderF16);
 
-void decode_scores(const float* q, std::int64_t groups, const void* k, DataType dtype,
-                   std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
-                   std::int64_t lds, const PrefetchRows& next) {
+void decode_scores(const float* q, std::int64_t groups, const CacheRows& k, DataType dtype,
+                   std::int64_t head_size, float* s, std::int64_t lds, const PrefetchRows& next) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ScoresF32)(q, groups, k, ldk, n, head_size, s, lds, next);
+      return HWY_DYNAMIC_DISPATCH(ScoresF32)(q, groups, k, head_size, s, lds, next);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScoresBF16)(q, groups, k, ldk, n, head_size, s, lds, next);
+      return HWY_DYNAMIC_DISPATCH(ScoresBF16)(q, groups, k, head_size, s, lds, next);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScoresF16)(q, groups, k, ldk, n, head_size, s, lds, next);
+      return HWY_DYNAMIC_DISPATCH(ScoresF16)(q, groups, k, head_size, s, lds, next);
     default:
       throw_internal_error("decode_scores", "dtype is not a float dtype");
   }
 }
 
 void decode_values(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,
-                   const void* v, DataType dtype, std::int64_t ldv, std::int64_t n,
-                   std::int64_t head_size, float* o, const PrefetchRows& next) {
+                   const CacheRows& v, DataType dtype, std::int64_t head_size, float* o,
+                   const PrefetchRows& next) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ValuesF32)(p, ldp, corr, groups, v, ldv, n, head_size, o, next);
+      return HWY_DYNAMIC_DISPATCH(ValuesF32)(p, ldp, corr, groups, v, head_size, o, next);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ValuesBF16)(p, ldp, corr, groups, v, ldv, n, head_size, o, next);
+      return HWY_DYNAMIC_DISPATCH(ValuesBF16)(p, ldp, corr, groups, v, head_size, o, next);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ValuesF16)(p, ldp, corr, groups, v, ldv, n, head_size, o, next);
+      return HWY_DYNAMIC_DISPATCH(ValuesF16)(p, ldp, corr, groups, v, head_size, o, next);
     default:
       throw_internal_error("decode_values", "dtype is not a float dtype");
   }

@@ -11,12 +11,21 @@
 
 namespace tileops::ops::cpu {
 
-// The cached rows the next decode step will read: n rows `stride` bytes apart, each `bytes`
-// long (n = 0: nothing). The kernels prefetch them spread over their own work, so that the
-// memory system works on the next step while this one computes.
+// Cached rows the kernels read: row i (< n) starts `offset` bytes after first[i]. A chunk of keys
+// may span several cache blocks; `first` holds the chunk's rows of kv head 0 and `offset` selects
+// the kv head.
+struct CacheRows {
+  const char* const* first = nullptr;
+  std::int64_t offset = 0, n = 0;
+  const void* row(std::int64_t i) const { return first[i] + offset; }
+};
+
+// The cached rows the next decode step will read (`bytes` of each; n = 0: nothing). The kernels
+// prefetch them spread over their own work, so that the memory system works on the next step
+// while this one computes.
 struct PrefetchRows {
-  const void* first = nullptr;
-  std::int64_t stride = 0, bytes = 0, n = 0;
+  CacheRows rows;
+  std::int64_t bytes = 0;
 };
 
 // The kernels take the query rows and keep the output rows in a column order of their own for
@@ -26,18 +35,17 @@ struct PrefetchRows {
 void decode_column_order(DataType dtype, const float* in, std::int64_t rows, std::int64_t head_size,
                          float* out, bool to_kernel);
 
-// s[g·lds + j] = Σ_d q[g·head_size + d] · k[j·ldk + d] for g < groups, j < n, d < head_size:
-// key rows of `dtype` (float32, float16, bfloat16, contiguous), q in the kernels' column order.
-// Prefetches `next`.
-void decode_scores(const float* q, std::int64_t groups, const void* k, DataType dtype,
-                   std::int64_t ldk, std::int64_t n, std::int64_t head_size, float* s,
-                   std::int64_t lds, const PrefetchRows& next);
+// s[g·lds + j] = Σ_d q[g·head_size + d] · k.row(j)[d] for g < groups, j < k.n, d < head_size:
+// key rows of `dtype` (float32, float16, bfloat16, each contiguous), q in the kernels' column
+// order. Prefetches `next`.
+void decode_scores(const float* q, std::int64_t groups, const CacheRows& k, DataType dtype,
+                   std::int64_t head_size, float* s, std::int64_t lds, const PrefetchRows& next);
 
-// o[g·head_size + d] = corr[g] · o[g·head_size + d] + Σ_j p[g·ldp + j] · v[j·ldv + d] for
-// g < groups, j < n, d < head_size: value rows of `dtype` as above, o in the kernels' column
+// o[g·head_size + d] = corr[g] · o[g·head_size + d] + Σ_j p[g·ldp + j] · v.row(j)[d] for
+// g < groups, j < v.n, d < head_size: value rows of `dtype` as above, o in the kernels' column
 // order. Prefetches `next`.
 void decode_values(const float* p, std::int64_t ldp, const float* corr, std::int64_t groups,
-                   const void* v, DataType dtype, std::int64_t ldv, std::int64_t n,
-                   std::int64_t head_size, float* o, const PrefetchRows& next);
+                   const CacheRows& v, DataType dtype, std::int64_t head_size, float* o,
+                   const PrefetchRows& next);
 
 }  // namespace tileops::ops::cpu
