@@ -13,7 +13,16 @@ void pack_kv_tile(const KvRows& keys, const KvRows& values, DataType dtype,
   const std::int64_t d = shape.head_size;
   float* key_tile = tile;
   float* value_tile = tile + shape.key_floats();
-  std::fill(tile, tile + shape.tile_floats(), 0.0f);
+  if (n < shape.kv_tile) {
+    std::fill(tile, tile + shape.tile_floats(), 0.0f);  // the keys past n read as zeros
+  } else {
+    // A full tile overwrites everything but the padding columns of the last value strip.
+    const std::int64_t last = (shape.padded_size / nr - 1) * nr;
+    float* strip = value_tile + (last / nr) * shape.value_strip();
+    for (std::int64_t jj = 0; jj < n; ++jj) {
+      std::fill(strip + jj * nr + (d - last), strip + (jj + 1) * nr, 0.0f);
+    }
+  }
   for (std::int64_t jj = 0; jj < n; ++jj) {
     const std::int64_t j = j0 + jj;
     const float* k = row_f32(keys.row(sequence_index, seq, h, j), dtype, keys.d_stride(), d, row);
