@@ -95,9 +95,12 @@ def main():
         "",
         "Ceilings (all threads), measured before each case:",
         "- float32 FMA peak: 12 independent FMA chains per thread",
-        "- bfloat16 multiply-accumulate peak: this CPU has no bfloat16 dot-product instruction "
-        "(no AVX512-BF16), so this is Highway's `ReorderWidenMulAccumulate` on AVX2 (B widened "
-        "by shifts every step, then FMAs)",
+        "- bfloat16 multiply-accumulate peak: Highway 1.0's `ReorderWidenMulAccumulate` (B "
+        "widened by shifts every step, then FMAs) on the best target it dispatches to"
+        + (" (AVX-512; Highway 1.0 has no target with `vdpbf16ps`, which a standalone loop on "
+           "this CPU runs at half the FMA's multiply-accumulates per second, and tileops has no "
+           "AMX kernels)" if "BF16" in cpu_simd() else
+           " (AVX2; this CPU has no bfloat16 dot-product instruction)"),
         "- copy bandwidth: memcpy of 64 MiB over the pool, read + write bytes",
         "",
         "Case `M×N×K` is `linear(x[M, K], W[N, K])`. Peak: the float32 FMA peak for float32, the "
