@@ -114,12 +114,13 @@ void EpilogueRow(const float* acc, float alpha, const float* c, float beta, cons
 // weights come from memory once, x from L1. Partial sums are vectors kept in `part`.
 constexpr std::int64_t kDotBlock = 256;
 // Weight rows per group: kDotRows<W> rows × 4 x rows of accumulators plus kDotRows<W> + 1
-// registers. 3 rows fill AVX2's 16 registers; AVX-512's 32 hold 6 float32 rows, which halves the
-// x loads per FMA (float32 M = 16 decode 1.4-1.9x the weight bytes per second). 16-bit rows
-// stay at 3: 4 and 5 measured no faster.
+// registers. 3 rows fill AVX2's 16 registers. AVX-512's 32 hold 6 float32 rows, which halves
+// the x loads per FMA, or 4 16-bit rows, whose widening needs registers too (M = 16 decode:
+// float32 1.4-1.9x, bfloat16 1.4-2x the weight bytes per second of 3 rows; 6 bfloat16 rows
+// measured below 4).
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 template <class W>
-constexpr int kDotRows = sizeof(typename W::T) == 4 ? 6 : 3;
+constexpr int kDotRows = sizeof(typename W::T) == 4 ? 6 : 4;
 #else
 template <class W>
 constexpr int kDotRows = 3;
