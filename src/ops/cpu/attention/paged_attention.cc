@@ -1,11 +1,11 @@
 // paged_attention on CPU: one work item per (sequence, split of its keys) covering every head,
 // so that the cache is read block by block in address order (a block holds all kv heads of its
-// keys: reading one head at a time would touch one row per 4 KiB page). Per run of keys inside a
-// block and per kv head, the group's query rows are dotted with the key rows straight from the
-// cache (any float dtype), the online softmax advances, and the value rows are accumulated
-// straight from the cache too: every cached byte is read once. When there are fewer sequences
-// than the threads can use, long contexts are split over threads (split-KV) and the partial
-// results merged by their log-sum-exp.
+// keys: reading one head at a time would touch one row per 4 KiB page). Per chunk of up to 64
+// keys (across blocks) and per kv head, the group's query rows are dotted with the key rows
+// straight from the cache (any float dtype), the online softmax advances, and the value rows are
+// accumulated straight from the cache too: every cached byte is read once. When there are fewer
+// sequences than the threads can use, long contexts are split over threads (split-KV) and the
+// partial results merged by their log-sum-exp.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -143,6 +143,7 @@ class PagedAttentionCpu final : public Operator {
            std::max<std::int64_t>(1, kv.d_stride());
   }
 
+  // Kv head h of the chunk whose kv head 0 rows start at `first`.
   CacheRows head_rows(const KvRows& kv, const char* const* first, std::int64_t n,
                       std::int64_t h) const {
     return {first, h * kv.head_stride() * static_cast<std::int64_t>(size_of(dtype_)), n};
