@@ -179,7 +179,8 @@ def main():
         with open(os.path.join(export_dir, "generation.json")) as f:
             ours = json.load(f)
         weight_bytes = os.path.getsize(os.path.join(export_dir, "model.safetensors"))
-        linear_rates = {name: linear_gflops(getattr(torch, name)) for name in ("bfloat16", "float32")}
+        linear_rates = {name: linear_gflops(getattr(torch, name))
+                        for name in ("bfloat16", "float32")}
         chosen = (max(linear_rates, key=linear_rates.get) if args.torch_dtype == "auto"
                   else args.torch_dtype)
         torch_dtype = getattr(torch, chosen)

@@ -59,7 +59,7 @@ HWY_NOINLINE void TileKernel(const float* HWY_RESTRICT a, std::int64_t lda,
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr int kStripsAtOnce = 2;
 #else
-constexpr int kStripsAtOnce = 2;
+constexpr int kStripsAtOnce = 1;
 #endif
 
 using TileKernelFn = void (*)(const float*, std::int64_t, const float*, std::int64_t, float*,

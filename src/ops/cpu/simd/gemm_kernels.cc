@@ -196,7 +196,7 @@ void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_by
              std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
   const auto* w = static_cast<const typename W::T*>(w_bytes);
   std::int64_t j = 0;
-  if (m == 1) {  // one x row: 6 weight rows give 6 independent FMA chains instead of 3
+  if (m == 1) {  // one x row: twice the weight rows give twice the independent FMA chains
     for (; j + 2 * kDotRows<W> <= n; j += 2 * kDotRows<W>) {
       DotRowGroup<W, 2 * kDotRows<W>>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
     }
