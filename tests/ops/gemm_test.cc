@@ -12,6 +12,7 @@
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/reference_ops.h"
+#include "tests/support/simd_targets.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/ops/matmul.h"
@@ -86,6 +87,15 @@ TEST_P(GemmTest, TransposedAndStridedOperands) {
       }
     }
   }
+}
+
+TEST_P(GemmTest, EverySimdTarget) {
+  // The native engine's register tiles, strip widths and decode groups differ per target.
+  testing::for_each_simd_target([&] {
+    check(37, 101, 300, false, false, Layout::kContiguous);
+    check(37, 101, 300, true, true, Layout::kStrided);
+    check(9, 50, 70, false, true, Layout::kContiguous);  // decode path
+  });
 }
 
 TEST_P(GemmTest, AlphaBeta) {

@@ -1,8 +1,8 @@
-// The native engine: BLIS/GotoBLAS blocking. For each block of nc columns and kc of K, the B
-// panel is packed once (converted to float32, shared by all threads), then threads take blocks
-// of mc rows (× a share of the columns when rows are few), pack their A block and run the
-// register-tiled micro-kernel into a float32 accumulator; the last K block applies alpha, beta
-// and bias and rounds to C's dtype while the block is still in cache.
+// The native engine: BLIS/GotoBLAS blocking. For each panel of nc columns, all of K is packed
+// once (converted to float32, in blocks of kc, shared by all threads); then threads take blocks
+// of mc rows (× a share of the columns when rows are few) and walk K: pack the A block, run the
+// register-tiled micro-kernel into the block's float32 accumulator (which stays in L2 across K),
+// and finally apply alpha, beta and bias and round to C's dtype.
 #include <algorithm>
 #include <cstring>
 
@@ -16,14 +16,16 @@
 namespace tileops::ops::cpu {
 namespace {
 
-// The B strip (kc × 24 floats on AVX2, 24 KiB) stays in L1 across the A strips of a block; the A
-// block (mc × kc, 120 KiB) stays in L2; nc bounds the float32 accumulator per row block.
-constexpr std::int64_t kKc = 256;
-constexpr std::int64_t kNc = 1024;
-constexpr std::int64_t kMcMax = 120;
-// Rows per pass: the accumulator is at most kRowPanel × kNc floats (12 MiB); B is repacked once
-// per panel, which costs 1/kRowPanel of the arithmetic.
-constexpr std::int64_t kRowPanel = 3072;
+// A B strip (kc × nr floats: 24 KiB on AVX2, 48 KiB on AVX-512) is reused by every A strip of a
+// row block from L1 or L2; an A block (mc × kc, at most 192 KiB) and its accumulator (mc × nc, at
+// most 768 KiB) stay in L2. A packed panel (K × nc) is at most kPanelFloats: it is read from L3
+// once per row block. f32 2048³ on the 2-vCPU Xeon: 0.55-0.62 of the FMA peak with the
+// accumulator of all rows in L3 and a barrier per K block, 0.62-0.72 this way.
+constexpr std::int64_t kMaxKc = 256;
+constexpr std::int64_t kMaxNc = 1024;
+constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
+constexpr std::int64_t kMcMax = 192;
+constexpr std::int64_t kMaxNr = 64;  // gemm_nr() on every target (48 on AVX-512)
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,
@@ -34,6 +36,18 @@ void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t
     if (a.row_stride == 1 && live == kGemmMr) {  // column-major A: a strip row is contiguous
       for (std::int64_t p = 0; p < kc; ++p) {
         load_f32(element(a, i0 + s, p0 + p), a.dtype, 1, kGemmMr, strip + p * kGemmMr);
+      }
+      continue;
+    }
+    if (a.dtype == DataType::kFloat32 && a.col_stride == 1 && live == kGemmMr) {
+      // Row-major float32: interleave the rows straight into the strip (half the time of a copy
+      // to `tmp` and a scatter).
+      const float* rows[kGemmMr];
+      for (std::int64_t r = 0; r < kGemmMr; ++r) {
+        rows[r] = static_cast<const float*>(element(a, i0 + s + r, p0));
+      }
+      for (std::int64_t p = 0; p < kc; ++p) {
+        for (std::int64_t r = 0; r < kGemmMr; ++r) strip[p * kGemmMr + r] = rows[r][p];
       }
       continue;
     }
@@ -62,6 +76,15 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0
       }
       continue;
     }
+    if (b.dtype == DataType::kFloat32 && b.row_stride == 1) {  // e.g. linear's float32 weight
+      const float* cols[kMaxNr];
+      for (std::int64_t c = 0; c < live; ++c)
+        cols[c] = static_cast<const float*>(element(b, p0, j + c));
+      for (std::int64_t p = 0; p < kc; ++p) {
+        for (std::int64_t c = 0; c < live; ++c) strip[p * nr + c] = cols[c][p];
+      }
+      continue;
+    }
     for (std::int64_t c = 0; c < live; ++c) {  // e.g. linear's weight: columns run along K
       load_f32(element(b, p0, j + c), b.dtype, b.row_stride, kc, tmp);
       for (std::int64_t p = 0; p < kc; ++p) strip[p * nr + c] = tmp[p];
@@ -78,23 +101,15 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
   if (m <= kDecodeMaxRows && call.b.row_stride == 1 && k > 0) return decode_gemm(call, ctx);
-  if (m > kRowPanel) {  // bound the float32 accumulator: one row panel at a time
-    for (std::int64_t i = 0; i < m; i += kRowPanel) {
-      GemmCall panel = call;
-      panel.m = std::min(kRowPanel, m - i);
-      panel.a.data = element(call.a, i, 0);
-      panel.c.data = element(call.c, i, 0);
-      native_gemm(panel, ctx);
-    }
-    return;
-  }
 
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
   const std::int64_t nr = gemm_nr();
-  const std::int64_t k_blocks = std::max<std::int64_t>(1, ceil_div(k, kKc));
+  const std::int64_t k_blocks = std::max<std::int64_t>(1, ceil_div(k, kMaxKc));
   const std::int64_t kc = std::max<std::int64_t>(1, ceil_div(k, k_blocks));
-  const std::int64_t nc = std::min(round_up(n, nr), kNc);
+  // Column panels: all of K × nc packed at once, at most kPanelFloats, at least one strip.
+  const std::int64_t nc =
+      std::min({round_up(n, nr), kMaxNc, std::max(nr, kPanelFloats / std::max(k, nr) / nr * nr)});
   // Row blocks: a multiple of the thread count, each at most kMcMax rows.
   const std::int64_t m_blocks = round_up(std::max<std::int64_t>(1, ceil_div(m, kMcMax)), threads);
   const std::int64_t mc = round_up(ceil_div(m, m_blocks), kGemmMr);
@@ -103,23 +118,24 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t n_split = used_m_blocks % threads == 0 ? 1 : threads;
 
   const std::int64_t nc_pad = round_up(nc, nr);
-  const std::int64_t tmp_len = std::max(kc, nc);
-  const std::int64_t per_thread = mc * kc + tmp_len + 2 * nc_pad + 16;
-  const std::int64_t floats =
-      n + kc * nc_pad + round_up(m, kGemmMr) * nc_pad + threads * per_thread + 64;
+  const std::int64_t tmp_len = std::max(kc, nc_pad);
+  // Per thread: the packed A block, its float32 accumulator, a row of conversions, 2 epilogue rows.
+  const std::int64_t per_thread = round_up(mc * kc + mc * nc_pad + tmp_len + 2 * nc_pad, 16);
+  const std::int64_t b_floats = k_blocks * kc * nc_pad;
+  const std::int64_t floats = round_up(n, 16) + b_floats + threads * per_thread + 16;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
       kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
   float* bias = lease.as<float>();
   float* b_pack = bias + round_up(n, 16);
-  float* acc = b_pack + kc * nc_pad;
-  float* thread_area = acc + round_up(m, kGemmMr) * nc_pad;
+  float* thread_area = b_pack + b_floats;
   if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);
   const float* bias_f32 = call.bias != nullptr ? bias : nullptr;
 
   if (k == 0) {  // C = beta·C + bias
-    std::fill(acc, acc + nc_pad, 0.0f);
+    float* zeros = thread_area;
+    std::fill(zeros, zeros + nc_pad, 0.0f);
     for (std::int64_t j = 0; j < n; j += nc) {
-      store_gemm_rows(call, acc, 0, 0, m, j, std::min(nc, n - j), bias_f32, thread_area);
+      store_gemm_rows(call, zeros, 0, 0, m, j, std::min(nc, n - j), bias_f32, zeros + nc_pad);
     }
     return;
   }
@@ -127,43 +143,46 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   for (std::int64_t jc = 0; jc < n; jc += nc) {
     const std::int64_t cols = std::min(nc, n - jc);
     const std::int64_t n_strips = ceil_div(cols, nr);
-    const std::int64_t ld_acc = n_strips * nr;
-    for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
-      const std::int64_t p0 = kb * kc;
-      const std::int64_t kcur = std::min(kc, k - p0);
-      const bool last = kb + 1 == k_blocks;
-      pool.parallel_range(n_strips, 2, [&](int chunk, std::int64_t begin, std::int64_t end) {
-        pack_b(call.b, n, jc, begin, end, p0, kcur, nr, b_pack,
-               thread_area + chunk * per_thread + mc * kc);
-      });
-      pool.parallel_range(
-          used_m_blocks * n_split, 1, [&](int chunk, std::int64_t begin, std::int64_t end) {
-            float* a_pack = thread_area + chunk * per_thread;
-            float* tmp = a_pack + mc * kc;
-            float* scratch = tmp + tmp_len;
-            std::int64_t packed_block = -1;
-            for (std::int64_t task = begin; task < end; ++task) {
-              const std::int64_t block = task / n_split;
-              const std::int64_t part = task % n_split;
-              const std::int64_t t0 = part * n_strips / n_split;
-              const std::int64_t t1 = (part + 1) * n_strips / n_split;
-              if (t0 == t1) continue;
-              const std::int64_t i0 = block * mc;
-              const std::int64_t rows = std::min(mc, m - i0);
-              if (packed_block != block) {
-                pack_a(call.a, i0, rows, p0, kcur, a_pack, tmp);
-                packed_block = block;
-              }
-              float* acc_block = acc + i0 * ld_acc + t0 * nr;
-              gemm_macro_kernel(a_pack, ceil_div(rows, kGemmMr), b_pack + t0 * kcur * nr, t1 - t0,
-                                kcur, acc_block, ld_acc, kb > 0);
-              if (last) {
-                store_gemm_rows(call, acc_block, ld_acc, i0, i0 + rows, jc + t0 * nr,
-                                std::min(t1 * nr, cols) - t0 * nr, bias_f32, scratch);
-              }
-            }
-          });
-    }
+    // Tasks [begin, end) of (K block, strip) pairs of the K × cols panel; block kb starts at
+    // b_pack + kb·kc·nc_pad.
+    auto pack_panel = [&](int chunk, std::int64_t begin, std::int64_t end) {
+      float* tmp = thread_area + chunk * per_thread + mc * kc + mc * nc_pad;
+      for (std::int64_t task = begin; task < end;) {
+        const std::int64_t kb = task / n_strips;
+        const std::int64_t stop = std::min(end, (kb + 1) * n_strips);
+        const std::int64_t p0 = kb * kc;
+        pack_b(call.b, n, jc, task - kb * n_strips, stop - kb * n_strips, p0, std::min(kc, k - p0),
+               nr, b_pack + kb * kc * nc_pad, tmp);
+        task = stop;
+      }
+    };
+    // Each task: one row block (× a share of the strips) over all of K.
+    auto row_blocks = [&](int chunk, std::int64_t begin, std::int64_t end) {
+      float* a_pack = thread_area + chunk * per_thread;
+      float* acc = a_pack + mc * kc;
+      float* tmp = acc + mc * nc_pad;
+      float* scratch = tmp + tmp_len;
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t part = task % n_split;
+        const std::int64_t t0 = part * n_strips / n_split;
+        const std::int64_t t1 = (part + 1) * n_strips / n_split;
+        if (t0 == t1) continue;
+        const std::int64_t i0 = task / n_split * mc;
+        const std::int64_t rows = std::min(mc, m - i0);
+        for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+          const std::int64_t p0 = kb * kc;
+          const std::int64_t kcur = std::min(kc, k - p0);
+          pack_a(call.a, i0, rows, p0, kcur, a_pack, tmp);
+          gemm_macro_kernel(a_pack, ceil_div(rows, kGemmMr),
+                            b_pack + kb * kc * nc_pad + t0 * kcur * nr, t1 - t0, kcur, acc, nc_pad,
+                            kb > 0);
+        }
+        store_gemm_rows(call, acc, nc_pad, i0, i0 + rows, jc + t0 * nr,
+                        std::min(t1 * nr, cols) - t0 * nr, bias_f32, scratch);
+      }
+    };
+    pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
+    pool.parallel_range(used_m_blocks * n_split, 1, row_blocks);
   }
 }
 

@@ -9,8 +9,9 @@
 
 namespace tileops::ops::cpu {
 
-// Rows of the micro-kernel's register tile (A is packed in strips of this many rows).
-inline constexpr std::int64_t kGemmMr = 4;
+// Rows of an A strip (A is packed in strips of this many rows): one register tile on AVX-512,
+// two on AVX2.
+inline constexpr std::int64_t kGemmMr = 8;
 
 // Columns of the micro-kernel's register tile on this CPU: three float32 vectors of the best
 // SIMD target (24 on AVX2, 48 on AVX-512). B is packed in strips of this many columns.
