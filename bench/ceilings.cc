@@ -1,6 +1,7 @@
 // The machine's ceilings as Google benchmarks, linked into every bench that reports ratios to
-// them: BM_fma_peak and BM_bf16_peak (all pool threads run bench/peak_kernels.h at once; counter
-// flops_per_second) and BM_copy (memcpy of 64 MiB over the pool; counter bytes_per_second, read
+// them: BM_fma_peak, BM_bf16_peak and BM_amx_bf16_peak (all pool threads run bench/peak_kernels.h
+// at once; counter flops_per_second) and BM_copy (memcpy of 64 MiB over the pool; counter
+// bytes_per_second, read
 // + write bytes).
 #include <benchmark/benchmark.h>
 
@@ -9,6 +10,7 @@
 
 #include "bench/ceilings.h"
 #include "bench/peak_kernels.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
 #include "tileops/core/tensor_storage.h"
 #include "tileops/runtime/thread_pool.h"
 
@@ -59,6 +61,16 @@ void run_peak(benchmark::State& state, PeakFn fn) {
 void BM_fma_peak(benchmark::State& state) { run_peak(state, &bench::fma_peak_flops); }
 void BM_bf16_peak(benchmark::State& state) { run_peak(state, &bench::bf16_peak_flops); }
 
+void BM_amx_bf16_peak(benchmark::State& state) {
+  if (!ops::cpu::amx_bf16_enabled()) {
+    state.SkipWithError("no AMX-BF16 on this CPU (or TILEOPS_AMX=0)");
+    return;
+  }
+  run_peak(state, [](std::int64_t iterations, float*) {
+    return bench::amx_bf16_peak_flops(iterations / 8);  // a tile product is 16 cycles
+  });
+}
+
 void BM_copy(benchmark::State& state) {
   const TensorStorage in({4096, 4096}, DataType::kFloat32), out({4096, 4096}, DataType::kFloat32);
   std::memset(in.data(), 1, in.bytes());  // touch every page before timing
@@ -74,6 +86,7 @@ void BM_copy(benchmark::State& state) {
 
 BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_amx_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

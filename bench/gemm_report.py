@@ -57,6 +57,14 @@ def torch_gflops(dtype, m, n, k):
     return 2.0 * m * n * k / seconds / 1e9
 
 
+def peak_of(r, dtype):
+    """The ceiling a dtype's rows are measured against: the float32 FMA peak, or the best bfloat16
+    multiply-accumulate peak (the AMX tiles' where the CPU has them)."""
+    if dtype == "float32":
+        return r["fma_peak"]
+    return max(r["bf16_peak"], r.get("amx_bf16_peak", 0.0))
+
+
 def measure():
     """Per case and repetition: ceilings, both implementations and torch back to back, so that
     every ratio compares numbers taken within a few seconds of each other. Returns, per case,
@@ -71,11 +79,17 @@ def measure():
                 r = run_bench(f"linear/{d}/./{m}/{n}/{k}/")
                 r["torch"] = torch_gflops(dtype, m, n, k) * 1e9
                 runs.append(r)
-            peak = "fma_peak" if dtype == "float32" else "bf16_peak"
-            runs.sort(key=lambda r: r[(dtype, "native")] / r[peak])
+            runs.sort(key=lambda r: r[(dtype, "native")] / peak_of(r, dtype))
             chosen[(dtype, m, n, k)] = runs[len(runs) // 2]
     return chosen
 
+
+
+def runs_amx_note(runs):
+    """The AMX peak next to the vector one, from the bfloat16 2048³ repetition."""
+    r = runs[("bfloat16",) + CASES[0]]
+    return (f"{r['amx_bf16_peak'] / 1e9:.0f} GFLOP/s against the vector peak's "
+            f"{r['bf16_peak'] / 1e9:.0f} in the bfloat16 2048³ repetition")
 
 
 def main():
@@ -95,16 +109,20 @@ def main():
         "",
         "Ceilings (all threads), measured before each case:",
         "- float32 FMA peak: 12 independent FMA chains per thread",
-        "- bfloat16 multiply-accumulate peak: Highway 1.0's `ReorderWidenMulAccumulate` (B "
+        "- bfloat16 vector peak: Highway 1.0's `ReorderWidenMulAccumulate` (B "
         "widened by shifts every step, then FMAs) on the best target it dispatches to"
         + (" (AVX-512; Highway 1.0 has no target with `vdpbf16ps`, which a standalone loop on "
-           "this CPU runs at half the FMA's multiply-accumulates per second, and tileops has no "
-           "AMX kernels)" if "BF16" in cpu_simd() else
+           "this CPU runs at half the FMA's multiply-accumulates per second)"
+           if "BF16" in cpu_simd() else
            " (AVX2; this CPU has no bfloat16 dot-product instruction)"),
+        "- bfloat16 AMX peak (CPUs with AMX only): four independent 16×16×32 `TDPBF16PS` tile "
+        "products per thread on tiles that stay in registers; "
+        + (f"{runs_amx_note(runs)}" if any("amx_bf16_peak" in r for r in runs.values())
+           else "not measured: this CPU has no AMX"),
         "- copy bandwidth: memcpy of 64 MiB over the pool, read + write bytes",
         "",
         "Case `M×N×K` is `linear(x[M, K], W[N, K])`. Peak: the float32 FMA peak for float32, the "
-        "bfloat16 peak for bfloat16. Decode rows (M ≤ 16) give the weight bytes streamed per "
+        "best bfloat16 peak (AMX where present) for bfloat16. Decode rows (M ≤ 16) give the weight bytes streamed per "
         "second and their fraction of the copy bandwidth. torch's float32 linear goes to the "
         "BLAS of Debian's alternatives (OpenBLAS 0.3.21 here), its bfloat16 linear to oneDNN 2.6.",
         "",
@@ -116,7 +134,7 @@ def main():
     for m, n, k in CASES:
         for dtype in DTYPES.values():
             r = runs[(dtype, m, n, k)]
-            peak = (r["fma_peak"] if dtype == "float32" else r["bf16_peak"]) / 1e9
+            peak = peak_of(r, dtype) / 1e9
             copy = r["copy"] / 1e9
             t = r["torch"] / 1e9
             vendor = r.get((dtype, "onednn"), 0.0) / 1e9
@@ -138,21 +156,29 @@ def main():
             g = r[(dtype, "native")] / 1e9
             fma_peak = r["fma_peak"] / 1e9
             if m > 16:
+                vector = r["bf16_peak"] / 1e9
+                note = ("" if dtype == "float32" or peak == vector else
+                        f"the peak is the AMX tiles'; of the bfloat16 vector peak: {g / vector:.2f}")
                 bars.append((f"{dtype} 2048³ / peak", g / peak,
-                             0.80 if dtype == "float32" else 0.85, ""))
+                             0.80 if dtype == "float32" else 0.85, note))
                 # The torch bar is only reachable if torch stays below 1/1.5 of the peak.
                 note = (f"torch reaches {t / peak:.2f} of the peak here, so 1.5× torch would be "
                         f"{1.5 * t / peak:.2f} of the peak") if dtype == "float32" else ""
                 bars.append((f"{dtype} 2048³ / torch", g / t,
                              1.5 if dtype == "float32" else 0.95, note))
             else:
-                # Every weight element costs M multiply-adds; with this CPU's float32 FMAs (16-bit
-                # weights are widened: no bf16 dot product) the weights cannot stream faster than
-                # size·N·K bytes per 2·M·N·K/fma_peak seconds.
-                ceiling = size * fma_peak / (2.0 * m) / copy
+                # Every weight element costs M multiply-adds; with float32 FMAs (16-bit weights
+                # widened) the weights cannot stream faster than size·N·K bytes per
+                # 2·M·N·K/fma_peak seconds. bfloat16 on AMX (M > 1): one 16×16×32 tile product
+                # per 16×32 weights (1 KiB) whatever M, so amx_peak/16 bytes per second.
+                amx = dtype == "bfloat16" and m > 1 and "amx_bf16_peak" in r
+                if amx:
+                    ceiling, what = r["amx_bf16_peak"] / 16.0 / 1e9 / copy, "the AMX peak"
+                else:
+                    ceiling, what = size * fma_peak / (2.0 * m) / copy, "the float32 FMA peak"
                 bars.append((f"decode {dtype} M={m}: weight bytes / copy bandwidth",
                              g / (2.0 * m) * size / copy, 0.8,
-                             f"compute ceiling at the float32 FMA peak: {min(ceiling, 1.0):.2f}"
+                             f"compute ceiling at {what}: {min(ceiling, 1.0):.2f}"
                              + (" of copy (already memory-bound)" if ceiling >= 1 else " of copy")))
     lines += ["", "Bars of issue #3 (native implementation, from the rows above):", ""]
     for text, value, goal, note in bars:

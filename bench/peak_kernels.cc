@@ -1,5 +1,9 @@
 #include "bench/peak_kernels.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/peak_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -81,6 +85,37 @@ HWY_EXPORT(Bf16Peak);
 double fma_peak_flops(std::int64_t iterations, float* sink) {
   return HWY_DYNAMIC_DISPATCH(FmaPeak)(iterations, sink);
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Four independent 16×16×32 tile products per round on tiles that never leave the registers
+// (the AMX unit's own limit, like FmaPeak's chains). The caller checked amx_bf16_enabled().
+__attribute__((target("amx-tile,amx-bf16"))) double amx_bf16_peak_flops(std::int64_t iterations) {
+  struct {
+    std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    std::uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+    std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+  } config;
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));  // _tile_loadconfig's operand covers 8 bytes
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_release();
+  return 4.0 * 2 * 16 * 16 * 32 * static_cast<double>(iterations);
+}
+#else
+double amx_bf16_peak_flops(std::int64_t) { return 0.0; }
+#endif
 
 double bf16_peak_flops(std::int64_t iterations, float* sink) {
   return HWY_DYNAMIC_DISPATCH(Bf16Peak)(iterations, sink);

@@ -16,4 +16,9 @@ double fma_peak_flops(std::int64_t iterations, float* sink);
 // product.
 double bf16_peak_flops(std::int64_t iterations, float* sink);
 
+// `iterations` rounds of four bfloat16 AMX tile products (16×16×32 each) on one thread; returns the
+// FLOPs done, 0 where this build has no AMX code. Call only where AMX is enabled
+// (src/ops/cpu/simd/amx_kernels.h).
+double amx_bf16_peak_flops(std::int64_t iterations);
+
 }  // namespace tileops::bench

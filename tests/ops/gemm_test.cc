@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 #include <tuple>
 
 #include "tests/support/expect_rejected.h"
@@ -90,12 +92,18 @@ TEST_P(GemmTest, TransposedAndStridedOperands) {
 }
 
 TEST_P(GemmTest, EverySimdTarget) {
-  // The native engine's register tiles, strip widths and decode groups differ per target.
-  testing::for_each_simd_target([&] {
-    check(37, 101, 300, false, false, Layout::kContiguous);
-    check(37, 101, 300, true, true, Layout::kStrided);
-    check(9, 50, 70, false, true, Layout::kContiguous);  // decode path
-  });
+  // The native engine's register tiles, strip widths and decode groups differ per target; on
+  // CPUs with AMX, bfloat16 takes the tile path unless TILEOPS_AMX=0.
+  for (const char* amx : {"1", "0"}) {
+    SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
+    ::setenv("TILEOPS_AMX", amx, 1);
+    testing::for_each_simd_target([&] {
+      check(37, 101, 300, false, false, Layout::kContiguous);
+      check(37, 101, 300, true, true, Layout::kStrided);
+      check(9, 50, 70, false, true, Layout::kContiguous);  // decode path
+    });
+  }
+  ::unsetenv("TILEOPS_AMX");
 }
 
 TEST_P(GemmTest, AlphaBeta) {

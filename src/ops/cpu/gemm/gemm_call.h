@@ -37,6 +37,9 @@ using GemmEngine = void (*)(const GemmCall& call, const Context& ctx);
 // The native engine: packed cache-blocked GEMM, with the weight-streaming path for small m.
 void native_gemm(const GemmCall& call, const Context& ctx);
 
+// native_gemm's path for bfloat16 A and B on CPUs with AMX (amx_bf16_enabled()), k > 0.
+void amx_gemm(const GemmCall& call, const Context& ctx);
+
 // The M threshold of the weight-streaming (decode) path.
 inline constexpr std::int64_t kDecodeMaxRows = 16;
 

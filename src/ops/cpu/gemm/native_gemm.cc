@@ -8,6 +8,7 @@
 
 #include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/gemm/matrix_access.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "tileops/runtime/thread_pool.h"
@@ -101,6 +102,10 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
   if (m <= kDecodeMaxRows && call.b.row_stride == 1 && k > 0) return decode_gemm(call, ctx);
+  if (call.a.dtype == DataType::kBFloat16 && call.b.dtype == DataType::kBFloat16 && k > 0 &&
+      amx_bf16_enabled()) {
+    return amx_gemm(call, ctx);
+  }
 
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();

@@ -1,0 +1,164 @@
+// The native engine's bfloat16 path on CPUs with AMX (amx_kernels.h). Blocking as in
+// native_gemm.cc, but the operands stay bfloat16: for each panel of nc columns, all of K is packed
+// once into pair-interleaved 16-column strips (shared by the threads); each thread takes row
+// blocks, copies each K block of its rows into a zero-padded bfloat16 block, multiplies on the
+// tiles into the block's float32 accumulator (in L2 across K) and finally applies alpha, beta,
+// bias and rounding.
+#include <algorithm>
+#include <cstring>
+
+#include "src/ops/cpu/gemm/gemm_call.h"
+#include "src/ops/cpu/gemm/matrix_access.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
+#include "src/ops/cpu/simd/convert.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tileops/runtime/workspace_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+// K block: a pair of B strips (2 × kc × 64 bytes, 32 KiB) stays in L1 while the A block
+// (mc × kc × 2 bytes, at most 96 KiB) and the accumulator tiles come from L2.
+constexpr std::int64_t kKc = 256;
+constexpr std::int64_t kMaxNc = 1024;
+constexpr std::int64_t kPanelElements = std::int64_t{4} << 20;  // bfloat16: 8 MiB
+constexpr std::int64_t kMcMax = 192;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
+std::uint16_t bits_at(const MatrixRef& m, std::int64_t row, std::int64_t col) {
+  std::uint16_t v;
+  std::memcpy(&v, element(m, row, col), sizeof v);
+  return v;
+}
+
+// Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as row tiles (amx_kernels.h) with kc_pad columns,
+// zero padded to rows_pad rows.
+void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t rows_pad,
+            std::int64_t p0, std::int64_t kc, std::int64_t kc_pad, std::uint16_t* out) {
+  constexpr std::int64_t kStep = kAmxK * kAmxRows;  // elements per K step of a row tile
+  for (std::int64_t r = 0; r < rows_pad; ++r) {
+    std::uint16_t* dst = out + r / kAmxRows * kc_pad * kAmxRows + r % kAmxRows * kAmxK;
+    std::int64_t p = 0;
+    if (r < rows && a.col_stride == 1) {
+      const auto* src = static_cast<const std::uint16_t*>(element(a, i0 + r, p0));
+      for (; p + kAmxK <= kc; p += kAmxK) std::memcpy(dst + p * kAmxRows, src + p, kAmxK * 2);
+    }
+    for (; p < kc_pad; p += kAmxK) {  // the K tail, padding rows, strided A
+      std::uint16_t* step = dst + p / kAmxK * kStep;
+      for (std::int64_t q = 0; q < kAmxK; ++q) {
+        step[q] = r < rows && p + q < kc ? bits_at(a, i0 + r, p0 + p + q) : std::uint16_t{0};
+      }
+    }
+  }
+}
+
+// Strips [t0, t1) of kAmxCols columns from column j0, K [p0, p0 + kc) of B, pair-interleaved
+// (amx_kernels.h) with kc_pad rows, zero padded past n and past kc.
+void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0, std::int64_t t1,
+            std::int64_t p0, std::int64_t kc, std::int64_t kc_pad, std::uint16_t* out) {
+  for (std::int64_t t = t0; t < t1; ++t) {
+    std::uint16_t* strip = out + t * kc_pad * kAmxCols;
+    const std::int64_t j = j0 + t * kAmxCols;
+    const std::int64_t live = std::min(kAmxCols, n - j);
+    const std::int64_t whole_pairs = b.row_stride == 1 ? kc / 2 : 0;
+    if (whole_pairs > 0) {  // e.g. linear's weight: each (k, k + 1) pair is one 32-bit word
+      const char* cols[kAmxCols];
+      for (std::int64_t c = 0; c < live; ++c) {
+        cols[c] = static_cast<const char*>(element(b, p0, j + c));
+      }
+      for (std::int64_t q = 0; q < whole_pairs; ++q) {
+        std::uint16_t* row = strip + q * 2 * kAmxCols;
+        for (std::int64_t c = 0; c < live; ++c) std::memcpy(row + 2 * c, cols[c] + q * 4, 4);
+        std::fill(row + 2 * live, row + 2 * kAmxCols, std::uint16_t{0});
+      }
+    }
+    for (std::int64_t p = 2 * whole_pairs; p < kc_pad; ++p) {
+      std::uint16_t* row = strip + p / 2 * 2 * kAmxCols + p % 2;
+      for (std::int64_t c = 0; c < kAmxCols; ++c) {
+        row[2 * c] = p < kc && c < live ? bits_at(b, p0 + p, j + c) : std::uint16_t{0};
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void amx_gemm(const GemmCall& call, const Context& ctx) {
+  const std::int64_t m = call.m, n = call.n, k = call.k;
+  ThreadPool& pool = ctx.threads();
+  const int threads = pool.num_threads();
+  const std::int64_t k_blocks = std::max<std::int64_t>(1, ceil_div(k, kKc));
+  const std::int64_t kc_max = round_up(ceil_div(k, k_blocks), kAmxK);
+  const std::int64_t nc =
+      std::min({round_up(n, kAmxCols), kMaxNc,
+                std::max(kAmxCols, kPanelElements / (k_blocks * kc_max) / kAmxCols * kAmxCols)});
+  const std::int64_t nc_pad = round_up(nc, kAmxCols);
+  // Row blocks: a multiple of the thread count, each at most kMcMax rows.
+  const std::int64_t m_blocks = round_up(std::max<std::int64_t>(1, ceil_div(m, kMcMax)), threads);
+  const std::int64_t mc = round_up(ceil_div(m, m_blocks), 2 * kAmxRows);
+  const std::int64_t used_m_blocks = ceil_div(m, mc);
+  // Few row blocks: also split the columns, so that every thread has work.
+  const std::int64_t n_split = used_m_blocks % threads == 0 ? 1 : threads;
+
+  // Workspace in floats: bias, the packed panel (bfloat16), per thread the A block (bfloat16),
+  // its accumulator and two epilogue rows.
+  const std::int64_t b_floats = round_up(k_blocks * kc_max * nc_pad, 32) / 2;
+  const std::int64_t per_thread = round_up(mc * kc_max / 2 + mc * nc_pad + 2 * nc_pad, 16);
+  const std::int64_t floats = round_up(n, 16) + b_floats + threads * per_thread + 16;
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+  float* bias = lease.as<float>();
+  auto* b_pack = reinterpret_cast<std::uint16_t*>(bias + round_up(n, 16));
+  float* thread_area = bias + round_up(n, 16) + b_floats;
+  if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);
+  const float* bias_f32 = call.bias != nullptr ? bias : nullptr;
+
+  for (std::int64_t jc = 0; jc < n; jc += nc) {
+    const std::int64_t cols = std::min(nc, n - jc);
+    const std::int64_t n_strips = ceil_div(cols, kAmxCols);
+    // Tasks [begin, end) of (K block, strip) pairs; block kb starts at b_pack + kb·kc_max·nc_pad.
+    auto pack_panel = [&](int, std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end;) {
+        const std::int64_t kb = task / n_strips;
+        const std::int64_t stop = std::min(end, (kb + 1) * n_strips);
+        const std::int64_t p0 = kb * kc_max;
+        const std::int64_t kcur = std::min(kc_max, k - p0);
+        pack_b(call.b, n, jc, task - kb * n_strips, stop - kb * n_strips, p0, kcur,
+               round_up(kcur, kAmxK), b_pack + kb * kc_max * nc_pad);
+        task = stop;
+      }
+    };
+    // Each task: one row block (× a share of the strips) over all of K.
+    auto row_blocks = [&](int chunk, std::int64_t begin, std::int64_t end) {
+      auto* a_pack = reinterpret_cast<std::uint16_t*>(thread_area + chunk * per_thread);
+      float* acc = thread_area + chunk * per_thread + mc * kc_max / 2;
+      float* scratch = acc + mc * nc_pad;
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t part = task % n_split;
+        const std::int64_t t0 = part * n_strips / n_split;
+        const std::int64_t t1 = (part + 1) * n_strips / n_split;
+        if (t0 == t1) continue;
+        const std::int64_t i0 = task / n_split * mc;
+        const std::int64_t rows = std::min(mc, m - i0);
+        const std::int64_t rows_pad = round_up(rows, kAmxRows);
+        for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+          const std::int64_t p0 = kb * kc_max;
+          const std::int64_t kcur = std::min(kc_max, k - p0);
+          const std::int64_t kc_pad = round_up(kcur, kAmxK);
+          pack_a(call.a, i0, rows, rows_pad, p0, kcur, kc_pad, a_pack);
+          amx_bf16_block(a_pack, rows_pad, kc_pad,
+                         b_pack + kb * kc_max * nc_pad + t0 * kc_pad * kAmxCols, t1 - t0, acc,
+                         nc_pad, kb > 0);
+        }
+        store_gemm_rows(call, acc, nc_pad, i0, i0 + rows, jc + t0 * kAmxCols,
+                        std::min(t1 * kAmxCols, cols) - t0 * kAmxCols, bias_f32, scratch);
+      }
+    };
+    pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
+    pool.parallel_range(used_m_blocks * n_split, 1, row_blocks);
+  }
+}
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,208 @@
+#include "src/ops/cpu/simd/amx_kernels.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "tileops/core/error.h"
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#define TILEOPS_AMX_CODE 1
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace tileops::ops::cpu {
+
+#if TILEOPS_AMX_CODE
+namespace {
+
+#define TILEOPS_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+
+bool amx_bf16_usable() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
+  if ((edx & kAmxBf16) == 0 || (edx & kAmxTile) == 0) return false;
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  if ((ecx & (1u << 27)) == 0) return false;  // OSXSAVE: xgetbv is allowed
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  constexpr unsigned kTileState = 3u << 17;  // XTILECFG and XTILEDATA
+  if ((lo & kTileState) != kTileState) return false;
+  // Linux hands out the 8 KiB tile state only on request, once per process.
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+// The 64-byte tile configuration (palette 1): every tile 16 rows of 64 bytes.
+struct TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// One 16- or 32-row × 16- or 32-column block of C in tiles 0-3 (rows +16 in 2-3, columns +16 in
+// 1 and 3), A's row tiles in 4-5 and B's strips in 6-7: per K step 2-4 tile loads feed 1-4
+// products. `a` is A's row tile (a + kc·kAmxRows the next one), `b` B's strip (b + kc·kAmxCols
+// the next one); each K step of either is 1 KiB of 64-byte rows.
+template <bool kTwoRows, bool kTwoCols>
+TILEOPS_AMX_TARGET void tile_block(const std::uint16_t* a, const std::uint16_t* b, std::int64_t kc,
+                                   float* c, std::int64_t ldc, bool accumulate) {
+  constexpr std::int64_t kRowBytes = 64;
+  const std::int64_t c_bytes = ldc * 4;
+  const std::uint16_t* a1 = a + kc * kAmxRows;
+  const std::uint16_t* b1 = b + kc * kAmxCols;
+  float* c1 = c + kAmxRows * ldc;
+  if (accumulate) {
+    _tile_loadd(0, c, c_bytes);
+    if constexpr (kTwoCols) _tile_loadd(1, c + kAmxCols, c_bytes);
+    if constexpr (kTwoRows) _tile_loadd(2, c1, c_bytes);
+    if constexpr (kTwoRows && kTwoCols) _tile_loadd(3, c1 + kAmxCols, c_bytes);
+  } else {
+    _tile_zero(0);
+    if constexpr (kTwoCols) _tile_zero(1);
+    if constexpr (kTwoRows) _tile_zero(2);
+    if constexpr (kTwoRows && kTwoCols) _tile_zero(3);
+  }
+  for (std::int64_t p = 0; p < kc; p += kAmxK) {
+    _tile_loadd(4, a + p * kAmxRows, kRowBytes);
+    _tile_loadd(6, b + p * kAmxCols, kRowBytes);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (kTwoCols) {
+      _tile_loadd(7, b1 + p * kAmxCols, kRowBytes);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (kTwoRows) {
+      _tile_loadd(5, a1 + p * kAmxRows, kRowBytes);
+      _tile_dpbf16ps(2, 5, 6);
+    }
+    if constexpr (kTwoRows && kTwoCols) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, c_bytes);
+  if constexpr (kTwoCols) _tile_stored(1, c + kAmxCols, c_bytes);
+  if constexpr (kTwoRows) _tile_stored(2, c1, c_bytes);
+  if constexpr (kTwoRows && kTwoCols) _tile_stored(3, c1 + kAmxCols, c_bytes);
+}
+
+// Every tile 16 rows of 64 bytes.
+TILEOPS_AMX_TARGET void configure_tiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = kAmxRows;
+    config.colsb[t] = 64;
+  }
+  // The tile loads are asm without a memory operand: keep the caller's stores (the packing)
+  // before them. GCC's _tile_loadconfig tells the compiler it reads 8 bytes, which would let it
+  // drop the stores of the rest of the configuration: name all 64.
+  __asm__ volatile("" ::: "memory");
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));
+}
+
+}  // namespace
+
+bool amx_bf16_enabled() {
+  static const bool usable = amx_bf16_usable();
+  const char* env = std::getenv("TILEOPS_AMX");
+  return usable && (env == nullptr || std::strcmp(env, "0") != 0);
+}
+
+// Pairs of B strips outside (2·kc·64 bytes, 32 KiB at kc = 256, stay in L1), pairs of A row
+// tiles inside (the A block streams from L2, the accumulator tiles come from L2).
+TILEOPS_AMX_TARGET void amx_bf16_block(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
+                                       const std::uint16_t* b, std::int64_t n_strips, float* acc,
+                                       std::int64_t ld_acc, bool accumulate) {
+  configure_tiles();
+  for (std::int64_t t = 0; t < n_strips; t += 2) {
+    const std::uint16_t* bt = b + t * kc * kAmxCols;
+    const bool two_cols = t + 1 < n_strips;
+    for (std::int64_t i = 0; i < rows; i += 2 * kAmxRows) {
+      const std::uint16_t* ai = a + i * kc;
+      float* ci = acc + i * ld_acc + t * kAmxCols;
+      const bool two_rows = i + kAmxRows < rows;
+      if (two_rows && two_cols) {
+        tile_block<true, true>(ai, bt, kc, ci, ld_acc, accumulate);
+      } else if (two_rows) {
+        tile_block<true, false>(ai, bt, kc, ci, ld_acc, accumulate);
+      } else if (two_cols) {
+        tile_block<false, true>(ai, bt, kc, ci, ld_acc, accumulate);
+      } else {
+        tile_block<false, false>(ai, bt, kc, ci, ld_acc, accumulate);
+      }
+    }
+  }
+  _tile_release();  // back to the init state: a context switch need not save 8 KiB of tiles
+}
+
+// One row tile of W at a time, its K steps dealt round-robin to four accumulator tiles (0-3), so
+// that consecutive products are independent; W's tile in 4, X's in 6. Only 16 rows of W are
+// streamed at once, few enough streams for the hardware prefetchers.
+TILEOPS_AMX_TARGET void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w, std::int64_t tiles,
+                                      std::int64_t kc, const std::uint16_t* xt, float* out,
+                                      bool accumulate) {
+  constexpr std::int64_t kRowBytes = 64;
+  constexpr std::int64_t kTile = kAmxRows * kAmxCols;
+  const std::int64_t w_bytes = ld_w * 2;
+  alignas(64) float parts[4 * kTile];
+  configure_tiles();
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::uint16_t* wt = w + t * kAmxRows * ld_w;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    std::int64_t p = 0;
+    for (; p + 4 * kAmxK <= kc; p += 4 * kAmxK) {
+      _tile_loadd(4, wt + p, w_bytes);
+      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(5, wt + p + kAmxK, w_bytes);
+      _tile_loadd(7, xt + (p + kAmxK) * kAmxCols, kRowBytes);
+      _tile_dpbf16ps(1, 5, 7);
+      _tile_loadd(4, wt + p + 2 * kAmxK, w_bytes);
+      _tile_loadd(6, xt + (p + 2 * kAmxK) * kAmxCols, kRowBytes);
+      _tile_dpbf16ps(2, 4, 6);
+      _tile_loadd(5, wt + p + 3 * kAmxK, w_bytes);
+      _tile_loadd(7, xt + (p + 3 * kAmxK) * kAmxCols, kRowBytes);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    for (; p < kc; p += kAmxK) {
+      _tile_loadd(4, wt + p, w_bytes);
+      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
+      _tile_dpbf16ps(0, 4, 6);
+    }
+    _tile_stored(0, parts, kRowBytes);
+    _tile_stored(1, parts + kTile, kRowBytes);
+    _tile_stored(2, parts + 2 * kTile, kRowBytes);
+    _tile_stored(3, parts + 3 * kTile, kRowBytes);
+    float* o = out + t * kTile;
+    for (std::int64_t e = 0; e < kTile; ++e) {
+      const float sum =
+          (parts[e] + parts[kTile + e]) + (parts[2 * kTile + e] + parts[3 * kTile + e]);
+      o[e] = accumulate ? o[e] + sum : sum;
+    }
+  }
+  _tile_release();
+}
+
+#else  // no AMX code on this platform
+
+bool amx_bf16_enabled() { return false; }
+
+void amx_bf16_block(const std::uint16_t*, std::int64_t, std::int64_t, const std::uint16_t*,
+                    std::int64_t, float*, std::int64_t, bool) {
+  throw Error(ErrorKind::kUnsupported, "amx_bf16_block: AMX is not available on this platform");
+}
+
+void amx_bf16_rows(const std::uint16_t*, std::int64_t, std::int64_t, std::int64_t,
+                   const std::uint16_t*, float*, bool) {
+  throw Error(ErrorKind::kUnsupported, "amx_bf16_rows: AMX is not available on this platform");
+}
+
+#endif
+
+}  // namespace tileops::ops::cpu

@@ -1,0 +1,45 @@
+// bfloat16 matrix products on Intel AMX tiles (Sapphire Rapids and later): TDPBF16PS adds a
+// 16×32 · 32×16 bfloat16 product to a 16×16 float32 tile. x86 intrinsics, not Highway (which
+// has no AMX target); used only where amx_bf16_enabled() says so.
+#pragma once
+
+#include <cstdint>
+
+namespace tileops::ops::cpu {
+
+// True when the CPU has AMX-TILE and AMX-BF16, the OS saves tile state and has let this process
+// use it (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM), asked once), and the environment variable
+// TILEOPS_AMX is not "0" (read on every call, so a test can turn AMX off and on).
+bool amx_bf16_enabled();
+
+// Tile geometry: rows of an A tile, columns of a B strip, K per tile product.
+inline constexpr std::int64_t kAmxRows = 16;
+inline constexpr std::int64_t kAmxCols = 16;
+inline constexpr std::int64_t kAmxK = 32;
+
+// acc = (accumulate ? acc : 0) + A·B for one block, every size a whole number of tiles (rows a
+// multiple of kAmxRows, kc of kAmxK), both operands packed so that every tile is 1 KiB of
+// 64-byte rows:
+// - a: row tile i at a + i·kc·kAmxRows, its K step s (kAmxRows rows × kAmxK) at
+//   + s·kAmxK·kAmxRows, row-major: element (r, p) of the row tile at [(p / kAmxK)·kAmxK·kAmxRows
+//   + r·kAmxK + p % kAmxK];
+// - b: strip t of kAmxCols columns at b + t·kc·kAmxCols, pair-interleaved (VNNI): element (p, j)
+//   at [(p / 2)·2·kAmxCols + 2·j + p % 2];
+// - acc: float32 rows × n_strips·kAmxCols, row stride ld_acc elements.
+// Call only when amx_bf16_enabled().
+void amx_bf16_block(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
+                    const std::uint16_t* b, std::int64_t n_strips, float* acc, std::int64_t ld_acc,
+                    bool accumulate);
+
+// The decode form, C transposed: out = W·Xᵀ for 16·tiles rows of W against at most 16 rows of X,
+// W read in place (a linear's weight, streamed once):
+// - w: bfloat16 bits, 16·tiles rows × kc (kc a multiple of kAmxK), row stride ld_w elements;
+// - xt: X's rows (zeros past M) pair-interleaved like a B strip: element (p, i) at
+//   [(p / 2)·2·kAmxCols + 2·i + p % 2], kc rows;
+// - out: float32 16·tiles × 16, row-major (out[j·16 + i] = Σ_p w(j, p)·x(i, p)); accumulate
+//   adds to it.
+// Call only when amx_bf16_enabled().
+void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w, std::int64_t tiles, std::int64_t kc,
+                   const std::uint16_t* xt, float* out, bool accumulate);
+
+}  // namespace tileops::ops::cpu
