@@ -101,6 +101,8 @@ TEST_P(GemmTest, EverySimdTarget) {
       check(37, 101, 300, false, false, Layout::kContiguous);
       check(37, 101, 300, true, true, Layout::kStrided);
       check(9, 50, 70, false, true, Layout::kContiguous);  // decode path
+      check(5, 200, 45, false, true,
+            Layout::kContiguous);  // decode: 12 whole weight tiles + 8 rows
     });
   }
   ::unsetenv("TILEOPS_AMX");

@@ -31,9 +31,11 @@ void amx_decode_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t k_pad = round_up(k, kAmxK);
   const std::int64_t tiles = (n + kAmxRows - 1) / kAmxRows;
   const std::int64_t ld_out = tiles * kAmxRows;
-  // Per thread: a zero-padded 16 × k_pad copy of the weight (partial tile or K tails), the
-  // transposed results of its tiles, and m rows of them plus 2 epilogue rows.
-  const std::int64_t per_thread = kAmxRows * k_pad / 2 + ld_out * kAmxCols + (m + 2) * ld_out;
+  // Per thread: zero-padded copies of the weight (the partial tile, 16 × k_pad; the K tails of
+  // the whole tiles, ld_out × kAmxK), the transposed results of its tiles, and m rows of them plus
+  // 2 epilogue rows.
+  const std::int64_t copy_floats = (kAmxRows * k_pad + ld_out * kAmxK) / 2;
+  const std::int64_t per_thread = copy_floats + ld_out * kAmxCols + (m + 2) * ld_out;
   const std::int64_t floats = ld_out + k_pad * kAmxCols / 2 + threads * per_thread + 64;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
       kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
@@ -41,44 +43,43 @@ void amx_decode_gemm(const GemmCall& call, const Context& ctx) {
   auto* xt = reinterpret_cast<std::uint16_t*>(bias + ld_out);
   float* thread_area = bias + ld_out + k_pad * kAmxCols / 2;
   if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);
-  auto bits = [](const MatrixRef& mat, std::int64_t r, std::int64_t c) {
-    std::uint16_t v;
-    std::memcpy(&v, element(mat, r, c), sizeof v);
-    return v;
-  };
-  for (std::int64_t p = 0; p < k_pad; ++p) {
-    std::uint16_t* row = xt + p / 2 * 2 * kAmxCols + p % 2;
-    for (std::int64_t i = 0; i < kAmxCols; ++i) {
-      row[2 * i] = i < m && p < k ? bits(call.a, i, p) : std::uint16_t{0};
-    }
-  }
   const auto* w = static_cast<const std::uint16_t*>(call.b.data);
   const std::int64_t ld_w = call.b.col_stride;  // weight row j at w + j·ld_w
+  // X's rows, pair-interleaved (amx_kernels.h), zero past m and k.
+  std::fill(xt, xt + k_pad * kAmxCols, std::uint16_t{0});
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t p = 0; p < k; ++p) {
+      std::memcpy(xt + p / 2 * 2 * kAmxCols + 2 * i + p % 2, element(call.a, i, p), 2);
+    }
+  }
+  // Rows [j0, j0 + rows) × K [p0, p0 + cols) of the weight into `dst` (row stride cols_pad, zero
+  // padded to a multiple of 16 rows).
+  auto copy_rows = [&](std::int64_t j0, std::int64_t rows, std::int64_t p0, std::int64_t cols,
+                       std::int64_t cols_pad, std::uint16_t* dst) {
+    for (std::int64_t r = 0; r < round_up(rows, kAmxRows); ++r) {
+      for (std::int64_t p = 0; p < cols_pad; ++p) {
+        dst[r * cols_pad + p] = r < rows && p < cols ? w[(j0 + r) * ld_w + p0 + p] : 0;
+      }
+    }
+  };
   pool.parallel_range(tiles, 4, [&](int chunk, std::int64_t begin, std::int64_t end) {
     auto* copy = reinterpret_cast<std::uint16_t*>(thread_area + chunk * per_thread);
-    float* tiles_out = thread_area + chunk * per_thread + kAmxRows * k_pad / 2;
+    float* tiles_out = thread_area + chunk * per_thread + copy_floats;
     float* acc = tiles_out + ld_out * kAmxCols;
     float* scratch = acc + m * ld_out;
-    // Rows [j0, j0 + rows) × K [p0, p0 + cols) of the weight into `copy` (row stride cols_pad).
-    auto copy_rows = [&](std::int64_t j0, std::int64_t rows, std::int64_t p0, std::int64_t cols,
-                         std::int64_t cols_pad) {
-      for (std::int64_t r = 0; r < kAmxRows; ++r) {
-        for (std::int64_t p = 0; p < cols_pad; ++p) {
-          copy[r * cols_pad + p] = r < rows && p < cols ? w[(j0 + r) * ld_w + p0 + p] : 0;
-        }
-      }
-    };
     const std::int64_t full_end = std::min(end, n / kAmxRows);  // tiles with 16 real rows
-    for (std::int64_t t = begin; t < full_end; ++t) {
-      float* out_t = tiles_out + (t - begin) * kAmxRows * kAmxCols;
-      if (k_main > 0) amx_bf16_rows(w + t * kAmxRows * ld_w, ld_w, 1, k_main, xt, out_t, false);
+    if (begin < full_end) {
+      const std::int64_t full = full_end - begin;
+      if (k_main > 0) {
+        amx_bf16_rows(w + begin * kAmxRows * ld_w, ld_w, full, k_main, xt, tiles_out, false);
+      }
       if (k_main < k) {
-        copy_rows(t * kAmxRows, kAmxRows, k_main, k - k_main, kAmxK);
-        amx_bf16_rows(copy, kAmxK, 1, kAmxK, xt + k_main * kAmxCols, out_t, k_main > 0);
+        copy_rows(begin * kAmxRows, full * kAmxRows, k_main, k - k_main, kAmxK, copy);
+        amx_bf16_rows(copy, kAmxK, full, kAmxK, xt + k_main * kAmxCols, tiles_out, k_main > 0);
       }
     }
     if (full_end < end) {  // the last tile, fewer than 16 rows
-      copy_rows(full_end * kAmxRows, n - full_end * kAmxRows, 0, k, k_pad);
+      copy_rows(full_end * kAmxRows, n - full_end * kAmxRows, 0, k, k_pad, copy);
       amx_bf16_rows(copy, k_pad, 1, k_pad, xt, tiles_out + (full_end - begin) * kAmxRows * kAmxCols,
                     false);
     }

@@ -138,53 +138,62 @@ TILEOPS_AMX_TARGET void amx_bf16_block(const std::uint16_t* a, std::int64_t rows
   _tile_release();  // back to the init state: a context switch need not save 8 KiB of tiles
 }
 
-// One row tile of W at a time, its K steps dealt round-robin to four accumulator tiles (0-3), so
-// that consecutive products are independent; W's tile in 4, X's in 6. Only 16 rows of W are
-// streamed at once, few enough streams for the hardware prefetchers.
+// Row tiles of W four at a time in accumulator tiles 0-3, so that each K step loads X's tile
+// (6) once for four products and W's tiles alternate between 4 and 5 (a load can start while the
+// product before reads the other one). Leftover tiles one at a time in tile 0.
 TILEOPS_AMX_TARGET void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w, std::int64_t tiles,
                                       std::int64_t kc, const std::uint16_t* xt, float* out,
                                       bool accumulate) {
   constexpr std::int64_t kRowBytes = 64;
   constexpr std::int64_t kTile = kAmxRows * kAmxCols;
   const std::int64_t w_bytes = ld_w * 2;
-  alignas(64) float parts[4 * kTile];
+  const std::int64_t w_tile = kAmxRows * ld_w;
   configure_tiles();
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::uint16_t* wt = w + t * kAmxRows * ld_w;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    std::int64_t p = 0;
-    for (; p + 4 * kAmxK <= kc; p += 4 * kAmxK) {
-      _tile_loadd(4, wt + p, w_bytes);
-      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_loadd(5, wt + p + kAmxK, w_bytes);
-      _tile_loadd(7, xt + (p + kAmxK) * kAmxCols, kRowBytes);
-      _tile_dpbf16ps(1, 5, 7);
-      _tile_loadd(4, wt + p + 2 * kAmxK, w_bytes);
-      _tile_loadd(6, xt + (p + 2 * kAmxK) * kAmxCols, kRowBytes);
-      _tile_dpbf16ps(2, 4, 6);
-      _tile_loadd(5, wt + p + 3 * kAmxK, w_bytes);
-      _tile_loadd(7, xt + (p + 3 * kAmxK) * kAmxCols, kRowBytes);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-    for (; p < kc; p += kAmxK) {
-      _tile_loadd(4, wt + p, w_bytes);
-      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
-      _tile_dpbf16ps(0, 4, 6);
-    }
-    _tile_stored(0, parts, kRowBytes);
-    _tile_stored(1, parts + kTile, kRowBytes);
-    _tile_stored(2, parts + 2 * kTile, kRowBytes);
-    _tile_stored(3, parts + 3 * kTile, kRowBytes);
+  std::int64_t t = 0;
+  for (; t + 4 <= tiles; t += 4) {
+    const std::uint16_t* wt = w + t * w_tile;
     float* o = out + t * kTile;
-    for (std::int64_t e = 0; e < kTile; ++e) {
-      const float sum =
-          (parts[e] + parts[kTile + e]) + (parts[2 * kTile + e] + parts[3 * kTile + e]);
-      o[e] = accumulate ? o[e] + sum : sum;
+    if (accumulate) {
+      _tile_loadd(0, o, kRowBytes);
+      _tile_loadd(1, o + kTile, kRowBytes);
+      _tile_loadd(2, o + 2 * kTile, kRowBytes);
+      _tile_loadd(3, o + 3 * kTile, kRowBytes);
+    } else {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
     }
+    for (std::int64_t p = 0; p < kc; p += kAmxK) {
+      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
+      _tile_loadd(4, wt + p, w_bytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(5, wt + w_tile + p, w_bytes);
+      _tile_dpbf16ps(1, 5, 6);
+      _tile_loadd(4, wt + 2 * w_tile + p, w_bytes);
+      _tile_dpbf16ps(2, 4, 6);
+      _tile_loadd(5, wt + 3 * w_tile + p, w_bytes);
+      _tile_dpbf16ps(3, 5, 6);
+    }
+    _tile_stored(0, o, kRowBytes);
+    _tile_stored(1, o + kTile, kRowBytes);
+    _tile_stored(2, o + 2 * kTile, kRowBytes);
+    _tile_stored(3, o + 3 * kTile, kRowBytes);
+  }
+  for (; t < tiles; ++t) {
+    const std::uint16_t* wt = w + t * w_tile;
+    float* o = out + t * kTile;
+    if (accumulate) {
+      _tile_loadd(0, o, kRowBytes);
+    } else {
+      _tile_zero(0);
+    }
+    for (std::int64_t p = 0; p < kc; p += kAmxK) {
+      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
+      _tile_loadd(4, wt + p, w_bytes);
+      _tile_dpbf16ps(0, 4, 6);
+    }
+    _tile_stored(0, o, kRowBytes);
   }
   _tile_release();
 }
