@@ -108,6 +108,14 @@ TEST_P(GemmTest, EverySimdTarget) {
   ::unsetenv("TILEOPS_AMX");
 }
 
+TEST_P(GemmTest, LinearWeightLayouts) {
+  // op(b)'s columns contiguous, as a linear's weight: bfloat16 on AMX reads it in place up to 256
+  // rows (K blocks of 1024, groups of 32 weight tiles, K tails, a partial last tile).
+  check(40, 530, 1100, false, true, Layout::kContiguous);
+  check(200, 33, 64, false, true, Layout::kContiguous);
+  check(300, 20, 50, false, true, Layout::kContiguous);
+}
+
 TEST_P(GemmTest, AlphaBeta) {
   check(30, 20, 50, false, false, Layout::kContiguous, 0.5, 2.0);
   check(4, 20, 50, false, true, Layout::kStrided, -1.5, 0.25);

@@ -1,9 +1,10 @@
-// The native engine's bfloat16 path on CPUs with AMX (amx_kernels.h). Blocking as in
-// native_gemm.cc, but the operands stay bfloat16: for each panel of nc columns, all of K is packed
-// once into pair-interleaved 16-column strips (shared by the threads); each thread takes row
-// blocks, copies each K block of its rows into a zero-padded bfloat16 block, multiplies on the
-// tiles into the block's float32 accumulator (in L2 across K) and finally applies alpha, beta,
-// bias and rounding.
+// The native engine's bfloat16 paths on CPUs with AMX (amx_kernels.h).
+// amx_gemm: blocking as in native_gemm.cc with the operands kept bfloat16. For each panel of nc
+// columns, all of K is packed once into pair-interleaved 16-column strips (shared by the
+// threads); each thread takes row blocks, copies each K block of its rows into zero-padded row
+// tiles, multiplies on the tiles into the block's float32 accumulator (in L2 across K) and
+// finally applies alpha, beta, bias and rounding.
+// amx_linear_gemm: Cᵀ = W·Xᵀ with the weight read in place (below).
 #include <algorithm>
 #include <cstring>
 
@@ -23,6 +24,10 @@ constexpr std::int64_t kKc = 256;
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelElements = std::int64_t{4} << 20;  // bfloat16: 8 MiB
 constexpr std::int64_t kMcMax = 192;
+// amx_linear_gemm: K blocks of the X block (kLinearKc × M bfloat16) and groups of weight tiles
+// whose transposed results (16·kLinearGroupTiles × M float32) are kept.
+constexpr std::int64_t kLinearKc = 1024;
+constexpr std::int64_t kLinearGroupTiles = 32;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
@@ -159,6 +164,98 @@ void amx_gemm(const GemmCall& call, const Context& ctx) {
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
     pool.parallel_range(used_m_blocks * n_split, 1, row_blocks);
   }
+}
+
+// C transposed (amx_bf16_rows): the weight's 16-row tiles are read in place as the left operand
+// against X's rows packed once as B strips, so every weight byte comes from memory once per group
+// and nothing of the weight is packed; per K block the X block stays in L2. The K tail past a
+// multiple of 32 and a partial last tile go through small zero-padded copies.
+void amx_linear_gemm(const GemmCall& call, const Context& ctx) {
+  const std::int64_t m = call.m, n = call.n, k = call.k;
+  ThreadPool& pool = ctx.threads();
+  const int threads = pool.num_threads();
+  const std::int64_t m_pad = round_up(m, kAmxCols);
+  const std::int64_t strips = m_pad / kAmxCols;
+  const std::int64_t k_main = k / kAmxK * kAmxK;
+  const std::int64_t k_pad = round_up(k, kAmxK);
+  const std::int64_t tiles = ceil_div(n, kAmxRows);
+  const std::int64_t group = std::min(tiles, kLinearGroupTiles);
+  const std::int64_t group_rows = group * kAmxRows;
+  // Per thread: the weight copy (a partial tile over all K, or the K tails of a group), a group's
+  // transposed results, the same as m rows, and 2 epilogue rows.
+  const std::int64_t copy_floats = round_up(kAmxRows * k_pad + group_rows * kAmxK, 32) / 2;
+  const std::int64_t per_thread =
+      round_up(copy_floats + group_rows * m_pad + (m + 2) * group_rows, 16);
+  const std::int64_t xt_floats = round_up(k_pad * m_pad, 32) / 2;
+  const std::int64_t floats = round_up(n, 16) + xt_floats + threads * per_thread + 16;
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+  float* bias = lease.as<float>();
+  auto* xt = reinterpret_cast<std::uint16_t*>(bias + round_up(n, 16));
+  float* thread_area = bias + round_up(n, 16) + xt_floats;
+  if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);
+  const float* bias_f32 = call.bias != nullptr ? bias : nullptr;
+
+  // K blocks [p0, p0 + kc): kLinearKc at a time up to k_main, then the tail as one padded step.
+  // X's block at xt + p0·m_pad holds its strips (each kc rows) back to back.
+  const MatrixRef x_t{call.a.data, call.a.dtype, call.a.col_stride, call.a.row_stride};
+  auto block_end = [&](std::int64_t p0) {
+    return p0 < k_main ? std::min(p0 + kLinearKc, k_main) : k_pad;
+  };
+  for (std::int64_t p0 = 0; p0 < k_pad; p0 = block_end(p0)) {
+    const std::int64_t kc = block_end(p0) - p0;
+    pack_b(x_t, m, 0, 0, strips, p0, std::min(kc, k - p0), kc, xt + p0 * m_pad);
+  }
+
+  const auto* w = static_cast<const std::uint16_t*>(call.b.data);
+  const std::int64_t ld_w = call.b.col_stride;  // weight row j at w + j·ld_w
+  const std::int64_t whole_tiles = n / kAmxRows;
+  // Rows [j0, j0 + rows) × K [p0, p0 + cols) of the weight into dst (row stride ld, zero padded
+  // to whole tiles and ld columns).
+  auto copy_rows = [&](std::int64_t j0, std::int64_t rows, std::int64_t p0, std::int64_t cols,
+                       std::int64_t ld, std::uint16_t* dst) {
+    for (std::int64_t r = 0; r < round_up(rows, kAmxRows); ++r) {
+      for (std::int64_t p = 0; p < ld; ++p) {
+        dst[r * ld + p] = r < rows && p < cols ? w[(j0 + r) * ld_w + p0 + p] : 0;
+      }
+    }
+  };
+  auto run = [&](int chunk, std::int64_t begin, std::int64_t end) {
+    auto* copy = reinterpret_cast<std::uint16_t*>(thread_area + chunk * per_thread);
+    float* out_t = thread_area + chunk * per_thread + copy_floats;
+    float* acc = out_t + group_rows * m_pad;
+    float* scratch = acc + m * group_rows;
+    for (std::int64_t g0 = begin; g0 < end; g0 += group) {
+      const std::int64_t g1 = std::min(end, g0 + group);
+      const std::int64_t whole = std::max<std::int64_t>(0, std::min(g1, whole_tiles) - g0);
+      const bool partial = g1 > whole_tiles;  // the last tile has fewer than 16 rows
+      if (partial) copy_rows(whole_tiles * kAmxRows, n % kAmxRows, 0, k, k_pad, copy);
+      for (std::int64_t p0 = 0; p0 < k_pad; p0 = block_end(p0)) {
+        const std::int64_t kc = block_end(p0) - p0;
+        const std::uint16_t* x_block = xt + p0 * m_pad;
+        const bool accumulate = p0 > 0;
+        if (whole > 0 && p0 < k_main) {
+          amx_bf16_rows(w + g0 * kAmxRows * ld_w + p0, ld_w, whole, kc, x_block, strips, out_t,
+                        m_pad, accumulate);
+        } else if (whole > 0) {  // K tail of the whole tiles
+          std::uint16_t* tails = partial ? copy + kAmxRows * k_pad : copy;
+          copy_rows(g0 * kAmxRows, whole * kAmxRows, k_main, k - k_main, kAmxK, tails);
+          amx_bf16_rows(tails, kAmxK, whole, kc, x_block, strips, out_t, m_pad, accumulate);
+        }
+        if (partial) {
+          amx_bf16_rows(copy + p0, k_pad, 1, kc, x_block, strips, out_t + whole * kAmxRows * m_pad,
+                        m_pad, accumulate);
+        }
+      }
+      const std::int64_t j0 = g0 * kAmxRows;
+      const std::int64_t cols = std::min(g1 * kAmxRows, n) - j0;
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < cols; ++j) acc[i * cols + j] = out_t[j * m_pad + i];
+      }
+      store_gemm_rows(call, acc, cols, 0, m, j0, cols, bias_f32, scratch);
+    }
+  };
+  pool.parallel_range(tiles, 4, run);
 }
 
 }  // namespace tileops::ops::cpu

@@ -37,8 +37,11 @@ using GemmEngine = void (*)(const GemmCall& call, const Context& ctx);
 // The native engine: packed cache-blocked GEMM, with the weight-streaming path for small m.
 void native_gemm(const GemmCall& call, const Context& ctx);
 
-// native_gemm's path for bfloat16 A and B on CPUs with AMX (amx_bf16_enabled()), k > 0.
+// native_gemm's paths for bfloat16 A and B on CPUs with AMX (amx_bf16_enabled()), k > 0:
+// amx_gemm packs both operands (any layout); amx_linear_gemm reads B in place and needs its
+// columns contiguous (b.row_stride == 1, a linear's weight), for small M.
 void amx_gemm(const GemmCall& call, const Context& ctx);
+void amx_linear_gemm(const GemmCall& call, const Context& ctx);
 
 // The M threshold of the weight-streaming (decode) path.
 inline constexpr std::int64_t kDecodeMaxRows = 16;

@@ -1,5 +1,6 @@
 #include "src/ops/cpu/simd/amx_kernels.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,16 +47,27 @@ struct TileConfig {
   std::uint8_t rows[16] = {};
 };
 
+// Where A's row tiles are: tile i's K step at p (a multiple of kAmxK) starts at
+// data + i·next + p·k_scale and has rows `row_bytes` apart. Packed (amx_bf16_block): next =
+// kc·kAmxRows, k_scale = kAmxRows, 64-byte rows; a weight read in place (amx_bf16_rows): next =
+// kAmxRows·ld_w, k_scale = 1, rows ld_w·2 bytes apart.
+struct ATiles {
+  const std::uint16_t* data;
+  std::int64_t next;
+  std::int64_t k_scale;
+  std::int64_t row_bytes;
+};
+
 // One 16- or 32-row × 16- or 32-column block of C in tiles 0-3 (rows +16 in 2-3, columns +16 in
 // 1 and 3), A's row tiles in 4-5 and B's strips in 6-7: per K step 2-4 tile loads feed 1-4
-// products. `a` is A's row tile (a + kc·kAmxRows the next one), `b` B's strip (b + kc·kAmxCols
-// the next one); each K step of either is 1 KiB of 64-byte rows.
+// products. `b` is B's strip (b + kc·kAmxCols the next one), each K step 1 KiB of 64-byte rows.
 template <bool kTwoRows, bool kTwoCols>
-TILEOPS_AMX_TARGET void tile_block(const std::uint16_t* a, const std::uint16_t* b, std::int64_t kc,
+TILEOPS_AMX_TARGET void tile_block(const ATiles& a, const std::uint16_t* b, std::int64_t kc,
                                    float* c, std::int64_t ldc, bool accumulate) {
   constexpr std::int64_t kRowBytes = 64;
   const std::int64_t c_bytes = ldc * 4;
-  const std::uint16_t* a1 = a + kc * kAmxRows;
+  const std::uint16_t* a0 = a.data;
+  const std::uint16_t* a1 = a.data + a.next;
   const std::uint16_t* b1 = b + kc * kAmxCols;
   float* c1 = c + kAmxRows * ldc;
   if (accumulate) {
@@ -70,7 +82,7 @@ TILEOPS_AMX_TARGET void tile_block(const std::uint16_t* a, const std::uint16_t* 
     if constexpr (kTwoRows && kTwoCols) _tile_zero(3);
   }
   for (std::int64_t p = 0; p < kc; p += kAmxK) {
-    _tile_loadd(4, a + p * kAmxRows, kRowBytes);
+    _tile_loadd(4, a0 + p * a.k_scale, a.row_bytes);
     _tile_loadd(6, b + p * kAmxCols, kRowBytes);
     _tile_dpbf16ps(0, 4, 6);
     if constexpr (kTwoCols) {
@@ -78,7 +90,7 @@ TILEOPS_AMX_TARGET void tile_block(const std::uint16_t* a, const std::uint16_t* 
       _tile_dpbf16ps(1, 4, 7);
     }
     if constexpr (kTwoRows) {
-      _tile_loadd(5, a1 + p * kAmxRows, kRowBytes);
+      _tile_loadd(5, a1 + p * a.k_scale, a.row_bytes);
       _tile_dpbf16ps(2, 5, 6);
     }
     if constexpr (kTwoRows && kTwoCols) _tile_dpbf16ps(3, 5, 7);
@@ -87,6 +99,31 @@ TILEOPS_AMX_TARGET void tile_block(const std::uint16_t* a, const std::uint16_t* 
   if constexpr (kTwoCols) _tile_stored(1, c + kAmxCols, c_bytes);
   if constexpr (kTwoRows) _tile_stored(2, c1, c_bytes);
   if constexpr (kTwoRows && kTwoCols) _tile_stored(3, c1 + kAmxCols, c_bytes);
+}
+
+// C (+)= A·B over `tiles` row tiles of A × `strips` strips of B in 2×2 blocks, B strip pairs
+// outside (they stay in L1 or L2 while A's tiles pass).
+TILEOPS_AMX_TARGET void tile_blocks(const ATiles& a, std::int64_t tiles, const std::uint16_t* b,
+                                    std::int64_t strips, std::int64_t kc, float* c,
+                                    std::int64_t ldc, bool accumulate) {
+  for (std::int64_t t = 0; t < strips; t += 2) {
+    const std::uint16_t* bt = b + t * kc * kAmxCols;
+    const bool two_cols = t + 1 < strips;
+    for (std::int64_t i = 0; i < tiles; i += 2) {
+      const ATiles ai{a.data + i * a.next, a.next, a.k_scale, a.row_bytes};
+      float* ci = c + i * kAmxRows * ldc + t * kAmxCols;
+      const bool two_rows = i + 1 < tiles;
+      if (two_rows && two_cols) {
+        tile_block<true, true>(ai, bt, kc, ci, ldc, accumulate);
+      } else if (two_rows) {
+        tile_block<true, false>(ai, bt, kc, ci, ldc, accumulate);
+      } else if (two_cols) {
+        tile_block<false, true>(ai, bt, kc, ci, ldc, accumulate);
+      } else {
+        tile_block<false, false>(ai, bt, kc, ci, ldc, accumulate);
+      }
+    }
+  }
 }
 
 // Every tile 16 rows of 64 bytes.
@@ -117,47 +154,42 @@ TILEOPS_AMX_TARGET void amx_bf16_block(const std::uint16_t* a, std::int64_t rows
                                        const std::uint16_t* b, std::int64_t n_strips, float* acc,
                                        std::int64_t ld_acc, bool accumulate) {
   configure_tiles();
-  for (std::int64_t t = 0; t < n_strips; t += 2) {
-    const std::uint16_t* bt = b + t * kc * kAmxCols;
-    const bool two_cols = t + 1 < n_strips;
-    for (std::int64_t i = 0; i < rows; i += 2 * kAmxRows) {
-      const std::uint16_t* ai = a + i * kc;
-      float* ci = acc + i * ld_acc + t * kAmxCols;
-      const bool two_rows = i + kAmxRows < rows;
-      if (two_rows && two_cols) {
-        tile_block<true, true>(ai, bt, kc, ci, ld_acc, accumulate);
-      } else if (two_rows) {
-        tile_block<true, false>(ai, bt, kc, ci, ld_acc, accumulate);
-      } else if (two_cols) {
-        tile_block<false, true>(ai, bt, kc, ci, ld_acc, accumulate);
-      } else {
-        tile_block<false, false>(ai, bt, kc, ci, ld_acc, accumulate);
-      }
-    }
-  }
+  tile_blocks(ATiles{a, kc * kAmxRows, kAmxRows, 64}, rows / kAmxRows, b, n_strips, kc, acc, ld_acc,
+              accumulate);
   _tile_release();  // back to the init state: a context switch need not save 8 KiB of tiles
 }
 
-// Row tiles of W four at a time in accumulator tiles 0-3, so that each K step loads X's tile
-// (6) once for four products and W's tiles alternate between 4 and 5 (a load can start while the
-// product before reads the other one). Leftover tiles one at a time in tile 0.
+// One strip of X (decode): row tiles of W four at a time in accumulator tiles 0-3, so that each
+// K step loads X's tile (6) once for four products and W's tiles alternate between 4 and 5 (a
+// load can start while the product before reads the other one); leftover tiles one at a time.
+// More strips: 2×2 blocks, each W tile pair (from memory once, then L2) against every X strip
+// pair.
 TILEOPS_AMX_TARGET void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w, std::int64_t tiles,
-                                      std::int64_t kc, const std::uint16_t* xt, float* out,
-                                      bool accumulate) {
-  constexpr std::int64_t kRowBytes = 64;
-  constexpr std::int64_t kTile = kAmxRows * kAmxCols;
+                                      std::int64_t kc, const std::uint16_t* xt, std::int64_t strips,
+                                      float* out, std::int64_t ld_out, bool accumulate) {
   const std::int64_t w_bytes = ld_w * 2;
   const std::int64_t w_tile = kAmxRows * ld_w;
   configure_tiles();
+  if (strips > 1) {
+    for (std::int64_t t = 0; t < tiles; t += 2) {
+      tile_blocks(ATiles{w + t * w_tile, w_tile, 1, w_bytes}, std::min<std::int64_t>(2, tiles - t),
+                  xt, strips, kc, out + t * kAmxRows * ld_out, ld_out, accumulate);
+    }
+    _tile_release();
+    return;
+  }
+  constexpr std::int64_t kRowBytes = 64;
+  const std::int64_t o_bytes = ld_out * 4;
+  const std::int64_t o_tile = kAmxRows * ld_out;
   std::int64_t t = 0;
   for (; t + 4 <= tiles; t += 4) {
     const std::uint16_t* wt = w + t * w_tile;
-    float* o = out + t * kTile;
+    float* o = out + t * o_tile;
     if (accumulate) {
-      _tile_loadd(0, o, kRowBytes);
-      _tile_loadd(1, o + kTile, kRowBytes);
-      _tile_loadd(2, o + 2 * kTile, kRowBytes);
-      _tile_loadd(3, o + 3 * kTile, kRowBytes);
+      _tile_loadd(0, o, o_bytes);
+      _tile_loadd(1, o + o_tile, o_bytes);
+      _tile_loadd(2, o + 2 * o_tile, o_bytes);
+      _tile_loadd(3, o + 3 * o_tile, o_bytes);
     } else {
       _tile_zero(0);
       _tile_zero(1);
@@ -175,25 +207,14 @@ TILEOPS_AMX_TARGET void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w,
       _tile_loadd(5, wt + 3 * w_tile + p, w_bytes);
       _tile_dpbf16ps(3, 5, 6);
     }
-    _tile_stored(0, o, kRowBytes);
-    _tile_stored(1, o + kTile, kRowBytes);
-    _tile_stored(2, o + 2 * kTile, kRowBytes);
-    _tile_stored(3, o + 3 * kTile, kRowBytes);
+    _tile_stored(0, o, o_bytes);
+    _tile_stored(1, o + o_tile, o_bytes);
+    _tile_stored(2, o + 2 * o_tile, o_bytes);
+    _tile_stored(3, o + 3 * o_tile, o_bytes);
   }
-  for (; t < tiles; ++t) {
-    const std::uint16_t* wt = w + t * w_tile;
-    float* o = out + t * kTile;
-    if (accumulate) {
-      _tile_loadd(0, o, kRowBytes);
-    } else {
-      _tile_zero(0);
-    }
-    for (std::int64_t p = 0; p < kc; p += kAmxK) {
-      _tile_loadd(6, xt + p * kAmxCols, kRowBytes);
-      _tile_loadd(4, wt + p, w_bytes);
-      _tile_dpbf16ps(0, 4, 6);
-    }
-    _tile_stored(0, o, kRowBytes);
+  if (t < tiles) {
+    tile_blocks(ATiles{w + t * w_tile, w_tile, 1, w_bytes}, tiles - t, xt, 1, kc, out + t * o_tile,
+                ld_out, accumulate);
   }
   _tile_release();
 }
@@ -208,7 +229,7 @@ void amx_bf16_block(const std::uint16_t*, std::int64_t, std::int64_t, const std:
 }
 
 void amx_bf16_rows(const std::uint16_t*, std::int64_t, std::int64_t, std::int64_t,
-                   const std::uint16_t*, float*, bool) {
+                   const std::uint16_t*, std::int64_t, float*, std::int64_t, bool) {
   throw Error(ErrorKind::kUnsupported, "amx_bf16_rows: AMX is not available on this platform");
 }
 

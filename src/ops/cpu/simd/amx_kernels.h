@@ -31,15 +31,16 @@ void amx_bf16_block(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
                     const std::uint16_t* b, std::int64_t n_strips, float* acc, std::int64_t ld_acc,
                     bool accumulate);
 
-// The decode form, C transposed: out = W·Xᵀ for 16·tiles rows of W against at most 16 rows of X,
-// W read in place (a linear's weight, streamed once):
+// The linear form, C transposed: out = W·Xᵀ for 16·tiles rows of W read in place (a linear's
+// weight, so it needs no packing) against 16·strips rows of X:
 // - w: bfloat16 bits, 16·tiles rows × kc (kc a multiple of kAmxK), row stride ld_w elements;
-// - xt: X's rows (zeros past M) pair-interleaved like a B strip: element (p, i) at
-//   [(p / 2)·2·kAmxCols + 2·i + p % 2], kc rows;
-// - out: float32 16·tiles × 16, row-major (out[j·16 + i] = Σ_p w(j, p)·x(i, p)); accumulate
-//   adds to it.
+// - xt: X's rows (zeros past M) as B strips: strip s at xt + s·kc·kAmxCols, pair-interleaved:
+//   element (p, i) at [(p / 2)·2·kAmxCols + 2·i + p % 2];
+// - out: float32 16·tiles × 16·strips, row stride ld_out (out(j, i) = Σ_p w(j, p)·x(i, p));
+//   accumulate adds to it.
 // Call only when amx_bf16_enabled().
 void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w, std::int64_t tiles, std::int64_t kc,
-                   const std::uint16_t* xt, float* out, bool accumulate);
+                   const std::uint16_t* xt, std::int64_t strips, float* out, std::int64_t ld_out,
+                   bool accumulate);
 
 }  // namespace tileops::ops::cpu
