@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
@@ -128,6 +130,39 @@ TEST(FlashAttention, PagedEqualsPacked) {
       EXPECT_EQ(testing::to_doubles(paged), testing::to_doubles(packed));
     }
   }
+}
+
+TEST(FlashAttention, Bfloat16OnEveryPath) {
+  // bfloat16 with head sizes of whole 32-column steps runs on AMX tiles where the CPU has them
+  // (TILEOPS_AMX=0: the vector path): varlen, GQA, strides, rows without keys, windows, paging.
+  for (const char* amx : {"1", "0"}) {
+    SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
+    ::setenv("TILEOPS_AMX", amx, 1);
+    AttentionCase c;
+    c.dtype = DataType::kBFloat16, c.heads = 8, c.kv_heads = 2, c.head_size = 128;
+    c.q_lens = {1, 17, 129}, c.kv_lens = {1, 17, 129};
+    c.causal = true, c.layout = Layout::kStrided;
+    run_case(c);
+    c.layout = Layout::kContiguous;
+    c.q_lens = {20}, c.kv_lens = {7};  // the first 13 rows see no key
+    TensorStorage out = run_case(c);
+    for (double x : testing::to_doubles(out.view().slice(0, 0, 13))) EXPECT_EQ(x, 0.0);
+    c.q_lens = {129, 17}, c.kv_lens = {129, 200};
+    c.sliding_window = 33;
+    run_case(c);
+    c.sliding_window.reset(), c.causal = false, c.window_left = 10, c.window_right = 25;
+    run_case(c);
+    c.window_left = c.window_right = -1, c.causal = true, c.head_size = 64;
+    c.q_lens = {1, 17, 40}, c.kv_lens = {33, 129, 40};
+    for (std::int64_t bs : {16, 32}) {
+      c.block_size = bs;
+      const TensorStorage paged = run_case(c, 7);
+      c.block_size = 0;
+      const TensorStorage packed = run_case(c, 7);
+      EXPECT_EQ(testing::to_doubles(paged), testing::to_doubles(packed));
+    }
+  }
+  ::unsetenv("TILEOPS_AMX");
 }
 
 TEST(FlashAttention, OneSequenceWithoutCumulativeLengths) {

@@ -10,6 +10,7 @@
 #include "src/ops/cpu/attention/kv_pack.h"
 #include "src/ops/cpu/attention/prefill_tile.h"
 #include "src/ops/cpu/register.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
@@ -48,6 +49,12 @@ class FlashAttentionCpu final : public Operator {
     const Tensor& cu_q = tensors[3];
     const Tensor& cu_kv = tensors[4];
     const Tensor& block_table = tensors[5];
+    // bfloat16 on AMX tiles where the CPU has them (whole K steps of 32 per head).
+    const bool amx = dtype_ == DataType::kBFloat16 && shape_.head_size % kAmxK == 0 &&
+                     shape_.head_size <= 256 && amx_bf16_enabled();
+    const std::int64_t kv_tile = amx ? kAmxKvTile : packed_.kv_tile;
+    // Floats per packed tile: float32 strips, or bfloat16 keys and values.
+    const std::int64_t tile_floats = amx ? kAmxKvTile * shape_.head_size : packed_.tile_floats();
     const std::vector<Sequence> sequences =
         read_sequences(query, tensors[1], cu_q, cu_kv, block_table);
     const auto batch = static_cast<std::int64_t>(sequences.size());
@@ -60,7 +67,7 @@ class FlashAttentionCpu final : public Operator {
     for (std::int64_t b = 0; b < batch; ++b) {
       const Sequence& seq = sequences[b];
       std::int64_t first = 0, last = -1;
-      visible_key_tiles(shape_, seq, 0, seq.q_len, packed_.kv_tile, first, last);
+      visible_key_tiles(shape_, seq, 0, seq.q_len, kv_tile, first, last);
       first_tile[b] = first;
       tile_count[b] = std::max<std::int64_t>(0, last - first + 1);
       for (std::int64_t h = 0; h < kv_heads; ++h) {
@@ -69,7 +76,7 @@ class FlashAttentionCpu final : public Operator {
         for (std::int64_t i = 0; i < seq.q_len; i += positions_per_tile_) {
           QueryTile t{b, h, i, std::min(positions_per_tile_, seq.q_len - i), 0};
           std::int64_t f = 0, l = -1;
-          visible_key_tiles(shape_, seq, t.first, t.first + t.positions, packed_.kv_tile, f, l);
+          visible_key_tiles(shape_, seq, t.first, t.first + t.positions, kv_tile, f, l);
           t.cost = l - f + 2;  // +1: the query rows' own load and store
           work.push_back(t);
         }
@@ -80,15 +87,18 @@ class FlashAttentionCpu final : public Operator {
 
     ThreadPool& pool = ctx.threads();
     const std::int64_t threads = pool.num_threads();
-    const std::int64_t scratch = round_up(
-        std::max(query_tile_scratch(packed_, positions_per_tile_ * shape_.group), shape_.head_size),
-        16);
-    WorkspacePool::Lease lease = ctx.workspace().acquire(
-        kCpu, ctx.stream, 0,
-        sizeof(float) *
-            static_cast<std::size_t>(total_tiles * packed_.tile_floats() + threads * scratch + 16));
+    const std::int64_t rows = positions_per_tile_ * shape_.group;
+    const std::int64_t scratch =
+        round_up(std::max(amx ? query_tile_scratch_amx(shape_.head_size, rows)
+                              : query_tile_scratch(packed_, rows),
+                          shape_.head_size),
+                 16);
+    WorkspacePool::Lease lease =
+        ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                                sizeof(float) * static_cast<std::size_t>(total_tiles * tile_floats +
+                                                                         threads * scratch + 16));
     float* tiles = lease.as<float>();
-    float* thread_scratch = tiles + total_tiles * packed_.tile_floats();
+    float* thread_scratch = tiles + total_tiles * tile_floats;
 
     const KvRows keys(tensors[1], block_table, shape_.block_size);
     const KvRows values(tensors[2], block_table, shape_.block_size);
@@ -98,10 +108,15 @@ class FlashAttentionCpu final : public Operator {
       const std::int64_t bh = it - tile_offset.begin();
       const std::int64_t b = bh / kv_heads;
       const std::int64_t kt = first_tile[b] + (item - *it);
-      const std::int64_t j0 = kt * packed_.kv_tile;
-      pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0,
-                   std::min(packed_.kv_tile, sequences[b].kv_len - j0), packed_,
-                   tiles + item * packed_.tile_floats(), thread_scratch + chunk * scratch);
+      const std::int64_t j0 = kt * kv_tile;
+      const std::int64_t n = std::min(kv_tile, sequences[b].kv_len - j0);
+      if (amx) {
+        pack_kv_tile_amx(keys, values, b, sequences[b], bh % kv_heads, j0, n, shape_.head_size,
+                         reinterpret_cast<std::uint16_t*>(tiles + item * tile_floats));
+      } else {
+        pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0, n, packed_,
+                     tiles + item * tile_floats, thread_scratch + chunk * scratch);
+      }
     });
     // Phase 2: query tiles.
     PrefillCall call{shape_,
@@ -114,7 +129,11 @@ class FlashAttentionCpu final : public Operator {
                      first_tile.data(),
                      sequences.data()};
     for_each_claimed(pool, static_cast<std::int64_t>(work.size()), [&](int chunk, std::int64_t i) {
-      run_query_tile(call, work[i], thread_scratch + chunk * scratch);
+      if (amx) {
+        run_query_tile_amx(call, work[i], thread_scratch + chunk * scratch);
+      } else {
+        run_query_tile(call, work[i], thread_scratch + chunk * scratch);
+      }
     });
   }
 

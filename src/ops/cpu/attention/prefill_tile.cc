@@ -13,10 +13,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
+}  // namespace
+
 // Scores outside each row's visible keys (and past the last key) become -inf. Only the tiles
 // that cross a mask boundary or the end of the keys get here.
-void mask_scores(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,
-                 std::int64_t j0, std::int64_t n, std::int64_t width, float* s, std::int64_t lds) {
+void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,
+                           std::int64_t j0, std::int64_t n, std::int64_t width, float* s,
+                           std::int64_t lds) {
   const std::int64_t rows = tile.positions * shape.group;
   for (std::int64_t r = 0; r < rows; ++r) {
     const VisibleKeys vk = visible_keys(shape, seq, tile.first + r / shape.group);
@@ -27,8 +30,6 @@ void mask_scores(const AttentionShape& shape, const Sequence& seq, const QueryTi
     std::fill(row + hi, row + width, kNegInf);
   }
 }
-
-}  // namespace
 
 std::int64_t query_tile_scratch(const PackedTileShape& packed, std::int64_t rows) {
   const std::int64_t rows_pad = round_up(rows, kAttentionMr);
@@ -104,7 +105,7 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
                            nr, d, s, nk, false);
     // Interior tiles (every row sees every key) skip the mask.
     if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
-      mask_scores(shape, seq, tile, j0, n, width, s, nk);
+      mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
     }
     attention_softmax_tile(s, nk, rows_pad, width, m, l, corr);
     attention_scale_rows(o, d_pad, rows_pad, d, corr);

@@ -41,4 +41,21 @@ void visible_key_tiles(const AttentionShape& shape, const Sequence& seq, std::in
 
 void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scratch);
 
+// Scores outside each row's visible keys (and past the last key, up to `width`) of the key tile
+// at j0 (n keys) become -inf.
+void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,
+                           std::int64_t j0, std::int64_t n, std::int64_t width, float* s,
+                           std::int64_t lds);
+
+// The bfloat16 path on AMX (prefill_tile_amx.cc): key tiles of kAmxKvTile keys packed as tile
+// operands (keys, then values: 2·kAmxKvTile·head_size bfloat16 per tile; head_size a multiple of
+// 32, at most 256), and the query tiles run over them. call.packed_tiles then holds those
+// bfloat16 tiles, call.packed is unused.
+inline constexpr std::int64_t kAmxKvTile = 64;
+void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
+                      const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
+                      std::int64_t head_size, std::uint16_t* tile);
+std::int64_t query_tile_scratch_amx(std::int64_t head_size, std::int64_t rows);
+void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* scratch);
+
 }  // namespace tileops::ops::cpu

@@ -1,0 +1,143 @@
+// flash_attention's bfloat16 path on CPUs with AMX (amx_kernels.h): key/value tiles packed as
+// bfloat16 tile operands, S = Q·Kᵀ and O += P·V as tile products with float32 results, the online
+// softmax in float32 as on the vector path (prefill_tile.cc). P is rounded to bfloat16 for its
+// product (the sum l keeps the float32 probabilities).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "src/ops/cpu/attention/prefill_tile.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
+#include "src/ops/cpu/simd/attention_kernels.h"
+#include "src/ops/cpu/simd/convert.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace
+
+void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
+                      const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
+                      std::int64_t head_size, std::uint16_t* tile) {
+  const std::int64_t d = head_size;
+  const std::int64_t k_stride = keys.d_stride(), v_stride = values.d_stride();
+  std::uint16_t* key_strips = tile;
+  std::uint16_t* value_strips = tile + kAmxKvTile * d;
+  if (n < kAmxKvTile) std::fill(tile, tile + 2 * kAmxKvTile * d, std::uint16_t{0});
+  for (std::int64_t jj = 0; jj < n; ++jj) {
+    const auto* k = static_cast<const std::uint16_t*>(keys.row(sequence_index, seq, h, j0 + jj));
+    const auto* v = static_cast<const std::uint16_t*>(values.row(sequence_index, seq, h, j0 + jj));
+    // Keys as B strips of 16 keys (Kᵀ: element (c, key) at [c / 2·32 + 2·key + c % 2]).
+    std::uint16_t* ks = key_strips + jj / kAmxCols * d * kAmxCols + 2 * (jj % kAmxCols);
+    for (std::int64_t c = 0; c < d; c += 2) {
+      ks[c * kAmxCols] = k[c * k_stride];
+      ks[c * kAmxCols + 1] = k[(c + 1) * k_stride];
+    }
+    // Values as B strips of 16 columns (element (key, c) at [key / 2·32 + 2·c + key % 2]).
+    std::uint16_t* vs = value_strips + jj / 2 * 2 * kAmxCols + jj % 2;
+    for (std::int64_t c0 = 0; c0 < d; c0 += kAmxCols) {
+      std::uint16_t* strip = vs + c0 / kAmxCols * kAmxKvTile * kAmxCols;
+      for (std::int64_t c = 0; c < kAmxCols; ++c) strip[2 * c] = v[(c0 + c) * v_stride];
+    }
+  }
+}
+
+std::int64_t query_tile_scratch_amx(std::int64_t head_size, std::int64_t rows) {
+  const std::int64_t rows_pad = round_up(rows, kAmxRows);
+  // q and p tiles (bfloat16), s, o, m, l, corr, the scale per row, a bfloat16 row of p.
+  return rows_pad * (head_size / 2 + kAmxKvTile / 2 + kAmxKvTile + head_size + 4) + kAmxKvTile + 16;
+}
+
+void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* scratch) {
+  const AttentionShape& shape = call.shape;
+  const Sequence& seq = call.sequences[tile.sequence_index];
+  const std::int64_t d = shape.head_size;
+  const std::int64_t nk = kAmxKvTile;
+  const std::int64_t rows = tile.positions * shape.group;
+  const std::int64_t rows_pad = round_up(rows, kAmxRows);
+  auto* q = reinterpret_cast<std::uint16_t*>(scratch);  // row tiles of Q: [r/16][c/32][16][32]
+  auto* p = q + rows_pad * d;                           // row tiles of P, 2 K steps
+  float* s = scratch + rows_pad * (d + nk) / 2;
+  float* o = s + rows_pad * nk;
+  float* m = o + rows_pad * d;
+  float* l = m + rows_pad;
+  float* corr = l + rows_pad;
+  float* scale = corr + rows_pad;
+  auto* p_row = reinterpret_cast<std::uint16_t*>(scale + rows_pad);
+  std::fill(scale, scale + rows_pad, shape.scale);
+
+  // Query rows (position-major, the group's heads inside), unscaled: the scale multiplies S.
+  const Tensor& query = call.query;
+  const std::int64_t q_stride = query.stride(2);
+  std::fill(q, q + rows_pad * d, std::uint16_t{0});
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t t = seq.q_start + tile.first + r / shape.group;
+    const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
+    const auto* src = static_cast<const std::uint16_t*>(query.data()) + t * query.stride(0) +
+                      head * query.stride(1);
+    std::uint16_t* row = q + r / kAmxRows * kAmxRows * d + r % kAmxRows * kAmxK;
+    for (std::int64_t c = 0; c < d; ++c) {
+      row[c / kAmxK * kAmxRows * kAmxK + c % kAmxK] = src[c * q_stride];
+    }
+  }
+  std::fill(p, p + rows_pad * nk, std::uint16_t{0});
+  std::fill(o, o + rows_pad * d, 0.0f);
+  std::fill(m, m + rows_pad, kNegInf);
+  std::fill(l, l + rows_pad, 0.0f);
+
+  std::int64_t first_tile = 0, last_tile = -1;
+  visible_key_tiles(shape, seq, tile.first, tile.first + tile.positions, nk, first_tile, last_tile);
+  const std::int64_t lo_last = visible_keys(shape, seq, tile.first + tile.positions - 1).lo;
+  const std::int64_t hi_first = visible_keys(shape, seq, tile.first).hi;
+  const std::int64_t hi_last = visible_keys(shape, seq, tile.first + tile.positions - 1).hi;
+  const std::int64_t tile_elements = 2 * nk * d;
+  const auto* tiles =
+      reinterpret_cast<const std::uint16_t*>(call.packed_tiles) +
+      call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * tile_elements;
+  for (std::int64_t kt = first_tile; kt <= last_tile; ++kt) {
+    const std::int64_t j0 = kt * nk;
+    // Key strips past the last row's last visible key (the causal diagonal) are skipped.
+    const std::int64_t n = std::min({nk, seq.kv_len - j0, hi_last + 1 - j0});
+    const std::int64_t strips = (n + kAmxCols - 1) / kAmxCols;
+    const std::int64_t width = strips * kAmxCols;
+    const std::uint16_t* packed =
+        tiles + (kt - call.first_tile[tile.sequence_index]) * tile_elements;
+    amx_bf16_block(q, rows_pad, d, packed, strips, s, nk, false);
+    attention_scale_rows(s, nk, rows_pad, width, scale);
+    if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
+      mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
+    }
+    attention_softmax_tile(s, nk, rows_pad, width, m, l, corr);
+    attention_scale_rows(o, d, rows_pad, d, corr);
+    // P as row tiles of bfloat16 over all nk keys (zeros past width: the values there are zero
+    // but stale scores could be infinite).
+    std::fill(p_row + width, p_row + nk, std::uint16_t{0});
+    for (std::int64_t r = 0; r < rows_pad; ++r) {
+      store_f32(s + r * nk, p_row, DataType::kBFloat16, 1, width);
+      std::uint16_t* row = p + r / kAmxRows * kAmxRows * nk + r % kAmxRows * kAmxK;
+      for (std::int64_t c = 0; c < nk; c += kAmxK) {
+        std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, p_row + c, kAmxK * 2);
+      }
+    }
+    amx_bf16_block(p, rows_pad, nk, packed + nk * d, d / kAmxCols, o, d, true);
+  }
+
+  const Tensor& output = call.output;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t t = seq.q_start + tile.first + r / shape.group;
+    const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
+    auto* dst =
+        static_cast<char*>(output.data()) + (t * output.stride(0) + head * output.stride(1)) *
+                                                static_cast<std::int64_t>(output.element_size());
+    float* row = o + r * d;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key gets zeros
+    for (std::int64_t c = 0; c < d; ++c) row[c] *= inv;
+    store_f32(row, dst, call.dtype, output.stride(2), d);
+  }
+}
+
+}  // namespace tileops::ops::cpu
