@@ -1,7 +1,8 @@
 // flash_attention on CPU in two parallel phases: (1) every key/value tile that some query can see
 // is converted to float32 and packed once (kv_pack.h); (2) query tiles run the online softmax
 // over their visible key tiles (prefill_tile.h), the most expensive tiles first so that the
-// threads, which claim tiles dynamically, finish together under a causal mask.
+// threads, which claim tiles dynamically, finish together under a causal mask. bfloat16 on CPUs
+// with AMX packs bfloat16 tile operands instead and runs prefill_tile_amx.cc.
 #include <algorithm>
 #include <atomic>
 #include <memory>
