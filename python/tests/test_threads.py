@@ -37,3 +37,4 @@ def test_cli_env():
                             text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "rms_norm" in result.stdout
+    assert "AMX-BF16" in result.stdout

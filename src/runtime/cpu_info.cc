@@ -3,6 +3,13 @@
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define TILEOPS_AMX_DETECT 1
+#endif
+
 namespace tileops {
 
 std::vector<std::string> cpu_simd_targets() {
@@ -17,6 +24,30 @@ std::vector<std::string> cpu_simd_targets() {
 std::string cpu_best_simd_target() {
   const auto names = cpu_simd_targets();
   return names.empty() ? "none" : names.front();
+}
+
+bool cpu_amx_bf16() {
+#if TILEOPS_AMX_DETECT
+  static const bool usable = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
+    if ((edx & kAmxBf16) == 0 || (edx & kAmxTile) == 0) return false;
+    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+    if ((ecx & (1u << 27)) == 0) return false;  // OSXSAVE: xgetbv is allowed
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    constexpr unsigned kTileState = 3u << 17;  // XTILECFG and XTILEDATA
+    if ((lo & kTileState) != kTileState) return false;
+    // Linux hands out the 8 KiB tile state only on request, once per process.
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+#else
+  return false;
+#endif
 }
 
 const char* version() { return TILEOPS_VERSION; }

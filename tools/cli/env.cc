@@ -1,5 +1,7 @@
 // `tileops env`: the build, the CPU as the kernels see it, and every registered implementation.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "tileops/ops/registry.h"
@@ -15,6 +17,12 @@ int run_env(int, char**) {
   for (const std::string& t : cpu_simd_targets()) targets += (targets.empty() ? "" : " ") + t;
   std::printf("cpu: SIMD targets %s (dispatching to %s), %d threads (TILEOPS_NUM_THREADS)\n",
               targets.c_str(), cpu_best_simd_target().c_str(), ThreadPool::global().num_threads());
+  const char* amx = std::getenv("TILEOPS_AMX");
+  std::printf("cpu: AMX-BF16 %s\n",
+              !cpu_amx_bf16() ? "absent (bfloat16 matrix products use the SIMD targets)"
+              : amx != nullptr && std::strcmp(amx, "0") == 0
+                  ? "present, turned off by TILEOPS_AMX=0"
+                  : "in use for bfloat16 matrix products (TILEOPS_AMX=0 turns it off)");
   std::printf("cuda: not built\n");
   std::printf("\n%-18s %-6s %s\n", "operator", "device", "implementations (index: name)");
   for (const std::string& op : ops::registered_operators()) {

@@ -10,6 +10,10 @@ namespace tileops {
 std::vector<std::string> cpu_simd_targets();
 // The target the kernels dispatch to.
 std::string cpu_best_simd_target();
+// True when the CPU has AMX-TILE and AMX-BF16 and the OS lets this process use the tile state
+// (Linux: asked once, with arch_prctl). bfloat16 matrix products then run on AMX tiles unless
+// the environment variable TILEOPS_AMX is "0".
+bool cpu_amx_bf16();
 // tileops version string ("0.1.0").
 const char* version();
 

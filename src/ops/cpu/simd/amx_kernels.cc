@@ -5,13 +5,11 @@
 #include <cstring>
 
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #define TILEOPS_AMX_CODE 1
-#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace tileops::ops::cpu {
@@ -20,23 +18,6 @@ namespace tileops::ops::cpu {
 namespace {
 
 #define TILEOPS_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
-
-bool amx_bf16_usable() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
-  if ((edx & kAmxBf16) == 0 || (edx & kAmxTile) == 0) return false;
-  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
-  if ((ecx & (1u << 27)) == 0) return false;  // OSXSAVE: xgetbv is allowed
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  constexpr unsigned kTileState = 3u << 17;  // XTILECFG and XTILEDATA
-  if ((lo & kTileState) != kTileState) return false;
-  // Linux hands out the 8 KiB tile state only on request, once per process.
-  constexpr long kArchReqXcompPerm = 0x1023;
-  constexpr long kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-}
 
 // The 64-byte tile configuration (palette 1): every tile 16 rows of 64 bytes.
 struct TileConfig {
@@ -143,9 +124,8 @@ TILEOPS_AMX_TARGET void configure_tiles() {
 }  // namespace
 
 bool amx_bf16_enabled() {
-  static const bool usable = amx_bf16_usable();
   const char* env = std::getenv("TILEOPS_AMX");
-  return usable && (env == nullptr || std::strcmp(env, "0") != 0);
+  return cpu_amx_bf16() && (env == nullptr || std::strcmp(env, "0") != 0);
 }
 
 // Pairs of B strips outside (2·kc·64 bytes, 32 KiB at kc = 256, stay in L1), pairs of A row

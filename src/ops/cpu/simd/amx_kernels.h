@@ -7,9 +7,9 @@
 
 namespace tileops::ops::cpu {
 
-// True when the CPU has AMX-TILE and AMX-BF16, the OS saves tile state and has let this process
-// use it (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM), asked once), and the environment variable
-// TILEOPS_AMX is not "0" (read on every call, so a test can turn AMX off and on).
+// True when cpu_amx_bf16() (the CPU has AMX-BF16 and the OS lets this process use it) and the
+// environment variable TILEOPS_AMX is not "0" (read on every call, so a test can turn AMX off and
+// on).
 bool amx_bf16_enabled();
 
 // Tile geometry: rows of an A tile, columns of a B strip, K per tile product.
