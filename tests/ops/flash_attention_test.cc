@@ -133,7 +133,7 @@ TEST(FlashAttention, PagedEqualsPacked) {
 }
 
 TEST(FlashAttention, Bfloat16OnEveryPath) {
-  // bfloat16 with head sizes of whole 32-column steps runs on AMX tiles where the CPU has them
+  // bfloat16 with head sizes that are multiples of 16 runs on AMX tiles where the CPU has them
   // (TILEOPS_AMX=0: the vector path): varlen, GQA, strides, rows without keys, windows, paging.
   for (const char* amx : {"1", "0"}) {
     SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);

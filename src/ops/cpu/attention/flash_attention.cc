@@ -50,12 +50,13 @@ class FlashAttentionCpu final : public Operator {
     const Tensor& cu_q = tensors[3];
     const Tensor& cu_kv = tensors[4];
     const Tensor& block_table = tensors[5];
-    // bfloat16 on AMX tiles where the CPU has them (whole K steps of 32 per head).
-    const bool amx = dtype_ == DataType::kBFloat16 && shape_.head_size % kAmxK == 0 &&
+    // bfloat16 on AMX tiles where the CPU has them (head sizes of whole 16-column strips).
+    const bool amx = dtype_ == DataType::kBFloat16 && shape_.head_size % kAmxCols == 0 &&
                      shape_.head_size <= 256 && amx_bf16_enabled();
     const std::int64_t kv_tile = amx ? kAmxKvTile : packed_.kv_tile;
     // Floats per packed tile: float32 strips, or bfloat16 keys and values.
-    const std::int64_t tile_floats = amx ? kAmxKvTile * shape_.head_size : packed_.tile_floats();
+    const std::int64_t tile_floats =
+        amx ? (amx_kv_tile_elements(shape_.head_size) + 1) / 2 : packed_.tile_floats();
     const std::vector<Sequence> sequences =
         read_sequences(query, tensors[1], cu_q, cu_kv, block_table);
     const auto batch = static_cast<std::int64_t>(sequences.size());

@@ -48,10 +48,13 @@ void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, con
                            std::int64_t lds);
 
 // The bfloat16 path on AMX (prefill_tile_amx.cc): key tiles of kAmxKvTile keys packed as tile
-// operands (keys, then values: 2·kAmxKvTile·head_size bfloat16 per tile; head_size a multiple of
-// 32, at most 256), and the query tiles run over them. call.packed_tiles then holds those
-// bfloat16 tiles, call.packed is unused.
+// operands (keys with head_size zero padded to whole K steps of 32, then values:
+// amx_kv_tile_elements bfloat16 per tile; head_size a multiple of 16, at most 256), and the query
+// tiles run over them. call.packed_tiles then holds those bfloat16 tiles, call.packed is unused.
 inline constexpr std::int64_t kAmxKvTile = 64;
+inline std::int64_t amx_kv_tile_elements(std::int64_t head_size) {
+  return kAmxKvTile * ((head_size + 31) / 32 * 32 + head_size);
+}
 void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
                       const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
                       std::int64_t head_size, std::uint16_t* tile);

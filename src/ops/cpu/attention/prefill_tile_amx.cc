@@ -24,15 +24,18 @@ void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t seq
                       const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
                       std::int64_t head_size, std::uint16_t* tile) {
   const std::int64_t d = head_size;
+  const std::int64_t dk = round_up(d, kAmxK);  // keys' rows past d stay zero
   const std::int64_t k_stride = keys.d_stride(), v_stride = values.d_stride();
   std::uint16_t* key_strips = tile;
-  std::uint16_t* value_strips = tile + kAmxKvTile * d;
-  if (n < kAmxKvTile) std::fill(tile, tile + 2 * kAmxKvTile * d, std::uint16_t{0});
+  std::uint16_t* value_strips = tile + kAmxKvTile * dk;
+  if (n < kAmxKvTile || dk != d) {
+    std::fill(tile, tile + amx_kv_tile_elements(d), std::uint16_t{0});
+  }
   for (std::int64_t jj = 0; jj < n; ++jj) {
     const auto* k = static_cast<const std::uint16_t*>(keys.row(sequence_index, seq, h, j0 + jj));
     const auto* v = static_cast<const std::uint16_t*>(values.row(sequence_index, seq, h, j0 + jj));
     // Keys as B strips of 16 keys (Kᵀ: element (c, key) at [c / 2·32 + 2·key + c % 2]).
-    std::uint16_t* ks = key_strips + jj / kAmxCols * d * kAmxCols + 2 * (jj % kAmxCols);
+    std::uint16_t* ks = key_strips + jj / kAmxCols * dk * kAmxCols + 2 * (jj % kAmxCols);
     for (std::int64_t c = 0; c < d; c += 2) {
       ks[c * kAmxCols] = k[c * k_stride];
       ks[c * kAmxCols + 1] = k[(c + 1) * k_stride];
@@ -43,25 +46,26 @@ void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t seq
       std::uint16_t* strip = vs + c0 / kAmxCols * kAmxKvTile * kAmxCols;
       for (std::int64_t c = 0; c < kAmxCols; ++c) strip[2 * c] = v[(c0 + c) * v_stride];
     }
-  }
-}
+  }}
 
 std::int64_t query_tile_scratch_amx(std::int64_t head_size, std::int64_t rows) {
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
   // q and p tiles (bfloat16), s, o, m, l, corr, the scale per row, a bfloat16 row of p.
-  return rows_pad * (head_size / 2 + kAmxKvTile / 2 + kAmxKvTile + head_size + 4) + kAmxKvTile + 16;
+  return rows_pad * (round_up(head_size, kAmxK) / 2 + kAmxKvTile / 2 + kAmxKvTile + head_size + 4) +
+         kAmxKvTile + 16;
 }
 
 void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* scratch) {
   const AttentionShape& shape = call.shape;
   const Sequence& seq = call.sequences[tile.sequence_index];
   const std::int64_t d = shape.head_size;
+  const std::int64_t dk = round_up(d, kAmxK);  // S's contraction, zero padded
   const std::int64_t nk = kAmxKvTile;
   const std::int64_t rows = tile.positions * shape.group;
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
   auto* q = reinterpret_cast<std::uint16_t*>(scratch);  // row tiles of Q: [r/16][c/32][16][32]
-  auto* p = q + rows_pad * d;                           // row tiles of P, 2 K steps
-  float* s = scratch + rows_pad * (d + nk) / 2;
+  auto* p = q + rows_pad * dk;                          // row tiles of P, 2 K steps
+  float* s = scratch + rows_pad * (dk + nk) / 2;
   float* o = s + rows_pad * nk;
   float* m = o + rows_pad * d;
   float* l = m + rows_pad;
@@ -73,13 +77,13 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
   // Query rows (position-major, the group's heads inside), unscaled: the scale multiplies S.
   const Tensor& query = call.query;
   const std::int64_t q_stride = query.stride(2);
-  std::fill(q, q + rows_pad * d, std::uint16_t{0});
+  std::fill(q, q + rows_pad * dk, std::uint16_t{0});
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t t = seq.q_start + tile.first + r / shape.group;
     const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
     const auto* src = static_cast<const std::uint16_t*>(query.data()) + t * query.stride(0) +
                       head * query.stride(1);
-    std::uint16_t* row = q + r / kAmxRows * kAmxRows * d + r % kAmxRows * kAmxK;
+    std::uint16_t* row = q + r / kAmxRows * kAmxRows * dk + r % kAmxRows * kAmxK;
     for (std::int64_t c = 0; c < d; ++c) {
       row[c / kAmxK * kAmxRows * kAmxK + c % kAmxK] = src[c * q_stride];
     }
@@ -94,7 +98,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
   const std::int64_t lo_last = visible_keys(shape, seq, tile.first + tile.positions - 1).lo;
   const std::int64_t hi_first = visible_keys(shape, seq, tile.first).hi;
   const std::int64_t hi_last = visible_keys(shape, seq, tile.first + tile.positions - 1).hi;
-  const std::int64_t tile_elements = 2 * nk * d;
+  const std::int64_t tile_elements = amx_kv_tile_elements(d);
   const auto* tiles =
       reinterpret_cast<const std::uint16_t*>(call.packed_tiles) +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * tile_elements;
@@ -106,7 +110,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
     const std::int64_t width = strips * kAmxCols;
     const std::uint16_t* packed =
         tiles + (kt - call.first_tile[tile.sequence_index]) * tile_elements;
-    amx_bf16_block(q, rows_pad, d, packed, strips, s, nk, false);
+    amx_bf16_block(q, rows_pad, dk, packed, strips, s, nk, false);
     attention_scale_rows(s, nk, rows_pad, width, scale);
     if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
       mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
@@ -123,7 +127,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
         std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, p_row + c, kAmxK * 2);
       }
     }
-    amx_bf16_block(p, rows_pad, nk, packed + nk * d, d / kAmxCols, o, d, true);
+    amx_bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
   }
 
   const Tensor& output = call.output;
