@@ -18,14 +18,11 @@
 namespace tileops::ops {
 namespace {
 
+using testing::attention_tolerance;
 using testing::AttentionCase;
 using testing::AttentionInputs;
 using testing::expect_rejected;
 using testing::Layout;
-
-testing::Tolerance attention_tolerance(DataType dtype, std::int64_t head_size) {
-  return testing::dot_tolerance(dtype, head_size);
-}
 
 // Runs the case (packed and, when block_size > 0, paged) and checks it against the reference;
 // returns the output.

@@ -39,8 +39,9 @@ void run_decode(const AttentionCase& c, const Context& ctx = {}, bool mirrors = 
   paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(), out,
                   mirrors ? lens.view() : Tensor(), mirrors ? in.block_table.view() : Tensor(),
                   ctx);
-  EXPECT_EQ(testing::compare(out, in.expected(c), testing::dot_tolerance(c.dtype, c.head_size)),
-            "");
+  EXPECT_EQ(
+      testing::compare(out, in.expected(c), testing::attention_tolerance(c.dtype, c.head_size)),
+      "");
 }
 
 TEST(PagedAttention, LengthsBlockSizesGroupsDtypes) {
@@ -125,7 +126,8 @@ TEST(PagedAttention, ClassFormOnNewData) {
   const PagedAttention op(first.query, first.key_cache, first.value_cache, lens, first.block_table,
                           c.attributes(), out);
   op(second.query, second.key_cache, second.value_cache, lens, second.block_table, out);
-  EXPECT_EQ(testing::compare(out, second.expected(c), testing::dot_tolerance(c.dtype, 64)), "");
+  EXPECT_EQ(testing::compare(out, second.expected(c), testing::attention_tolerance(c.dtype, 64)),
+            "");
 }
 
 TEST(PagedAttention, BadInputs) {
