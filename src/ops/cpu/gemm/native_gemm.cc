@@ -28,9 +28,10 @@ constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
 constexpr std::int64_t kMcMax = 192;
 constexpr std::int64_t kMaxNr = 64;
 // bfloat16 on AMX with a linear's weight: up to this many rows the weight is read in place
-// (amx_linear_gemm; 1.1B-parameter demo, 128-token prefill: 290-310 against 150-190 tokens/s
-// with packing); beyond, packing it pays (2048³: about even).
-constexpr std::int64_t kAmxLinearMaxRows = 256;  // gemm_nr() on every target (48 on AVX-512)
+// (amx_linear_gemm); beyond, packing it pays. 1.1B-parameter demo prefill: 128 tokens 290-310
+// against 150-190 tokens/s with packing, 512 tokens 257-349 against 231, 1024 even; 2048³
+// 0.40-0.43 against 0.48-0.56 TFLOP/s.
+constexpr std::int64_t kAmxLinearMaxRows = 512;  // gemm_nr() on every target (48 on AVX-512)
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,
