@@ -20,18 +20,18 @@ namespace {
 // A B strip (kc × nr floats: 24 KiB on AVX2, 48 KiB on AVX-512) is reused by every A strip of a
 // row block from L1 or L2; an A block (mc × kc, at most 192 KiB) and its accumulator (mc × nc, at
 // most 768 KiB) stay in L2. A packed panel (K × nc) is at most kPanelFloats: it is read from L3
-// once per row block. f32 2048³ on the 2-vCPU Xeon: 0.55-0.62 of the FMA peak with the
-// accumulator of all rows in L3 and a barrier per K block, 0.62-0.72 this way.
+// once per row block. f32 2048³ on the 2-vCPU Xeon (bench/gemm_report.py): 0.56-0.61 of the FMA
+// peak with the accumulator of all rows in L3 and a barrier per K block, 0.57-0.68 this way.
 constexpr std::int64_t kMaxKc = 256;
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
 constexpr std::int64_t kMcMax = 192;
-constexpr std::int64_t kMaxNr = 64;
+constexpr std::int64_t kMaxNr = 64;  // gemm_nr() on every target (48 on AVX-512)
 // bfloat16 on AMX with a linear's weight: up to this many rows the weight is read in place
 // (amx_linear_gemm); beyond, packing it pays. 1.1B-parameter demo prefill: 128 tokens 290-310
 // against 150-190 tokens/s with packing, 512 tokens 257-349 against 231, 1024 even; 2048³
 // 0.40-0.43 against 0.48-0.56 TFLOP/s.
-constexpr std::int64_t kAmxLinearMaxRows = 512;  // gemm_nr() on every target (48 on AVX-512)
+constexpr std::int64_t kAmxLinearMaxRows = 512;
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,

@@ -34,9 +34,9 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_REST
   const DF d;
   const std::size_t n = hn::Lanes(d);
   c += kRow0 * ldc;
-  // The accumulator tile was last touched a K block ago and has left L1: fetch it into L2 now
-  // (L1 would evict it again while the strips stream through), so the loads at the end do not
-  // stall.
+  // The accumulator tile was last touched a K block ago and has left L1 (in L2 if the caller
+  // keeps its accumulator there): request it now, into L2 only (L1 would evict it again while the
+  // strips stream through), so that the loads at the end do not stall.
   for (int r = 0; r < kRows; ++r) {
     for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(c + r * ldc + j, 1, 2);
     __builtin_prefetch(c + r * ldc + 3 * n - 1, 1, 2);
