@@ -46,7 +46,8 @@ void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t seq
       std::uint16_t* strip = vs + c0 / kAmxCols * kAmxKvTile * kAmxCols;
       for (std::int64_t c = 0; c < kAmxCols; ++c) strip[2 * c] = v[(c0 + c) * v_stride];
     }
-  }}
+  }
+}
 
 std::int64_t query_tile_scratch_amx(std::int64_t head_size, std::int64_t rows) {
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
