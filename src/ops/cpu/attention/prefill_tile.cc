@@ -115,17 +115,24 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
                            true);
   }
 
+  store_query_tile(call, tile, o, d_pad, l);
+}
+
+void store_query_tile(const PrefillCall& call, const QueryTile& tile, float* o, std::int64_t ldo,
+                      const float* l) {
+  const AttentionShape& shape = call.shape;
+  const Sequence& seq = call.sequences[tile.sequence_index];
   const Tensor& output = call.output;
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for (std::int64_t r = 0; r < tile.positions * shape.group; ++r) {
     const std::int64_t t = seq.q_start + tile.first + r / shape.group;
     const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
     auto* dst =
         static_cast<char*>(output.data()) + (t * output.stride(0) + head * output.stride(1)) *
                                                 static_cast<std::int64_t>(output.element_size());
-    float* row = o + r * d_pad;
+    float* row = o + r * ldo;
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key gets zeros
-    for (std::int64_t c = 0; c < d; ++c) row[c] *= inv;
-    store_f32(row, dst, call.dtype, output.stride(2), d);
+    for (std::int64_t c = 0; c < shape.head_size; ++c) row[c] *= inv;
+    store_f32(row, dst, call.dtype, output.stride(2), shape.head_size);
   }
 }
 

@@ -41,6 +41,11 @@ void visible_key_tiles(const AttentionShape& shape, const Sequence& seq, std::in
 
 void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scratch);
 
+// The tile's output rows: o (row stride ldo) divided by the softmax sums l, rounded to the
+// output's dtype.
+void store_query_tile(const PrefillCall& call, const QueryTile& tile, float* o, std::int64_t ldo,
+                      const float* l);
+
 // Scores outside each row's visible keys (and past the last key, up to `width`) of the key tile
 // at j0 (n keys) become -inf.
 void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,

@@ -131,18 +131,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
     amx_bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
   }
 
-  const Tensor& output = call.output;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::int64_t t = seq.q_start + tile.first + r / shape.group;
-    const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
-    auto* dst =
-        static_cast<char*>(output.data()) + (t * output.stride(0) + head * output.stride(1)) *
-                                                static_cast<std::int64_t>(output.element_size());
-    float* row = o + r * d;
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key gets zeros
-    for (std::int64_t c = 0; c < d; ++c) row[c] *= inv;
-    store_f32(row, dst, call.dtype, output.stride(2), d);
-  }
+  store_query_tile(call, tile, o, d, l);
 }
 
 }  // namespace tileops::ops::cpu

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "src/ops/cpu/gemm/blocking.h"
 #include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/gemm/matrix_access.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
@@ -100,12 +101,8 @@ void amx_gemm(const GemmCall& call, const Context& ctx) {
       std::min({round_up(n, kAmxCols), kMaxNc,
                 std::max(kAmxCols, kPanelElements / (k_blocks * kc_max) / kAmxCols * kAmxCols)});
   const std::int64_t nc_pad = round_up(nc, kAmxCols);
-  // Row blocks: a multiple of the thread count, each at most kMcMax rows.
-  const std::int64_t m_blocks = round_up(std::max<std::int64_t>(1, ceil_div(m, kMcMax)), threads);
-  const std::int64_t mc = round_up(ceil_div(m, m_blocks), 2 * kAmxRows);
-  const std::int64_t used_m_blocks = ceil_div(m, mc);
-  // Few row blocks: also split the columns, so that every thread has work.
-  const std::int64_t n_split = used_m_blocks % threads == 0 ? 1 : threads;
+  const RowBlocks row_plan(m, threads, kMcMax, 2 * kAmxRows);
+  const std::int64_t mc = row_plan.mc;
 
   // Workspace in floats: bias, the packed panel (bfloat16), per thread the A block (bfloat16),
   // its accumulator and two epilogue rows.
@@ -125,15 +122,12 @@ void amx_gemm(const GemmCall& call, const Context& ctx) {
     const std::int64_t n_strips = ceil_div(cols, kAmxCols);
     // Tasks [begin, end) of (K block, strip) pairs; block kb starts at b_pack + kb·kc_max·nc_pad.
     auto pack_panel = [&](int, std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end;) {
-        const std::int64_t kb = task / n_strips;
-        const std::int64_t stop = std::min(end, (kb + 1) * n_strips);
-        const std::int64_t p0 = kb * kc_max;
-        const std::int64_t kcur = std::min(kc_max, k - p0);
-        pack_b(call.b, n, jc, task - kb * n_strips, stop - kb * n_strips, p0, kcur,
-               round_up(kcur, kAmxK), b_pack + kb * kc_max * nc_pad);
-        task = stop;
-      }
+      for_each_panel_run(begin, end, n_strips,
+                         [&](std::int64_t kb, std::int64_t t0, std::int64_t t1) {
+                           const std::int64_t kcur = std::min(kc_max, k - kb * kc_max);
+                           pack_b(call.b, n, jc, t0, t1, kb * kc_max, kcur, round_up(kcur, kAmxK),
+                                  b_pack + kb * kc_max * nc_pad);
+                         });
     };
     // Each task: one row block (× a share of the strips) over all of K.
     auto row_blocks = [&](int chunk, std::int64_t begin, std::int64_t end) {
@@ -141,12 +135,8 @@ void amx_gemm(const GemmCall& call, const Context& ctx) {
       float* acc = thread_area + chunk * per_thread + mc * kc_max / 2;
       float* scratch = acc + mc * nc_pad;
       for (std::int64_t task = begin; task < end; ++task) {
-        const std::int64_t part = task % n_split;
-        const std::int64_t t0 = part * n_strips / n_split;
-        const std::int64_t t1 = (part + 1) * n_strips / n_split;
+        const auto [i0, rows, t0, t1] = row_plan.task(task, m, n_strips);
         if (t0 == t1) continue;
-        const std::int64_t i0 = task / n_split * mc;
-        const std::int64_t rows = std::min(mc, m - i0);
         const std::int64_t rows_pad = round_up(rows, kAmxRows);
         for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
           const std::int64_t p0 = kb * kc_max;
@@ -162,7 +152,7 @@ void amx_gemm(const GemmCall& call, const Context& ctx) {
       }
     };
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
-    pool.parallel_range(used_m_blocks * n_split, 1, row_blocks);
+    pool.parallel_range(row_plan.tasks(), 1, row_blocks);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "src/ops/cpu/gemm/blocking.h"
 #include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/gemm/matrix_access.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
@@ -121,12 +122,8 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   // Column panels: all of K × nc packed at once, at most kPanelFloats, at least one strip.
   const std::int64_t nc =
       std::min({round_up(n, nr), kMaxNc, std::max(nr, kPanelFloats / std::max(k, nr) / nr * nr)});
-  // Row blocks: a multiple of the thread count, each at most kMcMax rows.
-  const std::int64_t m_blocks = round_up(std::max<std::int64_t>(1, ceil_div(m, kMcMax)), threads);
-  const std::int64_t mc = round_up(ceil_div(m, m_blocks), kGemmMr);
-  const std::int64_t used_m_blocks = ceil_div(m, mc);
-  // Few row blocks: also split the columns, so that every thread has work.
-  const std::int64_t n_split = used_m_blocks % threads == 0 ? 1 : threads;
+  const RowBlocks row_plan(m, threads, kMcMax, kGemmMr);
+  const std::int64_t mc = row_plan.mc;
 
   const std::int64_t nc_pad = round_up(nc, nr);
   const std::int64_t tmp_len = std::max(kc, nc_pad);
@@ -158,14 +155,11 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
     // b_pack + kb·kc·nc_pad.
     auto pack_panel = [&](int chunk, std::int64_t begin, std::int64_t end) {
       float* tmp = thread_area + chunk * per_thread + mc * kc + mc * nc_pad;
-      for (std::int64_t task = begin; task < end;) {
-        const std::int64_t kb = task / n_strips;
-        const std::int64_t stop = std::min(end, (kb + 1) * n_strips);
-        const std::int64_t p0 = kb * kc;
-        pack_b(call.b, n, jc, task - kb * n_strips, stop - kb * n_strips, p0, std::min(kc, k - p0),
-               nr, b_pack + kb * kc * nc_pad, tmp);
-        task = stop;
-      }
+      for_each_panel_run(begin, end, n_strips,
+                         [&](std::int64_t kb, std::int64_t t0, std::int64_t t1) {
+                           pack_b(call.b, n, jc, t0, t1, kb * kc, std::min(kc, k - kb * kc), nr,
+                                  b_pack + kb * kc * nc_pad, tmp);
+                         });
     };
     // Each task: one row block (× a share of the strips) over all of K.
     auto row_blocks = [&](int chunk, std::int64_t begin, std::int64_t end) {
@@ -174,12 +168,8 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
       float* tmp = acc + mc * nc_pad;
       float* scratch = tmp + tmp_len;
       for (std::int64_t task = begin; task < end; ++task) {
-        const std::int64_t part = task % n_split;
-        const std::int64_t t0 = part * n_strips / n_split;
-        const std::int64_t t1 = (part + 1) * n_strips / n_split;
+        const auto [i0, rows, t0, t1] = row_plan.task(task, m, n_strips);
         if (t0 == t1) continue;
-        const std::int64_t i0 = task / n_split * mc;
-        const std::int64_t rows = std::min(mc, m - i0);
         for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
           const std::int64_t p0 = kb * kc;
           const std::int64_t kcur = std::min(kc, k - p0);
@@ -193,7 +183,7 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
       }
     };
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
-    pool.parallel_range(used_m_blocks * n_split, 1, row_blocks);
+    pool.parallel_range(row_plan.tasks(), 1, row_blocks);
   }
 }
 

@@ -1,0 +1,49 @@
+// How the packed engines (native_gemm.cc, amx_gemm.cc) share a column panel out among the
+// threads: the panel's packing as (K block, strip) pairs, then row blocks that each walk all of K.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tileops::ops::cpu {
+
+// Row blocks of at most max_rows rows (a multiple of `step`), as many as a multiple of the
+// thread count where the rounding allows; otherwise each block is also split into `threads`
+// parts of the panel's strips, so that every thread has work.
+struct RowBlocks {
+  std::int64_t mc = 0, blocks = 0, n_split = 1;
+
+  RowBlocks(std::int64_t m, int threads, std::int64_t max_rows, std::int64_t step) {
+    const std::int64_t want = std::max<std::int64_t>(1, (m + max_rows - 1) / max_rows);
+    const std::int64_t m_blocks = (want + threads - 1) / threads * threads;
+    mc = ((m + m_blocks - 1) / m_blocks + step - 1) / step * step;
+    blocks = (m + mc - 1) / mc;
+    n_split = blocks % threads == 0 ? 1 : threads;
+  }
+
+  std::int64_t tasks() const { return blocks * n_split; }
+
+  // Task t: rows [i0, i0 + rows) × strips [t0, t1) of n_strips (t0 == t1: nothing to do).
+  struct Task {
+    std::int64_t i0, rows, t0, t1;
+  };
+  Task task(std::int64_t t, std::int64_t m, std::int64_t n_strips) const {
+    const std::int64_t part = t % n_split;
+    const std::int64_t i0 = t / n_split * mc;
+    return {i0, std::min(mc, m - i0), part * n_strips / n_split, (part + 1) * n_strips / n_split};
+  }
+};
+
+// Calls pack(kb, t0, t1) for the (K block, strip) pairs [begin, end) of a panel of n_strips
+// strips per K block: one call per run of strips within a K block.
+template <class Pack>
+void for_each_panel_run(std::int64_t begin, std::int64_t end, std::int64_t n_strips, Pack&& pack) {
+  for (std::int64_t task = begin; task < end;) {
+    const std::int64_t kb = task / n_strips;
+    const std::int64_t stop = std::min(end, (kb + 1) * n_strips);
+    pack(kb, task - kb * n_strips, stop - kb * n_strips);
+    task = stop;
+  }
+}
+
+}  // namespace tileops::ops::cpu
