@@ -101,8 +101,8 @@ TEST_P(GemmTest, EverySimdTarget) {
       check(37, 101, 300, false, false, Layout::kContiguous);
       check(37, 101, 300, true, true, Layout::kStrided);
       check(9, 50, 70, false, true, Layout::kContiguous);  // decode path
-      check(5, 200, 45, false, true,
-            Layout::kContiguous);  // decode: 12 whole weight tiles + 8 rows
+      // decode with 12 whole weight tiles (groups of 4 per thread) and 8 rows more
+      check(5, 200, 45, false, true, Layout::kContiguous);
     });
   }
   ::unsetenv("TILEOPS_AMX");
