@@ -51,6 +51,17 @@ void visible_key_tiles(const AttentionShape& shape, const Sequence& seq, std::in
   last = hi / kv_tile;
 }
 
+TileKeys tile_keys(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,
+                   std::int64_t kv_tile) {
+  TileKeys out;
+  const std::int64_t last_row = tile.first + tile.positions - 1;
+  visible_key_tiles(shape, seq, tile.first, last_row + 1, kv_tile, out.first, out.last);
+  out.lo_last = visible_keys(shape, seq, last_row).lo;
+  out.hi_first = visible_keys(shape, seq, tile.first).hi;
+  out.hi_last = visible_keys(shape, seq, last_row).hi;
+  return out;
+}
+
 void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scratch) {
   const AttentionShape& shape = call.shape;
   const PackedTileShape& packed = call.packed;
@@ -85,11 +96,9 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
   std::fill(m, m + rows_pad, kNegInf);
   std::fill(l, l + rows_pad, 0.0f);
 
-  std::int64_t first_tile = 0, last_tile = -1;
-  visible_key_tiles(shape, seq, tile.first, tile.first + tile.positions, nk, first_tile, last_tile);
-  const std::int64_t lo_last = visible_keys(shape, seq, tile.first + tile.positions - 1).lo;
-  const std::int64_t hi_first = visible_keys(shape, seq, tile.first).hi;
-  const std::int64_t hi_last = visible_keys(shape, seq, tile.first + tile.positions - 1).hi;
+  const TileKeys keys = tile_keys(shape, seq, tile, nk);
+  const std::int64_t first_tile = keys.first, last_tile = keys.last;
+  const std::int64_t lo_last = keys.lo_last, hi_first = keys.hi_first, hi_last = keys.hi_last;
   const float* tiles =
       call.packed_tiles +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * packed.tile_floats();

@@ -39,6 +39,15 @@ void visible_key_tiles(const AttentionShape& shape, const Sequence& seq, std::in
                        std::int64_t i1, std::int64_t kv_tile, std::int64_t& first,
                        std::int64_t& last);
 
+// The key range a query tile visits with tiles of kv_tile keys: tiles [first, last]; keys past
+// hi_last (the last row's last visible key) are skipped; a tile inside [lo_last, hi_first] needs
+// no mask.
+struct TileKeys {
+  std::int64_t first = 0, last = -1, lo_last = 0, hi_first = 0, hi_last = 0;
+};
+TileKeys tile_keys(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,
+                   std::int64_t kv_tile);
+
 void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scratch);
 
 // The tile's output rows: o (row stride ldo) divided by the softmax sums l, rounded to the

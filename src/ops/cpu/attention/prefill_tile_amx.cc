@@ -94,11 +94,9 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
   std::fill(m, m + rows_pad, kNegInf);
   std::fill(l, l + rows_pad, 0.0f);
 
-  std::int64_t first_tile = 0, last_tile = -1;
-  visible_key_tiles(shape, seq, tile.first, tile.first + tile.positions, nk, first_tile, last_tile);
-  const std::int64_t lo_last = visible_keys(shape, seq, tile.first + tile.positions - 1).lo;
-  const std::int64_t hi_first = visible_keys(shape, seq, tile.first).hi;
-  const std::int64_t hi_last = visible_keys(shape, seq, tile.first + tile.positions - 1).hi;
+  const TileKeys keys = tile_keys(shape, seq, tile, nk);
+  const std::int64_t first_tile = keys.first, last_tile = keys.last;
+  const std::int64_t lo_last = keys.lo_last, hi_first = keys.hi_first, hi_last = keys.hi_last;
   const std::int64_t tile_elements = amx_kv_tile_elements(d);
   const auto* tiles =
       reinterpret_cast<const std::uint16_t*>(call.packed_tiles) +
