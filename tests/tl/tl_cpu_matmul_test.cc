@@ -13,23 +13,24 @@ namespace {
 
 const auto f32 = DataType::kFloat32;
 
-// C[m, n] = A[m, k] @ B[k, n], A with row stride lda; 26 x 32 output tiles (4 blocks of 6 rows,
-// then 2 rows: every micro-kernel row count), k slices of 32.
+// C[m, n] = A[m, k] @ B[k, n], A with row stride lda; 27 x tn output tiles (4 blocks of 6 rows,
+// then 2, then 1: every micro-kernel row count; tn 16, 32 and 64 pick the micro-kernel's width),
+// k slices of 32.
 tl::Kernel strided_matmul(const tl::Options& o) {
   return tl::jit(
       "strided_lhs_matmul",
       [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress c, tl::Int m, tl::Int n,
-         tl::Int k, tl::Int lda) {
+         tl::Int k, tl::Int lda, tl::ConstExpr<int> tn) {
         const tl::Value ta = tl::tensor(a, {m, k}, {lda, 1}), tb = tl::tensor(b, {k, n});
         const tl::Value tc = tl::tensor(c, {m, n});
-        const tl::Value col_tiles = tl::ceildiv(n, 32);
+        const tl::Value col_tiles = tl::ceildiv(n, *tn);
         for (tl::Value t :
-             tl::range(tl::block_idx(), tl::ceildiv(m, 26) * col_tiles, tl::block_num())) {
-          const tl::Value row = tl::floordiv(t, col_tiles) * 26, col = (t % col_tiles) * 32;
-          tl::Var acc = tl::zeros({26, 32}, f32);
+             tl::range(tl::block_idx(), tl::ceildiv(m, 27) * col_tiles, tl::block_num())) {
+          const tl::Value row = tl::floordiv(t, col_tiles) * 27, col = (t % col_tiles) * *tn;
+          tl::Var acc = tl::zeros({27, *tn}, f32);
           for (tl::Value p : tl::range(tl::ceildiv(k, 32))) {
-            acc = tl::matmul_acc(acc, tl::load(ta, {26, 32}, {row, p * 32}),
-                                 tl::load(tb, {32, 32}, {p * 32, col}));
+            acc = tl::matmul_acc(acc, tl::load(ta, {27, 32}, {row, p * 32}),
+                                 tl::load(tb, {32, *tn}, {p * 32, col}));
           }
           tl::store(acc, tc, {row, col});
         }
@@ -37,20 +38,23 @@ tl::Kernel strided_matmul(const tl::Options& o) {
       o);
 }
 
+class TlCpuMatmul : public ::testing::TestWithParam<int> {};
+
 // covers: matmul_acc load
-TEST(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
+TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
+  const int tn = GetParam();
   const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / "tileops_tl_matmul_test";
+      std::filesystem::temp_directory_path() / ("tileops_tl_matmul_test_" + std::to_string(tn));
   std::filesystem::remove_all(dir);
   std::mt19937_64 rng(17);
-  // m = 90: three full row tiles read in place, the fourth copied; k = 80: the last slice copied;
-  // n = 48: the second column tile partial.
-  const std::int64_t m = 90, n = 48, k = 80, lda = 131;
+  // m = 93: three full row tiles read in place, the fourth copied; k = 80: the last slice copied;
+  // n = 1.5 tn: the second column tile partial.
+  const std::int64_t m = 93, n = tn * 3 / 2, k = 80, lda = 131;
   TensorStorage a = random_tensor({m, lda}, f32, rng), b = random_tensor({k, n}, f32, rng);
   TensorStorage expected = poisoned({m, n}, f32), actual = poisoned({m, n}, f32);
-  strided_matmul({.backend = "interp"}).launch(3, a, b, expected, m, n, k, lda);
+  strided_matmul({.backend = "interp"}).launch(3, a, b, expected, m, n, k, lda, tn);
   strided_matmul({.backend = "cpu", .dump_dir = dir.string()})
-      .launch(3, a, b, actual, m, n, k, lda);
+      .launch(3, a, b, actual, m, n, k, lda, tn);
   EXPECT_EQ(compare(actual, to_doubles(expected), dot_tolerance(f32, k)), "");
   std::string source;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -64,6 +68,8 @@ TEST(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
   EXPECT_NE(source.find("_s0 : 32;"), std::string::npos) << source.substr(0, 200);
   std::filesystem::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(TileWidths, TlCpuMatmul, ::testing::Values(16, 32, 64));
 
 }  // namespace
 }  // namespace tileops::testing::tl_test

@@ -315,8 +315,8 @@ TL_INLINE T tl_merge(const T* m) {
   return r;
 }
 // C[M][N] += A[M][K] * B[K][N], all row-major, float accumulation (double for double inputs).
-// Register-blocked: R rows x 2 vectors of C per step, 8-lane vectors, or 16-lane ones with
-// AVX-512 (GCC) when N is a multiple of 32.
+// Register-blocked: 6 rows x 2 vectors of C per step, 8-lane vectors; with AVX-512 (GCC),
+// 6 x 4 16-lane vectors (24 of the 32 registers) when N is a multiple of 64, 6 x 2 when of 32.
 typedef float tl_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 TL_INLINE tl_v8f tl_fma(tl_v8f acc, tl_v8f b, float s) {
 #if defined(__FMA__) && defined(__AVX__)
@@ -334,52 +334,53 @@ TL_INLINE tl_v16f tl_fma(tl_v16f acc, tl_v16f b, float s) {
 #else
 #define TL_MM16 0
 #endif
-// R rows x 2W columns of C, all of K: 2R accumulators in registers, each B row loaded once per
-// 2W columns, each A element broadcast once. A's rows are lda apart: a tile read in place from
-// a row-major tensor (the tensor's row stride) or a copied one (lda = K).
-template <typename V, int W, int R, i64 N, i64 K>
+// R rows x V vectors of C (W lanes each), all of K: R * V accumulators in registers, each B row
+// loaded once per V * W columns, each A element broadcast once per V FMAs. A's rows are lda
+// apart: a tile read in place from a row-major tensor (the tensor's row stride) or a copied one
+// (lda = K).
+template <typename Vec, int W, int V, int R, i64 N, i64 K>
 TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
                            const float* __restrict b, i64 lda, i64 i, i64 j) {
-  V acc[R][2];
-  for (int r = 0; r < R; ++r) {
-    acc[r][0] = *(const V*)(c + (i + r) * N + j);
-    acc[r][1] = *(const V*)(c + (i + r) * N + j + W);
-  }
+  Vec acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = *(const Vec*)(c + (i + r) * N + j + v * W);
   for (i64 p = 0; p < K; ++p) {
-    const V b0 = *(const V*)(b + p * N + j);
-    const V b1 = *(const V*)(b + p * N + j + W);
+    Vec bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = *(const Vec*)(b + p * N + j + v * W);
     for (int r = 0; r < R; ++r) {
       const float s = a[(i + r) * lda + p];
-      acc[r][0] = tl_fma(acc[r][0], b0, s);
-      acc[r][1] = tl_fma(acc[r][1], b1, s);
+      for (int v = 0; v < V; ++v) acc[r][v] = tl_fma(acc[r][v], bv[v], s);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    *(V*)(c + (i + r) * N + j) = acc[r][0];
-    *(V*)(c + (i + r) * N + j + W) = acc[r][1];
-  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) *(Vec*)(c + (i + r) * N + j + v * W) = acc[r][v];
 }
-template <typename V, int W, i64 M, i64 N, i64 K>
+// Column strips of V * W, rows in blocks of 6 (6 V accumulators), then 2, then 1.
+template <typename Vec, int W, int V, i64 M, i64 N, i64 K>
 TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
                             const float* __restrict b, i64 lda) {
-  for (i64 j = 0; j < N; j += 2 * W) {
+  for (i64 j = 0; j < N; j += V * W) {
     i64 i = 0;
-    for (; i + 6 <= M; i += 6) tl_mm_block<V, W, 6, N, K>(c, a, b, lda, i, j);  // 12 accumulators
-    for (; i + 2 <= M; i += 2) tl_mm_block<V, W, 2, N, K>(c, a, b, lda, i, j);
-    for (; i < M; ++i) tl_mm_block<V, W, 1, N, K>(c, a, b, lda, i, j);
+    for (; i + 6 <= M; i += 6) tl_mm_block<Vec, W, V, 6, N, K>(c, a, b, lda, i, j);
+    for (; i + 2 <= M; i += 2) tl_mm_block<Vec, W, V, 2, N, K>(c, a, b, lda, i, j);
+    for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K>(c, a, b, lda, i, j);
   }
 }
 template <i64 M, i64 N, i64 K, typename T>
 static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b,
                           i64 lda) {
 #if TL_MM16
+  if constexpr (sizeof(T) == 4 && N % 64 == 0) {
+    tl_mm_blocks<tl_v16f, 16, 4, M, N, K>(c, (const float*)a, (const float*)b, lda);
+    return;
+  }
   if constexpr (sizeof(T) == 4 && N % 32 == 0) {
-    tl_mm_blocks<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_blocks<tl_v16f, 16, 2, M, N, K>(c, (const float*)a, (const float*)b, lda);
     return;
   }
 #endif
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
-    tl_mm_blocks<tl_v8f, 8, M, N, K>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_blocks<tl_v8f, 8, 2, M, N, K>(c, (const float*)a, (const float*)b, lda);
   } else {
     for (i64 i = 0; i < M; ++i) {
       for (i64 p = 0; p < K; ++p) {
