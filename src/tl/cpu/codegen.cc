@@ -102,6 +102,20 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
   }
 }
 
+void Emitter::fill(const std::string& dst, const Type& t, const std::string& value) {
+  line() << "for (i64 k = 0; k < " << t.size() << "; ++k) " << dst << "[k] = ("
+         << compute_type(t.dtype) << ")" << value << ";\n";
+}
+
+// A `full` tile whose one use is a loop's initial value (an accumulator's zeros): the loop's
+// buffer is filled directly, which saves a tile and its copy per entry into the loop.
+bool Emitter::fills_carried(int id) const {
+  const auto i = static_cast<std::size_t>(id);
+  const Op* d = def_[i];
+  return d != nullptr && d->kind == OpKind::kFull && type(id).kind == TypeKind::kTile &&
+         uses_[i] == 1 && user_[i] != nullptr && user_[i]->kind == OpKind::kFor;
+}
+
 void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
   if (t.kind == TypeKind::kTile) {  // the same storage when an op worked in place
     // A loop, not memmove: no library call (compiler.cc), and the two never overlap partly.
@@ -261,13 +275,11 @@ void Emitter::op(const Op& o) {
     case OpKind::kPrefetch:
       prefetch_op(o);
       return;
-    case OpKind::kFull: {
+    case OpKind::kFull:
+      if (fills_carried(res)) return;  // for_op fills the loop's buffer instead
       declare(res);
-      const Type& t = type(res);
-      line() << "for (i64 k = 0; k < " << t.size() << "; ++k) " << name(res) << "[k] = ("
-             << compute_type(t.dtype) << ")" << name(o.operands[0]) << ";\n";
+      fill(name(res), type(res), name(o.operands[0]));
       return;
-    }
     case OpKind::kArange: {
       declare(res);
       const Type& t = type(res);
@@ -317,7 +329,13 @@ void Emitter::for_op(const Op& o) {
   const std::size_t carried = body.args.size() - 1;
   for (std::size_t c = 0; c < carried; ++c) {
     declare(body.args[c + 1]);
-    copy_value(body.args[c + 1], o.operands[3 + c]);
+    const int init = o.operands[3 + c];
+    if (fills_carried(init)) {
+      fill(name(body.args[c + 1]), type(init),
+           name(def_[static_cast<std::size_t>(init)]->operands[0]));
+    } else {
+      copy_value(body.args[c + 1], init);
+    }
   }
   const std::string start = name(o.operands[0]), stop = name(o.operands[1]),
                     step = name(o.operands[2]);

@@ -126,6 +126,8 @@ class Emitter {
   void declare(int id) { declare_named(name(id), type(id)); }
   void declare_named(const std::string& n, const Type& t);
   // dst and src are declared values of one type.
+  void fill(const std::string& dst, const Type& t, const std::string& value);
+  bool fills_carried(int id) const;
   void copy_value(int dst, int src) { copy_named(name(dst), name(src), type(dst)); }
   void copy_named(const std::string& dst, const std::string& src, const Type& t);
   // Loops over the rows (all dims but the last) of a tile of `shape` at `offsets` in tensor `t`;

@@ -280,10 +280,14 @@ TL_INLINE void tl_acc8(tl_v8d& acc, const float* t) {
   acc += __builtin_convertvector(a, tl_v8d);
 }
 // Two accumulators (lo: elements 16m + q, hi: 16m + 8 + q), so that consecutive steps do not
-// wait for each other's additions.
+// wait for each other's additions. `t` is read as one 16-lane vector: GCC then keeps the
+// caller's 16 values in a register (two 8-lane reads of it went through the stack).
 TL_INLINE void tl_acc16(tl_v8d& lo, tl_v8d& hi, const float* t) {
-  tl_acc8(lo, t);
-  tl_acc8(hi, t + 8);
+  tl_v16 v;
+  __builtin_memcpy(&v, t, 64);
+  lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7), tl_v8d);
+  hi += __builtin_convertvector(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15),
+                                tl_v8d);
 }
 // Sums of terms known to be non-negative (exp results) add each block of 64 in float32 first:
 // lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial is

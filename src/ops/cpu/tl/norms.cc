@@ -1,6 +1,7 @@
 // rms_norm and add_rms_norm as tile-language kernels over rows (the last dim) of a folded
-// rank-3 view (folded_loop.h). A row is walked in [1, 1, kTile] chunks twice: the sum of squares
-// accumulates lane-wise in a float32 tile (one reduction per row), then the chunks are scaled by
+// rank-3 view (folded_loop.h). A row is walked in [1, 1, kTile] chunks twice: each chunk's sum of
+// squares is added to a float32 scalar (which stays in a register: a float32 tile accumulator
+// was stored and reloaded for every chunk), then the chunks are scaled by
 // rsqrt(mean + eps) and the weight and stored; the second walk finds the row in cache. Blocks
 // take contiguous runs of rows (one sequential stream each). A 16-bit weight is widened to float32
 // once per call on the host (the kernels would otherwise widen it again for every row), so one
@@ -65,12 +66,12 @@ const tl::Kernel& rms_norm_kernel() {
                   const auto chunk = [&](const tl::Value& col) {
                     return as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col}));
                   };
-                  tl::Var acc = tl::zeros({1, 1, kTile}, kF32);
+                  tl::Var acc = 0.0f;
                   for (tl::Value c : tl::range(chunks)) {
                     const tl::Value v = chunk(c * kTile);
-                    acc = acc + v * v;
+                    acc = acc + tl::reduce_sum(v * v);
                   }
-                  const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
+                  const tl::Value scale = tl::rsqrt(acc / width + eps);
                   scale_row(chunk, scale, tw, to, row, {tx}, next, chunks);
                 }
               });
@@ -104,14 +105,14 @@ const tl::Kernel& add_rms_norm_kernel() {
                                 as_f32(tl::load(tr, {1, 1, kTile}, {i0, i1, col})),
                             dtype);
           };
-          tl::Var acc = tl::zeros({1, 1, kTile}, kF32);
+          tl::Var acc = 0.0f;
           for (tl::Value c : tl::range(chunks)) {
             const tl::Value s = sum(c * kTile);
             tl::store(s, tq, {i0, i1, c * kTile});
             const tl::Value v = as_f32(s);
-            acc = acc + v * v;
+            acc = acc + tl::reduce_sum(v * v);
           }
-          const tl::Value scale = tl::rsqrt(tl::reduce_sum(acc) / width + eps);
+          const tl::Value scale = tl::rsqrt(acc / width + eps);
           tl::if_(
               reread,
               [&] {
