@@ -333,7 +333,9 @@ TL_INLINE tl_v8f tl_fma(tl_v8f acc, tl_v8f b, float s) {
 #define TL_MM16 1
 typedef float tl_v16f __attribute__((vector_size(64), aligned(4), may_alias));
 TL_INLINE tl_v16f tl_fma(tl_v16f acc, tl_v16f b, float s) {
-  return __builtin_ia32_vfmaddps512_mask(b, (tl_v16f){} + s, acc, (unsigned short)0xFFFF, 4);
+  // {s, ...}, not {} + s: 0 + s is not s for s = -0, so that costs an addition per broadcast.
+  const tl_v16f sv = {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+  return __builtin_ia32_vfmaddps512_mask(b, sv, acc, (unsigned short)0xFFFF, 4);
 }
 #else
 #define TL_MM16 0
