@@ -125,9 +125,11 @@ class Emitter {
   // Declares the result of `o` (array or scalar local, uninitialised).
   void declare(int id) { declare_named(name(id), type(id)); }
   void declare_named(const std::string& n, const Type& t);
-  // dst and src are declared values of one type.
+  // Sets every element of the declared tile dst (of type t) to the scalar expression value.
   void fill(const std::string& dst, const Type& t, const std::string& value);
+  // A `full` tile used only as a loop's initial value: for_op fills the loop's own tile with it.
   bool fills_carried(int id) const;
+  // dst and src are declared values of one type.
   void copy_value(int dst, int src) { copy_named(name(dst), name(src), type(dst)); }
   void copy_named(const std::string& dst, const std::string& src, const Type& t);
   // Loops over the rows (all dims but the last) of a tile of `shape` at `offsets` in tensor `t`;
