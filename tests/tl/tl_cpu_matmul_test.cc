@@ -38,13 +38,17 @@ tl::Kernel strided_matmul(const tl::Options& o) {
       o);
 }
 
-class TlCpuMatmul : public ::testing::TestWithParam<int> {};
+// Tile width (24: not a multiple of 16, so no vector micro-kernel) and the -march target of the
+// generated code: "" (this CPU; with AVX-512, the 16-lane micro-kernels for widths 32 and 64),
+// "haswell" (the 8-lane AVX2 micro-kernel), "x86-64" (vector code without FMA instructions).
+using Param = std::tuple<int, std::string>;
+class TlCpuMatmul : public ::testing::TestWithParam<Param> {};
 
 // covers: matmul_acc load
 TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
-  const int tn = GetParam();
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("tileops_tl_matmul_test_" + std::to_string(tn));
+  const auto& [tn, target] = GetParam();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tileops_tl_matmul_test_" + std::to_string(tn) + "_" + target);
   std::filesystem::remove_all(dir);
   std::mt19937_64 rng(17);
   // m = 93: three full row tiles read in place, the fourth copied; k = 80: the last slice copied;
@@ -53,7 +57,7 @@ TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
   TensorStorage a = random_tensor({m, lda}, f32, rng), b = random_tensor({k, n}, f32, rng);
   TensorStorage expected = poisoned({m, n}, f32), actual = poisoned({m, n}, f32);
   strided_matmul({.backend = "interp"}).launch(3, a, b, expected, m, n, k, lda, tn);
-  strided_matmul({.backend = "cpu", .dump_dir = dir.string()})
+  strided_matmul({.backend = "cpu", .dump_dir = dir.string(), .target = target})
       .launch(3, a, b, actual, m, n, k, lda, tn);
   EXPECT_EQ(compare(actual, to_doubles(expected), dot_tolerance(f32, k)), "");
   std::string source;
@@ -69,7 +73,9 @@ TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(TileWidths, TlCpuMatmul, ::testing::Values(16, 32, 64));
+INSTANTIATE_TEST_SUITE_P(TileWidthsAndTargets, TlCpuMatmul,
+                         ::testing::Combine(::testing::Values(16, 24, 32, 64),
+                                            ::testing::Values("", "haswell", "x86-64")));
 
 }  // namespace
 }  // namespace tileops::testing::tl_test
