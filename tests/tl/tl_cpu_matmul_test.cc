@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "tests/tl/tl_test_util.h"
 
@@ -73,9 +76,14 @@ TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
   std::filesystem::remove_all(dir);
 }
 
+#if defined(__x86_64__)
+const std::vector<std::string> kTargets = {"", "haswell", "x86-64"};
+#else
+const std::vector<std::string> kTargets = {""};  // -march names are per architecture
+#endif
 INSTANTIATE_TEST_SUITE_P(TileWidthsAndTargets, TlCpuMatmul,
                          ::testing::Combine(::testing::Values(16, 24, 32, 64),
-                                            ::testing::Values("", "haswell", "x86-64")));
+                                            ::testing::ValuesIn(kTargets)));
 
 }  // namespace
 }  // namespace tileops::testing::tl_test
