@@ -251,6 +251,36 @@ TEST_F(TlCpuCache, CompileFailureNamesTheCompilerMessageAndSource) {
   EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
 }
 
+// $TILEOPS_TL_TARGET stands in for an empty `target`: a name the compiler rejects fails the
+// compile. The option wins over the variable.
+TEST_F(TlCpuCache, TargetVariableAppliesWhenTheOptionIsEmpty) {
+  const char* before = std::getenv("TILEOPS_TL_TARGET");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("TILEOPS_TL_TARGET", "no-such-cpu", 1);
+  TensorStorage x({100}, DataType::kFloat32);
+  TensorStorage y = poisoned({100}, DataType::kFloat32);
+  std::string what;
+  try {
+    scale(false, {.always_compile = true, .backend = "cpu"}).launch(1, x, y, 100, 2.0, 64);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  bool option_wins = true;
+  try {
+    scale(false, {.always_compile = true, .backend = "cpu", .target = "native"})
+        .launch(1, x, y, 100, 2.0, 64);
+  } catch (const Error&) {
+    option_wins = false;
+  }
+  if (before != nullptr) {
+    ::setenv("TILEOPS_TL_TARGET", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TILEOPS_TL_TARGET");
+  }
+  EXPECT_NE(what.find("no-such-cpu"), std::string::npos) << "no compile error naming the target";
+  EXPECT_TRUE(option_wins);
+}
+
 // Without a compiler (TILEOPS_CXX set empty) `auto` runs kernels on the interpreter and says so
 // once per process; `backend="cpu"` is refused. Checked in a child process (this test binary
 // re-run with a filter), since the compiler is looked up once per process.

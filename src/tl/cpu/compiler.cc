@@ -93,7 +93,12 @@ std::string compile_flags(const Options& options) {
   std::string flags = "-std=c++17 -fPIC -shared -w -fno-exceptions -fno-rtti";
   flags += options.opt_level == 1 ? " -O1" : " -O3";
   if (options.opt_level == 3) flags += " -funroll-loops";
-  flags += options.target.empty() ? " -march=native" : " -march=" + quote(options.target);
+  // The target: the option, else $TILEOPS_TL_TARGET (read per compile), else this CPU.
+  std::string target = options.target;
+  if (const char* env = std::getenv("TILEOPS_TL_TARGET"); target.empty() && env != nullptr) {
+    target = env;
+  }
+  flags += target.empty() ? " -march=native" : " -march=" + quote(target);
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
   // fast_math takes some of -ffast-math's parts, not -ffast-math itself: that links

@@ -15,7 +15,8 @@ namespace tileops::tl::cpu {
 const std::optional<std::string>& find_compiler();
 // `<compiler> --version`, once per process ("" without a compiler).
 const std::string& compiler_identity();
-// The flags `options` select (opt_level, debug, fast_math, target).
+// The flags `options` select (opt_level, debug, fast_math, target; an empty target takes
+// $TILEOPS_TL_TARGET when set).
 std::string compile_flags(const Options& options);
 // The host CPU (model and feature flags) code compiled with -march=native depends on.
 const std::string& cpu_identity();
