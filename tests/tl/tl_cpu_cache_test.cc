@@ -153,6 +153,7 @@ TEST_F(TlCpuCache, RacingBuildersLeaveAConsistentEntry) {
     const std::string key = tl::cpu::digest("race " + std::to_string(round));
     std::atomic<int> ready{0};
     std::vector<std::thread> builders;
+    builders.reserve(kBuilders);
     for (int b = 0; b < kBuilders; ++b) {
       builders.emplace_back([&, b] {
         ready.fetch_add(1);
