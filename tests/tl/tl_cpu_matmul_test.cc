@@ -76,14 +76,19 @@ TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
   std::filesystem::remove_all(dir);
 }
 
+// -march names are per architecture, and haswell code needs a CPU with AVX2 and FMA.
+std::vector<std::string> targets() {
+  std::vector<std::string> t = {""};
 #if defined(__x86_64__)
-const std::vector<std::string> kTargets = {"", "haswell", "x86-64"};
-#else
-const std::vector<std::string> kTargets = {""};  // -march names are per architecture
+  t.push_back("x86-64");
+  __builtin_cpu_init();  // this runs during static initialisation
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) t.push_back("haswell");
 #endif
+  return t;
+}
 INSTANTIATE_TEST_SUITE_P(TileWidthsAndTargets, TlCpuMatmul,
                          ::testing::Combine(::testing::Values(16, 24, 32, 64),
-                                            ::testing::ValuesIn(kTargets)));
+                                            ::testing::ValuesIn(targets())));
 
 }  // namespace
 }  // namespace tileops::testing::tl_test
