@@ -113,6 +113,44 @@ void EpilogueRow(const float* acc, float alpha, const float* c, float beta, cons
   }
 }
 
+// out[p·ld + r] = rows[r][p], r < n_rows, p < count: 4 × 4 blocks transposed in 128-bit
+// registers (every target has them), the edges element by element. The packs of a row-major A
+// and of a linear's weight ([N, K]) are such transposes: element by element, in the portable
+// code, they took 8% of a float32 2048³ GEMM's time on one thread; 5% this way, most of it
+// waiting on memory.
+void TransposeRows(const float* const* rows, std::int64_t n_rows, std::int64_t count, float* out,
+                   std::int64_t ld) {
+  std::int64_t r = 0;
+#if !(HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE)
+  const hn::FixedTag<float, 4> d;
+  const hn::Repartition<std::uint64_t, decltype(d)> du;
+  for (; r + 4 <= n_rows; r += 4) {
+    const float *r0 = rows[r], *r1 = rows[r + 1], *r2 = rows[r + 2], *r3 = rows[r + 3];
+    std::int64_t p = 0;
+    for (; p + 4 <= count; p += 4) {
+      const auto a = hn::LoadU(d, r0 + p), b = hn::LoadU(d, r1 + p);
+      const auto c = hn::LoadU(d, r2 + p), e = hn::LoadU(d, r3 + p);
+      // ab_lo = a0 b0 a1 b1, ce_lo = c0 e0 c1 e1: column 0 is the low halves, column 1 the high.
+      const auto ab_lo = hn::BitCast(du, hn::InterleaveLower(d, a, b));
+      const auto ce_lo = hn::BitCast(du, hn::InterleaveLower(d, c, e));
+      const auto ab_hi = hn::BitCast(du, hn::InterleaveUpper(d, a, b));
+      const auto ce_hi = hn::BitCast(du, hn::InterleaveUpper(d, c, e));
+      float* o = out + p * ld + r;
+      hn::StoreU(hn::BitCast(d, hn::InterleaveLower(du, ab_lo, ce_lo)), d, o);
+      hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(du, ab_lo, ce_lo)), d, o + ld);
+      hn::StoreU(hn::BitCast(d, hn::InterleaveLower(du, ab_hi, ce_hi)), d, o + 2 * ld);
+      hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(du, ab_hi, ce_hi)), d, o + 3 * ld);
+    }
+    for (; p < count; ++p) {
+      for (int i = 0; i < 4; ++i) out[p * ld + r + i] = rows[r + i][p];
+    }
+  }
+#endif
+  for (; r < n_rows; ++r) {
+    for (std::int64_t p = 0; p < count; ++p) out[p * ld + r] = rows[r][p];
+  }
+}
+
 // K is walked in blocks small enough that the x rows of a block (16 × 256 floats, 16 KiB) and
 // the kRows weight rows of the block stay in L1 while every group of x rows visits them: the
 // weights come from memory once, x from L1. Partial sums are vectors kept in `part`.
@@ -235,6 +273,7 @@ namespace tileops::ops::cpu {
 HWY_EXPORT(GemmNr);
 HWY_EXPORT(MacroKernel);
 HWY_EXPORT(EpilogueRow);
+HWY_EXPORT(TransposeRows);
 HWY_EXPORT(DotRowsF32);
 HWY_EXPORT(DotRowsBF16);
 HWY_EXPORT(DotRowsF16);
@@ -250,6 +289,11 @@ void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, st
 void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
                        std::int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(EpilogueRow)(acc, alpha, c, beta, bias, n, out);
+}
+
+void gemm_transpose_rows(const float* const* rows, std::int64_t n_rows, std::int64_t count,
+                         float* out, std::int64_t ld) {
+  HWY_DYNAMIC_DISPATCH(TransposeRows)(rows, n_rows, count, out, ld);
 }
 
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,

@@ -29,6 +29,11 @@ void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, st
 void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
                        std::int64_t n, float* out);
 
+// out[p·ld + r] = rows[r][p] for r < n_rows, p < count (the packs of row-major A strips and of
+// a linear's weight).
+void gemm_transpose_rows(const float* const* rows, std::int64_t n_rows, std::int64_t count,
+                         float* out, std::int64_t ld);
+
 // out[i·ld_out + j] = Σ_p x[i·ld_x + p] · w[j·ld_w + p] for i < m, j < n, p < k: float32 rows x
 // against weight rows w of w_dtype (float32, float16 or bfloat16) read exactly once from memory
 // (m <= 16: the x rows are revisited from cache).
