@@ -6,7 +6,11 @@
 // Run: bench/tl_ops_report.py (writes the table of bench/results/tl-ops.md).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
 #include <random>
+#include <vector>
 
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
@@ -14,7 +18,7 @@
 namespace tileops {
 namespace {
 
-constexpr std::int64_t kRows = 4096, kCols = 4096, kGemm = 2048;
+constexpr std::int64_t kRows = 4096, kCols = 4096, kGemmSize = 2048;
 
 TensorStorage make(const Dims& shape, DataType dtype) {
   static std::mt19937_64 rng(1);
@@ -25,108 +29,180 @@ DataType dtype_arg(const benchmark::State& state) {
   return state.range(0) == 0 ? DataType::kFloat32 : DataType::kBFloat16;
 }
 
-Context ctx_arg(const benchmark::State& state) {
+// One operator call on fixed random tensors: `bytes` read + written once per call (gemm: FLOPs).
+struct Case {
+  std::vector<TensorStorage> t;
+  double amount = 0;
+  std::function<void(const Context&)> call;
+};
+
+enum Op {
+  kAdd,
+  kMul,
+  kRmsNorm,
+  kAddRmsNorm,
+  kSwiglu,
+  kSiluAndMul,
+  kScaledSoftmax,
+  kCausalSoftmax,
+  kGemm
+};
+
+Case make_case(Op op, DataType dt) {
+  Case c;
+  auto tensors = [&](std::initializer_list<Dims> shapes) {
+    for (const Dims& shape : shapes) c.t.push_back(make(shape, dt));
+  };
+  auto count = [&](std::initializer_list<int> which) {
+    for (int i : which) c.amount += static_cast<double>(c.t[static_cast<std::size_t>(i)].bytes());
+  };
+  const Dims m{kRows, kCols};
+  TensorStorage* t = nullptr;
+  switch (op) {
+    case kAdd:
+    case kMul:
+      tensors({m, m, m});
+      count({0, 1, 2});
+      t = c.t.data();
+      c.call = [t, op](const Context& ctx) {
+        op == kAdd ? ops::add(t[0], t[1], t[2], ctx) : ops::mul(t[0], t[1], t[2], ctx);
+      };
+      break;
+    case kRmsNorm:
+      tensors({m, {kCols}, m});
+      count({0, 2});
+      t = c.t.data();
+      c.call = [t](const Context& ctx) { ops::rms_norm(t[0], t[1], 1e-6, t[2], ctx); };
+      break;
+    case kAddRmsNorm:
+      tensors({m, m, {kCols}, m, m});
+      count({0, 1, 3, 4});
+      t = c.t.data();
+      c.call = [t](const Context& ctx) {
+        ops::add_rms_norm(t[0], t[1], t[2], 1e-6, t[3], t[4], ctx);
+      };
+      break;
+    case kSwiglu:
+      tensors({m, m, m});
+      count({0, 1, 2});
+      t = c.t.data();
+      c.call = [t](const Context& ctx) { ops::swiglu(t[0], t[1], t[2], ctx); };
+      break;
+    case kSiluAndMul:
+      tensors({{kRows, 2 * kCols}, m});
+      count({0, 1});
+      t = c.t.data();
+      c.call = [t](const Context& ctx) { ops::silu_and_mul(t[0], -1, t[1], ctx); };
+      break;
+    case kScaledSoftmax:
+    case kCausalSoftmax:
+      tensors({m, m});
+      count({0, 1});
+      t = c.t.data();
+      c.call = [t, op](const Context& ctx) {
+        op == kScaledSoftmax ? ops::scaled_softmax(t[0], 0.125, t[1], ctx)
+                             : ops::causal_softmax(t[0], t[1], ctx);
+      };
+      break;
+    case kGemm:
+      tensors({{kGemmSize, kGemmSize}, {kGemmSize, kGemmSize}, {kGemmSize, kGemmSize}});
+      c.amount = 2.0 * kGemmSize * kGemmSize * kGemmSize;
+      t = c.t.data();
+      c.call = [t](const Context& ctx) {
+        ops::gemm(t[0], t[1], 1.0, 0.0, false, false, t[2], ctx);
+      };
+      break;
+  }
+  return c;
+}
+
+Context with_index(int index) {
   Context ctx;
-  ctx.implementation_index = static_cast<int>(state.range(1));
+  ctx.implementation_index = index;
   return ctx;
 }
 
-// Times fn (after one warm-up call) and counts the bytes of `tensors` per call.
-template <typename F>
-void run(benchmark::State& state, std::initializer_list<const TensorStorage*> tensors, F fn) {
-  fn();
-  for (auto _ : state) fn();
-  double bytes = 0;
-  for (const TensorStorage* t : tensors) bytes += static_cast<double>(t->bytes());
-  state.counters["bytes_per_second"] =
-      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+// The tl implementation's index: 1, for gemm 2.
+int tl_index(Op op) { return op == kGemm ? 2 : 1; }
+
+// Args: (dtype: 0 float32 / 1 bfloat16, implementation index). Counter: bytes_per_second, for
+// gemm FLOPS. One warm-up call (compiles the tl kernel or loads it from the persistent cache).
+template <Op kOp>
+void BM_op(benchmark::State& state) {
+  const Case c = make_case(kOp, dtype_arg(state));
+  const Context ctx = with_index(static_cast<int>(state.range(1)));
+  c.call(ctx);
+  for (auto _ : state) c.call(ctx);
+  state.counters[kOp == kGemm ? "FLOPS" : "bytes_per_second"] =
+      benchmark::Counter(c.amount, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_add(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage a = make({kRows, kCols}, dt), b = make({kRows, kCols}, dt),
-                o = make({kRows, kCols}, dt);
-  run(state, {&a, &b, &o}, [&] { ops::add(a, b, o, ctx); });
+// Native and tl calls alternate and are timed one by one, so that both sides of the ratio see
+// the same minutes of this shared machine (separate benchmarks seconds apart saw it change speed
+// by 30%). Arg: dtype. Counters: native and tl rates (median call of each) and ratio (their
+// quotient: tl / native).
+template <Op kOp>
+void BM_paired(benchmark::State& state) {
+  const Case c = make_case(kOp, dtype_arg(state));
+  const Context native = with_index(0), tl = with_index(tl_index(kOp));
+  c.call(native);
+  c.call(tl);
+  std::vector<double> seconds[2];
+  const auto timed = [&](const Context& ctx, std::vector<double>& out) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.call(ctx);
+    out.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
+  for (auto _ : state) {
+    timed(native, seconds[0]);
+    timed(tl, seconds[1]);
+  }
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double native_rate = c.amount / median(seconds[0]);
+  const double tl_rate = c.amount / median(seconds[1]);
+  state.counters["native"] = native_rate;
+  state.counters["tl"] = tl_rate;
+  state.counters["ratio"] = tl_rate / native_rate;
 }
 
-void BM_mul(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage a = make({kRows, kCols}, dt), b = make({kRows, kCols}, dt),
-                o = make({kRows, kCols}, dt);
-  run(state, {&a, &b, &o}, [&] { ops::mul(a, b, o, ctx); });
-}
-
-void BM_rms_norm(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage x = make({kRows, kCols}, dt), w = make({kCols}, dt), o = make({kRows, kCols}, dt);
-  run(state, {&x, &o}, [&] { ops::rms_norm(x, w, 1e-6, o, ctx); });
-}
-
-void BM_add_rms_norm(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage x = make({kRows, kCols}, dt), r = make({kRows, kCols}, dt), w = make({kCols}, dt);
-  TensorStorage o = make({kRows, kCols}, dt), ro = make({kRows, kCols}, dt);
-  run(state, {&x, &r, &o, &ro}, [&] { ops::add_rms_norm(x, r, w, 1e-6, o, ro, ctx); });
-}
-
-void BM_swiglu(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage a = make({kRows, kCols}, dt), g = make({kRows, kCols}, dt),
-                o = make({kRows, kCols}, dt);
-  run(state, {&a, &g, &o}, [&] { ops::swiglu(a, g, o, ctx); });
-}
-
-void BM_silu_and_mul(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage x = make({kRows, 2 * kCols}, dt), o = make({kRows, kCols}, dt);
-  run(state, {&x, &o}, [&] { ops::silu_and_mul(x, -1, o, ctx); });
-}
-
-void BM_scaled_softmax(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage x = make({kRows, kCols}, dt), o = make({kRows, kCols}, dt);
-  run(state, {&x, &o}, [&] { ops::scaled_softmax(x, 0.125, o, ctx); });
-}
-
-void BM_causal_softmax(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage x = make({kRows, kCols}, dt), o = make({kRows, kCols}, dt);
-  run(state, {&x, &o}, [&] { ops::causal_softmax(x, o, ctx); });
-}
-
-void BM_gemm(benchmark::State& state) {
-  const DataType dt = dtype_arg(state);
-  const Context ctx = ctx_arg(state);
-  TensorStorage a = make({kGemm, kGemm}, dt), b = make({kGemm, kGemm}, dt),
-                c = make({kGemm, kGemm}, dt);
-  const auto call = [&] { ops::gemm(a, b, 1.0, 0.0, false, false, c, ctx); };
-  call();
-  for (auto _ : state) call();
-  state.counters["FLOPS"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm,
-                                               benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// Native (0) and tl (1) for both dtypes; gemm: native (0) and tl (2), float32.
-#define TL_OPS_BENCH(name)                                                                      \
-  BENCHMARK(name)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->UseRealTime()->Unit( \
-      benchmark::kMillisecond)
-TL_OPS_BENCH(BM_add);
-TL_OPS_BENCH(BM_mul);
-TL_OPS_BENCH(BM_rms_norm);
-TL_OPS_BENCH(BM_add_rms_norm);
-TL_OPS_BENCH(BM_swiglu);
-TL_OPS_BENCH(BM_silu_and_mul);
-TL_OPS_BENCH(BM_scaled_softmax);
-TL_OPS_BENCH(BM_causal_softmax);
-BENCHMARK(BM_gemm)->Args({0, 0})->Args({0, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+// Native (0) and tl (1) for both dtypes, and the paired form; gemm float32, tl index 2.
+#define TL_OPS_BENCH(op, name)         \
+  BENCHMARK(BM_op<op>)                 \
+      ->Name("BM_" name)               \
+      ->Args({0, 0})                   \
+      ->Args({0, 1})                   \
+      ->Args({1, 0})                   \
+      ->Args({1, 1})                   \
+      ->UseRealTime()                  \
+      ->Unit(benchmark::kMillisecond); \
+  BENCHMARK(BM_paired<op>)             \
+      ->Name("BM_paired_" name)        \
+      ->Arg(0)                         \
+      ->Arg(1)                         \
+      ->UseRealTime()                  \
+      ->Unit(benchmark::kMillisecond)
+TL_OPS_BENCH(kAdd, "add");
+TL_OPS_BENCH(kMul, "mul");
+TL_OPS_BENCH(kRmsNorm, "rms_norm");
+TL_OPS_BENCH(kAddRmsNorm, "add_rms_norm");
+TL_OPS_BENCH(kSwiglu, "swiglu");
+TL_OPS_BENCH(kSiluAndMul, "silu_and_mul");
+TL_OPS_BENCH(kScaledSoftmax, "scaled_softmax");
+TL_OPS_BENCH(kCausalSoftmax, "causal_softmax");
+BENCHMARK(BM_op<kGemm>)
+    ->Name("BM_gemm")
+    ->Args({0, 0})
+    ->Args({0, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_paired<kGemm>)
+    ->Name("BM_paired_gemm")
+    ->Arg(0)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tileops
