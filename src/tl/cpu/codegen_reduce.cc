@@ -28,11 +28,18 @@ std::int64_t Emitter::suffix_run(const Op& o) const {
   return count;
 }
 
-// Only exp results for now: squares qualify as well, but rms_norm, which agrees with the
-// interpreter bit for bit in practice with a double sum, then drifts by up to 3 ulps.
+// Only exp results: squares qualify as well, but rms_norm, which agrees with the interpreter
+// bit for bit in practice with a double sum, then drifts by up to 3 ulps; so squares take float32
+// blocks only under fast_math (square(), tl_acc64_sq).
 bool Emitter::nonnegative(int id) const {
   const Op* d = def_[static_cast<std::size_t>(id)];
   return d != nullptr && d->kind == OpKind::kUnary && static_cast<UnaryOp>(d->sub) == UnaryOp::kExp;
+}
+
+bool Emitter::square(int id) const {
+  const Op* d = def_[static_cast<std::size_t>(id)];
+  return d != nullptr && d->kind == OpKind::kBinary &&
+         static_cast<BinaryOp>(d->sub) == BinaryOp::kMul && d->operands[0] == d->operands[1];
 }
 
 const Op* Emitter::sum_of(int id) const {
@@ -60,7 +67,8 @@ std::string Emitter::declare_reduced(const Op& o) {
 // Each output is one contiguous run of `count`, summed with eight double accumulators, lane q
 // taking elements q, q + 8, ... (two sets of them over 16-element steps, added at the end); runs
 // of non-negative terms add blocks of 64 in float32 first (tl_acc64: within 3 float32
-// roundings, relative, of the exact block sum).
+// roundings, relative, of the exact block sum), and so do runs of squares under fast_math
+// (tl_acc64_sq).
 void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
                        const std::string& out) {
   const Type& xt = type(r.operands[0]);
@@ -68,7 +76,9 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   const std::int64_t count = suffix_run(r);
   const std::string c = std::to_string(count);
   const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit vectors
-  const std::int64_t blocks = vec && nonnegative(r.operands[0]) ? count - count % 64 : 0;
+  const bool squares = square(r.operands[0]);
+  const std::int64_t blocks =
+      vec && (nonnegative(r.operands[0]) || squares) ? count - count % 64 : 0;
   const std::int64_t tail16 = blocks + (count - blocks) / 16 * 16;
   const std::int64_t tail = count - count % 8;
   const std::string i = "o * " + c + " + k", iq = i + " + q";
@@ -84,7 +94,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
     if (blocks > 0) {
       line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(256)
              << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
-             << " tl_acc64(tl_lo, tl_t); }\n";
+             << (squares ? " tl_acc64_sq(tl_lo, tl_hi, tl_t); }\n" : " tl_acc64(tl_lo, tl_t); }\n");
     }
     if (tail16 > blocks) {
       line() << "for (i64 k = " << blocks << "; k < " << tail16 << "; k += 16) { float tl_t[16]; "
