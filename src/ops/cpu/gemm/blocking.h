@@ -16,7 +16,19 @@ struct RowBlocks {
   RowBlocks(std::int64_t m, int threads, std::int64_t max_rows, std::int64_t step) {
     const std::int64_t want = std::max<std::int64_t>(1, (m + max_rows - 1) / max_rows);
     const std::int64_t m_blocks = (want + threads - 1) / threads * threads;
-    mc = ((m + m_blocks - 1) / m_blocks + step - 1) / step * step;
+    const auto rows_for = [&](std::int64_t b) {
+      return ((m + b - 1) / b + step - 1) / step * step;
+    };
+    // Rounding to `step` can leave a count the threads cannot share (2048 rows, 2 threads, step
+    // 32: 11 blocks of 192; each block would be split, its A block packed by both threads): up to
+    // twice as many smaller blocks are taken if their count divides evenly.
+    mc = rows_for(m_blocks);
+    for (std::int64_t b = m_blocks; b <= 2 * m_blocks; b += threads) {
+      if ((m + rows_for(b) - 1) / rows_for(b) % threads == 0) {
+        mc = rows_for(b);
+        break;
+      }
+    }
     blocks = (m + mc - 1) / mc;
     n_split = blocks % threads == 0 ? 1 : threads;
   }
