@@ -1,8 +1,8 @@
 // The tile-language implementations of the operators ("tl") against the native ones in the same
 // run: every memory-bound operator on [4096, 4096] float32 and bfloat16, and gemm 2048³ float32.
-// Arguments: (dtype: 0 float32 / 1 bfloat16, implementation index). Counters: bytes_per_second
-// (bytes read + written once per call) or FLOPS. The kernels are compiled (or loaded from the
-// persistent cache) by a warm-up call before timing.
+// BM_<op>/<dtype>/<implementation index> times one implementation; BM_paired_<op>/<dtype>
+// alternates native and tl calls (what the report reads). The kernels are compiled (or loaded
+// from the persistent cache) by a warm-up call before timing.
 // Run: bench/tl_ops_report.py (writes the table of bench/results/tl-ops.md).
 #include <benchmark/benchmark.h>
 
@@ -29,7 +29,8 @@ DataType dtype_arg(const benchmark::State& state) {
   return state.range(0) == 0 ? DataType::kFloat32 : DataType::kBFloat16;
 }
 
-// One operator call on fixed random tensors: `bytes` read + written once per call (gemm: FLOPs).
+// One operator call on fixed random tensors; `amount`: bytes read + written once per call (gemm:
+// FLOPs).
 struct Case {
   std::vector<TensorStorage> t;
   double amount = 0;
