@@ -5,10 +5,11 @@
 // rsqrt(mean + eps) and the weight and stored; the second walk finds the row in cache. Blocks
 // take contiguous runs of rows (one sequential stream each). A 16-bit weight is widened to float32
 // once per call on the host (the kernels would otherwise widen it again for every row), so one
-// kernel is compiled per input dtype. fast_math lets the sums of squares add blocks of 64 in
-// float32 before widening them (tl_acc64_sq; relative error within 3 float32 roundings per
-// block): the double sum's dependent additions bound the first walk (rms_norm [4096, 4096]
-// bfloat16: 0.72 of native's throughput before, 0.87-0.92 after, in paired runs).
+// kernel is compiled per input dtype. rms_norm compiles with fast_math, which lets its sums of
+// squares add blocks of 64 in float32 before widening them (tl_acc64_sq; relative error within 3
+// float32 roundings per block): the double sum's dependent additions bound the first walk
+// ([4096, 4096] bfloat16: 0.72 of native's throughput before, 0.87-0.92 after, in paired runs).
+// add_rms_norm measured the same either way (0.71-0.85), so it keeps the exact sum.
 #include <memory>
 
 #include "src/ops/cpu/register.h"
@@ -36,6 +37,18 @@ struct Row {
   Row(const tl::Value& r, const tl::Value& d1) : i0(tl::floordiv(r, d1)), i1(r - i0 * d1) {}
 };
 
+// Calls body(row, next) for each row of this block's contiguous run of the d0 · d1 rows; `next`
+// is the row after it.
+template <typename Body>
+void for_block_rows(const tl::Value& d0, const tl::Value& d1, const Body& body) {
+  const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
+  const tl::Value first = tl::block_idx() * per_block;
+  for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
+    const Row row(r, d1), next(r + 1, d1);  // in this order: they trace ops
+    body(row, next);
+  }
+}
+
 // out = x · scale · w for every chunk of one row; x(col) gives the float32 chunk at col. The
 // chunk at col of each row in `next` (the block's next row in each input) is fetched meanwhile:
 // the first walk of that row then finds it in cache.
@@ -62,10 +75,7 @@ const tl::Kernel& rms_norm_kernel() {
         const tl::Value tw = tl::tensor(w, {width}, {sw});
         const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
         const tl::Value chunks = tl::ceildiv(width, kTile);
-        const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
-        const tl::Value first = tl::block_idx() * per_block;
-        for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
-          const Row row(r, d1), next(r + 1, d1);
+        for_block_rows(d0, d1, [&](const Row& row, const Row& next) {
           const tl::Value &i0 = row.i0, &i1 = row.i1;
           const auto chunk = [&](const tl::Value& col) {
             return as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col}));
@@ -77,7 +87,7 @@ const tl::Kernel& rms_norm_kernel() {
           }
           const tl::Value scale = tl::rsqrt(acc / width + eps);
           scale_row(chunk, scale, tw, to, row, {tx}, next, chunks);
-        }
+        });
       },
       kFastMath);
   return kernel;
@@ -100,10 +110,7 @@ const tl::Kernel& add_rms_norm_kernel() {
         const tl::Value tq = tl::tensor(res_out, {d0, d1, width}, {sq0, sq1, sq2});
         const DataType dtype = x.dtype();
         const tl::Value chunks = tl::ceildiv(width, kTile);
-        const tl::Value per_block = tl::ceildiv(d0 * d1, tl::block_num());
-        const tl::Value first = tl::block_idx() * per_block;
-        for (tl::Value r : tl::range(first, tl::minimum(first + per_block, d0 * d1))) {
-          const Row row(r, d1), next(r + 1, d1);
+        for_block_rows(d0, d1, [&](const Row& row, const Row& next) {
           const tl::Value &i0 = row.i0, &i1 = row.i1;
           const auto sum = [&](const tl::Value& col) {  // rounded to the dtype, as stored
             return as_dtype(as_f32(tl::load(tx, {1, 1, kTile}, {i0, i1, col})) +
@@ -131,7 +138,7 @@ const tl::Kernel& add_rms_norm_kernel() {
                 scale_row([&](const tl::Value& col) { return as_f32(sum(col)); }, scale, tw, to,
                           row, {tx, tr}, next, chunks);
               });
-        }
+        });
       });
   return kernel;
 }
