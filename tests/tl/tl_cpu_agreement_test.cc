@@ -373,5 +373,54 @@ TEST(TlCpuAgreement, ReductionsSoftmaxAndMatmulWithinUlps) {
   EXPECT_EQ(compare(co, to_doubles(ce), dot_tolerance(f32, 128)), "");
 }
 
+// Row max and min take a plain max loop and rerun a row the exact way when a sum of its elements
+// is NaN: rows holding NaN (in the vector part and in the scalar tail of 100 = 3 * 32 + 4),
+// infinities of both signs, only -inf, and finite values whose sum overflows, each against the
+// interpreter (NaN for NaN, bit for bit otherwise).
+TEST(TlCpuAgreement, RowMaxAndMinWithNaNAndInfinities) {
+  auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_row_extremes",
+        [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows) {
+          const tl::Value tx = tl::tensor(x, {rows, 100}), to = tl::tensor(out, {rows, 2});
+          for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+            const tl::Value v = tl::load(tx, {1, 100}, {r, 0}) * 2;  // fused into the loops
+            tl::store(tl::reduce_max(v, {1}, true), to, {r, 0});
+            tl::store(tl::reduce_min(v, {1}, true), to, {r, 1});
+          }
+        },
+        o);
+  };
+  const std::int64_t rows = 8;
+  std::mt19937_64 rng(21);
+  TensorStorage x = random_tensor({rows, 100}, DataType::kFloat32, rng);
+  auto* px = static_cast<float*>(x.data());
+  px[1 * 100 + 50] = NAN;
+  px[2 * 100 + 7] = INFINITY;
+  px[2 * 100 + 60] = -INFINITY;
+  px[3 * 100 + 98] = NAN;
+  for (int j = 0; j < 100; ++j) px[4 * 100 + j] = -INFINITY;
+  for (int j = 0; j < 100; ++j) px[5 * 100 + j] = j % 2 == 0 ? 1e38f : -1e38f;
+  px[5 * 100 + 3] = -INFINITY;
+  px[6 * 100 + 31] = INFINITY;
+  TensorStorage e = poisoned({rows, 2}, DataType::kFloat32);
+  TensorStorage a = poisoned({rows, 2}, DataType::kFloat32);
+  make(kInterp).launch(3, x, e, rows);
+  make(kCpu).launch(3, x, a, rows);
+  const auto* pe = static_cast<const float*>(e.data());
+  const auto* pa = static_cast<const float*>(a.data());
+  for (std::int64_t i = 0; i < rows * 2; ++i) {
+    if (std::isnan(pe[i])) {
+      EXPECT_TRUE(std::isnan(pa[i])) << "row " << i / 2 << " output " << i % 2 << ": " << pa[i];
+    } else {
+      EXPECT_EQ(std::memcmp(&pe[i], &pa[i], 4), 0)
+          << "row " << i / 2 << " output " << i % 2 << ": " << pe[i] << " vs " << pa[i];
+    }
+  }
+  EXPECT_TRUE(std::isnan(pe[2]) && std::isnan(pe[6]));  // the rows test what they say
+  EXPECT_EQ(pe[4], INFINITY);
+  EXPECT_EQ(pe[5], -INFINITY);
+}
+
 }  // namespace
 }  // namespace tileops::testing::tl_test

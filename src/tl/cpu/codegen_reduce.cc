@@ -166,15 +166,24 @@ void Emitter::reduce_op(const Op& o) {
     if (ct == "float") {
       // Two 16-lane vectors of accumulators over runs of 32 (a compare-and-select chain per
       // vector would bound the loop by its latency), merged, then their 16 lanes; ties keep the
-      // first.
+      // first. First without NaN handling, summing the elements into a probe; a NaN probe
+      // reruns the run with it (tl_plain16).
       const std::string tail32 = std::to_string(count - count % 32);
-      line() << "tl_v16 tl_mv[2];\n";
-      line() << "for (int j = 0; j < 16; ++j) { tl_mv[0][j] = " << init
-             << "; tl_mv[1][j] = " << init << "; }\n";
+      const std::string reset = cat({"for (int j = 0; j < 16; ++j) { tl_mv[0][j] = ", init,
+                                     "; tl_mv[1][j] = ", init, "; }\n"});
+      line() << "tl_v16 tl_mv[2], tl_probe[2] = {};\n";
+      line() << reset;
       line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { " << advance_hints(128)
+             << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << eq
+             << "; tl_mv[0] = tl_plain16<" << mx << ">(tl_mv[0], tl_t, tl_probe[0]); tl_mv[1] = "
+             << "tl_plain16<" << mx << ">(tl_mv[1], tl_t + 16, tl_probe[1]); }\n";
+      open("if (tl_has_nan16(tl_probe[0] + tl_probe[1]))");
+      line() << reset;
+      line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { "
              << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << eq
              << "; tl_mv[0] = tl_better16<" << mx << ">(tl_mv[0], tl_t); tl_mv[1] = tl_better16<"
              << mx << ">(tl_mv[1], tl_t + 16); }\n";
+      close();
       line() << "tl_mv[0] = tl_better16<" << mx << ">(tl_mv[0], (const float*)&tl_mv[1]);\n";
       line() << "float tl_m[16];\n";
       line() << "__builtin_memcpy(tl_m, &tl_mv[0], 64);\n";
