@@ -184,6 +184,7 @@ GeneratedSource Emitter::run() {
   elementwise_uses_.assign(f_.types.size(), false);
   def_.assign(f_.types.size(), nullptr);
   summed_.assign(f_.types.size(), false);
+  sunk_.assign(f_.types.size(), false);
   deferred_.assign(f_.types.size(), "");
   carried_.assign(f_.types.size(), false);
   emitted_.assign(f_.types.size(), false);

@@ -318,11 +318,26 @@ void Emitter::elementwise_op(const Op& o) {
     };
     // A row sum of the result is computed in the same loop (softmax: exp, then its sum), so the
     // result is not read back.
+    // Its store, when that is the result's other use and its tile lies contiguous in the tensor,
+    // is this loop's too: the elements go to memory instead of the tile (sinkable_store).
     if (const Op* r = sum_of(res); r != nullptr) {
       summed_[static_cast<std::size_t>(r->results[0])] = true;
       const std::string out = declare_reduced(*r);
+      std::string sink = name(res);
+      if (const Op* s = sinkable_store(o, res); s != nullptr) {
+        const std::string t = name(s->operands[1]);
+        std::vector<std::string> offsets;
+        for (std::size_t d = 0; d < rt.shape.size(); ++d)
+          offsets.push_back(name(s->operands[2 + d]));
+        const auto [inside, at_] = contiguous_tile(t, rt.shape, offsets, false);
+        sink = name(res) + "_sink";
+        line() << "const bool " << name(res) << "_sunk = " << inside << ";\n";
+        line() << "float* const " << sink << " = " << name(res) << "_sunk ? " << t << " + (" << at_
+               << ") : " << name(res) << ";\n";
+        sunk_[static_cast<std::size_t>(res)] = true;
+      }
       open("");
-      sum_runs(*r, element, name(res), out);
+      sum_runs(*r, element, sink, out);
       close();
       return;
     }

@@ -154,6 +154,33 @@ std::optional<std::vector<int>> Emitter::direct_load_hazards(const Op& load) con
   return stored;
 }
 
+const Op* Emitter::sinkable_store(const Op& producer, int id) const {
+  if (uses_[static_cast<std::size_t>(id)] != 2) return nullptr;
+  const Region& r = *current_;
+  std::size_t i = 0;
+  while (i < r.ops.size() && &r.ops[i] != &producer) ++i;
+  auto defined_later = [&](int v) {  // by an op of this region from `producer` on
+    const Op* d = def_[static_cast<std::size_t>(v)];
+    return d != nullptr && d >= &r.ops[i] && d < r.ops.data() + r.ops.size();
+  };
+  for (std::size_t j = i + 1; j < r.ops.size(); ++j) {
+    const Op& s = r.ops[j];
+    if (s.kind == OpKind::kStore && s.operands[0] == id) {
+      if (s.flag || type(s.operands[1]).dtype != DataType::kFloat32 ||
+          !emitted_[static_cast<std::size_t>(s.operands[1])])
+        return nullptr;
+      for (std::size_t k = 1; k < s.operands.size(); ++k) {
+        if (defined_later(s.operands[k])) return nullptr;
+      }
+      return &s;
+    }
+    const bool memory = s.kind == OpKind::kLoad || s.kind == OpKind::kStore ||
+                        s.kind == OpKind::kAtomic || !s.regions.empty();
+    if (memory) return nullptr;
+  }
+  return nullptr;
+}
+
 void Emitter::load_op(const Op& o) {
   const int res = o.results[0];
   const Type& tt = type(res);
@@ -232,6 +259,14 @@ void Emitter::load_op(const Op& o) {
 
 void Emitter::store_op(const Op& o) {
   const int value = o.operands[0];
+  // Written by the loop that produced the tile when its tile lay in place (sinkable_store).
+  if (sunk_[static_cast<std::size_t>(value)] && o.kind == OpKind::kStore) {
+    sunk_[static_cast<std::size_t>(value)] = false;
+    open("if (!" + name(value) + "_sunk)");
+    store_op(o);
+    close();
+    return;
+  }
   const Type& vt = type(value);
   const std::string t = name(o.operands[1]);
   const DataType d = type(o.operands[1]).dtype;

@@ -116,6 +116,12 @@ class Emitter {
   using ElementFn = std::function<std::string(const std::string&)>;
   void sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
                 const std::string& out);
+  // The store of float32 tile `id` that the loop producing it (which also sums it, sum_of) may
+  // write straight to memory: the tile's only other use, later in the current region, unmasked,
+  // its tensor and offsets known before `producer`, and no op between them reading or writing
+  // memory. Loads whose tiles feed `id` already read in place only when they do not overlap the
+  // stored tensor (direct_load_hazards), so writing earlier clobbers nothing they read.
+  const Op* sinkable_store(const Op& producer, int id) const;
   // The name under which reduction `o`'s result is indexed ("(&v)" for a scalar), declared.
   std::string declare_reduced(const Op& o);
 
@@ -175,8 +181,11 @@ class Emitter {
   // Every use of the value is an elementwise op of its size in one region, which may each
   // evaluate a cheap expression of it (defer) instead of reading a materialised tile.
   std::vector<bool> elementwise_uses_;
-  std::vector<const Op*> def_;         // the op defining each value (nullptr for arguments)
-  std::vector<bool> summed_;           // reductions already computed in their operand's loop
+  std::vector<const Op*> def_;  // the op defining each value (nullptr for arguments)
+  std::vector<bool> summed_;    // reductions already computed in their operand's loop
+  // Tiles whose producing loop wrote them to their store's memory when <v>_sunk holds at run
+  // time (sinkable_store): the store then runs only otherwise.
+  std::vector<bool> sunk_;
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)
