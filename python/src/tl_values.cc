@@ -129,6 +129,15 @@ void bind_tl_values(py::module_& tl) {
           py::arg("dtype"), py::arg("round_mode") = "rint",
           "Cast with a round mode: rint (ties to even), floor, ceil, trunc, round_half_away.")
       .def(
+          "bitcast",
+          [](const tl::Value& v, py::handle dtype) {
+            const tl::Loc loc = caller_loc();
+            return v.bitcast(to_dtype(dtype, "bitcast", "dtype"), loc);
+          },
+          py::arg("dtype"),
+          "The same bits read as `dtype`, of the same size (float32 <-> int32, float16 <-> "
+          "int16, ...).")
+      .def(
           "dim", [](const tl::Value& v, int axis) { return v.dim(axis, caller_loc()); },
           py::arg("axis"), "A global tensor's runtime extent along `axis` (an int64 scalar).")
       .def("__repr__", &repr)

@@ -126,6 +126,23 @@ def test_casts_with_round_modes():
 
 
 @tl.jit
+def bitcasts(x: GA, bits: GA, back: GA):
+    v = tl.load(tl.tensor(x, [8]), [8], offsets=[0])
+    b = v.bitcast(tl.int32)
+    tl.store(b, tl.tensor(bits, [8]), offsets=[0])
+    tl.store((b ^ -(1 << 31)).bitcast(tl.float32), tl.tensor(back, [8]), offsets=[0])
+
+
+# covers: bitcast
+def test_bitcast_reads_the_same_bits():
+    x = np.array([1.0, -2.5, 0.0, -0.0, np.inf, -np.inf, 3e-42, 7.25], np.float32)
+    bits, back = np.zeros(8, np.int32), np.zeros(8, np.float32)
+    bitcasts[1](x, bits, back)
+    assert bits.tolist() == x.view(np.int32).tolist()
+    assert back.view(np.int32).tolist() == (-x).view(np.int32).tolist()
+
+
+@tl.jit
 def reductions(x: GA, out: GA, idx: GA):
     v = tl.load(tl.tensor(x, list(SHAPE)), SHAPE, offsets=[0, 0])
     to, ti = tl.tensor(out, [8, 4]), tl.tensor(idx, [2, 4])

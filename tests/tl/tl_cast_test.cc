@@ -130,5 +130,112 @@ TEST(TlCast, IntToFloatAndBool) {
   EXPECT_EQ(compare(b, eb, {0, 0}), "");
 }
 
+// Bit patterns that stay the same through a float dtype of `size` bytes: signalling NaNs are made
+// quiet (a float held as double, or computed on, may come back quieted).
+std::uint64_t quiet_bits(std::uint64_t bits, std::size_t size) {
+  switch (size) {
+    case 2: {  // float16 and bfloat16 NaNs alike: set both quiet bits when either reads a NaN
+      const bool h = (bits & 0x7C00u) == 0x7C00u && (bits & 0x3FFu) != 0;
+      const bool b = (bits & 0x7F80u) == 0x7F80u && (bits & 0x7Fu) != 0;
+      return h || b ? bits | 0x0200u | 0x0040u : bits;
+    }
+    case 4:
+      return (bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu) != 0 ? bits | 0x400000u
+                                                                            : bits;
+    case 8: {
+      const std::uint64_t exp = 0x7FF0000000000000ull, man = 0x000FFFFFFFFFFFFFull;
+      return (bits & exp) == exp && (bits & man) != 0 ? bits | 0x0008000000000000ull : bits;
+    }
+    default:
+      return bits;
+  }
+}
+
+bool is_nan16(DataType d, std::uint64_t bits) {
+  if (d == DataType::kFloat16) return (bits & 0x7C00u) == 0x7C00u && (bits & 0x3FFu) != 0;
+  if (d == DataType::kBFloat16) return (bits & 0x7F80u) == 0x7F80u && (bits & 0x7Fu) != 0;
+  return false;
+}
+
+// covers: bitcast
+TEST(TlCast, BitcastKeepsEveryBit) {
+  const tl::Kernel k =
+      tl::jit("bitcast", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+        const tl::Value tx = tl::tensor(x, {n}), to = tl::tensor(out, {n});
+        for (tl::Value i : tl::range(tl::block_idx() * 16, n, tl::block_num() * 16)) {
+          tl::store(tl::load(tx, {16}, {i}).bitcast(to.dtype()), to, {i});
+        }
+      });
+  using D = DataType;
+  const std::pair<D, D> pairs[] = {
+      {D::kFloat32, D::kInt32}, {D::kInt32, D::kFloat32},  {D::kFloat64, D::kInt64},
+      {D::kInt64, D::kFloat64}, {D::kBFloat16, D::kInt16}, {D::kInt16, D::kBFloat16},
+      {D::kFloat16, D::kInt16}, {D::kInt16, D::kFloat16},  {D::kFloat16, D::kBFloat16},
+      {D::kInt8, D::kUInt8},    {D::kUInt8, D::kInt8},     {D::kFloat32, D::kFloat32}};
+  std::mt19937_64 rng(5);
+  const std::int64_t n = 1000;  // a partial last tile
+  for (const auto& [from, to] : pairs) {
+    const std::size_t size = size_of(from);
+    TensorStorage x({n}, from);
+    auto* px = static_cast<unsigned char*>(x.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint64_t bits = rng();
+      if (i < 8) {  // zeros, ones, the sign bit and the top exponent (inf / NaN) patterns
+        const std::uint64_t top = size == 8 ? 0xFFF0000000000000ull : 0x7F800000u;
+        const std::uint64_t edge[] = {0,      ~0ull, 1ull << (8 * size - 1), top, top | 1, 1,
+                                      0x7FFF, 0x3C00};
+        bits = edge[i];
+      }
+      bits = quiet_bits(bits, size);
+      std::memcpy(px + i * size, &bits, size);  // little-endian: the low bytes
+    }
+    for (int cores : core_nums()) {
+      TensorStorage out = poisoned({n}, to);
+      k.launch(cores, x, out, n);
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::uint64_t a = 0, b = 0;
+        std::memcpy(&a, static_cast<const unsigned char*>(out.data()) + i * size, size);
+        std::memcpy(&b, px + i * size, size);
+        // A 16-bit float NaN may lose its payload (the interpreter stores canonical ones).
+        if (is_nan16(from, b) || is_nan16(to, b)) {
+          EXPECT_TRUE(is_nan16(from, a) || is_nan16(to, a)) << name_of(from) << " " << i;
+          continue;
+        }
+        ASSERT_EQ(a, b) << name_of(from) << " -> " << name_of(to) << ", cores " << cores
+                        << ", element " << i;
+      }
+    }
+  }
+}
+
+// Bit arithmetic on floats in a fused expression: the sign flipped through int32, and 2^e built in
+// the exponent field (the step of a coarse exp2).
+// covers: bitcast shl
+TEST(TlCast, BitcastInArithmetic) {
+  const tl::Kernel k = tl::jit("bitcast_math", [](tl::GlobalAddress x, tl::GlobalAddress e,
+                                                  tl::GlobalAddress out, tl::Int n) {
+    const tl::Value tx = tl::tensor(x, {n}), te = tl::tensor(e, {n});
+    const tl::Value to = tl::tensor(out, {2, n});
+    const tl::Value v = tl::load(tx, {64}, {0});
+    const tl::Value flipped = (v.bitcast(DataType::kInt32) ^ INT32_MIN).bitcast(v.dtype());
+    const tl::Value pow2 = ((tl::load(te, {64}, {0}) + 127) << 23).bitcast(v.dtype());
+    tl::store(tl::reshape(flipped, {1, 64}), to, {0, 0});
+    tl::store(tl::reshape(pow2, {1, 64}), to, {1, 0});
+  });
+  const std::int64_t n = 64;
+  std::mt19937_64 rng(6);
+  TensorStorage x = random_tensor({n}, DataType::kFloat32, rng), e({n}, DataType::kInt32);
+  auto* pe = static_cast<std::int32_t*>(e.data());
+  for (std::int64_t i = 0; i < n; ++i) pe[i] = static_cast<std::int32_t>(i * 4) - 126;  // to 126
+  TensorStorage out = poisoned({2, n}, DataType::kFloat32);
+  k.launch(1, x, e, out, n);
+  const auto* px = static_cast<const float*>(x.data());
+  const auto* po = static_cast<const float*>(out.data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(po[i], -px[i]) << i;
+    EXPECT_EQ(po[n + i], std::ldexp(1.0f, pe[i])) << i;
+  }
+}
+
 }  // namespace
 }  // namespace tileops::testing::tl_test

@@ -231,6 +231,18 @@ TEST(TlErrors, LoopValueUsedAfterTheLoop) {
       &line, "store", ErrorKind::kInvalidArgument, {"tl::Var"});
 }
 
+// covers: trace_errors
+TEST(TlErrors, BitcastToADtypeOfAnotherSize) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {8}, {0});
+        line = __LINE__ + 1;  // the faulty call
+        tl::store(t.bitcast(DataType::kInt16).to(f32), tl::tensor(out, {n}), {0});
+      },
+      &line, "bitcast", ErrorKind::kInvalidType, {"dtype", "float32", "int16"});
+}
+
 TEST(TlErrors, TileOpsOutsideAKernel) {
   try {
     tl::exp(1.0);

@@ -26,6 +26,7 @@ CONSTRUCTS = [
     # global tensors and tiles
     "tensor", "tensor_strides", "load", "pad_value", "tile_id", "store", "store_scalar", "prefetch",
     "full", "zeros", "full_like", "zeros_like", "arange", "copy", "concat", "to", "round_modes",
+    "bitcast",
     # computation
     "add", "sub", "mul", "div", "floordiv", "mod", "maximum", "minimum", "pow", "eq", "ne",
     "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shl",

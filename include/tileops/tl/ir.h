@@ -48,7 +48,7 @@ enum class OpKind : std::uint8_t {
   kUnary,      // operands: x; sub: UnaryOp
   kBinary,     // operands: a, b; sub: BinaryOp
   kWhere,      // operands: cond, a, b
-  kCast,       // operands: x; attrs: dtype, sub: RoundMode
+  kCast,       // operands: x; attrs: dtype, sub: RoundMode, flag: bitcast (sub unused)
   kReduce,     // operands: x; sub: ReduceOp; attrs: dims (ints), flag keep_dims
   kCumsum,     // operands: x; attrs: axis
   kReshape,    // operands: x; attrs: shape

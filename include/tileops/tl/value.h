@@ -58,6 +58,9 @@ class Value {
 
   // Cast (`.to(dtype, round_mode)`), transpose (`.T`) and a tensor's runtime extent.
   Value to(DataType dtype, RoundMode mode = RoundMode::kRint, Loc loc = Loc::current()) const;
+  // The same bits read as `dtype`, of the same size (float32 <-> int32, float64 <-> int64,
+  // float16 / bfloat16 <-> int16, int8 <-> uint8); not bool nor the 8-bit float formats.
+  Value bitcast(DataType dtype, Loc loc = Loc::current()) const;
   Value T(Loc loc = Loc::current()) const;  // NOLINT(readability-identifier-naming)
   Value dim(int axis, Loc loc = Loc::current()) const;
 

@@ -196,4 +196,15 @@ Value Value::to(DataType dtype, RoundMode mode, Loc loc) const {
   return from_id(t.append1(std::move(o)));
 }
 
+Value Value::bitcast(DataType dtype, Loc loc) const {
+  Tracer& t = Tracer::current("bitcast", loc);
+  need_value(t, Operand(*this, loc), "bitcast");
+  if (dtype == this->dtype() && bitcast_compatible(dtype, dtype)) return *this;
+  Op o = make_op(OpKind::kCast, loc);
+  o.dtype = dtype;
+  o.flag = true;
+  o.operands = {id_};
+  return from_id(t.append1(std::move(o)));
+}
+
 }  // namespace tileops::tl

@@ -356,12 +356,57 @@ void Emitter::elementwise_op(const Op& o) {
                 });
 }
 
+namespace {
+
+// bitcast: the bits of compute-typed `v` of dtype `s` (an unsigned expression), and the value of
+// dtype `d` those bits hold (bitcast_compatible dtypes).
+std::string bits_of(DataType s, const std::string& v) {
+  switch (s) {
+    case DataType::kFloat32:
+      return "tl_fbits(" + v + ")";
+    case DataType::kFloat64:
+      return "tl_dbits(" + v + ")";
+    case DataType::kFloat16:
+      return "tl_f2h(" + v + ")";
+    case DataType::kBFloat16:
+      return "tl_f2bf(" + v + ")";
+    default:
+      return "(u64)(i64)" + v;
+  }
+}
+
+std::string from_bits(DataType d, const std::string& b) {
+  switch (d) {
+    case DataType::kFloat32:
+      return "tl_bitsf((u32)" + b + ")";
+    case DataType::kFloat64:
+      return "tl_bitsd((u64)" + b + ")";
+    case DataType::kFloat16:
+      return "tl_h2f((u16)" + b + ")";
+    case DataType::kBFloat16:
+      return "tl_bf2f((u16)" + b + ")";
+    case DataType::kInt8:
+      return "(i8)(u8)" + b;
+    case DataType::kInt16:
+      return "(i16)(u16)" + b;
+    case DataType::kInt32:
+      return "(i32)(u32)" + b;
+    case DataType::kInt64:
+      return "(i64)(u64)" + b;
+    default:
+      return "(u8)" + b;
+  }
+}
+
+}  // namespace
+
 void Emitter::cast_op(const Op& o) {
   const int res = o.results[0];
   const int x = o.operands[0];
   const DataType s = type(x).dtype, d = type(res).dtype;
   const auto mode = static_cast<RoundMode>(o.sub);
   auto expr = [&](const std::string& v) -> std::string {
+    if (o.flag) return cat({"(", from_bits(d, bits_of(s, v)), ")"});
     if (d == DataType::kBool) return "(u8)(" + v + " != 0)";
     if (!is_floating(s)) {
       if (!is_floating(d)) return wrap_int(d, "(i64)" + v);

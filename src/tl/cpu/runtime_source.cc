@@ -51,6 +51,8 @@ TL_MATH double pow(double, double);
 }
 TL_INLINE u32 tl_fbits(float f) { u32 u; __builtin_memcpy(&u, &f, 4); return u; }
 TL_INLINE float tl_bitsf(u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+TL_INLINE u64 tl_dbits(double d) { u64 u; __builtin_memcpy(&u, &d, 8); return u; }
+TL_INLINE double tl_bitsd(u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
 // float16 <-> float32 (branch-free, round to nearest even; after M. Dukhan's FP16 library).
 TL_INLINE float tl_h2f(u16 h) {
   const u32 w = (u32)h << 16, sign = w & 0x80000000u, two_w = w + w;

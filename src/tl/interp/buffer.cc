@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "tileops/core/float16.h"
 #include "tileops/core/scalar.h"
 
 namespace tileops::tl::interp {
@@ -120,6 +121,52 @@ std::int64_t wrap_to(DataType dtype, std::int64_t v) {
       return static_cast<std::int32_t>(v);
     default:
       return v;
+  }
+}
+
+void bitcast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j) {
+  std::uint64_t bits = 0;
+  switch (from.dtype) {
+    case DataType::kFloat64:
+      std::memcpy(&bits, &from.f[k], 8);
+      break;
+    case DataType::kFloat32: {
+      const auto v = static_cast<float>(from.f[k]);
+      std::uint32_t b = 0;
+      std::memcpy(&b, &v, 4);
+      bits = b;
+      break;
+    }
+    case DataType::kFloat16:
+      bits = float_to_float16(static_cast<float>(from.f[k]));
+      break;
+    case DataType::kBFloat16:
+      bits = float_to_bfloat16(static_cast<float>(from.f[k]));
+      break;
+    default:  // integers: two's complement, the low bytes
+      bits = static_cast<std::uint64_t>(from.i[k]);
+      break;
+  }
+  switch (to.dtype) {
+    case DataType::kFloat64:
+      std::memcpy(&to.f[j], &bits, 8);
+      break;
+    case DataType::kFloat32: {
+      const auto b = static_cast<std::uint32_t>(bits);
+      float v = 0;
+      std::memcpy(&v, &b, 4);
+      to.f[j] = v;
+      break;
+    }
+    case DataType::kFloat16:
+      to.f[j] = float16_to_float(static_cast<std::uint16_t>(bits));
+      break;
+    case DataType::kBFloat16:
+      to.f[j] = bfloat16_to_float(static_cast<std::uint16_t>(bits));
+      break;
+    default:
+      to.i[j] = wrap_to(to.dtype, static_cast<std::int64_t>(bits));
+      break;
   }
 }
 

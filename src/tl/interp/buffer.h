@@ -47,6 +47,10 @@ std::int64_t wrap_to(DataType dtype, std::int64_t v);
 // Converts one element with a rounding mode (see docs/tile-language.md, casts).
 void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, RoundMode mode);
 
+// Reads element k of `from` as its dtype's bits and stores them as element j of `to`, a dtype of
+// the same size (bitcast_compatible). Signalling NaNs come out quiet (floats are held as double).
+void bitcast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j);
+
 // Row-major strides of a static shape.
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape);
 

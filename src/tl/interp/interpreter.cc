@@ -136,6 +136,10 @@ void Frame::exec(const Op& op) {
     case OpKind::kCast: {
       const Buffer& x = buf(op.operands[0]);
       Buffer& out = result(op);
+      if (op.flag) {
+        for (std::size_t k = 0; k < out.size(); ++k) bitcast_element(x, k, out, k);
+        return;
+      }
       for (std::size_t k = 0; k < out.size(); ++k)
         cast_element(x, k, out, k, static_cast<RoundMode>(op.sub));
       return;

@@ -94,7 +94,8 @@ class Printer {
         break;
       }
       case OpKind::kCast:
-        a.push_back(std::string("round=") + name_of(static_cast<RoundMode>(op.sub)));
+        a.push_back(op.flag ? std::string("bitcast")
+                            : std::string("round=") + name_of(static_cast<RoundMode>(op.sub)));
         break;
       case OpKind::kReduce:
         a.push_back("dims=" + list(op.ints));

@@ -164,6 +164,11 @@ std::vector<Type> Checker::infer() const {
       return elementwise();
     case OpKind::kCast:
       need_value(0, "operand");
+      if (op_.flag && !bitcast_compatible(operand(0).dtype, op_.dtype)) {
+        fail("dtype: needs a dtype of the same size as " + type_name(operand(0).dtype) +
+                 " (bool and 8-bit float formats excluded), got " + type_name(op_.dtype),
+             ErrorKind::kInvalidType);
+      }
       return {tile_or_scalar(op_.dtype, operand(0).shape)};
     case OpKind::kReduce:
     case OpKind::kCumsum:
@@ -202,9 +207,19 @@ std::string construct_name(const Op& op) {
       return "broadcast_to";
     case OpKind::kConstant:
       return "constant";
+    case OpKind::kCast:
+      return op.flag ? "bitcast" : "to";
     default:
       return name_of(op);
   }
+}
+
+bool bitcast_compatible(DataType from, DataType to) {
+  auto plain = [](DataType d) {
+    return d != DataType::kBool && d != DataType::kFloat8E4M3FN && d != DataType::kFloat8E5M2 &&
+           d != DataType::kHiFloat8;
+  };
+  return plain(from) && plain(to) && size_of(from) == size_of(to);
 }
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {

@@ -19,6 +19,10 @@ namespace tileops::tl {
 // The construct an op came from, as users spell it ("load", "exp", "reduce_sum", "range").
 std::string construct_name(const Op& op);
 
+// Whether a value of dtype `from` may be read as `to` bit for bit (Value::bitcast): the same size,
+// neither bool nor an 8-bit float format.
+bool bitcast_compatible(DataType from, DataType to);
+
 std::string shape_string(const std::vector<std::int64_t>& shape);
 // NumPy broadcasting of two static shapes; throws naming `construct` when incompatible.
 std::vector<std::int64_t> broadcast_shapes(const std::vector<std::int64_t>& a,
