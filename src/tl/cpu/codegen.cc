@@ -65,13 +65,29 @@ std::string Emitter::at(int id, const std::string& index) const {
   return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
 }
 
+int Emitter::fusion_root(int id) {
+  const auto i = static_cast<std::size_t>(id);
+  if (root_[i] >= 0) return root_[i];
+  root_[i] = id;  // also while the users are visited (the IR has no cycles)
+  if (uses_[i] == 0 || !elementwise_uses_[i]) return id;
+  int root = -1;
+  for (const Op* u : users_[i]) {
+    const int r = fusion_root(u->results[0]);
+    if (root >= 0 && r != root) return id;
+    root = r;
+  }
+  root_[i] = root;
+  return root;
+}
+
 bool Emitter::defer(int id, const std::string& expression, bool cheap, bool widening) {
   const auto i = static_cast<std::size_t>(id);
   const Op* user = user_[i];
   if (user == nullptr || user_region_[i] != current_ || expression.size() > 2000) return false;
   if (uses_[i] != 1) {
     const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
-    if (!cheap || (in_user != uses_[i] && !(widening && elementwise_uses_[i]))) return false;
+    const bool cheap_ok = cheap && (in_user == uses_[i] || (widening && elementwise_uses_[i]));
+    if (!cheap_ok && fusion_root(id) == id) return false;
   }
   switch (user->kind) {
     case OpKind::kUnary:
@@ -160,6 +176,7 @@ void Emitter::count_uses(const Region& r) {
           (uses_[i] == 0 || (elementwise_uses_[i] && user_region_[i] == &r)) && elementwise;
       ++uses_[i];
       user_[i] = &o;
+      users_[i].push_back(&o);
       user_region_[i] = &r;
     }
     for (const Region& inner : o.regions) count_uses(inner);
@@ -180,6 +197,8 @@ void Emitter::count_uses(const Region& r) {
 GeneratedSource Emitter::run() {
   uses_.assign(f_.types.size(), 0);
   user_.assign(f_.types.size(), nullptr);
+  users_.assign(f_.types.size(), {});
+  root_.assign(f_.types.size(), -1);
   user_region_.assign(f_.types.size(), nullptr);
   elementwise_uses_.assign(f_.types.size(), false);
   def_.assign(f_.types.size(), nullptr);

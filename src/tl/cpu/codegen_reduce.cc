@@ -76,9 +76,8 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   const std::int64_t count = suffix_run(r);
   const std::string c = std::to_string(count);
   const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit vectors
-  const bool squares = square(r.operands[0]);
-  const std::int64_t blocks =
-      vec && (nonnegative(r.operands[0]) || squares) ? count - count % 64 : 0;
+  const bool squares = square(r.operands[0]), nonneg = nonnegative(r.operands[0]);
+  const std::int64_t blocks = vec ? count - count % 64 : 0;
   const std::int64_t tail16 = blocks + (count - blocks) / 16 * 16;
   const std::int64_t tail = count - count % 8;
   const std::string i = "o * " + c + " + k", iq = i + " + q";
@@ -94,7 +93,9 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
     if (blocks > 0) {
       line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(256)
              << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
-             << (squares ? " tl_acc64_sq(tl_lo, tl_hi, tl_t); }\n" : " tl_acc64(tl_lo, tl_t); }\n");
+             << (nonneg    ? " tl_acc64(tl_lo, tl_t); }\n"
+                 : squares ? " tl_acc64_sq(tl_lo, tl_hi, tl_t); }\n"
+                           : " tl_acc64_exact(tl_lo, tl_hi, tl_t); }\n");
     }
     if (tail16 > blocks) {
       line() << "for (i64 k = " << blocks << "; k < " << tail16 << "; k += 16) { float tl_t[16]; "

@@ -170,13 +170,22 @@ class Emitter {
   // is not stored; its expression (index placeholder kIndex) is substituted at the use. A `cheap`
   // expression (a conversion) is also fused when its uses are several operands of one op (x * x),
   // and a `widening` one (a 16-bit float read as float) into several elementwise ops.
+  // Several uses are fused as well when they all end up in one expression (fusion_root): the
+  // polynomial of a hand-written exp uses its argument four times; the C++ compiler evaluates
+  // the repeated subexpression once.
   bool defer(int id, const std::string& expression, bool cheap = false, bool widening = false);
+  // The value whose loop evaluates elementwise value `id` when every op using it, and every op
+  // using those, is fused: following same-size elementwise uses in one region while they lead to
+  // a single value. `id` itself when they do not (or when it has a use of another kind).
+  int fusion_root(int id);
   static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
-  std::vector<int> uses_;        // operand and yield uses of each value
-  std::vector<bool> carried_;    // loop-carried region arguments
-  std::vector<const Op*> user_;  // the last op using each value
+  std::vector<int> uses_;                      // operand and yield uses of each value
+  std::vector<bool> carried_;                  // loop-carried region arguments
+  std::vector<const Op*> user_;                // the last op using each value
+  std::vector<std::vector<const Op*>> users_;  // every op using each value (once per operand)
+  std::vector<int> root_;                      // fusion_root, memoised (-1: not yet)
   std::vector<const Region*> user_region_;
   // Every use of the value is an elementwise op of its size in one region, which may each
   // evaluate a cheap expression of it (defer) instead of reading a materialised tile.
