@@ -305,14 +305,14 @@ void Emitter::store_op(const Op& o) {
   const std::string v8 = at(value, "tl_row * " + width + " + j + q");
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   if (!atomic && d == DataType::kFloat32) {
-    // Streaming: scalar up to a 32-byte boundary, then 64 lanes at a time, then a scalar tail.
+    // Streaming: scalar up to a 64-byte boundary, then 64 lanes at a time, then a scalar tail.
     // Streamed when the tensors made so far (the kernel's working set, as far as it can tell)
     // exceed the last-level cache, which then cannot keep the output for its consumer anyway.
     std::string working_set = "0";
     for (const std::string& tensor : tensors_) working_set += cat({" + ", tensor, "_bytes"});
     open(cat({"if (tl_st == 1 && ", working_set, " > TL_STREAM_BYTES)"}));
     line() << "i64 j = tl_lo;\n";
-    line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 31) != 0; ++j) tl_out[j] = " << v
+    line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 63) != 0; ++j) tl_out[j] = " << v
            << ";\n";
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
@@ -320,8 +320,8 @@ void Emitter::store_op(const Op& o) {
     for (const std::string& pf : prefetch_)
       prefetch += cat({"tl_prefetch256<3>(", pf, ", ", pf, "_end); "});
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
-           << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
-           << "; for (int q = 0; q < 64; q += 8) tl_stream8(tl_out + j + q, tl_t + q); }\n";
+           << "alignas(64) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
+           << "; tl_stream64(tl_out + j, tl_t); }\n";
     line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
     close();
     line() << "else ";
