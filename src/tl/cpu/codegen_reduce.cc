@@ -65,10 +65,10 @@ std::string Emitter::declare_reduced(const Op& o) {
 }
 
 // Each output is one contiguous run of `count`, summed with eight double accumulators, lane q
-// taking elements q, q + 8, ... (two sets of them over 16-element steps, added at the end); runs
-// of non-negative terms add blocks of 64 in float32 first (tl_acc64: within 3 float32
-// roundings, relative, of the exact block sum), and so do runs of squares under fast_math
-// (tl_acc64_sq).
+// taking elements q, q + 8, ... (two sets of them over 16-element steps, added at the end), 64
+// terms per loop step; runs of non-negative terms add blocks of 64 in float32 first (tl_acc64:
+// within 3 float32 roundings, relative, of the exact block sum), and so do runs of squares under
+// fast_math (tl_acc64_sq).
 void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
                        const std::string& out) {
   const Type& xt = type(r.operands[0]);
