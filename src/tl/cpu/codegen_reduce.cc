@@ -38,6 +38,8 @@ bool Emitter::nonnegative(int id) const {
 
 bool Emitter::square(int id) const {
   const Op* d = def_[static_cast<std::size_t>(id)];
+  if (d != nullptr && d->kind == OpKind::kUnary && static_cast<UnaryOp>(d->sub) == UnaryOp::kAbs)
+    return true;
   return d != nullptr && d->kind == OpKind::kBinary &&
          static_cast<BinaryOp>(d->sub) == BinaryOp::kMul && d->operands[0] == d->operands[1];
 }

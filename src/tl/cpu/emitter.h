@@ -106,7 +106,7 @@ class Emitter {
   // Whether every element of `id` is >= 0 or NaN by construction (an exp result): its sums may
   // add blocks in float32 with a bounded relative error (codegen_reduce.cc).
   bool nonnegative(int id) const;
-  // Whether `id` is x * x (its sums take tl_acc64_sq).
+  // Whether `id` is x * x or |x| (its sums take tl_acc64_sq: float32 blocks under fast_math).
   bool square(int id) const;
   // A float32 row sum (or mean) of the elementwise result `id` in the region being emitted, which
   // the loop producing `id` can compute on the way (nullptr if none).
