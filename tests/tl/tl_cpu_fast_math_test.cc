@@ -1,5 +1,6 @@
 // fast_math on the cpu backend: its exp against float64 exp (within 2 ulps wherever the result is
-// at least e^-86.9, 0 below, inf above the float range, NaN kept), a masked row softmax with -inf
+// at least e^-86.9, 0 below, inf above the float range, NaN kept), row sums of squares and
+// absolute values in float32 blocks, a masked row softmax with -inf
 // lanes (inf and NaN keep their meaning: no -ffinite-math-only), loading a fast_math kernel
 // leaves the thread's flush-to-zero mode alone, and all of it again with clang++ as the compiler.
 #include <glob.h>
@@ -58,6 +59,44 @@ TEST(TlCpuFastMath, ExpWithinTwoUlpsAboveTheFlushThreshold) {
     if (!ok && bad++ == 0) ADD_FAILURE() << v << ": exp " << want << ", got " << got[i];
   }
   EXPECT_EQ(bad, 0);
+}
+
+// Row sums of squares and of absolute values add blocks of 64 in float32 under fast_math: rows of
+// 300 (4 blocks, then 16-, 8- and 1-lane tails) spanning 2^-20..2^20 against float64 sums, within
+// 3 float32 roundings per block and the double sum's final rounding (4 * 2^-24, relative).
+TEST(TlCpuFastMath, SumsOfSquaresAndAbsoluteValuesWithinFourRoundings) {
+  const tl::Kernel k = tl::jit(
+      "fast_sums",
+      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows) {
+        const tl::Value tx = tl::tensor(x, {rows, 300}), to = tl::tensor(out, {rows, 2});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          const tl::Value v = tl::load(tx, {1, 300}, {r, 0});
+          tl::store(tl::reduce_sum(v * v, {1}, true), to, {r, 0});
+          tl::store(tl::reduce_sum(tl::abs(v), {1}, true), to, {r, 1});
+        }
+      },
+      kFast);
+  const std::int64_t rows = 16;
+  std::mt19937_64 rng(4);
+  std::uniform_real_distribution<double> exponent(-20, 20), sign(-1, 1);
+  TensorStorage x({rows, 300}, DataType::kFloat32);
+  auto* px = static_cast<float*>(x.data());
+  for (std::int64_t i = 0; i < rows * 300; ++i) {
+    px[i] = static_cast<float>((sign(rng) < 0 ? -1 : 1) * std::exp2(exponent(rng)));
+  }
+  TensorStorage out = poisoned({rows, 2}, DataType::kFloat32);
+  k.launch(3, x, out, rows);
+  const auto* got = static_cast<const float*>(out.data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double squares = 0, absolute = 0;
+    for (std::int64_t j = 0; j < 300; ++j) {
+      const double v = px[r * 300 + j];
+      squares += v * v;
+      absolute += std::fabs(v);
+    }
+    EXPECT_NEAR(got[r * 2], squares, 4 * 0x1p-24 * squares) << "row " << r;
+    EXPECT_NEAR(got[r * 2 + 1], absolute, 4 * 0x1p-24 * absolute) << "row " << r;
+  }
 }
 
 // Rows of n with the lanes at and after `visible` masked to -inf before the softmax.
