@@ -253,6 +253,7 @@ void Emitter::region(const Region& r) {
   current_ = outer;
   prefetch_.resize(cursors);
   hints_.resize(hints);
+  hint_bytes_.resize(hints);
   tensors_.resize(tensors);
 }
 

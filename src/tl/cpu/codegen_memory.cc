@@ -1,6 +1,8 @@
 // The cpu code generator: loads, stores and atomics. Every row of a tile is clipped to the
 // tensor's bounds ([tl_lo, tl_hi) columns, rows outside skipped), so a load reads and a store
 // writes only in-bounds elements; the contiguous case is a plain loop the compiler vectorises.
+#include <algorithm>
+
 #include "src/tl/cpu/emitter.h"
 
 namespace tileops::tl::cpu {
@@ -316,9 +318,9 @@ void Emitter::store_op(const Op& o) {
            << ";\n";
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
-    std::string prefetch = advance_hints(256);
+    std::string prefetch = advance_hints(64, vt.size());
     for (const std::string& pf : prefetch_)
-      prefetch += cat({"tl_prefetch256<3>(", pf, ", ", pf, "_end); "});
+      prefetch += cat({"tl_prefetch_lines<4, 3>(", pf, ", ", pf, "_end); "});
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
            << "alignas(64) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
            << "; tl_stream64(tl_out + j, tl_t); }\n";
@@ -340,7 +342,7 @@ void Emitter::store_op(const Op& o) {
     // loops vectorise better than one mixing float math with 16-bit packing).
     open("if (tl_st == 1)");
     line() << "i64 j = tl_lo;\n";
-    line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(256)
+    line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(64, vt.size())
            << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = "
            << strip_round(d, v8) << "; "
            << (d == DataType::kBFloat16
@@ -376,12 +378,17 @@ void Emitter::prefetch_op(const Op& o) {
   line() << "if (" << inside << ") { " << h << " = (u64)(" << t << " + (" << at_ << ")); " << h
          << "_end = " << h << " + " << bytes << "; }\n";
   hints_.push_back(h);
+  hint_bytes_.push_back(bytes);
 }
 
-std::string Emitter::advance_hints(int bytes) const {
+std::string Emitter::advance_hints(std::int64_t lanes, std::int64_t total) const {
   std::string code;
-  for (const std::string& h : hints_) {
-    code += cat({"tl_prefetch", std::to_string(bytes), "<2>(", h, ", ", h, "_end); "});
+  for (std::size_t i = 0; i < hints_.size(); ++i) {
+    const std::int64_t share =
+        (hint_bytes_[i] * lanes + total - 1) / std::max<std::int64_t>(total, 1);
+    const std::int64_t lines = std::clamp<std::int64_t>((share + 63) / 64, 1, 4);
+    code += cat({"tl_prefetch_lines<", std::to_string(lines), ", 2>(", hints_[i], ", ", hints_[i],
+                 "_end); "});
   }
   return code;
 }

@@ -93,7 +93,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   if (vec) {
     line() << "tl_v8d tl_lo = {}, tl_hi = {};\n";
     if (blocks > 0) {
-      line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(256)
+      line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(64, xt.size())
              << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
              << (nonneg    ? " tl_acc64(tl_lo, tl_t); }\n"
                  : squares ? " tl_acc64_sq(tl_lo, tl_hi, tl_t); }\n"
@@ -176,7 +176,7 @@ void Emitter::reduce_op(const Op& o) {
                                      "; tl_mv[1][j] = ", init, "; }\n"});
       line() << "tl_v16 tl_mv[2], tl_probe[2] = {};\n";
       line() << reset;
-      line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { " << advance_hints(128)
+      line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { " << advance_hints(32, xt.size())
              << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << eq
              << "; tl_mv[0] = tl_plain16<" << mx << ">(tl_mv[0], tl_t, tl_probe[0]); tl_mv[1] = "
              << "tl_plain16<" << mx << ">(tl_mv[1], tl_t + 16, tl_probe[1]); }\n";

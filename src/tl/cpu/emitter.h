@@ -65,8 +65,10 @@ class Emitter {
                                                       const std::vector<std::int64_t>& shape,
                                                       const std::vector<std::string>& offsets,
                                                       bool any_row_stride) const;
-  // Code that advances every prefetch hint in scope (hints_) by 128 or 256 bytes.
-  std::string advance_hints(int bytes) const;
+  // Code that advances every prefetch hint in scope (hints_) in a loop that takes `lanes` of
+  // `total` lanes per step: by its share of the hinted tile (1 to 4 lines), so that the fetch
+  // is spread over the whole loop.
+  std::string advance_hints(std::int64_t lanes, std::int64_t total) const;
 
   // codegen_compute.cc: computation; codegen_layout.cc: moves and matmul.
   void elementwise_op(const Op& o);
@@ -215,9 +217,10 @@ class Emitter {
   // this one is computed and written.
   std::vector<std::string> prefetch_;
   // tl::prefetch cursors (<h>, up to <h>_end) in scope: the vector loops of reductions and
-  // stores advance them by four lines per 64 lanes, spreading the hinted tile's fetch over the
-  // work that follows the hint.
+  // stores advance them by their share of the hinted tile per step (advance_hints), spreading
+  // its fetch over the work that follows the hint.
   std::vector<std::string> hints_;
+  std::vector<std::int64_t> hint_bytes_;  // the hinted tile of each entry of hints_
   // The tensors in scope (their <t>_bytes sum to the working set that decides streaming).
   std::vector<std::string> tensors_;
   std::vector<std::string> hoisted_;

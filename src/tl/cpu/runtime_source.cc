@@ -217,21 +217,14 @@ TL_INLINE void tl_stream64(float* dst, const float* v) {
   for (int q = 0; q < 64; ++q) dst[q] = v[q];
 #endif
 }
-// Four (two) lines of the next tile from `p` on (advanced), up to `end`: a prefetch never
-// faults, so a wrong extrapolation costs only bandwidth. kLocality 3 (into L1) for the next
-// iteration's tile, 2 (L2) for tl::prefetch hints, which name data a later pass reads.
-template <int kLocality>
-TL_INLINE void tl_prefetch256(u64& p, u64 end) {
+// kLines lines of the next tile from `p` on (advanced), up to `end`: a prefetch never faults, so
+// a wrong extrapolation costs only bandwidth. kLocality 3 (into L1) for the next iteration's
+// tile, 2 (L2) for tl::prefetch hints, which name data a later pass reads.
+template <int kLines, int kLocality>
+TL_INLINE void tl_prefetch_lines(u64& p, u64 end) {
   if (p >= end) return;
-  for (int l = 0; l < 256; l += 64) __builtin_prefetch((const char*)(p + l), 0, kLocality);
-  p += 256;
-}
-template <int kLocality>
-TL_INLINE void tl_prefetch128(u64& p, u64 end) {
-  if (p >= end) return;
-  __builtin_prefetch((const char*)p, 0, kLocality);
-  __builtin_prefetch((const char*)(p + 64), 0, kLocality);
-  p += 128;
+  for (int l = 0; l < kLines; ++l) __builtin_prefetch((const char*)(p + 64 * l), 0, kLocality);
+  p += 64 * kLines;
 }
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
