@@ -63,6 +63,7 @@ const tl::Kernel& softmax_kernel() {
         const tl::Value own = tl::block_idx();  // this block's scratch row
         const DataType dtype = x.dtype();
         const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
+        const tl::Value scale2 = scale * kLog2e;
         // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
         const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
         const tl::Value round_robin = tl::minimum(queries - 1, 1);  // 0 or 1
@@ -78,20 +79,22 @@ const tl::Kernel& softmax_kernel() {
           const tl::Value visible = width - queries + i1 % queries + 1;
           const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
           const tl::Value chunks = tl::ceildiv(visible, kTile);
-          const auto scaled = [&](const tl::Value& col) {  // scale · x over the chunk at col
+          const auto chunk = [&](const tl::Value& col) {  // x over the chunk at col, float32
             const tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
-            return (dtype == kF32 ? v : v.to(kF32)) * scale;
+            return dtype == kF32 ? v : v.to(kF32);
           };
-          const auto masked = [&](const tl::Value& col) {  // -inf past the visible prefix
-            return tl::where(lanes + col < visible, scaled(col), -INFINITY);
+          // -inf past the visible prefix.
+          const auto masked = [&](const tl::Value& col, const tl::Value& v) {
+            return tl::where(lanes + col < visible, v, -INFINITY);
           };
           // Pass 1: the row's max.
           tl::Var max = -INFINITY;
           for (tl::Value c : tl::range(full)) {
-            max = tl::maximum(max, tl::reduce_max(scaled(c * kTile)));
+            max = tl::maximum(max, tl::reduce_max(chunk(c * kTile) * scale));
           }
           for (tl::Value c : tl::range(full, chunks)) {
-            max = tl::maximum(max, tl::reduce_max(masked(c * kTile)));
+            const tl::Value col = c * kTile;
+            max = tl::maximum(max, tl::reduce_max(masked(col, chunk(col) * scale)));
           }
           // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel;
           // with two threads 0.8x the time of going through the scratch row), else into the
@@ -103,16 +106,24 @@ const tl::Kernel& softmax_kernel() {
           const auto stash_at = [&](const tl::Value& col) {
             return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
           };
+          // The exponent: x · scale - max, or for exp2_coarse the same in log2 units as one
+          // multiply-add.
+          const tl::Value max2 = max * kLog2e;
+          const auto exponent = [&](const tl::Value& col) {
+            return in_out ? chunk(col) * scale - max : chunk(col) * scale2 - max2;
+          };
           tl::Var sum = 0.0f;
-          const auto exp_pass = [&](const tl::Value& v, const tl::Value& col) {
+          const auto exp_pass = [&](const tl::Value& y, const tl::Value& col) {
             tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
             tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
-            const tl::Value e = in_out ? tl::exp(v - max) : exp2_coarse((v - max) * kLog2e);
+            const tl::Value e = in_out ? tl::exp(y) : exp2_coarse(y);
             sum = sum + tl::reduce_sum(e);
             tl::store(e, stash, stash_at(col));
           };
-          for (tl::Value c : tl::range(full)) exp_pass(scaled(c * kTile), c * kTile);
-          for (tl::Value c : tl::range(full, chunks)) exp_pass(masked(c * kTile), c * kTile);
+          for (tl::Value c : tl::range(full)) exp_pass(exponent(c * kTile), c * kTile);
+          for (tl::Value c : tl::range(full, chunks)) {
+            exp_pass(masked(c * kTile, exponent(c * kTile)), c * kTile);
+          }
           // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix.
           const tl::Value inv = 1.0 / sum;
           for (tl::Value c : tl::range(chunks)) {
