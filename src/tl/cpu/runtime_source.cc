@@ -320,8 +320,9 @@ TL_INLINE void tl_acc64(tl_v8d& acc, const float* t) {
 TL_INLINE void tl_acc64_exact(tl_v8d& lo, tl_v8d& hi, const float* t) {
   for (int i = 0; i < 4; ++i) tl_acc16(lo, hi, t + 16 * i);
 }
-// Sums of squares (>= 0 too) in blocks of 64: under fast_math as tl_acc64 (in `lo`); otherwise
-// tl_acc64_exact, the double sum that keeps rms_norm agreeing with the interpreter.
+// Sums of squares or absolute values (>= 0 too) in blocks of 64: under fast_math as tl_acc64 (in
+// `lo`); otherwise tl_acc64_exact, the double sum that keeps rms_norm agreeing with the
+// interpreter.
 TL_INLINE void tl_acc64_sq(tl_v8d& lo, tl_v8d& hi, const float* t) {
 #if TL_FAST_MATH
   (void)hi;
