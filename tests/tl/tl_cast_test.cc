@@ -1,5 +1,6 @@
-// Casts (`.to(dtype, round_mode)`) on the interp backend: every rounding mode to integers and to
-// narrower floats, with ties, saturation and NaN; int to float and to bool.
+// Casts (`.to(dtype, round_mode)`): every rounding mode to integers and to narrower floats, with
+// ties, saturation and NaN; int to float and to bool. Bitcasts: every pair of dtypes, bit for bit,
+// and in fused bit arithmetic. CTest runs it on the interp and the cpu backend.
 #include "tests/tl/tl_test_util.h"
 #include "tileops/core/float16.h"
 
