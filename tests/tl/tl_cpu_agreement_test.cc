@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 
 #include "tests/tl/tl_test_util.h"
 
@@ -280,6 +281,60 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
   }
   EXPECT_NE(source.find("#define TL_STREAM_BYTES 4194304ll"), std::string::npos)
       << "the kernel was not generated with the test's streaming threshold";
+}
+
+// A tl::prefetch hint is fetched over all the loops that follow it, not by the first one alone:
+// here the max, exp-and-sum and store loops of a 4096-float softmax row each advance the hint of
+// the next row (256 lines), together by at least the whole row, the max loop by at most half.
+// The results are checked too (one row per block, against float64).
+TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
+  const std::string dump = ::testing::TempDir() + "tl_hint_dump";
+  std::filesystem::remove_all(dump);
+  const tl::Kernel k = tl::jit(
+      "hinted_rows",
+      [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows) {
+        const tl::Value tx = tl::tensor(x, {rows, 4096}), ty = tl::tensor(y, {rows, 4096});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          tl::prefetch(tx, {1, 4096}, {r + tl::block_num(), 0});
+          tl::store(tl::softmax(tl::load(tx, {1, 4096}, {r, 0})), ty, {r, 0});
+        }
+      },
+      tl::Options{.backend = "cpu", .dump_dir = dump});
+  std::mt19937_64 rng(5);
+  TensorStorage x = random_tensor({3, 4096}, DataType::kFloat32, rng, Layout::kContiguous);
+  TensorStorage y = poisoned({3, 4096}, DataType::kFloat32);
+  k.launch(2, x, y, 3);
+  std::vector<double> want = to_doubles(x);
+  for (std::size_t r = 0; r < 3; ++r) {
+    const auto row = want.begin() + static_cast<std::ptrdiff_t>(4096 * r);
+    const double max = *std::max_element(row, row + 4096);
+    double sum = 0;
+    for (auto v = row; v != row + 4096; ++v) sum += (*v = std::exp(*v - max));
+    for (auto v = row; v != row + 4096; ++v) *v /= sum;
+  }
+  EXPECT_EQ(compare(y, want, {1e-7, 1e-5}), "");
+  std::string source;
+  for (const auto& e : std::filesystem::directory_iterator(dump)) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // Lines fetched per loop: (steps of the loop) x (lines per step). The store's streamed and
+  // cached variants are alternatives: the first one counts.
+  const std::regex reduce_loop(
+      R"(k < (\d+); k \+= (\d+)\) \{ tl_prefetch_lines<(\d), 2>\(tl_hint0)");
+  const std::regex store_loop(R"(j \+= 64\) \{ tl_prefetch_lines<(\d), 2>\(tl_hint0)");
+  std::vector<std::int64_t> lines;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), reduce_loop);
+       it != std::sregex_iterator(); ++it) {
+    lines.push_back(std::stoll((*it)[1]) / std::stoll((*it)[2]) * std::stoll((*it)[3]));
+  }
+  std::smatch store;
+  ASSERT_TRUE(std::regex_search(source, store, store_loop)) << "no hint in the store loop";
+  lines.push_back(4096 / 64 * std::stoll(store[1]));
+  ASSERT_EQ(lines.size(), 3u) << "expected the max, the exp-and-sum and the store loop";
+  EXPECT_LE(lines[0], 128) << "the max loop fetches more than half of the hint";
+  EXPECT_GE(lines[0] + lines[1] + lines[2], 256) << "the loops do not cover the hinted row";
 }
 
 // covers: bitwise_and bitwise_or bitwise_xor shl shr bitwise_not ge

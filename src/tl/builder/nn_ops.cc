@@ -50,7 +50,10 @@ Value softmax(const Value& x, int axis, Loc loc) {
   const Value f = x.to(compute_type(x), RoundMode::kRint, loc);
   const Value shifted = f - reduce_max(f, {axis}, true, loc);
   const Value e = exp(shifted, loc);
-  return (e / reduce_sum(e, {axis}, true, loc)).to(x.dtype(), RoundMode::kRint, loc);
+  // One division per row, then a multiply per element (as rms_norm's rsqrt): a division per
+  // element is the costliest op of the row's last pass.
+  const Value inv = 1.0 / reduce_sum(e, {axis}, true, loc);
+  return (e * inv).to(x.dtype(), RoundMode::kRint, loc);
 }
 
 Value rms_norm(const Value& x, const Value& gamma, double eps, Loc loc) {

@@ -254,6 +254,7 @@ void Emitter::region(const Region& r) {
   prefetch_.resize(cursors);
   hints_.resize(hints);
   hint_bytes_.resize(hints);
+  hint_ops_.resize(hints);
   tensors_.resize(tensors);
 }
 

@@ -265,7 +265,10 @@ void Emitter::store_op(const Op& o) {
   if (sunk_[static_cast<std::size_t>(value)] && o.kind == OpKind::kStore) {
     sunk_[static_cast<std::size_t>(value)] = false;
     open("if (!" + name(value) + "_sunk)");
+    const bool counting = count_work_;
+    count_work_ = false;
     store_op(o);
+    count_work_ = counting;
     close();
     return;
   }
@@ -379,13 +382,17 @@ void Emitter::prefetch_op(const Op& o) {
          << "_end = " << h << " + " << bytes << "; }\n";
   hints_.push_back(h);
   hint_bytes_.push_back(bytes);
+  hint_ops_.push_back(&o);
 }
 
-std::string Emitter::advance_hints(std::int64_t lanes, std::int64_t total) const {
+std::string Emitter::advance_hints(std::int64_t lanes, std::int64_t total) {
   std::string code;
   for (std::size_t i = 0; i < hints_.size(); ++i) {
-    const std::int64_t share =
-        (hint_bytes_[i] * lanes + total - 1) / std::max<std::int64_t>(total, 1);
+    if (count_work_) hint_work_[hint_ops_[i]] += total;
+    const auto planned = planned_work_.find(hint_ops_[i]);
+    const std::int64_t work =
+        std::max<std::int64_t>(planned == planned_work_.end() ? total : planned->second, 1);
+    const std::int64_t share = (hint_bytes_[i] * lanes + work - 1) / work;
     const std::int64_t lines = std::clamp<std::int64_t>((share + 63) / 64, 1, 4);
     code += cat({"tl_prefetch_lines<", std::to_string(lines), ", 2>(", hints_[i], ", ", hints_[i],
                  "_end); "});

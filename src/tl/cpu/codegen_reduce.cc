@@ -307,6 +307,13 @@ void Emitter::cumsum_op(const Op& o) {
   close();
 }
 
-GeneratedSource generate(const Function& function) { return Emitter(function).run(); }
+// Twice when the kernel has tl::prefetch hints: the first run measures the work that follows
+// each hint, over which the second spreads its fetch.
+GeneratedSource generate(const Function& function) {
+  Emitter first(function);
+  GeneratedSource source = first.run();
+  if (first.hint_work().empty()) return source;
+  return Emitter(function, first.hint_work()).run();
+}
 
 }  // namespace tileops::tl::cpu

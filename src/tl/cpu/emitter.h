@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -42,8 +43,12 @@ Strides broadcast_strides(const std::vector<std::int64_t>& shape,
 
 class Emitter {
  public:
-  explicit Emitter(const Function& f) : f_(f) {}
+  // `hint_work`: for each tl::prefetch op, the lanes of the loops that advance its cursor, as a
+  // previous run measured them (hint_work()); without it each loop covers the whole hint.
+  explicit Emitter(const Function& f, std::map<const Op*, std::int64_t> hint_work = {})
+      : f_(f), planned_work_(std::move(hint_work)) {}
   GeneratedSource run();
+  const std::map<const Op*, std::int64_t>& hint_work() const { return hint_work_; }
 
   // codegen.cc: control flow and memory.
   void region(const Region& r);
@@ -67,8 +72,8 @@ class Emitter {
                                                       bool any_row_stride) const;
   // Code that advances every prefetch hint in scope (hints_) in a loop that takes `lanes` of
   // `total` lanes per step: by its share of the hinted tile (1 to 4 lines), so that the fetch
-  // is spread over the whole loop.
-  std::string advance_hints(std::int64_t lanes, std::int64_t total) const;
+  // is spread over all the loops that follow the hint (planned_work_), or this one alone.
+  std::string advance_hints(std::int64_t lanes, std::int64_t total);
 
   // codegen_compute.cc: computation; codegen_layout.cc: moves and matmul.
   void elementwise_op(const Op& o);
@@ -221,6 +226,11 @@ class Emitter {
   // its fetch over the work that follows the hint.
   std::vector<std::string> hints_;
   std::vector<std::int64_t> hint_bytes_;  // the hinted tile of each entry of hints_
+  std::vector<const Op*> hint_ops_;       // the prefetch op of each entry of hints_
+  // Lanes of the loops that advance each hint: measured by this run (a store that runs only
+  // when its tile was not sunk does not count: it seldom runs), and planned by a previous one.
+  std::map<const Op*, std::int64_t> hint_work_, planned_work_;
+  bool count_work_ = true;
   // The tensors in scope (their <t>_bytes sum to the working set that decides streaming).
   std::vector<std::string> tensors_;
   std::vector<std::string> hoisted_;
