@@ -286,7 +286,8 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
 // A tl::prefetch hint is fetched over all the loops that follow it, not by the first one alone:
 // here the max, exp-and-sum and store loops of a 4096-float softmax row each advance the hint of
 // the next row (256 lines), together by at least the whole row, the max loop by at most half.
-// The results are checked too (one row per block, against float64).
+// The hint replaces the cursor that would fetch the next iteration's row for the load (locality
+// 3), though the load comes first. The results are checked too (against float64).
 TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
   const std::string dump = ::testing::TempDir() + "tl_hint_dump";
   std::filesystem::remove_all(dump);
@@ -295,8 +296,9 @@ TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
       [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows) {
         const tl::Value tx = tl::tensor(x, {rows, 4096}), ty = tl::tensor(y, {rows, 4096});
         for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          const tl::Value v = tl::load(tx, {1, 4096}, {r, 0});
           tl::prefetch(tx, {1, 4096}, {r + tl::block_num(), 0});
-          tl::store(tl::softmax(tl::load(tx, {1, 4096}, {r, 0})), ty, {r, 0});
+          tl::store(tl::softmax(v), ty, {r, 0});
         }
       },
       tl::Options{.backend = "cpu", .dump_dir = dump});
@@ -335,6 +337,7 @@ TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
   ASSERT_EQ(lines.size(), 3u) << "expected the max, the exp-and-sum and the store loop";
   EXPECT_LE(lines[0], 128) << "the max loop fetches more than half of the hint";
   EXPECT_GE(lines[0] + lines[1] + lines[2], 256) << "the loops do not cover the hinted row";
+  EXPECT_EQ(source.find(", 3>("), std::string::npos) << "a cursor fetches the next row too";
 }
 
 // covers: bitwise_and bitwise_or bitwise_xor shl shr bitwise_not ge

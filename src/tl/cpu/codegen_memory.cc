@@ -224,8 +224,12 @@ void Emitter::load_op(const Op& o) {
     const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
     // Smaller tiles: the hardware prefetcher suffices. The cursor covers contiguous bytes: not
     // for a tile whose rows may lie apart.
-    // A kernel that places tl::prefetch hints has taken over prefetching: no cursor then.
-    if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride && hints_.empty()) {
+    // A kernel that places tl::prefetch hints (in scope, or later in this block) has taken over
+    // prefetching: no cursor then.
+    const bool hinted =
+        !hints_.empty() || std::any_of(current_->ops.begin(), current_->ops.end(),
+                                       [](const Op& op) { return op.kind == OpKind::kPrefetch; });
+    if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride && !hinted) {
       const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
