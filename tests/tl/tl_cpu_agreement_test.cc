@@ -340,6 +340,55 @@ TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
   EXPECT_EQ(source.find(", 3>("), std::string::npos) << "a cursor fetches the next row too";
 }
 
+// Of the two branches of an if, one runs: a hint before it is spread over the larger branch's
+// loops, not both (each store loop below takes the whole next row, 4 lines per 64 lanes).
+// Both branches scale exactly (by 2 and 1/2).
+TEST(TlCpuAgreement, PrefetchHintBeforeAnIfCountsOneBranch) {
+  const std::string dump = ::testing::TempDir() + "tl_hint_if_dump";
+  std::filesystem::remove_all(dump);
+  const tl::Kernel k = tl::jit(
+      "hinted_branches",
+      [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows, tl::Bool twice) {
+        const tl::Value tx = tl::tensor(x, {rows, 4096}), ty = tl::tensor(y, {rows, 4096});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          const tl::Value v = tl::load(tx, {1, 4096}, {r, 0});
+          tl::prefetch(tx, {1, 4096}, {r + tl::block_num(), 0});
+          tl::if_(
+              twice,
+              [&] {
+                tl::store(v * 2.0f, ty, {r, 0});
+              },
+              [&] {
+                tl::store(v * 0.5f, ty, {r, 0});
+              });
+        }
+      },
+      tl::Options{.backend = "cpu", .dump_dir = dump});
+  std::mt19937_64 rng(6);
+  TensorStorage x = random_tensor({3, 4096}, DataType::kFloat32, rng, Layout::kContiguous);
+  const std::vector<double> xs = to_doubles(x);
+  for (const bool twice : {true, false}) {
+    TensorStorage y = poisoned({3, 4096}, DataType::kFloat32);
+    k.launch(2, x, y, 3, twice);
+    std::vector<double> want = xs;
+    for (double& v : want) v *= twice ? 2 : 0.5;
+    EXPECT_EQ(compare(y, want, {0, 0}), "") << twice;
+  }
+  std::string source;
+  for (const auto& e : std::filesystem::directory_iterator(dump)) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::regex store_loop(R"(j \+= 64\) \{ tl_prefetch_lines<(\d), 2>\(tl_hint0)");
+  int loops = 0;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), store_loop);
+       it != std::sregex_iterator(); ++it, ++loops) {
+    EXPECT_EQ((*it)[1], "4") << "store loop " << loops << " takes a share of both branches";
+  }
+  EXPECT_GE(loops, 2) << "expected a store loop in each branch";
+}
+
 // covers: bitwise_and bitwise_or bitwise_xor shl shr bitwise_not ge
 TEST(TlCpuAgreement, IntegerElementwiseIsBitIdentical) {
   std::mt19937_64 rng(8);

@@ -389,13 +389,19 @@ void Emitter::for_op(const Op& o) {
 
 void Emitter::if_op(const Op& o) {
   for (int r : o.results) declare(r);
+  // One branch runs: a hint in scope is advanced by the work of the larger one, not of both.
+  const std::map<const Op*, std::int64_t> before = hint_work_;
+  std::map<const Op*, std::int64_t> most = before;
   for (std::size_t branch = 0; branch < 2; ++branch) {
     open(branch == 0 ? "if (" + name(o.operands[0]) + ")" : "else");
     const Region& r = o.regions[branch];
     region(r);
     for (std::size_t i = 0; i < o.results.size(); ++i) copy_value(o.results[i], r.yields[i]);
     close();
+    for (const auto& [hint, work] : hint_work_) most[hint] = std::max(most[hint], work);
+    hint_work_ = before;
   }
+  hint_work_ = std::move(most);
 }
 
 void Emitter::tensor_op(const Op& o) {
