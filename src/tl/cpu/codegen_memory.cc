@@ -227,8 +227,9 @@ void Emitter::load_op(const Op& o) {
     // A kernel that places tl::prefetch hints (in scope, or later in this block) has taken over
     // prefetching: no cursor then.
     const bool hinted =
-        !hints_.empty() || std::any_of(current_->ops.begin(), current_->ops.end(),
-                                       [](const Op& op) { return op.kind == OpKind::kPrefetch; });
+        !hints_.empty() || (current_ != nullptr &&
+                            std::any_of(current_->ops.begin(), current_->ops.end(),
+                                        [](const Op& op) { return op.kind == OpKind::kPrefetch; }));
     if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride && !hinted) {
       const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
       hoisted_.push_back("u64 " + prev + " = 0;");
