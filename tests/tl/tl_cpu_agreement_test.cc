@@ -17,6 +17,17 @@ namespace {
 const tl::Options kInterp{.backend = "interp"};
 const tl::Options kCpu{.backend = "cpu"};
 
+// The generated source a kernel dumped into `dir` (dump_dir; the test's only kernel there).
+std::string dumped_source(const std::string& dir) {
+  std::string source;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return source;
+}
+
 using Fn = tl::Value (*)(const tl::Value& x, const tl::Value& y);
 
 // Elementwise functions of two float tiles x (any sign) and y (positive), one output row each.
@@ -273,12 +284,7 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
   std::int64_t bad = 0;
   for (std::int64_t i = 0; i < n; ++i) bad += py[i] != px[i] * 2 + 1;  // exact: x * 2 is
   EXPECT_EQ(bad, 0);
-  std::string source;
-  for (const auto& e : std::filesystem::directory_iterator(dump)) {
-    if (e.path().extension() != ".cc") continue;
-    std::ifstream in(e.path());
-    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string source = dumped_source(dump);
   EXPECT_NE(source.find("#define TL_STREAM_BYTES 4194304ll"), std::string::npos)
       << "the kernel was not generated with the test's streaming threshold";
 }
@@ -307,20 +313,9 @@ TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
   TensorStorage y = poisoned({3, 4096}, DataType::kFloat32);
   k.launch(2, x, y, 3);
   std::vector<double> want = to_doubles(x);
-  for (std::size_t r = 0; r < 3; ++r) {
-    const auto row = want.begin() + static_cast<std::ptrdiff_t>(4096 * r);
-    const double max = *std::max_element(row, row + 4096);
-    double sum = 0;
-    for (auto v = row; v != row + 4096; ++v) sum += (*v = std::exp(*v - max));
-    for (auto v = row; v != row + 4096; ++v) *v /= sum;
-  }
+  softmax_rows_f64(want, 4096);
   EXPECT_EQ(compare(y, want, {1e-7, 1e-5}), "");
-  std::string source;
-  for (const auto& e : std::filesystem::directory_iterator(dump)) {
-    if (e.path().extension() != ".cc") continue;
-    std::ifstream in(e.path());
-    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string source = dumped_source(dump);
   // Lines fetched per loop: (steps of the loop) x (lines per step). The store's streamed and
   // cached variants are alternatives: the first one counts.
   const std::regex reduce_loop(
@@ -374,12 +369,7 @@ TEST(TlCpuAgreement, PrefetchHintBeforeAnIfCountsOneBranch) {
     for (double& v : want) v *= twice ? 2 : 0.5;
     EXPECT_EQ(compare(y, want, {0, 0}), "") << twice;
   }
-  std::string source;
-  for (const auto& e : std::filesystem::directory_iterator(dump)) {
-    if (e.path().extension() != ".cc") continue;
-    std::ifstream in(e.path());
-    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string source = dumped_source(dump);
   const std::regex store_loop(R"(j \+= 64\) \{ tl_prefetch_lines<(\d), 2>\(tl_hint0)");
   int loops = 0;
   for (auto it = std::sregex_iterator(source.begin(), source.end(), store_loop);

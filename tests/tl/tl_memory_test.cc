@@ -109,13 +109,7 @@ TEST(TlMemory, PrefetchIsOnlyAHint) {
   for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
     TensorStorage x = random_tensor({7, 200}, f32, rng, layout);
     std::vector<double> softmax = to_doubles(x);
-    for (std::size_t r = 0; r < 7; ++r) {
-      const auto row = softmax.begin() + static_cast<std::ptrdiff_t>(200 * r);
-      const double max = *std::max_element(row, row + 200);
-      double sum = 0;
-      for (auto v = row; v != row + 200; ++v) sum += (*v = std::exp(*v - max));
-      for (auto v = row; v != row + 200; ++v) *v /= sum;
-    }
+    softmax_rows_f64(softmax, 200);
     for (int cores : {1, 3}) {
       TensorStorage want = poisoned({7, 200}, f32), got = poisoned({7, 200}, f32);
       const std::int64_t s0 = x.view().stride(0), s1 = x.view().stride(1);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +25,17 @@ inline std::vector<double> map(const std::vector<double>& x,
   std::vector<double> out(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = f(x[i]);
   return out;
+}
+
+// Softmax in float64 of each row of `width` values in `x` (row-major), in place.
+inline void softmax_rows_f64(std::vector<double>& x, std::size_t width) {
+  for (auto row = x.begin(); row != x.end(); row += static_cast<std::ptrdiff_t>(width)) {
+    const auto end = row + static_cast<std::ptrdiff_t>(width);
+    const double max = *std::max_element(row, end);
+    double sum = 0;
+    for (auto v = row; v != end; ++v) sum += (*v = std::exp(*v - max));
+    for (auto v = row; v != end; ++v) *v /= sum;
+  }
 }
 
 // Tolerance for a result rounded to `dtype` after float64-exact math: half an ulp of the dtype
