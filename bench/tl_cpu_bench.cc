@@ -4,6 +4,8 @@
 // write of each output), a tiled 2048^3 float32 matmul vs the FMA peak (FLOPS counter), the warm
 // launch of a cached tiny kernel and the cold compile of vadd (always_compile, so trace +
 // codegen + compiler + dlopen). bench/results/tl-cpu.md has the numbers and ratios.
+// $TILEOPS_NUM_THREADS, when set, sizes the pool instead (1: the same kernels on one thread; the
+// launches still split the work into 2 blocks).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -207,7 +209,9 @@ BENCHMARK(BM_TlColdCompileVadd)->Iterations(5)->UseRealTime()->Unit(benchmark::k
 }  // namespace tileops
 
 int main(int argc, char** argv) {
-  tileops::ThreadPool::set_global_num_threads(tileops::kThreads);
+  if (std::getenv("TILEOPS_NUM_THREADS") == nullptr) {
+    tileops::ThreadPool::set_global_num_threads(tileops::kThreads);
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
