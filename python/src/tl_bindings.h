@@ -45,6 +45,10 @@ std::vector<tl::Operand> to_operands(py::handle obj, const tl::Loc& loc, std::st
                                      std::string_view arg);
 // A tl.DataType, dtype name, numpy dtype or torch.dtype.
 DataType to_dtype(py::handle obj, std::string_view construct, std::string_view arg);
+// A number known when tracing (a Python or numpy int or float, a ConstExpr's value): a runtime
+// scalar or anything else is a TypeError naming the argument.
+double to_number(py::handle obj, const tl::Loc& loc, std::string_view construct,
+                 std::string_view arg);
 // An int or a sequence of ints (reduction dims, permutations); None gives an empty list.
 std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view construct,
                          std::string_view arg);

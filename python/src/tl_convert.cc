@@ -145,6 +145,19 @@ std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view co
   return ints;
 }
 
+double to_number(py::handle obj, const tl::Loc& loc, std::string_view construct,
+                 std::string_view arg) {
+  const double v = PyFloat_AsDouble(obj.ptr());  // uses __float__ (and __index__)
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    fail_at(ErrorKind::kInvalidType, loc, construct,
+            std::string(arg) + " must be a number known when tracing (a Python float or a " +
+                "ConstExpr), got " + std::string(py::str(py::type::of(obj).attr("__name__"))) +
+                ": a runtime scalar cannot set it");
+  }
+  return v;
+}
+
 std::int64_t index_of(py::handle obj) {
   const long long v = PyLong_AsLongLong(obj.ptr());  // uses __index__
   if (v == -1 && PyErr_Occurred()) throw py::error_already_set();

@@ -115,20 +115,22 @@ void bind_builtins(py::module_& tl) {
       py::arg("x"), py::arg("axis") = -1);
   tl.def(
       "rms_norm",
-      [](py::handle x, py::handle gamma, double eps) {
+      [](py::handle x, py::handle gamma, py::handle eps) {
         const tl::Loc loc = caller_loc();
         return tl::rms_norm(to_value(x, loc, "rms_norm", "x"),
-                            to_value(gamma, loc, "rms_norm", "gamma"), eps, loc);
+                            to_value(gamma, loc, "rms_norm", "gamma"),
+                            to_number(eps, loc, "rms_norm", "eps"), loc);
       },
       py::arg("x"), py::arg("gamma"), py::arg("eps") = 1e-6);
   tl.def(
       "layer_norm",
-      [](py::handle x, py::handle gamma, py::handle beta, double eps,
+      [](py::handle x, py::handle gamma, py::handle beta, py::handle eps,
          bool return_stats) -> py::object {
         const tl::Loc loc = caller_loc();
-        const tl::LayerNorm ln = tl::layer_norm(
-            to_value(x, loc, "layer_norm", "x"), to_value(gamma, loc, "layer_norm", "gamma"),
-            to_value(beta, loc, "layer_norm", "beta"), eps, loc);
+        const tl::LayerNorm ln = tl::layer_norm(to_value(x, loc, "layer_norm", "x"),
+                                                to_value(gamma, loc, "layer_norm", "gamma"),
+                                                to_value(beta, loc, "layer_norm", "beta"),
+                                                to_number(eps, loc, "layer_norm", "eps"), loc);
         if (!return_stats) return py::cast(ln.out);
         return py::make_tuple(ln.out, ln.mean, ln.rstd);
       },

@@ -134,6 +134,13 @@ def load_without_offsets(x: tl.GlobalAddress, n: int):
     tl.store(tl.load(tl.tensor(x, [n]), [4]), tl.tensor(x, [n]), offsets=[0])  # line: offsets
 
 
+@tl.jit
+def runtime_eps(x: tl.GlobalAddress, n: int, eps: float):
+    t = tl.load(tl.tensor(x, [1, n]), [1, 4], offsets=[0, 0])
+    y = tl.rms_norm(t, tl.load(tl.tensor(x, [n]), [4], offsets=[0]), eps)  # line: runtime-eps
+    tl.store(y, tl.tensor(x, [1, n]), offsets=[0, 0])
+
+
 # covers: trace_errors
 @pytest.mark.parametrize("kernel,tag,construct,words,exc", [
     (shape_mismatch, "add", "add", ["shape mismatch"], ValueError),
@@ -155,6 +162,12 @@ def load_without_offsets(x: tl.GlobalAddress, n: int):
 ])
 def test_trace_error_names_construct_and_line(kernel, tag, construct, words, exc):
     expect_error(kernel, tag, construct, words, exc)
+
+
+def test_runtime_scalar_as_a_trace_time_number():
+    out = np.full(16, np.nan, np.float32)
+    expect_error(runtime_eps, "runtime-eps", "rms_norm", ["eps", "known when tracing"], TypeError,
+                 args=(out, 16, 1e-6))
 
 
 def test_error_in_a_helper_points_at_the_helpers_caller_line():

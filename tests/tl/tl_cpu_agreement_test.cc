@@ -227,6 +227,28 @@ TEST(TlCpuAgreement, Float32GeluSweep) {
                            8, 0x1p-126 * 0x1p-20);
 }
 
+// gelu's tanh form where 1 + tanh u cancels (x below about -5.5, down to where the result
+// underflows): the cpu backend within 1 ulp of the interpreter, and the interpreter within 2 ulps
+// of x e^(2u) / (1 + e^(2u)) in long double (0.5 x (1 + tanh u) in double lost every digit there).
+TEST(TlCpuAgreement, Float32GeluTanhForLargeNegativeInputs) {
+  std::vector<double> xs;
+  for (int i = 0; i <= 2000; ++i) xs.push_back(-12 + i * 0.004);
+  const Fn gelu_tanh = [](const tl::Value& v, const tl::Value&) { return tl::gelu(v, true); };
+  expect_float32_agreement(gelu_tanh, xs, 2, 1, 0);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  TensorStorage x({n}, DataType::kFloat32), out = poisoned({1, n}, DataType::kFloat32);
+  from_doubles(x, xs);
+  elementwise_kernel({gelu_tanh}, kInterp).launch(1, x, x, out, n);
+  const auto* got = static_cast<const float*>(out.data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto d = static_cast<long double>(static_cast<const float*>(x.data())[i]);
+    const long double t = std::exp(2 * 0.79788456080286535588L * (d + 0.044715L * d * d * d));
+    const auto want = static_cast<float>(d * t / (1 + t));
+    const double ulp = std::max<double>(std::fabs(std::nextafter(want, INFINITY) - want), 0x1p-149);
+    ASSERT_LE(std::fabs(static_cast<double>(got[i]) - want), 2 * ulp) << xs[i];
+  }
+}
+
 // gelu on every 4099th float32 bit pattern (about a million inputs: both signs, every binade,
 // subnormals, infinities, NaNs) against 0.5 x erfc(-x / sqrt 2) in float64 rounded once, the
 // interpreter's formula: within 8 ulps (2^-149 per ulp below the normal range, plus 2^-146),
@@ -391,6 +413,89 @@ TEST(TlCpuAgreement, IntegerElementwiseIsBitIdentical) {
     elementwise_kernel(int_fns(), kInterp).launch(16, x, y, expected, n);
     elementwise_kernel(int_fns(), kCpu).launch(16, x, y, actual, n);
     expect_same_bytes(expected, actual, name_of(dtype).data());
+  }
+}
+
+// Narrow integer reductions along the rows of an 8x16 tile in a loop (wrapping sums and products,
+// which GCC 12 miscompiled at -O3 from an int64 accumulator of cast chains) and float -> integer
+// -> float casts of values in (-1, 0] (an integer's zero is +0; GCC folded the casts into a
+// rounding that kept -0): bit for bit as the interpreter, which matches the direct computation.
+TEST(TlCpuAgreement, NarrowIntegerReductionsAndFloatIntegerRoundTrips) {
+  const auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_narrow",
+        [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows) {
+          const tl::Value tx = tl::tensor(x, {rows, 16}),
+                          to = tl::tensor(out, {tl::floordiv(rows, 8), 2, 16});
+          for (tl::Value t : tl::range(tl::block_idx(), tl::ceildiv(rows, 8), tl::block_num())) {
+            const tl::Value v = tl::load(tx, {8, 16}, {t * 8, 0});
+            const tl::Value sum = tl::reduce_sum(v, {0}).to(DataType::kInt32);
+            const tl::Value prod = tl::reduce_prod(v, {0}).to(DataType::kInt32);
+            tl::store(tl::reshape(tl::concat({sum, prod}, 0), {1, 2, 16}), to, {t, 0, 0});
+          }
+        },
+        o);
+  };
+  std::mt19937_64 rng(12);
+  const std::int64_t rows = 24;
+  for (DataType dtype : {DataType::kInt8, DataType::kUInt8, DataType::kInt16}) {
+    const double lo = dtype == DataType::kUInt8 ? 0 : -6;
+    TensorStorage x = random_tensor({rows, 16}, dtype, rng, Layout::kContiguous, lo, lo + 12);
+    TensorStorage e = poisoned({rows / 8, 2, 16}, DataType::kInt32),
+                  a = poisoned({rows / 8, 2, 16}, DataType::kInt32);
+    make(kInterp).launch(2, x, e, rows);
+    make(kCpu).launch(2, x, a, rows);
+    expect_same_bytes(e, a, name_of(dtype).data());
+    const std::vector<double> xv = to_doubles(x);
+    std::vector<double> want;
+    for (std::int64_t t = 0; t < rows / 8; ++t) {
+      for (int which = 0; which < 2; ++which) {
+        for (int c = 0; c < 16; ++c) {
+          std::int64_t acc = which;
+          for (int r = 0; r < 8; ++r) {
+            const auto v =
+                static_cast<std::int64_t>(xv[static_cast<std::size_t>((t * 8 + r) * 16 + c)]);
+            acc = which == 0 ? acc + v : acc * v;
+          }
+          want.push_back(dtype == DataType::kInt8    ? static_cast<std::int8_t>(acc)
+                         : dtype == DataType::kUInt8 ? static_cast<std::uint8_t>(acc)
+                                                     : static_cast<std::int16_t>(acc));
+        }
+      }
+    }
+    EXPECT_EQ(compare(a, want, {0, 0}), "") << name_of(dtype);
+  }
+  // One row per integer dtype in between: int64, int32, int16, int8.
+  const std::vector<Fn> round_trips = {[](const tl::Value& v, const tl::Value&) {
+                                         return v.to(DataType::kInt64).to(DataType::kFloat32);
+                                       },
+                                       [](const tl::Value& v, const tl::Value&) {
+                                         return v.to(DataType::kInt32).to(DataType::kFloat32);
+                                       },
+                                       [](const tl::Value& v, const tl::Value&) {
+                                         return v.to(DataType::kInt16).to(DataType::kFloat32);
+                                       },
+                                       [](const tl::Value& v, const tl::Value&) {
+                                         return v.to(DataType::kInt8).to(DataType::kFloat32);
+                                       }};
+  const std::vector<double> xs = {-0.3, -0.0, 0.2, -0.7, -1.2, 0.0, -0.49, 5.0, -0.5, 0.5, -2.5};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  const auto n_fns = static_cast<std::int64_t>(round_trips.size());
+  TensorStorage x({n}, DataType::kFloat32);
+  from_doubles(x, xs);
+  TensorStorage e = poisoned({n_fns, n}, DataType::kFloat32),
+                a = poisoned({n_fns, n}, DataType::kFloat32);
+  elementwise_kernel(round_trips, kInterp).launch(1, x, x, e, n);
+  elementwise_kernel(round_trips, kCpu).launch(1, x, x, a, n);
+  expect_same_bytes(e, a, "float -> integer -> float");
+  const auto* got = static_cast<const float*>(a.data());
+  for (std::int64_t f = 0; f < n_fns; ++f) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = got[f * n + i],
+                  want = std::nearbyint(static_cast<float>(xs[static_cast<std::size_t>(i)]));
+      EXPECT_EQ(std::memcmp(&g, &want, 4) == 0 || (want == 0 && g == 0 && !std::signbit(g)), true)
+          << "row " << f << ", x " << xs[static_cast<std::size_t>(i)] << ": " << g;
+    }
   }
 }
 

@@ -41,6 +41,29 @@ TEST(TlErrors, ShapeMismatchInABinaryOp) {
       &line, "add", ErrorKind::kInvalidArgument, {"shape mismatch", "[8]", "[4]"});
 }
 
+// The cpu backend's tiles live on the stack: one of 8 MiB is refused before compiling, naming it
+// (the interpreter runs it).
+TEST(TlErrors, TileLargerThanTheCpuStackBudget) {
+  static int line;
+  const tl::Kernel k = tl::jit(
+      "huge",
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        const tl::Value t = tl::load(tl::tensor(x, {n}), {1 << 21}, {0});
+        tl::store(t * 2.0, tl::tensor(out, {n}), {0});
+      },
+      tl::Options{.backend = "cpu"});
+  TensorStorage x({16}, f32), out = poisoned({16}, f32);
+  from_doubles(x, std::vector<double>(16, 1.0));
+  try {  // the first trace records the line of the faulty call
+    k.launch(1, x, out, 16);
+  } catch (const Error&) {
+  }
+  expect_rejected([&] { k.launch(1, x, out, 16); }, out, "load", ErrorKind::kInvalidArgument,
+                  {"tl_errors_test.cc:" + std::to_string(line) + ":", "on the stack",
+                   "tile<2097152xf32>", "at most 4.0 MiB"});
+}
+
 TEST(TlErrors, DtypeMismatchInAStore) {
   static int line;
   expect_trace_error(

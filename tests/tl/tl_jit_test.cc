@@ -57,6 +57,12 @@ TEST(TlJit, CacheKeyedOnConstExprsDtypesAndOptionsNotScalars) {
   EXPECT_EQ(traces, 3);
   EXPECT_EQ(k.num_specialisations(), 3u);
   EXPECT_EQ(compare(yh, std::vector<double>(100, 5.0), {0, 0}), "");
+  // Floats that differ only past a 6th decimal, or below 5e-7, are new ConstExprs too.
+  for (const double factor : {1.0000001, 1e-7, 1.5e-7}) {
+    k.launch(1, x, y, 100, factor);
+    EXPECT_EQ(compare(y, std::vector<double>(100, 2.0 * factor), tol(f32)), "") << factor;
+  }
+  EXPECT_EQ(k.num_specialisations(), 6u);
   // always_compile re-traces every launch.
   std::atomic<int> again = 0;
   const tl::Kernel fresh = scale_kernel(&again, tl::Options{.always_compile = true});

@@ -12,6 +12,7 @@
 #include "src/tl/cpu/emitter.h"
 #include "src/tl/cpu/runtime_source.h"
 #include "src/tl/interp/buffer.h"
+#include "src/tl/verify/infer.h"
 
 namespace tileops::tl::cpu {
 namespace {
@@ -113,9 +114,37 @@ bool Emitter::defer(int id, const std::string& expression, bool cheap, bool wide
 void Emitter::declare_named(const std::string& n, const Type& t) {
   if (t.kind == TypeKind::kTile) {
     line() << "alignas(64) " << compute_type(t.dtype) << " " << n << "[" << t.size() << "];\n";
+    on_stack(t.size() * compute_bytes(t.dtype));
   } else {
     line() << compute_type(t.dtype) << " " << n << ";\n";
   }
+}
+
+// Tiles live on the stack of the thread running the block: a pool worker's or the caller's,
+// 8 MiB by default on Linux (RLIMIT_STACK); half of it is left to the kernel's callers. Arrays in
+// scopes that never overlap are counted as if they did.
+constexpr std::int64_t kStackBudget = std::int64_t{4} << 20;
+
+void Emitter::on_stack(std::int64_t bytes) {
+  stack_bytes_ += bytes;
+  if (bytes > largest_bytes_) largest_bytes_ = bytes, largest_op_ = emitting_;
+}
+
+void Emitter::check_stack() const {
+  if (stack_bytes_ <= kStackBudget || largest_op_ == nullptr) return;
+  const auto mib = [](std::int64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(b) / (1 << 20));
+    return std::string(text);
+  };
+  const Op& op = *largest_op_;
+  const std::string tile =
+      op.results.empty() ? std::string("its tile") : type(op.results[0]).to_string();
+  trace_error(ErrorKind::kInvalidArgument, op.loc, construct_name(op),
+              "the cpu backend keeps a kernel's tiles on the stack: this kernel's take " +
+                  mib(stack_bytes_) + ", " + mib(largest_bytes_) + " of them for this " + tile +
+                  ", and at most " + mib(kStackBudget) +
+                  " fit; use smaller tiles (loop over parts of this one)");
 }
 
 void Emitter::fill(const std::string& dst, const Type& t, const std::string& value) {
@@ -235,6 +264,7 @@ GeneratedSource Emitter::run() {
     }
   }
   region(f_.body);
+  check_stack();
   line() << "tl_fence();\n";
   line() << "return 0;\n";
   out_ << "}\n";
@@ -259,6 +289,12 @@ void Emitter::region(const Region& r) {
 }
 
 void Emitter::op(const Op& o) {
+  struct Emitting {  // emitting_ = &o for the duration of this call
+    const Op*& at;
+    const Op* outer;
+    ~Emitting() { at = outer; }
+  } const emitting{emitting_, emitting_};
+  emitting_ = &o;
   const int res = o.results.empty() ? -1 : o.results[0];
   switch (o.kind) {
     case OpKind::kConstant: {

@@ -62,8 +62,7 @@ std::string double_unary(UnaryOp op, const std::string& x) {
     case UnaryOp::kGeluErf:
       return "0.5 * " + a + " * erfc(" + a + " * -0.70710678118654752440)";
     case UnaryOp::kGeluTanh:
-      return "0.5 * " + a + " * (1.0 + tanh(0.79788456080286535588 * (" + a + " + 0.044715 * " + a +
-             " * " + a + " * " + a + ")))";
+      return "tl_gelu_tanh(" + a + ")";
     case UnaryOp::kSilu:
       return a + " / (1.0 + exp(-" + a + "))";
     case UnaryOp::kSoftplus:
@@ -410,9 +409,9 @@ void Emitter::cast_op(const Op& o) {
     if (d == DataType::kBool) return "(u8)(" + v + " != 0)";
     if (!is_floating(s)) {
       if (!is_floating(d)) return wrap_int(d, "(i64)" + v);
-      if (d == DataType::kFloat32 || d == DataType::kFloat64)
-        return std::string("(") + compute_type(d) + ")(i64)" + v;
-      return round_double(d, "(double)(i64)" + v);
+      if (d == DataType::kFloat32) return "tl_i2f((i64)" + v + ")";
+      if (d == DataType::kFloat64) return "tl_i2d((i64)" + v + ")";
+      return round_double(d, "tl_i2d((i64)" + v + ")");
     }
     if (!is_floating(d)) {
       static const char* const kRound[] = {"__builtin_nearbyint", "__builtin_floor",

@@ -205,9 +205,13 @@ void Emitter::load_op(const Op& o) {
   // The left operand of a matmul is read in place whenever its rows are contiguous, at any row
   // stride (matmul_acc takes it): the tl gemm then copies only B slices.
   const bool any_row_stride = hazards && matmul_lhs_only(res);
+  const std::int64_t buffer_bytes =
+      tt.size() * (ct == memory_type(tt.dtype) ? static_cast<std::int64_t>(size_of(tt.dtype))
+                                               : compute_bytes(tt.dtype));
   if (hazards) {
     dst = name(res) + "_buf";
     line() << buffer << dst << "[" << tt.size() << "];\n";
+    on_stack(buffer_bytes);
     auto [direct, at_] = contiguous_tile(t, tt.shape, offsets, any_row_stride);
     for (int u : *hazards) {
       const std::string un = name(u);
@@ -242,6 +246,7 @@ void Emitter::load_op(const Op& o) {
     open("if (!" + name(res) + "_direct)");
   } else if (widen) {
     line() << buffer << dst << "[" << tt.size() << "];\n";
+    on_stack(buffer_bytes);
   } else {
     declare(res);
   }

@@ -211,7 +211,11 @@ void Emitter::reduce_op(const Op& o) {
   const bool arg = op == ReduceOp::kArgmax || op == ReduceOp::kArgmin;
   const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin || arg;
   const bool maximum = op == ReduceOp::kMax || op == ReduceOp::kArgmax;
-  const std::string acc_type = fl || arg ? "double" : "i64";
+  // Integer sums and products wrap: they accumulate in u64 with plain + and * (GCC 12's loop
+  // vectoriser miscompiled the signed/unsigned cast chain (i64)((u64)a + (u64)b) over 8x16 int8
+  // tiles at -O3: tests/tl/tl_cpu_agreement_test.cc, narrow integer reductions).
+  const bool wrapping = !fl && !arg && !extreme && op != ReduceOp::kAll && op != ReduceOp::kAny;
+  const std::string acc_type = fl || arg ? "double" : wrapping ? "u64" : "i64";
   std::string init;
   if (extreme) {
     init = fl || arg
@@ -221,6 +225,7 @@ void Emitter::reduce_op(const Op& o) {
     init = op == ReduceOp::kProd || op == ReduceOp::kAll ? "1" : "0";
   }
   line() << acc_type << " tl_acc[" << n_out << "];\n";
+  on_stack(n_out * (arg ? 24 : 16));  // tl_acc, tl_pos (and tl_seen)
   line() << "i64 tl_pos[" << n_out << "];\n";
   line() << "for (i64 o = 0; o < " << n_out << "; ++o) { tl_acc[o] = " << init
          << "; tl_pos[o] = -1; }\n";
@@ -235,12 +240,10 @@ void Emitter::reduce_op(const Op& o) {
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
-        line() << "tl_acc[o] = "
-               << (fl ? "tl_acc[o] + " + v : "(i64)((u64)tl_acc[o] + (u64)" + v + ")") << ";\n";
+        line() << "tl_acc[o] = tl_acc[o] + " << (fl ? v : "(u64)" + v) << ";\n";
         break;
       case ReduceOp::kProd:
-        line() << "tl_acc[o] = "
-               << (fl ? "tl_acc[o] * " + v : "(i64)((u64)tl_acc[o] * (u64)" + v + ")") << ";\n";
+        line() << "tl_acc[o] = tl_acc[o] * " << (fl ? v : "(u64)" + v) << ";\n";
         break;
       case ReduceOp::kMax:
       case ReduceOp::kMin:
@@ -267,11 +270,12 @@ void Emitter::reduce_op(const Op& o) {
   if (arg) {
     result = wrap_int(rt.dtype, "tl_pos[o]");
   } else if (op == ReduceOp::kMean) {
-    result = round_double(rt.dtype, "tl_acc[o] / (double)" + c);
+    result = round_double(
+        rt.dtype, (fl ? "tl_acc[o]" : "(double)(i64)tl_acc[o]") + std::string(" / (double)") + c);
   } else if (fl) {
     result = round_double(rt.dtype, "tl_acc[o]");
   } else {
-    result = wrap_int(rt.dtype, "tl_acc[o]");
+    result = wrap_int(rt.dtype, wrapping ? "(i64)tl_acc[o]" : "tl_acc[o]");
   }
   line() << "for (i64 o = 0; o < " << n_out << "; ++o) " << out << "[o] = " << result << ";\n";
   close();
@@ -293,15 +297,15 @@ void Emitter::cumsum_op(const Op& o) {
   declare(res);
   open("for (i64 o = 0; o < " + std::to_string(outer) + "; ++o) for (i64 i = 0; i < " +
        std::to_string(inner) + "; ++i)");
-  line() << (fl ? "double" : "i64") << " acc = 0;\n";
+  line() << (fl ? "double" : "u64") << " acc = 0;\n";  // u64: see reduce_op
   open("for (i64 j = 0; j < " + std::to_string(extent) + "; ++j)");
   line() << "const i64 e = (o * " << extent << " + j) * " << inner << " + i;\n";
   if (fl) {
     line() << "acc += (double)" << name(x) << "[e];\n";
     line() << name(res) << "[e] = " << round_double(xt.dtype, "acc") << ";\n";
   } else {
-    line() << "acc = (i64)((u64)acc + (u64)(i64)" << name(x) << "[e]);\n";
-    line() << name(res) << "[e] = " << wrap_int(xt.dtype, "acc") << ";\n";
+    line() << "acc = acc + (u64)(i64)" << name(x) << "[e];\n";
+    line() << name(res) << "[e] = " << wrap_int(xt.dtype, "(i64)acc") << ";\n";
   }
   close();
   close();

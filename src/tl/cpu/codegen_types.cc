@@ -29,6 +29,12 @@ const char* compute_type(DataType dtype) {
   }
 }
 
+std::int64_t compute_bytes(DataType dtype) {
+  return std::string_view(compute_type(dtype)) == "float"
+             ? 4
+             : static_cast<std::int64_t>(size_of(dtype));
+}
+
 const char* memory_type(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32:

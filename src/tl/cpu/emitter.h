@@ -27,6 +27,8 @@ inline std::string cat(std::initializer_list<std::string_view> parts) {
 // The C type a value of `dtype` computes in, and the one its global memory holds.
 const char* compute_type(DataType dtype);
 const char* memory_type(DataType dtype);
+// The bytes of one element of compute_type(dtype).
+std::int64_t compute_bytes(DataType dtype);
 // C expression rounding a float-typed (float, or double for float64) expression to `dtype`, and
 // one rounding a double-typed expression.
 std::string round_float(DataType dtype, const std::string& x);
@@ -140,6 +142,11 @@ class Emitter {
   // Declares the result of `o` (array or scalar local, uninitialised).
   void declare(int id) { declare_named(name(id), type(id)); }
   void declare_named(const std::string& n, const Type& t);
+  // Counts an array of `bytes` the kernel declares on the stack (check_stack's total), made for
+  // the op being emitted.
+  void on_stack(std::int64_t bytes);
+  // Fails, naming the op of the largest array, when the arrays exceed kStackBudget.
+  void check_stack() const;
   // Sets every element of the declared tile dst (of type t) to the scalar expression value.
   void fill(const std::string& dst, const Type& t, const std::string& value);
   // A `full` tile used only as a loop's initial value: for_op fills the loop's own tile with it.
@@ -236,6 +243,9 @@ class Emitter {
   std::vector<std::string> hoisted_;
   std::size_t hoist_at_ = 0;
   int loop_depth_ = 0;
+  const Op* emitting_ = nullptr;  // the op whose code is being emitted (innermost)
+  std::int64_t stack_bytes_ = 0, largest_bytes_ = 0;
+  const Op* largest_op_ = nullptr;
   std::string indent_ = "  ";
   int counter_ = 0;
   std::vector<SourceLoc> error_locs_;

@@ -256,6 +256,13 @@ TL_INLINE double tl_fmin(double a, double b) { return (a != a || b != b) ? __bui
 TL_INLINE float tl_fmaxf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : __builtin_fmaxf(a, b); }
 TL_INLINE float tl_fminf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : __builtin_fminf(a, b); }
 TL_INLINE double tl_relu(double x) { return x > 0 ? x : (x != x ? x : 0.0); }
+// gelu's tanh form, 0.5 x (1 + tanh u), as x m / (1 + m) (u < 0) or x / (1 + m) with
+// m = e^(-2 |u|): no cancellation in 1 + tanh u for x below about -5.5, and no overflow.
+TL_INLINE double tl_gelu_tanh(double x) {
+  const double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+  const double m = exp(-2.0 * __builtin_fabs(u));
+  return x * (u < 0 ? m : 1.0) / (1.0 + m);
+}
 TL_INLINE float tl_reluf(float x) { return x > 0 ? x : (x != x ? x : 0.0f); }
 // Float to integer conversion as the interpreter does it: NaN -> 0, saturating to int64.
 TL_INLINE i64 tl_f2i(double v) {
@@ -263,6 +270,17 @@ TL_INLINE i64 tl_f2i(double v) {
   if (v >= 9.2233720368547758e18) return (i64)0x7FFFFFFFFFFFFFFFll;
   if (v <= -9.2233720368547758e18) return (i64)(-0x7FFFFFFFFFFFFFFFll - 1);
   return (i64)v;
+}
+// Integer to float: an integer's zero is +0. GCC 12 (-fno-trapping-math) folds float -> int64 ->
+// float into the float rounding alone, which keeps -0.3's sign (-0, then rsqrt gives -inf),
+// and drops a + 0 after the conversion as an identity, but keeps this select.
+TL_INLINE float tl_i2f(i64 i) {
+  const float f = (float)i;
+  return f == 0 ? 0.0f : f;
+}
+TL_INLINE double tl_i2d(i64 i) {
+  const double f = (double)i;
+  return f == 0 ? 0.0 : f;
 }
 // where(c, a, b): both values are computed before the choice (no conditional memory read).
 template <typename T>

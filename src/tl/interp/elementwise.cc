@@ -59,8 +59,11 @@ double unary_float(UnaryOp op, double x) {
       return x > 0 ? x : (std::isnan(x) ? x : 0.0);
     case UnaryOp::kGeluErf:
       return 0.5 * x * std::erfc(-x * kSqrt1_2);  // x Phi(x) without cancellation for x < 0
-    case UnaryOp::kGeluTanh:
-      return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+    case UnaryOp::kGeluTanh: {  // 0.5 x (1 + tanh u) without cancellation: x m / (1 + m), u < 0
+      const double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
+      const double m = std::exp(-2.0 * std::fabs(u));
+      return x * (u < 0 ? m : 1.0) / (1.0 + m);
+    }
     case UnaryOp::kSilu:
       return x / (1.0 + std::exp(-x));
     case UnaryOp::kSoftplus:

@@ -2,6 +2,7 @@
 // (ConstExpr values, argument dtypes, options) to a traced specialisation; prepared executables
 // are shared between specialisations whose IR hashes alike under the same options. Both maps are
 // guarded by one mutex; launches only read immutable specialisations, so they run concurrently.
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -55,7 +56,13 @@ std::string describe(const Argument& a) {
   if (const auto* p = std::get_if<Pointer>(&a))
     return std::string("ptr<") + std::string(name_of(p->dtype)) + ">";
   if (const auto* i = std::get_if<std::int64_t>(&a)) return "int " + std::to_string(*i);
-  if (const auto* d = std::get_if<double>(&a)) return "float " + std::to_string(*d);
+  if (const auto* d = std::get_if<double>(&a)) {
+    // The shortest text that reads back as the same double: it keys the specialisation, so two
+    // floats may share it only when equal (std::to_string's 6 decimals merged 1.0 and 1.0000001).
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof(text), *d).ptr;
+    return "float " + std::string(text, end);
+  }
   if (const auto* b = std::get_if<bool>(&a)) return *b ? "bool true" : "bool false";
   if (const auto* v = std::get_if<std::vector<std::int64_t>>(&a)) {
     std::string s = "shape [";
