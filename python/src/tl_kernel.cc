@@ -147,7 +147,13 @@ class PyKernel {
       } else if (p.kind == tl::ParamKind::kGlobalAddress) {
         // Writable: a kernel may store through any GlobalAddress, and read-only memory must
         // never be written (copying it instead would break "no copies").
-        keep.push_back(to_tensor(obj, name_, arg, /*writable=*/true));
+        if (py::hasattr(obj, "_tl_storage")) {  // tl.reinterpret(storage, dtype)
+          keep.push_back(to_tensor(obj.attr("_tl_storage"), name_, arg, /*writable=*/true));
+          keep.back().view =
+              with_dtype(keep.back().view, to_dtype(obj.attr("_tl_dtype"), name_, arg), name_, arg);
+        } else {
+          keep.push_back(to_tensor(obj, name_, arg, /*writable=*/true));
+        }
         const tl::Pointer pointer{keep.back().view.data(), keep.back().view.dtype()};
         converted.emplace_back(std::in_place_type<tl::Pointer>, pointer);
       } else {

@@ -57,6 +57,35 @@ def test_arrays_are_passed_by_pointer():
     assert torch.equal(t, torch.from_numpy(x))
 
 
+@tl.jit
+def widen_and_narrow(q: tl.GlobalAddress, x: tl.GlobalAddress, wide: tl.GlobalAddress,
+                     narrow: tl.GlobalAddress, n: int):
+    tl.store(tl.load(tl.tensor(q, [n]), [256], offsets=[0]).to(tl.float32), tl.tensor(wide, [n]),
+             offsets=[0])
+    tl.store(tl.load(tl.tensor(x, [n]), [256], offsets=[0]).to(q.dtype), tl.tensor(narrow, [n]),
+             offsets=[0])
+
+
+# covers: reinterpret
+def test_reinterpret_passes_8_bit_floats_over_uint8_storage():
+    # float8_e5m2 is float16's top byte: every code decodes as float16 bits << 8 (NaNs as NaN);
+    # its finite values round-trip exactly through float32, by pointer (uint8 in place).
+    codes = np.arange(256, dtype=np.uint8)
+    want = (codes.astype(np.uint16) << 8).view(np.float16).astype(np.float32)
+    finite = np.isfinite(want)
+    wide, narrow = poisoned([256], "float32"), np.full(256, 0x7F, np.uint8)
+    address = narrow.ctypes.data
+    e5m2 = tl.reinterpret(codes, tl.float8_e5m2)
+    widen_and_narrow[1](e5m2, np.where(finite, want, 0), wide,
+                        tl.reinterpret(narrow, "float8_e5m2"), 256)
+    assert np.array_equal(wide, want, equal_nan=True)
+    assert narrow.ctypes.data == address
+    assert np.array_equal(narrow[finite], codes[finite])
+    with pytest.raises(TypeError, match="float8_e5m2"):  # the sizes differ: not reinterpretable
+        widen_and_narrow[1](tl.reinterpret(np.zeros(256, np.float32), tl.float8_e5m2),
+                            np.zeros(256, np.float32), wide, narrow, 256)
+
+
 def test_dlpack_objects_are_accepted():
     x = torch.arange(32, dtype=torch.float32)
     y = torch.zeros(32)

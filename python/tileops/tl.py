@@ -16,12 +16,13 @@ and the kernel's Python line. Reference: docs/tile-language.md.
     vadd[16](x, y, z, n, 1024)   # 16 blocks; vadd(...) or vadd[0](...) = every core
 
 Parameters (by annotation): ``tl.GlobalAddress`` (a numpy array, torch tensor or DLPack object,
-passed by pointer: never copied; it must be writable), ``tl.ConstExpr[T]`` (a trace-time Python
-value, part of the cache key: ints, floats, bools, strings, tuples), runtime ``int``, ``float``
-and ``bool`` scalars. Control flow: ``for i in tl.range(...)`` (runtime loop, its body traced
-once), ``tl.static_range(n)`` (unrolled), ``with tl.if_(cond):`` / ``with tl.else_():`` or
-``tl.if_(cond, then, else_)`` (runtime branch on a scalar), ``tl.Var`` for values that loops and
-branches update (``acc += v``, ``acc.set(v)``).
+passed by pointer: never copied; it must be writable; ``tl.reinterpret(x, dtype)`` passes it
+as another dtype of the same size, e.g. 8-bit floats over uint8), ``tl.ConstExpr[T]`` (a
+trace-time Python value, part of the cache key: ints, floats, bools, strings, tuples), runtime
+``int``, ``float`` and ``bool`` scalars. Control flow: ``for i in tl.range(...)`` (runtime loop,
+its body traced once), ``tl.static_range(n)`` (unrolled), ``with tl.if_(cond):`` /
+``with tl.else_():`` or ``tl.if_(cond, then, else_)`` (runtime branch on a scalar), ``tl.Var`` for
+values that loops and branches update (``acc += v``, ``acc.set(v)``).
 """
 
 import ast
@@ -72,6 +73,23 @@ def _fail(construct, message, exc=ValueError, where=None):
 
 class GlobalAddress:
     """Parameter annotation: a pointer to global memory (numpy array, torch tensor, DLPack)."""
+
+
+class _Reinterpreted:
+    """A GlobalAddress argument whose elements a kernel reads as another dtype (tl.reinterpret)."""
+
+    __slots__ = ("_tl_storage", "_tl_dtype")
+
+    def __init__(self, storage, dtype):
+        self._tl_storage, self._tl_dtype = storage, dtype
+
+
+def reinterpret(x, dtype):
+    """``x`` (numpy array, torch tensor, DLPack object) as a GlobalAddress argument of elements of
+    ``dtype``, of the same size: e.g. uint8 storage of ``tl.float8_e5m2`` or ``tl.hifloat8``
+    data, which numpy and torch 1.13 cannot hold (``kernel[n](tl.reinterpret(q, tl.float8_e5m2),
+    ...)``). The memory is passed by pointer, never copied."""
+    return _Reinterpreted(x, dtype)
 
 
 class _ConstExprOf:
