@@ -66,7 +66,7 @@ def widen_and_narrow(q: tl.GlobalAddress, x: tl.GlobalAddress, wide: tl.GlobalAd
              offsets=[0])
 
 
-# covers: reinterpret
+# covers: GlobalAddress launch
 def test_reinterpret_passes_8_bit_floats_over_uint8_storage():
     # float8_e5m2 is float16's top byte: every code decodes as float16 bits << 8 (NaNs as NaN);
     # its finite values round-trip exactly through float32, by pointer (uint8 in place).

@@ -499,6 +499,59 @@ TEST(TlCpuAgreement, NarrowIntegerReductionsAndFloatIntegerRoundTrips) {
   }
 }
 
+// maximum and minimum return their first operand on a tie, +0 against -0 included (as the
+// interpreter's fmax/fmin; vmaxps returns the second), bit for bit.
+TEST(TlCpuAgreement, MaximumAndMinimumOfSignedZeros) {
+  const std::vector<Fn> fns = {
+      [](const tl::Value& x, const tl::Value& y) { return tl::maximum(x, y); },
+      [](const tl::Value& x, const tl::Value& y) { return tl::minimum(x, y); }};
+  const std::vector<double> xs = {0.0, -0.0, 0.0, -0.0, 1.0, -0.0},
+                            ys = {-0.0, 0.0, 0.0, -0.0, -0.0, 1.0};
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    const auto n = static_cast<std::int64_t>(xs.size());
+    TensorStorage x({n}, dtype), y({n}, dtype);
+    from_doubles(x, xs);
+    from_doubles(y, ys);
+    TensorStorage e = poisoned({2, n}, dtype), a = poisoned({2, n}, dtype);
+    elementwise_kernel(fns, kInterp).launch(1, x, y, e, n);
+    elementwise_kernel(fns, kCpu).launch(1, x, y, a, n);
+    expect_same_bytes(e, a, name_of(dtype).data());
+    const std::vector<double> got = to_doubles(a);
+    for (std::size_t i = 0; i < 4; ++i) {  // the ties: both results are x's zero
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(xs[i])) << name_of(dtype) << " max " << i;
+      EXPECT_EQ(std::signbit(got[xs.size() + i]), std::signbit(xs[i]))
+          << name_of(dtype) << " min " << i;
+    }
+  }
+}
+
+// Integer constants are exact int64 (they went through a double: 2^53 + 1 lost its last bit and
+// 2^63 - 1 became -2^63).
+TEST(TlCpuAgreement, LargeIntegerConstantsAreExact) {
+  const auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_int64_constants",
+        [](tl::GlobalAddress x, tl::GlobalAddress out) {
+          const tl::Value to = tl::tensor(out, {3});
+          const tl::Value v = tl::load(tl::tensor(x, {1}), {1}, {0});
+          tl::store(tl::full({1}, std::int64_t{9007199254740993}, DataType::kInt64), to, {0});
+          tl::store(tl::full({1}, INT64_MAX, DataType::kInt64), to, {1});
+          tl::store(v & INT64_MAX, to, {2});
+        },
+        o);
+  };
+  for (const tl::Options& options : {kInterp, kCpu}) {
+    TensorStorage x({1}, DataType::kInt64), out({3}, DataType::kInt64);
+    *static_cast<std::int64_t*>(x.data()) = -1;
+    std::memset(out.data(), 0, out.bytes());
+    make(options).launch(1, x, out);
+    const auto* got = static_cast<const std::int64_t*>(out.data());
+    EXPECT_EQ(got[0], 9007199254740993) << options.backend;
+    EXPECT_EQ(got[1], INT64_MAX) << options.backend;
+    EXPECT_EQ(got[2], INT64_MAX) << options.backend;
+  }
+}
+
 // Distance in float32 ulps (both finite).
 std::int64_t ulps(float a, float b) {
   std::int32_t ia = 0, ib = 0;

@@ -43,7 +43,7 @@ class Value {
   // A weak constant (int64 or float32 until it meets a tile or scalar of another dtype).
   template <Number T>
   Value(T number, Loc loc = Loc::current())  // NOLINT(google-explicit-constructor)
-      : id_(make_constant(static_cast<double>(number), std::is_floating_point_v<T>,
+      : id_(make_constant(static_cast<long double>(number), std::is_floating_point_v<T>,
                           std::is_same_v<T, bool>, loc)) {}
 
   // The value id inside the kernel being traced (-1 for a default-constructed Value).
@@ -71,7 +71,8 @@ class Value {
   }
 
  protected:
-  static int make_constant(double number, bool is_float, bool is_bool, Loc loc);
+  // long double: exact for every int64 (64-bit significand on x86-64, 113 bits on Arm).
+  static int make_constant(long double number, bool is_float, bool is_bool, Loc loc);
   int id_ = -1;
 };
 

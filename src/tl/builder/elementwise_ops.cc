@@ -74,7 +74,7 @@ Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
         break;
     }
     if (r) {
-      return Value::from_id(t.constant(static_cast<double>(*r), t.type_of(ia).dtype,
+      return Value::from_id(t.constant(static_cast<long double>(*r), t.type_of(ia).dtype,
                                        t.is_weak(ia) && t.is_weak(ib), to_loc(loc)));
     }
   }

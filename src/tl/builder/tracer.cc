@@ -51,16 +51,16 @@ std::vector<int> Tracer::append(Op op) {
   return results;
 }
 
-int Tracer::constant(double number, DataType dtype, bool weak, const SourceLoc& loc) {
+int Tracer::constant(long double number, DataType dtype, bool weak, const SourceLoc& loc) {
   Op op;
   op.kind = OpKind::kConstant;
   op.dtype = dtype;
   op.loc = loc;
   if (is_floating(dtype)) {
-    op.number = number;
+    op.number = static_cast<double>(number);
   } else {
     op.integer = dtype == DataType::kBool ? (number != 0) : static_cast<std::int64_t>(number);
-    number = static_cast<double>(op.integer);
+    number = static_cast<long double>(op.integer);
   }
   const int id = append1(std::move(op));
   constants_[id] = number;
@@ -99,7 +99,7 @@ const Type& Value::type() const {
   return t->type_of(id_);
 }
 
-int Value::make_constant(double number, bool is_float, bool is_bool, Loc loc) {
+int Value::make_constant(long double number, bool is_float, bool is_bool, Loc loc) {
   Tracer& t = Tracer::current("constant", loc);
   const DataType dtype =
       is_bool ? DataType::kBool : (is_float ? DataType::kFloat32 : DataType::kInt64);

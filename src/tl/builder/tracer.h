@@ -31,8 +31,8 @@ class Tracer {
   int new_value(Type type);  // a region or function argument
 
   // Constants: `weak` ones come from C++ numbers and adopt the dtype of what they meet.
-  int constant(double number, DataType dtype, bool weak, const SourceLoc& loc);
-  std::optional<double> constant_value(int id) const { return constants_.at(id); }
+  int constant(long double number, DataType dtype, bool weak, const SourceLoc& loc);
+  std::optional<long double> constant_value(int id) const { return constants_.at(id); }
   bool is_weak(int id) const { return weak_.at(id); }
 
   // Regions of loops and branches under construction.
@@ -55,7 +55,7 @@ class Tracer {
  private:
   Function function_;
   std::vector<Region> open_;
-  std::vector<std::optional<double>> constants_;
+  std::vector<std::optional<long double>> constants_;  // exact for int64 and double
   std::vector<bool> weak_;
   std::vector<Var*> vars_;
   std::vector<int> masks_;

@@ -251,10 +251,12 @@ TL_INLINE double tl_fmod_py(double a, double b) {
 }
 TL_INLINE i64 tl_shl(i64 a, i64 b, int bits) { return (b < 0 || b >= bits) ? 0 : (i64)((u64)a << b); }
 TL_INLINE i64 tl_shr(i64 a, i64 b, int bits) { return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : (a >> b); }
-TL_INLINE double tl_fmax(double a, double b) { return (a != a || b != b) ? __builtin_nan("") : __builtin_fmax(a, b); }
-TL_INLINE double tl_fmin(double a, double b) { return (a != a || b != b) ? __builtin_nan("") : __builtin_fmin(a, b); }
-TL_INLINE float tl_fmaxf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : __builtin_fmaxf(a, b); }
-TL_INLINE float tl_fminf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : __builtin_fminf(a, b); }
+// maximum/minimum as the interpreter's glibc fmax/fmin: NaN if either is NaN, the first operand
+// on a tie (+0 and -0 included; the instructions vmaxps/vminps return the second).
+TL_INLINE double tl_fmax(double a, double b) { return (a != a || b != b) ? __builtin_nan("") : (a >= b ? a : b); }
+TL_INLINE double tl_fmin(double a, double b) { return (a != a || b != b) ? __builtin_nan("") : (a <= b ? a : b); }
+TL_INLINE float tl_fmaxf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : (a >= b ? a : b); }
+TL_INLINE float tl_fminf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : (a <= b ? a : b); }
 TL_INLINE double tl_relu(double x) { return x > 0 ? x : (x != x ? x : 0.0); }
 // gelu's tanh form, 0.5 x (1 + tanh u), as x m / (1 + m) (u < 0) or x / (1 + m) with
 // m = e^(-2 |u|): no cancellation in 1 + tanh u for x below about -5.5, and no overflow.
