@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "tileops/core/error.h"
 
@@ -33,6 +34,14 @@ void Config::validate() const {
   require(intermediate >= 1, "intermediate", ">= 1", intermediate);
   require(vocab >= 1, "vocab", ">= 1", vocab);
   require(max_positions >= 1, "max_positions", ">= 1", max_positions);
+  // Sizes far beyond any model would overflow the int64 counts derived from them.
+  constexpr std::int64_t kMaxSize = std::int64_t{1} << 24, kMaxLayers = std::int64_t{1} << 16;
+  require(layers <= kMaxLayers, "layers", "<= " + std::to_string(kMaxLayers), layers);
+  for (const auto& [field, value] :
+       {std::pair{"hidden", hidden}, std::pair{"heads", heads},
+        std::pair{"intermediate", intermediate}, std::pair{"vocab", vocab}}) {
+    require(value <= kMaxSize, field, "<= " + std::to_string(kMaxSize), value);
+  }
   if (!(rms_eps > 0) || !(rope_theta > 0)) {
     throw Error(ErrorKind::kInvalidArgument, "llama config: rms_eps and rope_theta must be > 0");
   }

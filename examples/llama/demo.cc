@@ -6,6 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <utility>
+
+#include <unistd.h>
 
 #include "examples/llama/model.h"
 #include "examples/llama/safetensors.h"
@@ -83,6 +86,10 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
     const std::string& value = args[++i];
     if (count != nullptr) {
       *count = parse_count(name, value);
+      if (count == &c.layers || count == &c.hidden || count == &c.heads || count == &c.kv_heads ||
+          count == &c.head_size || count == &c.intermediate || count == &c.vocab) {
+        o.sizes_given = true;
+      }
     } else if (name == "--dtype") {
       const auto dtype = parse_data_type(value);
       if (!dtype) {
@@ -104,7 +111,23 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
 }
 
 int run_decoder_demo(const DemoOptions& options) {
+  constexpr std::int64_t kMaxTokens = std::int64_t{1} << 30;
+  for (const auto& [name, value] : {std::pair{"--prompts", options.prompts},
+                                    std::pair{"--prompt-tokens", options.prompt_tokens},
+                                    std::pair{"--new-tokens", options.new_tokens},
+                                    std::pair{"--block-size", options.block_size}}) {
+    if (value < 1 || value > kMaxTokens) {
+      throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name,
+                           "a count in [1, " + std::to_string(kMaxTokens) + "]",
+                           std::to_string(value));
+    }
+  }
   Config config = options.config;
+  if (!options.weights.empty() && options.sizes_given) {
+    std::fprintf(stderr,
+                 "tileops demo: the model's sizes come from --weights (and its config.json); "
+                 "the size options given are ignored\n");
+  }
   Weights weights;
   std::string source = "synthetic weights (seed " + std::to_string(options.sampling.seed) + ")";
   if (!options.weights.empty()) {
@@ -113,6 +136,17 @@ int run_decoder_demo(const DemoOptions& options) {
     weights = load_safetensors_weights(config, options.weights);
     source = "weights from " + options.weights;
   } else {
+    config.validate();
+    const double bytes =
+        static_cast<double>(config.parameters()) * static_cast<double>(size_of(config.dtype));
+    const double memory =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (memory > 0 && bytes > memory) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tileops demo: the model's weights need " + std::to_string(bytes / (1 << 30)) +
+                      " GiB, more than this machine's " + std::to_string(memory / (1 << 30)) +
+                      " GiB of memory: " + config.describe());
+    }
     weights = synthetic_weights(config, options.sampling.seed);
   }
   const std::int64_t context = options.prompt_tokens + options.new_tokens;

@@ -22,6 +22,7 @@ struct DemoOptions {
   std::int64_t new_tokens = 32;
   std::int64_t block_size = 16;
   Sampling sampling;
+  bool sizes_given = false;  // a size option (--layers ... --vocab) was given
 };
 
 // Consumes the decoder options in args ("--layers 2", ...) and returns the others; throws

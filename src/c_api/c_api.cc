@@ -14,13 +14,6 @@ using tileops::c_api::to_context;
 using tileops::c_api::to_tensor;
 namespace ops = tileops::ops;
 
-namespace {
-
-// Far beyond any machine; a larger request is a bug in the caller (e.g. an uninitialised int).
-constexpr std::int32_t kMaxThreads = 4096;
-
-}  // namespace
-
 extern "C" {
 
 tileops_status tileops_add(const tileops_tensor* input, const tileops_tensor* other,
@@ -60,6 +53,12 @@ tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, in
                                     "an array of " + std::to_string(num_tensors) + " tensors",
                                     "NULL");
     }
+    constexpr size_t kMaxTensors = size_t{1} << 20;  // beyond: a garbage count, not a cat
+    if (num_tensors > kMaxTensors) {
+      tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, "cat", "num_tensors",
+                                    "at most " + std::to_string(kMaxTensors),
+                                    std::to_string(num_tensors));
+    }
     std::vector<Tensor> inputs;
     inputs.reserve(num_tensors);
     for (size_t i = 0; i < num_tensors; ++i) {
@@ -84,8 +83,10 @@ tileops_status tileops_gemm(const tileops_tensor* a, const tileops_tensor* b, do
                             double beta, int32_t trans_a, int32_t trans_b, const tileops_tensor* c,
                             const tileops_context* ctx) {
   return guarded([&] {
-    ops::gemm(to_tensor("gemm", "a", a), to_tensor("gemm", "b", b), alpha, beta, trans_a != 0,
-              trans_b != 0, to_tensor("gemm", "c", c), to_context(ctx));
+    const Tensor ta = to_tensor("gemm", "a", a);  // in order: the first bad one is reported
+    const Tensor tb = to_tensor("gemm", "b", b);
+    const Tensor tc = to_tensor("gemm", "c", c);
+    ops::gemm(ta, tb, alpha, beta, trans_a != 0, trans_b != 0, tc, to_context(ctx));
   });
 }
 
@@ -93,8 +94,10 @@ tileops_status tileops_matmul(const tileops_tensor* a, const tileops_tensor* b,
                               const tileops_tensor* c, int32_t trans_a, int32_t trans_b,
                               const tileops_context* ctx) {
   return guarded([&] {
-    ops::matmul(to_tensor("matmul", "a", a), to_tensor("matmul", "b", b),
-                to_tensor("matmul", "c", c), trans_a != 0, trans_b != 0, to_context(ctx));
+    const Tensor ta = to_tensor("matmul", "a", a);
+    const Tensor tb = to_tensor("matmul", "b", b);
+    const Tensor tc = to_tensor("matmul", "c", c);
+    ops::matmul(ta, tb, tc, trans_a != 0, trans_b != 0, to_context(ctx));
   });
 }
 
@@ -187,6 +190,7 @@ tileops_status tileops_clear_cache(void) {
 
 tileops_status tileops_set_num_threads(int32_t num_threads) {
   return guarded([&] {
+    constexpr int kMaxThreads = tileops::ThreadPool::kMaxThreads;
     if (num_threads < 1 || num_threads > kMaxThreads) {
       tileops::throw_argument_error(
           tileops::ErrorKind::kInvalidArgument, "set_num_threads", "num_threads",

@@ -1,6 +1,7 @@
 #include "tileops/runtime/thread_pool.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -29,11 +30,17 @@ inline void cpu_relax() {
 }
 
 int default_num_threads() {
-  if (const char* env = std::getenv("TILEOPS_NUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n >= 1) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const char* env = std::getenv("TILEOPS_NUM_THREADS");
+  if (env == nullptr || *env == '\0') return hardware;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end == '\0' && n >= 1 && n <= ThreadPool::kMaxThreads) return static_cast<int>(n);
+  std::fprintf(stderr,
+               "tileops: ignoring TILEOPS_NUM_THREADS=%s (expected a count in [1, %d]); using %d "
+               "threads, one per hardware thread\n",
+               env, ThreadPool::kMaxThreads, hardware);
+  return hardware;
 }
 
 std::unique_ptr<ThreadPool>& global_pool() {

@@ -121,6 +121,9 @@ static void test_paged_attention(void) {
               TILEOPS_INVALID_TYPE, "seq_lens");
   CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lt, NULL, &attrs, &out, NULL, NULL, NULL),
               TILEOPS_INVALID_ARGUMENT, "block_table");
+  /* The host mirror is what the kernel reads: its bad id is named as the mirror's. */
+  CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lt, &bt, &attrs, &out, NULL, &bad_bt, NULL),
+              TILEOPS_INVALID_ARGUMENT, "block_table_host");
   CHECK(untouched(y, 2 * kH * kD));
 }
 

@@ -148,7 +148,12 @@ static void test_sampling(void) {
   CHECK_FAILS(tileops_top_k_top_p_sampler(&lt, NULL, NULL, 7, &o32, NULL), TILEOPS_INVALID_TYPE,
               "out");
   CHECK_FAILS(tileops_topk_topp_sampling(&lt, 0, 1.0, 7, &o32, NULL), TILEOPS_INVALID_ARGUMENT,
-              "probs"); /* negative entries */
+              "probs");      /* negative entries */
+  logits[kV + 2] = INFINITY; /* row 1: its message says +inf, not NaN */
+  CHECK_FAILS(tileops_top_k_top_p_sampler_scalar(&lt, 1, 1.0, 7, &ot, NULL),
+              TILEOPS_INVALID_ARGUMENT, "logits");
+  CHECK(strstr(tileops_last_error(), "+inf in row 1") != NULL);
+  CHECK(strstr(tileops_last_error(), "NaN") == NULL);
   CHECK(out[0] == -1 && out[1] == -1);
 }
 

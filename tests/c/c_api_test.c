@@ -119,6 +119,9 @@ static void test_cat(void) {
   mismatched[1] = tensor(b, TILEOPS_FLOAT32, 2, NULL, NULL);
   CHECK_FAILS(tileops_cat(mismatched, 2, 1, &out, NULL), TILEOPS_INVALID_ARGUMENT, "tensors[1]");
   CHECK_FAILS(tileops_cat(inputs, 2, 1, NULL, NULL), TILEOPS_INVALID_ARGUMENT, "out");
+  /* A garbage count (an uninitialised size_t) is the caller's error, named. */
+  CHECK_FAILS(tileops_cat(inputs, (size_t)-1, 1, &out, NULL), TILEOPS_INVALID_ARGUMENT,
+              "num_tensors");
   CHECK(untouched(y, 2 * 8));
 }
 
@@ -224,6 +227,15 @@ static void test_bad_descriptors(void) {
   const int64_t empty_shape[] = {0, 4};
   const tileops_tensor empty = tensor(NULL, TILEOPS_FLOAT32, 2, empty_shape, NULL);
   CHECK_OK(tileops_rms_norm(&empty, &wt, 1e-6, &empty, NULL));
+  /* An empty output's zero strides (row-major strides of a [3, 0]) write nothing twice. */
+  const int64_t empty_cols[] = {3, 0}, empty_strides[] = {0, 1};
+  const tileops_tensor empty_out = tensor(NULL, TILEOPS_FLOAT32, 2, empty_cols, empty_strides);
+  CHECK_OK(tileops_add(&empty_out, &empty_out, &empty_out, NULL));
+  /* Arguments are checked in order: a bad 'a' is reported before a missing 'c'. */
+  in = tensor(x, TILEOPS_FLOAT32, 2, shape, NULL);
+  in.dtype = 99;
+  CHECK_FAILS(tileops_gemm(&in, &in, 1.0, 0.0, 0, 1, NULL, NULL), TILEOPS_INVALID_ARGUMENT, "a");
+  CHECK_FAILS(tileops_matmul(&in, &in, NULL, 0, 1, NULL), TILEOPS_INVALID_ARGUMENT, "a");
 }
 
 static void* fail_on_another_thread(void* unused) {

@@ -3,6 +3,10 @@
 
 namespace tileops::cli {
 
+// Runs `program <command> [options]` given argv without the program name: help, demo or env.
+// Returns the exit status (2 for a usage error); errors go to stderr as one line.
+int run(const char* program, int argc, char** argv);
+
 int run_demo(int argc, char** argv);
 int run_env(int argc, char** argv);
 

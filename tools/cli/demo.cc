@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
@@ -227,6 +228,17 @@ int run_demo(int argc, char** argv) {
                    arg.c_str(), llama::demo_options_help());
       return 2;
     }
+  }
+  if (!operators && !model) {
+    std::fprintf(stderr,
+                 "tileops demo: --operators-only and --decoder-only exclude each other (give "
+                 "neither to run both)\n");
+    return 2;
+  }
+  if (model && !decoder.weights.empty() && !std::filesystem::exists(decoder.weights)) {
+    std::fprintf(stderr, "tileops demo: --weights %s: no such file or directory\n",
+                 decoder.weights.c_str());
+    return 1;
   }
   if (quick) {  // fewer and shorter prompts
     decoder.prompts = std::min<std::int64_t>(decoder.prompts, 2);

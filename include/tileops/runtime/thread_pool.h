@@ -18,13 +18,17 @@ namespace tileops {
 
 class ThreadPool {
  public:
+  // Far beyond any machine: a larger count is a mistake (an uninitialised int, a typo).
+  static constexpr int kMaxThreads = 4096;
+
   // `num_threads` counts the caller; 1 means everything runs inline.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // The process-wide pool: TILEOPS_NUM_THREADS threads, else one per hardware thread.
+  // The process-wide pool: TILEOPS_NUM_THREADS threads (a count in [1, kMaxThreads]; anything
+  // else is ignored with a one-line notice on stderr), else one per hardware thread.
   static ThreadPool& global();
   // Replaces the global pool's workers; must not race with launches on it.
   static void set_global_num_threads(int num_threads);

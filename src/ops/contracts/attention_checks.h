@@ -39,6 +39,7 @@ void check_cumulative_lengths(const ArgCheck& check, const Tensor& cu, std::stri
 // Every block id that a sequence of `length` keys uses (its first ceil(length / block_size)
 // entries of row b) is in [0, num_blocks).
 void check_block_ids(const ArgCheck& check, const Tensor& block_table, std::int64_t b,
-                     std::int64_t length, std::int64_t block_size, std::int64_t num_blocks);
+                     std::int64_t length, std::int64_t block_size, std::int64_t num_blocks,
+                     std::string_view arg = "block_table");
 
 }  // namespace tileops::ops

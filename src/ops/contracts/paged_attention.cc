@@ -18,7 +18,8 @@ void check_values(const Tensor& key_cache, const Tensor& seq_lens, const Tensor&
   const ArgCheck check(kOp);
   const bool host_lens = attention_present(seq_lens_host);
   const Tensor& lens = host_lens ? seq_lens_host : seq_lens;
-  const Tensor& table = attention_present(block_table_host) ? block_table_host : block_table;
+  const bool host_table = attention_present(block_table_host);
+  const Tensor& table = host_table ? block_table_host : block_table;
   const std::int64_t block_size = key_cache.size(1);
   const std::int64_t capacity = table.size(1) * block_size;
   for (std::int64_t b = 0; b < lens.size(0); ++b) {
@@ -28,7 +29,8 @@ void check_values(const Tensor& key_cache, const Tensor& seq_lens, const Tensor&
                  "lengths in [0, max_blocks * block_size = " + str(capacity) + "]",
                  str(length) + " for sequence " + str(b));
     }
-    check_block_ids(check, table, b, length, block_size, key_cache.size(0));
+    check_block_ids(check, table, b, length, block_size, key_cache.size(0),
+                    host_table ? "block_table_host" : "block_table");
   }
 }
 

@@ -35,8 +35,10 @@ class TopKTopPSamplerCpu final : public Operator {
           if (!std::isfinite(max)) {
             throw_argument_error(ErrorKind::kInvalidArgument, "top_k_top_p_sampler", "logits",
                                  "rows of finite values or -inf with one finite value",
-                                 "a row with max " + std::to_string(max) + " (NaN: a NaN) at row " +
-                                     std::to_string(row));
+                                 std::string(std::isnan(max) ? "a NaN"
+                                             : max > 0       ? "+inf"
+                                                             : "only -inf") +
+                                     " in row " + std::to_string(row));
           }
           scaled_exp_sum(w, 1.0f, max, n, w);
           return sum_f64(w, n);

@@ -150,10 +150,14 @@ void ArgCheck::same_device(const Tensor& t, std::string_view arg, const Tensor& 
 }
 
 void ArgCheck::writable(const Tensor& t, std::string_view arg) const {
+  if (t.numel() == 0) return;  // nothing is written: no element can be written twice
   for (int i = 0; i < t.rank(); ++i) {
     if (t.shape()[i] > 1 && t.strides()[i] == 0) {
+      std::string strides;
+      for (int d = 0; d < t.rank(); ++d)
+        strides += (d ? ", " : "") + std::to_string(t.strides()[d]);
       fail(ErrorKind::kInvalidArgument, arg, "an output without zero (broadcast) strides",
-           t.describe());
+           t.describe() + " with strides [" + strides + "]");
     }
   }
 }
