@@ -57,13 +57,22 @@ tl::Options parse_options(const py::dict& options) {
   return parsed;
 }
 
+std::string as_text(py::handle obj) { return py::str(obj); }
+
 // A runtime scalar by its Python type; the kernel checks it against the parameter's kind.
 tl::Argument scalar_argument(py::handle obj, const std::string& kernel, const std::string& arg) {
   if (PyBool_Check(obj.ptr())) return obj.ptr() == Py_True;
   if (py::hasattr(obj, "dtype") && py::str(obj.attr("dtype")).cast<std::string>() == "bool") {
     return truth_of(obj);  // numpy.bool_
   }
-  if (PyIndex_Check(obj.ptr())) return index_of(obj);
+  if (PyIndex_Check(obj.ptr())) {
+    try {
+      return index_of(obj);
+    } catch (const py::error_already_set&) {  // OverflowError: beyond int64
+      throw_argument_error(ErrorKind::kInvalidArgument, kernel, arg, "an int64",
+                           std::string(py::repr(obj)));
+    }
+  }
   if (PyFloat_Check(obj.ptr()) || py::hasattr(obj, "__float__")) {
     return float_of(obj);
   }
@@ -158,6 +167,21 @@ class PyKernel {
         converted.emplace_back(std::in_place_type<tl::Pointer>, pointer);
       } else {
         converted.push_back(scalar_argument(obj, name_, arg));
+        // The kernel checks the kind too, but knows arguments by position only.
+        const tl::Argument& a = converted.back();
+        const bool ok = p.kind == tl::ParamKind::kBool    ? std::holds_alternative<bool>(a)
+                        : p.kind == tl::ParamKind::kInt   ? std::holds_alternative<std::int64_t>(a)
+                        : p.kind == tl::ParamKind::kFloat ? !std::holds_alternative<bool>(a)
+                                                          : true;
+        if (!ok) {
+          throw_argument_error(ErrorKind::kInvalidType, name_, arg,
+                               p.kind == tl::ParamKind::kBool  ? "a bool"
+                               : p.kind == tl::ParamKind::kInt ? "an int"
+                                                               : "a float",
+                               std::holds_alternative<bool>(a)           ? "bool " + as_text(obj)
+                               : std::holds_alternative<std::int64_t>(a) ? "int " + as_text(obj)
+                                                                         : "float " + as_text(obj));
+        }
       }
     }
     return converted;

@@ -242,6 +242,17 @@ def test_bad_launch_arguments():
         k[1](x, 4)
     with pytest.raises(ValueError, match="core_num"):
         k[-1](x, 4, 4)
+    with pytest.raises(ValueError, match="core_num"):
+        k[2**64](x, 4, 4)
+    with pytest.raises(ValueError, match="argument 'n': expected an int64"):
+        k[1](x, 2**63, 4)
+
+    @tl.jit
+    def flagged(x: tl.GlobalAddress, n: int, flag: bool):
+        tl.store(1.0, tl.tensor(x, [n]), offsets=[0])
+
+    with pytest.raises(TypeError, match="argument 'flag': expected a bool, got int 1"):
+        flagged[1](x, 4, 1)
     with pytest.raises(ValueError, match="read-only"):
         ro = np.zeros(4, np.float32)
         ro.flags.writeable = False

@@ -237,6 +237,9 @@ class JitFunction:
         """Runs the kernel on ``core_num`` blocks (0 = every core) with the GIL released."""
         if not isinstance(core_num, int) or isinstance(core_num, bool):
             raise TypeError(f"{self.fn.__name__}: core_num must be an int, got {core_num!r}")
+        if not 0 <= core_num < 2**63:
+            raise ValueError(f"{self.fn.__name__}: core_num must be in [0, 2**63) (0 = every "
+                             f"core), got {core_num}")
         self._run(lambda engine: self._kernel.launch(core_num, engine), args, kwargs)
 
     def __getitem__(self, launch):
