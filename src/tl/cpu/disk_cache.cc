@@ -55,14 +55,18 @@ std::filesystem::path temporary(const std::filesystem::path& dir, const std::str
   return dir / (key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++counter));
 }
 
-void write_atomically(const std::filesystem::path& dir, const std::string& key,
+// False (and no file left behind) when `target` cannot be replaced, e.g. it is a directory.
+bool write_atomically(const std::filesystem::path& dir, const std::string& key,
                       const std::filesystem::path& target, const std::string& text) {
   const std::filesystem::path tmp = temporary(dir, key);
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
   }
-  std::filesystem::rename(tmp, target);
+  std::error_code ec;
+  std::filesystem::rename(tmp, target, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
 }
 
 // An exclusive lock on dir/.lock across threads and processes (each holder opens the file, so
@@ -131,7 +135,11 @@ CacheEntry find_or_build(const std::string& key, bool always_compile,
   build(tmp.string());
   const std::string bytes = read_file(tmp);
   const CacheLock lock(dir);
-  std::filesystem::rename(tmp, object);  // atomic: a process that loads it meanwhile keeps its copy
+  std::error_code ec;
+  std::filesystem::rename(tmp, object, ec);  // atomic: a process loading it keeps its copy
+  // Something that is not ours to replace (a directory) holds the entry's name: this build is
+  // loaded uncached. Without its metadata the entry is rebuilt next time.
+  if (ec) return CacheEntry{tmp.string(), true};
   write_atomically(dir, key, meta, metadata(bytes));
   return CacheEntry{object.string(), false};
 }
