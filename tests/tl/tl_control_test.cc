@@ -88,6 +88,35 @@ TEST(TlControl, NegativeStepsAndStaticRange) {
   EXPECT_EQ(muls, 3u) << ir;
 }
 
+// Runtime bounds at the int64 limits run as many iterations as Python's range (a counter that
+// stepped past INT64_MAX wrapped around and the loop never ended).
+TEST(TlControl, RangesAtTheInt64Limits) {
+  const tl::Kernel k =
+      tl::jit("count", [](tl::GlobalAddress out, tl::Int start, tl::Int stop, tl::Int step) {
+        tl::Var count = tl::zeros({1}, i64);
+        tl::Var last = tl::zeros({1}, i64);
+        for (tl::Value i : tl::range(start, stop, step)) {
+          count = count + 1;
+          last = tl::zeros({1}, i64) + i;
+        }
+        tl::store(tl::concat({count, last}, 0), tl::tensor(out, {2}), {0});
+      });
+  constexpr std::int64_t kMax = INT64_MAX, kMin = INT64_MIN, kQuarter = std::int64_t{1} << 62;
+  struct Case {
+    std::int64_t start, stop, step, count, last;
+  };
+  for (const Case& c :
+       {Case{kMax - 1, kMax, kQuarter, 1, kMax - 1}, Case{kMin + 1, kMin, -kQuarter, 1, kMin + 1},
+        Case{kMin, kMax, kQuarter, 4, kQuarter}, Case{kMax, kMin, kMin, 2, -1},
+        Case{0, 10, 3, 4, 9}, Case{10, 0, -3, 4, 1}, Case{5, 5, 1, 0, 0}}) {
+    TensorStorage out = poisoned({2}, i64);
+    k.launch(1, out, c.start, c.stop, c.step);
+    const auto* got = static_cast<const std::int64_t*>(out.data());
+    EXPECT_EQ(got[0], c.count) << c.start << " " << c.stop << " " << c.step;
+    EXPECT_EQ(got[1], c.last) << c.start << " " << c.stop << " " << c.step;
+  }
+}
+
 // covers: if_ if_trace_time Bool
 TEST(TlControl, RuntimeAndTraceTimeIf) {
   const tl::Kernel k = tl::jit("branch", [](tl::GlobalAddress out, tl::Int n, tl::Bool flag,

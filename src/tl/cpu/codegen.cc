@@ -398,9 +398,14 @@ void Emitter::for_op(const Op& o) {
   const std::string start = name(o.operands[0]), stop = name(o.operands[1]),
                     step = name(o.operands[2]);
   const std::string iv = name(body.args[0]);
+  // A counted loop: the trip count is computed first, so a counter near the int64 limits never
+  // steps past them (iv += step wrapped around and the loop never ended).
+  const std::string k = iv + "_k", n = iv + "_n";
   if (o.ints2.size() > 0 && o.ints2[0] > 1) line() << "#pragma GCC unroll " << o.ints2[0] << "\n";
-  open("for (i64 " + iv + " = " + start + "; " + step + " != 0 && (" + step + " > 0 ? " + iv +
-       " < " + stop + " : " + iv + " > " + stop + "); " + iv + " += " + step + ")");
+  open(cat({"for (u64 ", k, " = 0, ", n, " = tl_trip_count(", start, ", ", stop, ", ", step, "); ",
+            k, " < ", n, "; ++", k, ")"}));
+  line() << "const i64 " << iv << " = (i64)((u64)" << start << " + " << k << " * (u64)" << step
+         << ");\n";
   ++loop_depth_;
   region(body);
   --loop_depth_;

@@ -284,6 +284,13 @@ TL_INLINE double tl_i2d(i64 i) {
   const double f = (double)i;
   return f == 0 ? 0.0 : f;
 }
+// Iterations of for (i = start; step > 0 ? i < stop : i > stop; i += step), Python's range
+// (step 0: none), without overflow.
+TL_INLINE u64 tl_trip_count(i64 start, i64 stop, i64 step) {
+  if (step > 0) return start < stop ? ((u64)stop - (u64)start - 1) / (u64)step + 1 : 0;
+  if (step < 0) return start > stop ? ((u64)start - (u64)stop - 1) / ((u64)0 - (u64)step) + 1 : 0;
+  return 0;
+}
 // where(c, a, b): both values are computed before the choice (no conditional memory read).
 template <typename T>
 TL_INLINE T tl_where(u8 c, T a, T b) { return c ? a : b; }

@@ -200,8 +200,14 @@ void Frame::exec_for(const Op& op) {
   Buffer& iv = slot(body.args[0]).buffer;
   iv.resize(DataType::kInt64, {});
   if (step != 0) {
-    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-      iv.i[0] = i;
+    // Counted, as Python's range: a counter near the int64 limits never steps past them.
+    const auto first = static_cast<std::uint64_t>(start), last = static_cast<std::uint64_t>(stop);
+    const auto stride = static_cast<std::uint64_t>(step);
+    const std::uint64_t count = step > 0
+                                    ? (start < stop ? (last - first - 1) / stride + 1 : 0)
+                                    : (start > stop ? (first - last - 1) / (0 - stride) + 1 : 0);
+    for (std::uint64_t k = 0; k < count; ++k) {
+      iv.i[0] = static_cast<std::int64_t>(first + k * stride);
       run(body);
       // Copy yields first: a yield may be another carried argument.
       std::vector<Slot> next;
