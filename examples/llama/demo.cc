@@ -137,15 +137,22 @@ int run_decoder_demo(const DemoOptions& options) {
     source = "weights from " + options.weights;
   } else {
     config.validate();
-    const double bytes =
-        static_cast<double>(config.parameters()) * static_cast<double>(size_of(config.dtype));
-    const double memory =
-        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-    if (memory > 0 && bytes > memory) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "tileops demo: the model's weights need " + std::to_string(bytes / (1 << 30)) +
-                      " GiB, more than this machine's " + std::to_string(memory / (1 << 30)) +
-                      " GiB of memory: " + config.describe());
+    // In double: valid sizes can still multiply past int64 (Config::parameters).
+    const double h = static_cast<double>(config.hidden);
+    const double per_layer = h * static_cast<double>(config.qkv_size() + config.q_size()) +
+                             3 * h * static_cast<double>(config.intermediate) + 2 * h;
+    const double gib = (static_cast<double>(config.layers) * per_layer +
+                        2 * static_cast<double>(config.vocab) * h) *
+                       static_cast<double>(size_of(config.dtype)) / (1 << 30);
+    const double memory_gib = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                              static_cast<double>(sysconf(_SC_PAGE_SIZE)) / (1 << 30);
+    if (memory_gib > 0 && gib > memory_gib) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "tileops demo: the model's weights need %.3g GiB, more than this machine's "
+                    "%.3g GiB of memory",
+                    gib, memory_gib);
+      throw Error(ErrorKind::kInvalidArgument, text);
     }
     weights = synthetic_weights(config, options.sampling.seed);
   }
