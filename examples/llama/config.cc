@@ -18,10 +18,12 @@ void require(bool ok, const char* field, const std::string& expected, std::int64
 
 }  // namespace
 
-std::int64_t Config::parameters() const {
-  const std::int64_t per_layer = hidden * qkv_size() + (qkv_bias ? qkv_size() : 0) +
-                                 q_size() * hidden + 3 * hidden * intermediate + 2 * hidden;
-  return layers * per_layer + vocab * hidden * (tie_embeddings ? 1 : 2) + hidden;
+double Config::parameters() const {
+  const auto h = static_cast<double>(hidden), qkv = static_cast<double>(qkv_size());
+  const double per_layer = h * qkv + (qkv_bias ? qkv : 0) + static_cast<double>(q_size()) * h +
+                           3 * h * static_cast<double>(intermediate) + 2 * h;
+  return static_cast<double>(layers) * per_layer +
+         static_cast<double>(vocab) * h * (tie_embeddings ? 1 : 2) + h;
 }
 
 void Config::validate() const {
@@ -56,7 +58,7 @@ std::string Config::describe() const {
          std::to_string(heads) + "/" + std::to_string(kv_heads) + " x " +
          std::to_string(head_size) + ", intermediate " + std::to_string(intermediate) + ", vocab " +
          std::to_string(vocab) + ", " + std::string(name_of(dtype)) + ", " +
-         std::to_string(parameters() / 1000000) + "M parameters";
+         std::to_string(static_cast<std::int64_t>(parameters() / 1e6)) + "M parameters";
 }
 
 Config read_config_json(const std::filesystem::path& path, const Config& base) {

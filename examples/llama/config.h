@@ -27,7 +27,8 @@ struct Config {
   std::int64_t q_size() const { return heads * head_size; }
   std::int64_t kv_size() const { return kv_heads * head_size; }
   std::int64_t qkv_size() const { return q_size() + 2 * kv_size(); }
-  std::int64_t parameters() const;
+  // In double: sizes that validate() accepts can multiply past int64.
+  double parameters() const;
 
   // Throws kInvalidArgument naming the field when the sizes cannot form a model.
   void validate() const;

@@ -137,13 +137,7 @@ int run_decoder_demo(const DemoOptions& options) {
     source = "weights from " + options.weights;
   } else {
     config.validate();
-    // In double: valid sizes can still multiply past int64 (Config::parameters).
-    const double h = static_cast<double>(config.hidden);
-    const double per_layer = h * static_cast<double>(config.qkv_size() + config.q_size()) +
-                             3 * h * static_cast<double>(config.intermediate) + 2 * h;
-    const double gib = (static_cast<double>(config.layers) * per_layer +
-                        2 * static_cast<double>(config.vocab) * h) *
-                       static_cast<double>(size_of(config.dtype)) / (1 << 30);
+    const double gib = config.parameters() * static_cast<double>(size_of(config.dtype)) / (1 << 30);
     const double memory_gib = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
                               static_cast<double>(sysconf(_SC_PAGE_SIZE)) / (1 << 30);
     if (memory_gib > 0 && gib > memory_gib) {
