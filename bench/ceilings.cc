@@ -1,8 +1,7 @@
 // The machine's ceilings as Google benchmarks, linked into every bench that reports ratios to
-// them: BM_fma_peak, BM_bf16_peak and BM_amx_bf16_peak (all pool threads run bench/peak_kernels.h
-// at once; counter flops_per_second) and BM_copy (memcpy of 64 MiB over the pool; counter
-// bytes_per_second, read
-// + write bytes).
+// them: BM_fma_peak, BM_bf16_peak, BM_amx_bf16_peak and BM_dpbf16_peak (all pool threads run
+// bench/peak_kernels.h at once; counter flops_per_second) and BM_copy (memcpy of 64 MiB over the
+// pool; counter bytes_per_second, read + write bytes).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "bench/peak_kernels.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "tileops/core/tensor_storage.h"
+#include "tileops/runtime/cpu_info.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops {
@@ -71,6 +71,14 @@ void BM_amx_bf16_peak(benchmark::State& state) {
   });
 }
 
+void BM_dpbf16_peak(benchmark::State& state) {
+  if (!cpu_avx512_bf16()) {
+    state.SkipWithError("no AVX512-BF16 on this CPU");
+    return;
+  }
+  run_peak(state, &bench::dpbf16_peak_flops);
+}
+
 void BM_copy(benchmark::State& state) {
   const TensorStorage in({4096, 4096}, DataType::kFloat32), out({4096, 4096}, DataType::kFloat32);
   std::memset(in.data(), 1, in.bytes());  // touch every page before timing
@@ -87,6 +95,7 @@ void BM_copy(benchmark::State& state) {
 BENCHMARK(BM_fma_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_amx_bf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_dpbf16_peak)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

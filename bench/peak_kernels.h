@@ -21,4 +21,9 @@ double bf16_peak_flops(std::int64_t iterations, float* sink);
 // (src/ops/cpu/simd/amx_kernels.h).
 double amx_bf16_peak_flops(std::int64_t iterations);
 
+// `iterations` rounds of sixteen independent AVX512-BF16 dot products (VDPBF16PS, 32 bfloat16
+// multiply-adds each) on one thread; returns the FLOPs done, 0 where this build has no such code.
+// Call only where cpu_avx512_bf16().
+double dpbf16_peak_flops(std::int64_t iterations, float* sink);
+
 }  // namespace tileops::bench

@@ -50,6 +50,26 @@ bool cpu_amx_bf16() {
 #endif
 }
 
+bool cpu_avx512_bf16() {
+#if TILEOPS_AMX_DETECT
+  static const bool usable = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kAvx512Bf16 = 1u << 5;
+    if ((eax & kAvx512Bf16) == 0) return false;
+    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+    if ((ecx & (1u << 27)) == 0) return false;  // OSXSAVE: xgetbv is allowed
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    constexpr unsigned kAvx512State = 0xe6;  // SSE, AVX, opmask and both halves of the zmm state
+    return (lo & kAvx512State) == kAvx512State;
+  }();
+  return usable;
+#else
+  return false;
+#endif
+}
+
 const char* version() { return TILEOPS_VERSION; }
 
 }  // namespace tileops

@@ -14,6 +14,9 @@ std::string cpu_best_simd_target();
 // (Linux: asked once, with arch_prctl). bfloat16 matrix products then run on AMX tiles unless
 // the environment variable TILEOPS_AMX is "0".
 bool cpu_amx_bf16();
+// True when the CPU has AVX512-BF16 (VDPBF16PS) and the OS saves the AVX-512 state: bfloat16
+// matrix products without AMX then run on that dot-product instruction.
+bool cpu_avx512_bf16();
 // tileops version string ("0.1.0").
 const char* version();
 

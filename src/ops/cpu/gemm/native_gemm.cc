@@ -11,6 +11,7 @@
 #include "src/ops/cpu/gemm/matrix_access.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
@@ -104,10 +105,12 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
   if (m <= kDecodeMaxRows && call.b.row_stride == 1 && k > 0) return decode_gemm(call, ctx);
-  if (call.a.dtype == DataType::kBFloat16 && call.b.dtype == DataType::kBFloat16 && k > 0 &&
-      amx_bf16_enabled()) {
-    if (call.b.row_stride == 1 && m <= kAmxLinearMaxRows) return amx_linear_gemm(call, ctx);
-    return amx_gemm(call, ctx);
+  if (call.a.dtype == DataType::kBFloat16 && call.b.dtype == DataType::kBFloat16 && k > 0) {
+    if (amx_bf16_enabled()) {
+      if (call.b.row_stride == 1 && m <= kAmxLinearMaxRows) return amx_linear_gemm(call, ctx);
+      return packed_bf16_gemm(call, ctx, amx_bf16_block);
+    }
+    if (dpbf16_enabled()) return packed_bf16_gemm(call, ctx, dpbf16_block);
   }
 
   ThreadPool& pool = ctx.threads();

@@ -1,9 +1,10 @@
-// The native engine's bfloat16 paths on CPUs with AMX (amx_kernels.h).
-// amx_gemm: blocking as in native_gemm.cc with the operands kept bfloat16. For each panel of nc
-// columns, all of K is packed once into pair-interleaved 16-column strips (shared by the
+// The native engine's bfloat16 paths on CPUs with AMX (amx_kernels.h) or AVX512-BF16
+// (dpbf16_kernels.h).
+// packed_bf16_gemm: blocking as in native_gemm.cc with the operands kept bfloat16. For each panel
+// of nc columns, all of K is packed once into pair-interleaved 16-column strips (shared by the
 // threads); each thread takes row blocks, copies each K block of its rows into zero-padded row
-// tiles, multiplies on the tiles into the block's float32 accumulator (in L2 across K) and
-// finally applies alpha, beta, bias and rounding.
+// tiles, multiplies them (AMX tiles or dot-product instructions) into the block's float32
+// accumulator (in L2 across K) and finally applies alpha, beta, bias and rounding.
 // amx_linear_gemm: Cᵀ = W·Xᵀ with the weight read in place (below).
 #include <algorithm>
 #include <cstring>
@@ -91,7 +92,7 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0
 
 }  // namespace
 
-void amx_gemm(const GemmCall& call, const Context& ctx) {
+void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16BlockKernel block) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
@@ -147,9 +148,8 @@ void amx_gemm(const GemmCall& call, const Context& ctx) {
           const std::int64_t kcur = std::min(kc_max, k - p0);
           const std::int64_t kc_pad = round_up(kcur, kAmxK);
           pack_a(call.a, i0, rows, rows_pad, p0, kcur, kc_pad, a_pack);
-          amx_bf16_block(a_pack, rows_pad, kc_pad,
-                         b_pack + kb * kc_max * nc_pad + t0 * kc_pad * kAmxCols, t1 - t0, acc,
-                         ld_acc, kb > 0);
+          block(a_pack, rows_pad, kc_pad, b_pack + kb * kc_max * nc_pad + t0 * kc_pad * kAmxCols,
+                t1 - t0, acc, ld_acc, kb > 0);
         }
         store_gemm_rows(call, acc, ld_acc, i0, i0 + rows, jc + t0 * kAmxCols,
                         std::min(t1 * kAmxCols, cols) - t0 * kAmxCols, bias_f32, scratch);

@@ -1,0 +1,216 @@
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hwy/targets.h"
+#include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TILEOPS_DPBF16_CODE 1
+#include <immintrin.h>
+#endif
+
+namespace tileops::ops::cpu {
+
+#if TILEOPS_DPBF16_CODE
+namespace {
+
+#define TILEOPS_DPBF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+constexpr std::int64_t kTileRows = 16;  // the packed layouts' row tiles and strips
+constexpr std::int64_t kStepK = 32;     // K per packed step of a row tile
+
+// The pair (p, p + 1) of bfloat16 at `pair` in every lane, for VDPBF16PS's left operand.
+TILEOPS_DPBF16_TARGET inline __m512bh broadcast_pair(const std::uint16_t* pair) {
+  std::int32_t bits;
+  std::memcpy(&bits, pair, sizeof bits);
+  return reinterpret_cast<__m512bh>(_mm512_set1_epi32(bits));
+}
+
+TILEOPS_DPBF16_TARGET inline __m512bh load_pairs(const std::uint16_t* p) {
+  return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p));
+}
+
+// A register tile of kRows rows of one A row tile (from `a`, its row r0) × kStrips B strips of 16
+// columns: per K pair, kStrips B loads and kRows broadcasts (folded into the instruction's
+// memory operand) feed kRows·kStrips dot products. 8 × 3 keeps 24 of the 32 registers
+// accumulating, as the float32 micro-kernel's 8 × 48.
+template <int kRows, int kStrips>
+TILEOPS_DPBF16_TARGET void dp_tile(const std::uint16_t* a, const std::uint16_t* b, std::int64_t kc,
+                                   float* c, std::int64_t ldc, bool accumulate) {
+  const std::int64_t strip = kc * kTileRows;  // elements from one B strip to the next
+  // The accumulator tile was last touched a K block ago: fetch it into L2 while the products run.
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kStrips; ++v) __builtin_prefetch(c + r * ldc + v * 16, 1, 2);
+  }
+  __m512 acc[kRows][kStrips];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kStrips; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (std::int64_t s = 0; s < kc; s += kStepK) {
+    const std::uint16_t* as = a + s * kTileRows;  // this K step of the row tile
+    const std::uint16_t* bs = b + s * kTileRows;  // its 16 pairs of B rows
+#pragma GCC unroll 16
+    for (int q = 0; q < kStepK / 2; ++q) {
+      __m512bh bv[kStrips];
+      for (int v = 0; v < kStrips; ++v) bv[v] = load_pairs(bs + v * strip + q * 32);
+      for (int r = 0; r < kRows; ++r) {
+        const __m512bh av = broadcast_pair(as + r * kStepK + 2 * q);
+        for (int v = 0; v < kStrips; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kStrips; ++v) {
+      float* out = c + r * ldc + v * 16;
+      _mm512_storeu_ps(out,
+                       accumulate ? _mm512_add_ps(acc[r][v], _mm512_loadu_ps(out)) : acc[r][v]);
+    }
+  }
+}
+
+// Weight rows × x rows of partial sums (16 lanes each) over K [k0, k1), k1 - k0 <= 32 past the
+// last whole 32: the tail is read with a mask (zeros contribute nothing).
+template <int kRows, int kCols>
+TILEOPS_DPBF16_TARGET void dot_block(const std::uint16_t* x, std::int64_t ld_x,
+                                     const std::uint16_t* w, std::int64_t ld_w, std::int64_t k0,
+                                     std::int64_t k1, __m512* part, bool first) {
+  __m512 acc[kCols][kRows];
+  for (int i = 0; i < kCols; ++i) {
+    for (int r = 0; r < kRows; ++r) acc[i][r] = first ? _mm512_setzero_ps() : part[i * kRows + r];
+  }
+  std::int64_t p = k0;
+  for (; p + kStepK <= k1; p += kStepK) {
+    __m512bh wv[kRows];
+    for (int r = 0; r < kRows; ++r) wv[r] = load_pairs(w + r * ld_w + p);
+    for (int i = 0; i < kCols; ++i) {
+      const __m512bh xv = load_pairs(x + i * ld_x + p);
+      for (int r = 0; r < kRows; ++r) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], xv, wv[r]);
+    }
+  }
+  if (p < k1) {
+    const auto live = static_cast<__mmask32>((1u << (k1 - p)) - 1);  // k1 - p < 32
+    __m512bh wv[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      wv[r] = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(live, w + r * ld_w + p));
+    }
+    for (int i = 0; i < kCols; ++i) {
+      const auto xv = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(live, x + i * ld_x + p));
+      for (int r = 0; r < kRows; ++r) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], xv, wv[r]);
+    }
+  }
+  for (int i = 0; i < kCols; ++i) {
+    for (int r = 0; r < kRows; ++r) part[i * kRows + r] = acc[i][r];
+  }
+}
+
+// GCC 12's _mm512_reduce_add_ps trips its own -Wmaybe-uninitialized.
+TILEOPS_DPBF16_TARGET inline float sum_lanes(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float s = 0.0f;
+  for (const float x : lanes) s += x;
+  return s;
+}
+
+// K blocks of x rows (16 × 512 bfloat16, 16 KiB) and the group's weight rows stay in L1 while
+// every 4 x rows visit them.
+constexpr std::int64_t kDotBlock = 512;
+
+// out[i][r] for kRows weight rows and all m (<= 16) x rows.
+template <int kRows>
+TILEOPS_DPBF16_TARGET void dot_group(const std::uint16_t* x, std::int64_t ld_x, std::int64_t m,
+                                     const std::uint16_t* w, std::int64_t ld_w, std::int64_t k,
+                                     float* out, std::int64_t ld_out) {
+  __m512 part[16 * kRows];
+  for (std::int64_t k0 = 0; k0 < k; k0 += kDotBlock) {
+    const std::int64_t k1 = std::min(k, k0 + kDotBlock);
+    for (std::int64_t i = 0; i < m; i += 4) {
+      const std::uint16_t* xi = x + i * ld_x;
+      __m512* pi = part + i * kRows;
+      switch (std::min<std::int64_t>(4, m - i)) {
+        case 4:
+          dot_block<kRows, 4>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        case 3:
+          dot_block<kRows, 3>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        case 2:
+          dot_block<kRows, 2>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+          break;
+        default:
+          dot_block<kRows, 1>(xi, ld_x, w, ld_w, k0, k1, pi, k0 == 0);
+      }
+    }
+  }
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (int r = 0; r < kRows; ++r) {
+      out[i * ld_out + r] = k == 0 ? 0.0f : sum_lanes(part[i * kRows + r]);
+    }
+  }
+}
+
+}  // namespace
+
+bool dpbf16_enabled() {
+  return cpu_avx512_bf16() && (hwy::SupportedTargets() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+}
+
+// Triples of B strips outside (3·kc·64 bytes, 48 KiB at kc = 256, from L1 or L2), the row tiles'
+// halves inside (the A block streams from L2).
+void dpbf16_block(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
+                  const std::uint16_t* b, std::int64_t n_strips, float* acc, std::int64_t ld_acc,
+                  bool accumulate) {
+  for (std::int64_t t = 0; t < n_strips; t += 3) {
+    const std::uint16_t* bt = b + t * kc * kTileRows;
+    for (std::int64_t i = 0; i < rows; i += kTileRows) {
+      const std::uint16_t* ai = a + i * kc;
+      float* ci = acc + i * ld_acc + t * kTileRows;
+      switch (std::min<std::int64_t>(3, n_strips - t)) {
+        case 3:
+          dp_tile<8, 3>(ai, bt, kc, ci, ld_acc, accumulate);
+          dp_tile<8, 3>(ai + 8 * kStepK, bt, kc, ci + 8 * ld_acc, ld_acc, accumulate);
+          break;
+        case 2:
+          dp_tile<8, 2>(ai, bt, kc, ci, ld_acc, accumulate);
+          dp_tile<8, 2>(ai + 8 * kStepK, bt, kc, ci + 8 * ld_acc, ld_acc, accumulate);
+          break;
+        default:
+          dp_tile<16, 1>(ai, bt, kc, ci, ld_acc, accumulate);
+      }
+    }
+  }
+}
+
+// One x row: 12 weight rows give 12 independent chains; more rows: 6 weight rows × 4 x rows.
+void dpbf16_dot_rows(const std::uint16_t* x, std::int64_t ld_x, std::int64_t m,
+                     const std::uint16_t* w, std::int64_t ld_w, std::int64_t n, std::int64_t k,
+                     float* out, std::int64_t ld_out) {
+  if (m > 16) throw_internal_error("dpbf16_dot_rows", "at most 16 rows of x");
+  std::int64_t j = 0;
+  if (m == 1) {
+    for (; j + 12 <= n; j += 12) dot_group<12>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+  }
+  for (; j + 6 <= n; j += 6) dot_group<6>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+  for (; j < n; ++j) dot_group<1>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
+}
+
+#else  // no AVX512-BF16 code on this platform
+
+bool dpbf16_enabled() { return false; }
+
+void dpbf16_block(const std::uint16_t*, std::int64_t, std::int64_t, const std::uint16_t*,
+                  std::int64_t, float*, std::int64_t, bool) {
+  throw Error(ErrorKind::kUnsupported, "dpbf16_block: AVX512-BF16 is not available here");
+}
+
+void dpbf16_dot_rows(const std::uint16_t*, std::int64_t, std::int64_t, const std::uint16_t*,
+                     std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t) {
+  throw Error(ErrorKind::kUnsupported, "dpbf16_dot_rows: AVX512-BF16 is not available here");
+}
+
+#endif
+
+}  // namespace tileops::ops::cpu

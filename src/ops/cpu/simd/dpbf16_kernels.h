@@ -1,0 +1,30 @@
+// bfloat16 matrix products on the AVX512-BF16 dot-product instruction (VDPBF16PS: each float32
+// lane adds the products of one pair of bfloat16 elements; Zen 4 and later, Cooper Lake, Sapphire
+// Rapids). It does twice the multiply-adds of a float32 FMA per instruction, with no widening.
+// x86 intrinsics, not Highway (Highway 1.0 has no target with it); used only where
+// dpbf16_enabled() says so.
+#pragma once
+
+#include <cstdint>
+
+namespace tileops::ops::cpu {
+
+// True when the CPU has AVX512-BF16 and Highway may dispatch to AVX-512 (tests that restrict the
+// dispatch targets turn it off with them).
+bool dpbf16_enabled();
+
+// The contract of amx_bf16_block (amx_kernels.h), same packed layouts: acc = (accumulate ? acc :
+// 0) + A·B for rows (a multiple of 16) × n_strips·16 columns × kc (a multiple of 32). Like AMX,
+// the instruction treats subnormal inputs as zero and flushes subnormal sums to zero.
+void dpbf16_block(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
+                  const std::uint16_t* b, std::int64_t n_strips, float* acc, std::int64_t ld_acc,
+                  bool accumulate);
+
+// The decode form: out[i·ld_out + j] = Σ_p x[i·ld_x + p] · w[j·ld_w + p] for i < m (<= 16),
+// j < n, p < k (any k), x and w bfloat16 bits with contiguous rows; each weight row is read from
+// memory once.
+void dpbf16_dot_rows(const std::uint16_t* x, std::int64_t ld_x, std::int64_t m,
+                     const std::uint16_t* w, std::int64_t ld_w, std::int64_t n, std::int64_t k,
+                     float* out, std::int64_t ld_out);
+
+}  // namespace tileops::ops::cpu
