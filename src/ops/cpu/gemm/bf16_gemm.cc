@@ -7,6 +7,7 @@
 // accumulator (in L2 across K) and finally applies alpha, beta, bias and rounding.
 // amx_linear_gemm: Cᵀ = W·Xᵀ with the weight read in place (below).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "src/ops/cpu/gemm/blocking.h"
@@ -14,15 +15,21 @@
 #include "src/ops/cpu/gemm/matrix_access.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
-// K block: a pair of B strips (2 × kc × 64 bytes, 32 KiB) stays in L1 while the A block
+// K block on AMX: a pair of B strips (2 × kc × 64 bytes, 32 KiB) stays in L1 while the A block
 // (mc × kc × 2 bytes, at most 96 KiB) and the accumulator tiles come from L2.
-constexpr std::int64_t kKc = 256;
+constexpr std::int64_t kAmxKc = 256;
+// On AVX512-BF16 the register tile holds 8 × 48 results and each K pair costs 24 products: the
+// accumulator's trips to L2 and the calls per K block cost more than streaming B triples
+// (3 × kc × 64 bytes) from L2. 2048³ on Zen 5 (1 thread, of the VDPBF16PS peak): kc = 256 0.82,
+// 512 0.85, 1024 0.88, 2048 0.91.
+constexpr std::int64_t kDpbf16Kc = 2048;
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelElements = std::int64_t{4} << 20;  // bfloat16: 8 MiB
 constexpr std::int64_t kMcMax = 192;
@@ -92,11 +99,13 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0
 
 }  // namespace
 
-void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16BlockKernel block) {
+void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16Unit unit) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
-  const std::int64_t k_blocks = std::max<std::int64_t>(1, ceil_div(k, kKc));
+  const auto block = unit == Bf16Unit::kAmx ? &amx_bf16_block : &dpbf16_block;
+  const std::int64_t k_blocks =
+      std::max<std::int64_t>(1, ceil_div(k, unit == Bf16Unit::kAmx ? kAmxKc : kDpbf16Kc));
   const std::int64_t kc_max = round_up(ceil_div(k, k_blocks), kAmxK);
   const std::int64_t nc =
       std::min({round_up(n, kAmxCols), kMaxNc,
@@ -156,7 +165,14 @@ void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16BlockKernel 
       }
     };
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
-    pool.parallel_range(row_plan.tasks(), 1, row_blocks);
+    // Row blocks claimed one at a time: a thread slowed down (a shared machine) takes fewer.
+    std::atomic<std::int64_t> next{0};
+    const std::int64_t tasks = row_plan.tasks();
+    pool.parallel_range(threads, 1, [&](int chunk, std::int64_t, std::int64_t) {
+      for (std::int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
+        row_blocks(chunk, t, t + 1);
+      }
+    });
   }
 }
 

@@ -37,16 +37,14 @@ using GemmEngine = void (*)(const GemmCall& call, const Context& ctx);
 // The native engine: packed cache-blocked GEMM, with the weight-streaming path for small m.
 void native_gemm(const GemmCall& call, const Context& ctx);
 
-// A bfloat16 block product over the packed layouts of amx_bf16_block (amx_kernels.h).
-using Bf16BlockKernel = void (*)(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
-                                 const std::uint16_t* b, std::int64_t n_strips, float* acc,
-                                 std::int64_t ld_acc, bool accumulate);
+// The units that multiply bfloat16 pairs: AMX tiles (amx_bf16_enabled()) or the AVX512-BF16
+// dot-product instruction (dpbf16_enabled()).
+enum class Bf16Unit { kAmx, kDpbf16 };
 
 // native_gemm's paths for bfloat16 A and B, k > 0: packed_bf16_gemm packs both operands (any
-// layout) for `block`: amx_bf16_block where amx_bf16_enabled(), dpbf16_block where
-// dpbf16_enabled(). amx_linear_gemm (AMX only) reads B in place and needs its columns contiguous
-// (b.row_stride == 1, a linear's weight), for small M.
-void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16BlockKernel block);
+// layout) for the unit's block products; amx_linear_gemm (AMX only) reads B in place and needs
+// its columns contiguous (b.row_stride == 1, a linear's weight), for small M.
+void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16Unit unit);
 void amx_linear_gemm(const GemmCall& call, const Context& ctx);
 
 // The M threshold of the weight-streaming (decode) path.

@@ -4,6 +4,7 @@
 // register-tiled micro-kernel into the block's float32 accumulator (which stays in L2 across K),
 // and finally apply alpha, beta and bias and round to C's dtype.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "src/ops/cpu/gemm/blocking.h"
@@ -108,9 +109,9 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   if (call.a.dtype == DataType::kBFloat16 && call.b.dtype == DataType::kBFloat16 && k > 0) {
     if (amx_bf16_enabled()) {
       if (call.b.row_stride == 1 && m <= kAmxLinearMaxRows) return amx_linear_gemm(call, ctx);
-      return packed_bf16_gemm(call, ctx, amx_bf16_block);
+      return packed_bf16_gemm(call, ctx, Bf16Unit::kAmx);
     }
-    if (dpbf16_enabled()) return packed_bf16_gemm(call, ctx, dpbf16_block);
+    if (dpbf16_enabled()) return packed_bf16_gemm(call, ctx, Bf16Unit::kDpbf16);
   }
 
   ThreadPool& pool = ctx.threads();
@@ -184,7 +185,14 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
       }
     };
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
-    pool.parallel_range(row_plan.tasks(), 1, row_blocks);
+    // Row blocks claimed one at a time: a thread slowed down (a shared machine) takes fewer.
+    std::atomic<std::int64_t> next{0};
+    const std::int64_t tasks = row_plan.tasks();
+    pool.parallel_range(threads, 1, [&](int chunk, std::int64_t, std::int64_t) {
+      for (std::int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
+        row_blocks(chunk, t, t + 1);
+      }
+    });
   }
 }
 
