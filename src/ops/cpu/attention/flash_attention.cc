@@ -2,7 +2,7 @@
 // is converted to float32 and packed once (kv_pack.h); (2) query tiles run the online softmax
 // over their visible key tiles (prefill_tile.h), the most expensive tiles first so that the
 // threads, which claim tiles dynamically, finish together under a causal mask. bfloat16 on CPUs
-// with AMX packs bfloat16 tile operands instead and runs prefill_tile_amx.cc.
+// with AMX or AVX512-BF16 packs bfloat16 block operands instead and runs prefill_tile_bf16.cc.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -50,13 +51,22 @@ class FlashAttentionCpu final : public Operator {
     const Tensor& cu_q = tensors[3];
     const Tensor& cu_kv = tensors[4];
     const Tensor& block_table = tensors[5];
-    // bfloat16 on AMX tiles where the CPU has them (head sizes of whole 16-column strips).
-    const bool amx = dtype_ == DataType::kBFloat16 && shape_.head_size % kAmxCols == 0 &&
-                     shape_.head_size <= 256 && amx_bf16_enabled();
-    const std::int64_t kv_tile = amx ? kAmxKvTile : packed_.kv_tile;
+    // bfloat16 on AMX tiles or AVX512-BF16 dot products where the CPU has them (head sizes of
+    // whole 16-column strips).
+    Bf16BlockFn bf16_block = nullptr;
+    if (dtype_ == DataType::kBFloat16 && shape_.head_size % kAmxCols == 0 &&
+        shape_.head_size <= 256) {
+      if (amx_bf16_enabled()) {
+        bf16_block = &amx_bf16_block;
+      } else if (dpbf16_enabled()) {
+        bf16_block = &dpbf16_block;
+      }
+    }
+    const bool pairs = bf16_block != nullptr;
+    const std::int64_t kv_tile = pairs ? kBf16KvTile : packed_.kv_tile;
     // Floats per packed tile: float32 strips, or bfloat16 keys and values.
     const std::int64_t tile_floats =
-        amx ? (amx_kv_tile_elements(shape_.head_size) + 1) / 2 : packed_.tile_floats();
+        pairs ? (bf16_kv_tile_elements(shape_.head_size) + 1) / 2 : packed_.tile_floats();
     const std::vector<Sequence> sequences =
         read_sequences(query, tensors[1], cu_q, cu_kv, block_table);
     const auto batch = static_cast<std::int64_t>(sequences.size());
@@ -91,8 +101,8 @@ class FlashAttentionCpu final : public Operator {
     const std::int64_t threads = pool.num_threads();
     const std::int64_t rows = positions_per_tile_ * shape_.group;
     const std::int64_t scratch =
-        round_up(std::max(amx ? query_tile_scratch_amx(shape_.head_size, rows)
-                              : query_tile_scratch(packed_, rows),
+        round_up(std::max(pairs ? query_tile_scratch_bf16(shape_.head_size, rows)
+                                : query_tile_scratch(packed_, rows),
                           shape_.head_size),
                  16);
     WorkspacePool::Lease lease =
@@ -112,9 +122,9 @@ class FlashAttentionCpu final : public Operator {
       const std::int64_t kt = first_tile[b] + (item - *it);
       const std::int64_t j0 = kt * kv_tile;
       const std::int64_t n = std::min(kv_tile, sequences[b].kv_len - j0);
-      if (amx) {
-        pack_kv_tile_amx(keys, values, b, sequences[b], bh % kv_heads, j0, n, shape_.head_size,
-                         reinterpret_cast<std::uint16_t*>(tiles + item * tile_floats));
+      if (pairs) {
+        pack_kv_tile_bf16(keys, values, b, sequences[b], bh % kv_heads, j0, n, shape_.head_size,
+                          reinterpret_cast<std::uint16_t*>(tiles + item * tile_floats));
       } else {
         pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0, n, packed_,
                      tiles + item * tile_floats, thread_scratch + chunk * scratch);
@@ -129,10 +139,11 @@ class FlashAttentionCpu final : public Operator {
                      tiles,
                      tile_offset.data(),
                      first_tile.data(),
-                     sequences.data()};
+                     sequences.data(),
+                     bf16_block};
     for_each_claimed(pool, static_cast<std::int64_t>(work.size()), [&](int chunk, std::int64_t i) {
-      if (amx) {
-        run_query_tile_amx(call, work[i], thread_scratch + chunk * scratch);
+      if (pairs) {
+        run_query_tile_bf16(call, work[i], thread_scratch + chunk * scratch);
       } else {
         run_query_tile(call, work[i], thread_scratch + chunk * scratch);
       }

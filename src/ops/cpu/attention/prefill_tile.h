@@ -7,6 +7,7 @@
 
 #include "src/ops/cpu/attention/attention_plan.h"
 #include "src/ops/cpu/attention/kv_pack.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
 
 namespace tileops::ops::cpu {
 
@@ -29,6 +30,8 @@ struct PrefillCall {
   const std::int64_t* tile_offset = nullptr;  // [b·kv_heads + h]
   const std::int64_t* first_tile = nullptr;   // [b]
   const Sequence* sequences = nullptr;
+  // The bfloat16 path's block product (amx_bf16_block or dpbf16_block); null on the float32 path.
+  Bf16BlockFn bf16_block = nullptr;
 };
 
 // Floats of scratch run_query_tile needs for a tile of `rows` rows.
@@ -61,18 +64,19 @@ void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, con
                            std::int64_t j0, std::int64_t n, std::int64_t width, float* s,
                            std::int64_t lds);
 
-// The bfloat16 path on AMX (prefill_tile_amx.cc): key tiles of kAmxKvTile keys packed as tile
-// operands (keys with head_size zero padded to whole K steps of 32, then values:
-// amx_kv_tile_elements bfloat16 per tile; head_size a multiple of 16, at most 256), and the query
-// tiles run over them. call.packed_tiles then holds those bfloat16 tiles, call.packed is unused.
-inline constexpr std::int64_t kAmxKvTile = 64;
-inline std::int64_t amx_kv_tile_elements(std::int64_t head_size) {
-  return kAmxKvTile * ((head_size + 31) / 32 * 32 + head_size);
+// The bfloat16 path on AMX or AVX512-BF16 (prefill_tile_bf16.cc): key tiles of kBf16KvTile keys
+// packed as the block products' operands (keys with head_size zero padded to whole K steps of 32,
+// then values: bf16_kv_tile_elements bfloat16 per tile; head_size a multiple of 16, at most 256),
+// and the query tiles run over them. call.packed_tiles then holds those bfloat16 tiles, call.packed
+// is unused.
+inline constexpr std::int64_t kBf16KvTile = 64;
+inline std::int64_t bf16_kv_tile_elements(std::int64_t head_size) {
+  return kBf16KvTile * ((head_size + 31) / 32 * 32 + head_size);
 }
-void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
-                      const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
-                      std::int64_t head_size, std::uint16_t* tile);
-std::int64_t query_tile_scratch_amx(std::int64_t head_size, std::int64_t rows);
-void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* scratch);
+void pack_kv_tile_bf16(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
+                       const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
+                       std::int64_t head_size, std::uint16_t* tile);
+std::int64_t query_tile_scratch_bf16(std::int64_t head_size, std::int64_t rows);
+void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* scratch);
 
 }  // namespace tileops::ops::cpu

@@ -31,6 +31,11 @@ void amx_bf16_block(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
                     const std::uint16_t* b, std::int64_t n_strips, float* acc, std::int64_t ld_acc,
                     bool accumulate);
 
+// A block product with amx_bf16_block's contract (amx_bf16_block, dpbf16_block).
+using Bf16BlockFn = void (*)(const std::uint16_t* a, std::int64_t rows, std::int64_t kc,
+                             const std::uint16_t* b, std::int64_t n_strips, float* acc,
+                             std::int64_t ld_acc, bool accumulate);
+
 // The linear form, C transposed: out = W·Xᵀ for 16·tiles rows of W read in place (a linear's
 // weight, so it needs no packing) against 16·strips rows of X:
 // - w: bfloat16 bits, 16·tiles rows × kc (kc a multiple of kAmxK), row stride ld_w elements;

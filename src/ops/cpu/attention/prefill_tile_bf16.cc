@@ -1,5 +1,6 @@
-// flash_attention's bfloat16 path on CPUs with AMX (amx_kernels.h): key/value tiles packed as
-// bfloat16 tile operands, S = Q·Kᵀ and O += P·V as tile products with float32 results, the online
+// flash_attention's bfloat16 path on CPUs with AMX (amx_kernels.h) or AVX512-BF16
+// (dpbf16_kernels.h): key/value tiles packed as bfloat16 block operands, S = Q·Kᵀ and O += P·V as
+// block products (call.bf16_block) with float32 results, the online
 // softmax in float32 as on the vector path (prefill_tile.cc). P is rounded to bfloat16 for its
 // product (the sum l keeps the float32 probabilities).
 #include <algorithm>
@@ -20,16 +21,16 @@ std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m *
 
 }  // namespace
 
-void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
-                      const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
-                      std::int64_t head_size, std::uint16_t* tile) {
+void pack_kv_tile_bf16(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
+                       const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
+                       std::int64_t head_size, std::uint16_t* tile) {
   const std::int64_t d = head_size;
   const std::int64_t dk = round_up(d, kAmxK);  // keys' rows past d stay zero
   const std::int64_t k_stride = keys.d_stride(), v_stride = values.d_stride();
   std::uint16_t* key_strips = tile;
-  std::uint16_t* value_strips = tile + kAmxKvTile * dk;
-  if (n < kAmxKvTile || dk != d) {
-    std::fill(tile, tile + amx_kv_tile_elements(d), std::uint16_t{0});
+  std::uint16_t* value_strips = tile + kBf16KvTile * dk;
+  if (n < kBf16KvTile || dk != d) {
+    std::fill(tile, tile + bf16_kv_tile_elements(d), std::uint16_t{0});
   }
   for (std::int64_t jj = 0; jj < n; ++jj) {
     const auto* k = static_cast<const std::uint16_t*>(keys.row(sequence_index, seq, h, j0 + jj));
@@ -43,25 +44,26 @@ void pack_kv_tile_amx(const KvRows& keys, const KvRows& values, std::int64_t seq
     // Values as B strips of 16 columns (element (key, c) at [key / 2·32 + 2·c + key % 2]).
     std::uint16_t* vs = value_strips + jj / 2 * 2 * kAmxCols + jj % 2;
     for (std::int64_t c0 = 0; c0 < d; c0 += kAmxCols) {
-      std::uint16_t* strip = vs + c0 / kAmxCols * kAmxKvTile * kAmxCols;
+      std::uint16_t* strip = vs + c0 / kAmxCols * kBf16KvTile * kAmxCols;
       for (std::int64_t c = 0; c < kAmxCols; ++c) strip[2 * c] = v[(c0 + c) * v_stride];
     }
   }
 }
 
-std::int64_t query_tile_scratch_amx(std::int64_t head_size, std::int64_t rows) {
+std::int64_t query_tile_scratch_bf16(std::int64_t head_size, std::int64_t rows) {
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
   // q and p tiles (bfloat16), s, o, m, l, corr, the scale per row, a bfloat16 row of p.
-  return rows_pad * (round_up(head_size, kAmxK) / 2 + kAmxKvTile / 2 + kAmxKvTile + head_size + 4) +
-         kAmxKvTile + 16;
+  return rows_pad *
+             (round_up(head_size, kAmxK) / 2 + kBf16KvTile / 2 + kBf16KvTile + head_size + 4) +
+         kBf16KvTile + 16;
 }
 
-void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* scratch) {
+void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* scratch) {
   const AttentionShape& shape = call.shape;
   const Sequence& seq = call.sequences[tile.sequence_index];
   const std::int64_t d = shape.head_size;
   const std::int64_t dk = round_up(d, kAmxK);  // S's contraction, zero padded
-  const std::int64_t nk = kAmxKvTile;
+  const std::int64_t nk = kBf16KvTile;
   const std::int64_t rows = tile.positions * shape.group;
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
   auto* q = reinterpret_cast<std::uint16_t*>(scratch);  // row tiles of Q: [r/16][c/32][16][32]
@@ -97,7 +99,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
   const TileKeys keys = tile_keys(shape, seq, tile, nk);
   const std::int64_t first_tile = keys.first, last_tile = keys.last;
   const std::int64_t lo_last = keys.lo_last, hi_first = keys.hi_first, hi_last = keys.hi_last;
-  const std::int64_t tile_elements = amx_kv_tile_elements(d);
+  const std::int64_t tile_elements = bf16_kv_tile_elements(d);
   const auto* tiles =
       reinterpret_cast<const std::uint16_t*>(call.packed_tiles) +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * tile_elements;
@@ -109,7 +111,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
     const std::int64_t width = strips * kAmxCols;
     const std::uint16_t* packed =
         tiles + (kt - call.first_tile[tile.sequence_index]) * tile_elements;
-    amx_bf16_block(q, rows_pad, dk, packed, strips, s, nk, false);
+    call.bf16_block(q, rows_pad, dk, packed, strips, s, nk, false);
     attention_scale_rows(s, nk, rows_pad, width, scale);
     if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
       mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
@@ -126,7 +128,7 @@ void run_query_tile_amx(const PrefillCall& call, const QueryTile& tile, float* s
         std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, p_row + c, kAmxK * 2);
       }
     }
-    amx_bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
+    call.bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
   }
 
   store_query_tile(call, tile, o, d, l);
