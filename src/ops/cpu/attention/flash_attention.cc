@@ -63,10 +63,10 @@ class FlashAttentionCpu final : public Operator {
       }
     }
     const bool pairs = bf16_block != nullptr;
-    const std::int64_t kv_tile = pairs ? kBf16KvTile : packed_.kv_tile;
+    const std::int64_t kv_tile = pairs ? bf16_kv_tile(bf16_block) : packed_.kv_tile;
     // Floats per packed tile: float32 strips, or bfloat16 keys and values.
     const std::int64_t tile_floats =
-        pairs ? (bf16_kv_tile_elements(shape_.head_size) + 1) / 2 : packed_.tile_floats();
+        pairs ? (bf16_kv_tile_elements(shape_.head_size, kv_tile) + 1) / 2 : packed_.tile_floats();
     const std::vector<Sequence> sequences =
         read_sequences(query, tensors[1], cu_q, cu_kv, block_table);
     const auto batch = static_cast<std::int64_t>(sequences.size());
@@ -101,7 +101,7 @@ class FlashAttentionCpu final : public Operator {
     const std::int64_t threads = pool.num_threads();
     const std::int64_t rows = positions_per_tile_ * shape_.group;
     const std::int64_t scratch =
-        round_up(std::max(pairs ? query_tile_scratch_bf16(shape_.head_size, rows)
+        round_up(std::max(pairs ? query_tile_scratch_bf16(shape_.head_size, rows, kv_tile)
                                 : query_tile_scratch(packed_, rows),
                           shape_.head_size),
                  16);
@@ -124,7 +124,7 @@ class FlashAttentionCpu final : public Operator {
       const std::int64_t n = std::min(kv_tile, sequences[b].kv_len - j0);
       if (pairs) {
         pack_kv_tile_bf16(keys, values, b, sequences[b], bh % kv_heads, j0, n, shape_.head_size,
-                          reinterpret_cast<std::uint16_t*>(tiles + item * tile_floats));
+                          kv_tile, reinterpret_cast<std::uint16_t*>(tiles + item * tile_floats));
       } else {
         pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0, n, packed_,
                      tiles + item * tile_floats, thread_scratch + chunk * scratch);

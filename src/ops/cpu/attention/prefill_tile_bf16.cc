@@ -23,14 +23,43 @@ std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m *
 
 void pack_kv_tile_bf16(const KvRows& keys, const KvRows& values, std::int64_t sequence_index,
                        const Sequence& seq, std::int64_t h, std::int64_t j0, std::int64_t n,
-                       std::int64_t head_size, std::uint16_t* tile) {
+                       std::int64_t head_size, std::int64_t kv_tile, std::uint16_t* tile) {
   const std::int64_t d = head_size;
   const std::int64_t dk = round_up(d, kAmxK);  // keys' rows past d stay zero
   const std::int64_t k_stride = keys.d_stride(), v_stride = values.d_stride();
   std::uint16_t* key_strips = tile;
-  std::uint16_t* value_strips = tile + kBf16KvTile * dk;
-  if (n < kBf16KvTile || dk != d) {
-    std::fill(tile, tile + bf16_kv_tile_elements(d), std::uint16_t{0});
+  std::uint16_t* value_strips = tile + kv_tile * dk;
+  if (n < kv_tile || dk != d) {
+    std::fill(tile, tile + bf16_kv_tile_elements(d, kv_tile), std::uint16_t{0});
+  }
+  // Contiguous rows (the usual cache): whole 32-bit pairs at a time, two keys' values at once.
+  if (k_stride == 1 && v_stride == 1) {
+    auto* key_words = reinterpret_cast<std::uint32_t*>(key_strips);
+    auto* value_words = reinterpret_cast<std::uint32_t*>(value_strips);
+    for (std::int64_t jj = 0; jj < n; ++jj) {
+      const auto* k = static_cast<const char*>(keys.row(sequence_index, seq, h, j0 + jj));
+      // Key jj's pair (c, c + 1) is word c / 2·16 + jj % 16 of its strip.
+      std::uint32_t* kw = key_words + jj / kAmxCols * dk / 2 * kAmxCols + jj % kAmxCols;
+      for (std::int64_t c2 = 0; c2 < d / 2; ++c2) std::memcpy(kw + c2 * kAmxCols, k + 4 * c2, 4);
+    }
+    for (std::int64_t jj = 0; jj < n; jj += 2) {
+      const auto* v0 =
+          static_cast<const std::uint16_t*>(values.row(sequence_index, seq, h, j0 + jj));
+      const auto* v1 =
+          jj + 1 < n
+              ? static_cast<const std::uint16_t*>(values.row(sequence_index, seq, h, j0 + jj + 1))
+              : nullptr;
+      // Keys (jj, jj + 1) of column c are word jj / 2·16 + c % 16 of strip c / 16.
+      std::uint32_t* vw = value_words + jj / 2 * kAmxCols;
+      for (std::int64_t c0 = 0; c0 < d; c0 += kAmxCols) {
+        std::uint32_t* out = vw + c0 / kAmxCols * kv_tile / 2 * kAmxCols;
+        for (std::int64_t c = 0; c < kAmxCols; ++c) {
+          const std::uint32_t high = v1 != nullptr ? v1[c0 + c] : 0u;
+          out[c] = v0[c0 + c] | high << 16;
+        }
+      }
+    }
+    return;
   }
   for (std::int64_t jj = 0; jj < n; ++jj) {
     const auto* k = static_cast<const std::uint16_t*>(keys.row(sequence_index, seq, h, j0 + jj));
@@ -44,18 +73,18 @@ void pack_kv_tile_bf16(const KvRows& keys, const KvRows& values, std::int64_t se
     // Values as B strips of 16 columns (element (key, c) at [key / 2·32 + 2·c + key % 2]).
     std::uint16_t* vs = value_strips + jj / 2 * 2 * kAmxCols + jj % 2;
     for (std::int64_t c0 = 0; c0 < d; c0 += kAmxCols) {
-      std::uint16_t* strip = vs + c0 / kAmxCols * kBf16KvTile * kAmxCols;
+      std::uint16_t* strip = vs + c0 / kAmxCols * kv_tile * kAmxCols;
       for (std::int64_t c = 0; c < kAmxCols; ++c) strip[2 * c] = v[(c0 + c) * v_stride];
     }
   }
 }
 
-std::int64_t query_tile_scratch_bf16(std::int64_t head_size, std::int64_t rows) {
+std::int64_t query_tile_scratch_bf16(std::int64_t head_size, std::int64_t rows,
+                                     std::int64_t kv_tile) {
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
   // q and p tiles (bfloat16), s, o, m, l, corr, the scale per row, a bfloat16 row of p.
-  return rows_pad *
-             (round_up(head_size, kAmxK) / 2 + kBf16KvTile / 2 + kBf16KvTile + head_size + 4) +
-         kBf16KvTile + 16;
+  return rows_pad * (round_up(head_size, kAmxK) / 2 + kv_tile / 2 + kv_tile + head_size + 4) +
+         kv_tile + 16;
 }
 
 void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* scratch) {
@@ -63,7 +92,7 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
   const Sequence& seq = call.sequences[tile.sequence_index];
   const std::int64_t d = shape.head_size;
   const std::int64_t dk = round_up(d, kAmxK);  // S's contraction, zero padded
-  const std::int64_t nk = kBf16KvTile;
+  const std::int64_t nk = bf16_kv_tile(call.bf16_block);
   const std::int64_t rows = tile.positions * shape.group;
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
   auto* q = reinterpret_cast<std::uint16_t*>(scratch);  // row tiles of Q: [r/16][c/32][16][32]
@@ -99,7 +128,7 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
   const TileKeys keys = tile_keys(shape, seq, tile, nk);
   const std::int64_t first_tile = keys.first, last_tile = keys.last;
   const std::int64_t lo_last = keys.lo_last, hi_first = keys.hi_first, hi_last = keys.hi_last;
-  const std::int64_t tile_elements = bf16_kv_tile_elements(d);
+  const std::int64_t tile_elements = bf16_kv_tile_elements(d, nk);
   const auto* tiles =
       reinterpret_cast<const std::uint16_t*>(call.packed_tiles) +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * tile_elements;
