@@ -20,12 +20,15 @@
 namespace tileops::ops::cpu {
 namespace {
 
-// A B strip (kc × nr floats: 24 KiB on AVX2, 48 KiB on AVX-512) is reused by every A strip of a
-// row block from L1 or L2; an A block (mc × kc, at most 192 KiB) and its accumulator (mc × nc, at
+// A B strip (kc × nr floats: 24 KiB on AVX2, 96 KiB on AVX-512) is reused by every A strip of a
+// row block from L1 or L2; an A block (mc × kc, at most 384 KiB) and its accumulator (mc × nc, at
 // most 768 KiB) stay in L2. A packed panel (K × nc) is at most kPanelFloats: it is read from L3
 // once per row block. f32 2048³ on the 2-vCPU Xeon (bench/gemm_report.py): 0.56-0.61 of the FMA
 // peak with the accumulator of all rows in L3 and a barrier per K block, 0.57-0.68 this way.
-constexpr std::int64_t kMaxKc = 256;
+// AVX-512's K blocks are twice as long (its 8 × 48 tiles' accumulators go to L2 half as often):
+// Zen 5, 2 threads, 2048³: 0.78-0.79 of the FMA peak with kc = 256, 0.81-0.84 with 512, 0.81-0.82
+// with 1024.
+constexpr std::int64_t kMaxKc = 256;  // AVX-512 (nr = 48): twice this
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
 constexpr std::int64_t kMcMax = 192;
@@ -117,7 +120,8 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
   const std::int64_t nr = gemm_nr();
-  const std::int64_t k_blocks = std::max<std::int64_t>(1, ceil_div(k, kMaxKc));
+  const std::int64_t k_blocks =
+      std::max<std::int64_t>(1, ceil_div(k, nr >= 48 ? 2 * kMaxKc : kMaxKc));
   const std::int64_t kc = std::max<std::int64_t>(1, ceil_div(k, k_blocks));
   // Column panels: all of K × nc packed at once, about kPanelFloats, of whole strips, and as
   // few and even as that allows: each panel packs all of A again, and a narrow last panel (32
