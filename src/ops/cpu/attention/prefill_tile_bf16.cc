@@ -11,6 +11,8 @@
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
+#include "tileops/runtime/cpu_info.h"
 
 namespace tileops::ops::cpu {
 namespace {
@@ -105,6 +107,7 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
   float* scale = corr + rows_pad;
   auto* p_row = reinterpret_cast<std::uint16_t*>(scale + rows_pad);
   std::fill(scale, scale + rows_pad, shape.scale);
+  const bool avx512_bf16 = cpu_avx512_bf16();  // P rounded by VCVTNE2PS2BF16
 
   // Query rows (position-major, the group's heads inside), unscaled: the scale multiplies S.
   const Tensor& query = call.query;
@@ -149,12 +152,16 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
     attention_scale_rows(o, d, rows_pad, d, corr);
     // P as row tiles of bfloat16 over all nk keys (zeros past width: the values there are zero
     // but stale scores could be infinite).
-    std::fill(p_row + width, p_row + nk, std::uint16_t{0});
-    for (std::int64_t r = 0; r < rows_pad; ++r) {
-      store_f32(s + r * nk, p_row, DataType::kBFloat16, 1, width);
-      std::uint16_t* row = p + r / kAmxRows * kAmxRows * nk + r % kAmxRows * kAmxK;
-      for (std::int64_t c = 0; c < nk; c += kAmxK) {
-        std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, p_row + c, kAmxK * 2);
+    if (avx512_bf16) {
+      bf16_row_tiles(s, nk, rows_pad, nk, width, p);
+    } else {
+      std::fill(p_row + width, p_row + nk, std::uint16_t{0});
+      for (std::int64_t r = 0; r < rows_pad; ++r) {
+        store_f32(s + r * nk, p_row, DataType::kBFloat16, 1, width);
+        std::uint16_t* row = p + r / kAmxRows * kAmxRows * nk + r % kAmxRows * kAmxK;
+        for (std::int64_t c = 0; c < nk; c += kAmxK) {
+          std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, p_row + c, kAmxK * 2);
+        }
       }
     }
     call.bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
