@@ -17,8 +17,10 @@ namespace tileops::ops::cpu {
 #if TILEOPS_DPBF16_CODE
 // GCC 12's AVX-512 intrinsics start their results from `__Y = __Y` (an undefined register), which
 // its own -Wmaybe-uninitialized reports once inlined here.
+#if !defined(__clang__)  // clang has no such warning group
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 namespace {
 
 #define TILEOPS_DPBF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
@@ -223,7 +225,9 @@ TILEOPS_DPBF16_TARGET void bf16_row_tiles(const float* s, std::int64_t lds, std:
   }
 }
 
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #else  // no AVX512-BF16 code on this platform
 
