@@ -1,6 +1,7 @@
 #include "tileops/runtime/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -167,6 +168,16 @@ void ThreadPool::parallel_range(std::int64_t n, std::int64_t min_chunk,
     const std::int64_t end = n * (chunk + 1) / chunks;
     fn(static_cast<int>(chunk), begin, end);
   });
+}
+
+void ThreadPool::parallel_claim(std::int64_t n, FunctionRef<void(int, std::int64_t)> fn) {
+  std::atomic<std::int64_t> next{0};
+  parallel_range(std::min<std::int64_t>(n, num_threads()), 1,
+                 [&](int chunk, std::int64_t, std::int64_t) {
+                   for (std::int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+                     fn(chunk, i);
+                   }
+                 });
 }
 
 }  // namespace tileops

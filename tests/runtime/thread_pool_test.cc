@@ -74,6 +74,20 @@ TEST(ThreadPool, ParallelRangeCoversEverythingOnce) {
   }
 }
 
+TEST(ThreadPool, ParallelClaimRunsEveryItemOnce) {
+  ThreadPool pool(3);
+  for (std::int64_t n : {0, 1, 2, 5, 1000}) {
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+    std::atomic<int> bad_chunk{0};
+    pool.parallel_claim(n, [&](int chunk, std::int64_t i) {
+      if (chunk < 0 || chunk >= pool.num_threads()) bad_chunk++;
+      hits[static_cast<std::size_t>(i)]++;
+    });
+    for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n;
+    EXPECT_EQ(bad_chunk.load(), 0);
+  }
+}
+
 TEST(ThreadPool, RejectsZeroThreads) { EXPECT_ANY_THROW(ThreadPool pool(0)); }
 
 }  // namespace

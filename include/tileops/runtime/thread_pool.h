@@ -44,6 +44,11 @@ class ThreadPool {
   void parallel_range(std::int64_t n, std::int64_t min_chunk,
                       FunctionRef<void(int, std::int64_t, std::int64_t)> fn);
 
+  // Calls fn(chunk, item) for every item in [0, n), the items claimed one at a time by up to
+  // num_threads() threads (uneven items, or a thread slowed by other work on the machine, even
+  // out); chunk < num_threads() indexes per-thread scratch.
+  void parallel_claim(std::int64_t n, FunctionRef<void(int, std::int64_t)> fn);
+
  private:
   void worker_loop();
   void shutdown();  // stops and joins every worker

@@ -4,7 +4,6 @@
 // threads, which claim tiles dynamically, finish together under a causal mask. bfloat16 on CPUs
 // with AMX or AVX512-BF16 packs bfloat16 block operands instead and runs prefill_tile_bf16.cc.
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -24,16 +23,6 @@ constexpr std::int64_t kKvTileStrips = 4;    // key tile = 4 strips (96 keys on 
 constexpr std::int64_t kQueryTileRows = 64;  // rows (positions × group heads) per query tile
 
 std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
-
-// Calls fn(chunk, item) for items [0, n) claimed one at a time by every thread; chunk indexes
-// per-thread scratch.
-template <typename Fn>
-void for_each_claimed(ThreadPool& pool, std::int64_t n, Fn&& fn) {
-  std::atomic<std::int64_t> next{0};
-  pool.parallel_range(pool.num_threads(), 1, [&](int chunk, std::int64_t, std::int64_t) {
-    for (std::int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(chunk, i);
-  });
-}
 
 class FlashAttentionCpu final : public Operator {
  public:
@@ -115,7 +104,7 @@ class FlashAttentionCpu final : public Operator {
     const KvRows keys(tensors[1], block_table, shape_.block_size);
     const KvRows values(tensors[2], block_table, shape_.block_size);
     // Phase 1: pack (sequence, kv head, key tile) items.
-    for_each_claimed(pool, total_tiles, [&](int chunk, std::int64_t item) {
+    pool.parallel_claim(total_tiles, [&](int chunk, std::int64_t item) {
       const auto it = std::upper_bound(tile_offset.begin(), tile_offset.end(), item) - 1;
       const std::int64_t bh = it - tile_offset.begin();
       const std::int64_t b = bh / kv_heads;
@@ -141,7 +130,7 @@ class FlashAttentionCpu final : public Operator {
                      first_tile.data(),
                      sequences.data(),
                      bf16_block};
-    for_each_claimed(pool, static_cast<std::int64_t>(work.size()), [&](int chunk, std::int64_t i) {
+    pool.parallel_claim(static_cast<std::int64_t>(work.size()), [&](int chunk, std::int64_t i) {
       if (pairs) {
         run_query_tile_bf16(call, work[i], thread_scratch + chunk * scratch);
       } else {

@@ -8,7 +8,6 @@
 // partial results merged by their log-sum-exp.
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -99,16 +98,12 @@ class PagedAttentionCpu final : public Operator {
     const KvRows keys(tensors[1], table, shape_.block_size);
     const KvRows values(tensors[2], table, shape_.block_size);
 
-    std::atomic<std::int64_t> next{0};
-    const auto n_items = static_cast<std::int64_t>(items.size());
-    pool.parallel_range(threads, 1, [&](int chunk, std::int64_t, std::int64_t) {
-      for (std::int64_t i = next.fetch_add(1); i < n_items; i = next.fetch_add(1)) {
-        float* mine = thread_scratch + chunk * scratch;
-        float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
-        const HeadState state{slot, slot + heads, slot + 2 * heads};
-        run_item(query, keys, values, items[i], state, mine + state_floats);
-        if (items[i].partial < 0) finish(state, 1, 0, items[i].b, tensors[5]);
-      }
+    pool.parallel_claim(static_cast<std::int64_t>(items.size()), [&](int chunk, std::int64_t i) {
+      float* mine = thread_scratch + chunk * scratch;
+      float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
+      const HeadState state{slot, slot + heads, slot + 2 * heads};
+      run_item(query, keys, values, items[i], state, mine + state_floats);
+      if (items[i].partial < 0) finish(state, 1, 0, items[i].b, tensors[5]);
     });
     pool.parallel_for(static_cast<std::int64_t>(merge_batch.size()), [&](std::int64_t u) {
       float* slot = partial + merge_first[u] * state_floats;

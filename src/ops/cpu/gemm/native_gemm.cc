@@ -4,7 +4,6 @@
 // register-tiled micro-kernel into the block's float32 accumulator (which stays in L2 across K),
 // and finally apply alpha, beta and bias and round to C's dtype.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "src/ops/cpu/gemm/blocking.h"
@@ -190,13 +189,8 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
     };
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
     // Row blocks claimed one at a time: a thread slowed down (a shared machine) takes fewer.
-    std::atomic<std::int64_t> next{0};
-    const std::int64_t tasks = row_plan.tasks();
-    pool.parallel_range(threads, 1, [&](int chunk, std::int64_t, std::int64_t) {
-      for (std::int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
-        row_blocks(chunk, t, t + 1);
-      }
-    });
+    pool.parallel_claim(row_plan.tasks(),
+                        [&](int chunk, std::int64_t t) { row_blocks(chunk, t, t + 1); });
   }
 }
 
