@@ -171,7 +171,7 @@ double time_call(const std::function<void()>& run) {
 int run_operator_table(bool quick) {
   std::printf("tileops demo: every operator on the CPU (%d threads), checked against float64\n\n",
               ThreadPool::global().num_threads());
-  std::printf("%-15s %-34s %-9s %10s %9s %11s %s\n", "operator", "shape", "dtype", "time (us)",
+  std::printf("%-20s %-34s %-9s %10s %9s %11s %s\n", "operator", "shape", "dtype", "time (us)",
               "GB/s", "max error", "check");
   std::mt19937_64 rng(2024);
   std::set<std::string> covered;
@@ -192,7 +192,7 @@ int run_operator_table(bool quick) {
         const double error = testing::max_abs_error(out->view(), expected);
         const double seconds = time_call(c.run);
         failures += ok ? 0 : 1;
-        std::printf("%-15s %-34s %-9s %10.1f %9.2f %11.3g %s\n", c.op.c_str(), c.shape.c_str(),
+        std::printf("%-20s %-34s %-9s %10.1f %9.2f %11.3g %s\n", c.op.c_str(), c.shape.c_str(),
                     std::string(name_of(c.dtype)).c_str(), seconds * 1e6, c.bytes / seconds * 1e-9,
                     error, ok ? "ok" : "FAIL");
       }

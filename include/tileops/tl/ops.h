@@ -164,7 +164,7 @@ Value softmax(const Value& x, int axis = -1, Loc loc = Loc::current());
 // float64 for float64 x) and rounded to x's dtype.
 Value rms_norm(const Value& x, const Value& gamma, double eps, Loc loc = Loc::current());
 struct LayerNorm {
-  Value out, mean, rstd;  // mean and rstd: float32, the last dim kept as 1
+  Value out, mean, rstd;  // mean, rstd: float32 (float64 for float64 x), last dim kept as 1
 };
 LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, double eps,
                      Loc loc = Loc::current());
