@@ -138,7 +138,8 @@ tileops_status status_of(ErrorKind kind) noexcept {
       return TILEOPS_UNSUPPORTED;
     case ErrorKind::kOutOfMemory:
       return TILEOPS_OUT_OF_MEMORY;
-    case ErrorKind::kCompileError:  // no C status of its own: a kernel we failed to build
+    case ErrorKind::kCompileError:
+      return TILEOPS_COMPILE_ERROR;
     case ErrorKind::kInternal:
       return TILEOPS_INTERNAL_ERROR;
   }

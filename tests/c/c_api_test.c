@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "check.h"
 
@@ -260,7 +261,34 @@ static void test_errors_are_per_thread_and_controls(void) {
   test_rms_norm(); /* still correct on the new pool with an empty cache */
 }
 
+/* A tile-language implementation whose kernel cannot be built reports TILEOPS_COMPILE_ERROR with
+ * the compiler's complaint, and builds once the cause is gone. */
+static void test_compile_error(void) {
+  float x[2 * 64], w[64], y[2 * 64];
+  for (int i = 0; i < 2 * 64; ++i) x[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < 64; ++i) w[i] = 1.0f;
+  const int64_t shape[] = {2, 64};
+  const int64_t w_shape[] = {64};
+  const tileops_tensor in = tensor(x, TILEOPS_FLOAT32, 2, shape, NULL);
+  const tileops_tensor wt = tensor(w, TILEOPS_FLOAT32, 1, w_shape, NULL);
+  const tileops_tensor out = tensor(y, TILEOPS_FLOAT32, 2, shape, NULL);
+  tileops_context tl = {NULL, 1}; /* implementation 1: the tile-language rms_norm */
+  const char* before = getenv("TILEOPS_TL_TARGET");
+  char saved[256] = "";
+  if (before != NULL) snprintf(saved, sizeof saved, "%s", before);
+  setenv("TILEOPS_TL_TARGET", "no-such-cpu", 1);
+  CHECK(tileops_rms_norm(&in, &wt, 1e-6, &out, &tl) == TILEOPS_COMPILE_ERROR);
+  CHECK(strstr(tileops_last_error(), "no-such-cpu") != NULL);
+  if (before != NULL) {
+    setenv("TILEOPS_TL_TARGET", saved, 1);
+  } else {
+    unsetenv("TILEOPS_TL_TARGET");
+  }
+  CHECK_OK(tileops_rms_norm(&in, &wt, 1e-6, &out, &tl));
+}
+
 int main(void) {
+  test_compile_error(); /* first: no tile-language kernel is built in this process yet */
   test_rms_norm();
   test_cat();
   test_embedding();

@@ -42,7 +42,9 @@ typedef enum tileops_status {
   TILEOPS_INVALID_TYPE,     /* wrong dtype */
   TILEOPS_UNSUPPORTED,      /* a valid request this build or device cannot serve */
   TILEOPS_OUT_OF_MEMORY,
-  TILEOPS_INTERNAL_ERROR /* a bug in tileops */
+  TILEOPS_INTERNAL_ERROR, /* a bug in tileops */
+  TILEOPS_COMPILE_ERROR   /* a tile-language kernel could not be built: the C++ compiler
+                             ($TILEOPS_CXX, $TILEOPS_TL_TARGET) is missing or failed */
 } tileops_status;
 
 /* The most dimensions a tensor may have. */
