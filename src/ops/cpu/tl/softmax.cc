@@ -1,13 +1,13 @@
-// scaled_softmax and causal_softmax as tile-language kernels over rows of a folded rank-3 view
-// [d0, d1, width] (folded_loop.h). Row (i0, i1) sees its first
+// scaled_softmax and causal_softmax as one tile-language kernel over rows of a folded rank-3
+// view [d0, d1, width] (folded_loop.h). Row (i0, i1) sees its first
 // visible = width - queries + i1 % queries + 1 columns (queries = 1: the whole row; queries = S
 // for causal [B, S, T] viewed unfolded) and gets zeros after them. The visible prefix is walked
-// in [1, 1, kTile] chunks: the max; e^(x - max) in float32, summed (one exp per element); the
-// exponentials scaled by 1 / sum. float32 rows (softmax_kernel) keep the exponentials in out
-// itself and scale them in a third pass; 16-bit rows (softmax16_kernel; exp2_coarse, as the
-// native kernel) keep them in a float32 scratch row of the block (from the Context's workspace:
-// it stays in cache) and scale, round and store them during the block's next row's exp pass.
-// Only the chunk that straddles the end of the visible prefix is masked. Causal rows go to blocks
+// in [1, 1, kTile] chunks three times: the max; e^(x - max) in float32, summed (one exp per
+// element) and stored into out itself for float32 rows, else (16-bit rows, as the native kernel:
+// exp2_coarse) into the block's row of a float32
+// scratch tensor [blocks, 1, width] (from the Context's workspace: it stays in cache); then that
+// row scaled by 1 / sum into out. Only the chunk that straddles the end of the
+// visible prefix is masked; the masked suffix is only written. Causal rows go to blocks
 // round-robin (their cost grows along the rows), others in contiguous runs.
 #include <cmath>
 #include <memory>
@@ -54,12 +54,16 @@ tl::Value exp2_coarse(const tl::Value& y) {
 const tl::Kernel& softmax_kernel() {
   static const tl::Kernel kernel = tl::jit(
       "tileops_softmax",
-      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int d0, tl::Int d1, tl::Int width,
-         tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1, tl::Int so2,
-         tl::Float scale, tl::Int queries) {
+      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::GlobalAddress scratch, tl::Int d0,
+         tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1,
+         tl::Int so2, tl::Float scale, tl::Int queries) {
         const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
         const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+        const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 1, width});
+        const tl::Value own = tl::block_idx();  // this block's scratch row
+        const DataType dtype = x.dtype();
         const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
+        const tl::Value scale2 = scale * kLog2e;
         // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
         const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
         const tl::Value round_robin = tl::minimum(queries - 1, 1);  // 0 or 1
@@ -75,8 +79,9 @@ const tl::Kernel& softmax_kernel() {
           const tl::Value visible = width - queries + i1 % queries + 1;
           const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
           const tl::Value chunks = tl::ceildiv(visible, kTile);
-          const auto chunk = [&](const tl::Value& col) {  // x over the chunk at col
-            return tl::load(tx, {1, 1, kTile}, {i0, i1, col});
+          const auto chunk = [&](const tl::Value& col) {  // x over the chunk at col, float32
+            const tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
+            return dtype == kF32 ? v : v.to(kF32);
           };
           // -inf past the visible prefix.
           const auto masked = [&](const tl::Value& col, const tl::Value& v) {
@@ -91,18 +96,29 @@ const tl::Kernel& softmax_kernel() {
             const tl::Value col = c * kTile;
             max = tl::maximum(max, tl::reduce_max(masked(col, chunk(col) * scale)));
           }
-          // Pass 2: e^(x - max) and its sum, into out (as the native kernel; with two threads
-          // 0.8x the time of going through a scratch row). Meanwhile the next row's chunk (whose
-          // max pass then reads from cache) and this row's out chunk (so that pass 3 does not
-          // wait for its lines) are fetched: this pass computes.
-          const auto exponent = [&](const tl::Value& col) { return chunk(col) * scale - max; };
+          // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel;
+          // with two threads 0.8x the time of going through the scratch row), else into the
+          // scratch row. Meanwhile the next row's chunk (whose max pass then reads from cache)
+          // and this row's out chunk (so that pass 3 does not wait for its lines) are fetched:
+          // this pass computes.
+          const bool in_out = dtype == kF32;
+          const tl::Value& stash = in_out ? to : ts;
+          const auto stash_at = [&](const tl::Value& col) {
+            return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
+          };
+          // The exponent: x · scale - max, or for exp2_coarse the same in log2 units as one
+          // multiply-add.
+          const tl::Value max2 = max * kLog2e;
+          const auto exponent = [&](const tl::Value& col) {
+            return in_out ? chunk(col) * scale - max : chunk(col) * scale2 - max2;
+          };
           tl::Var sum = 0.0f;
           const auto exp_pass = [&](const tl::Value& y, const tl::Value& col) {
             tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
             tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
-            const tl::Value e = tl::exp(y);
+            const tl::Value e = in_out ? tl::exp(y) : exp2_coarse(y);
             sum = sum + tl::reduce_sum(e);
-            tl::store(e, to, {i0, i1, col});
+            tl::store(e, stash, stash_at(col));
           };
           for (tl::Value c : tl::range(full)) exp_pass(exponent(c * kTile), c * kTile);
           for (tl::Value c : tl::range(full, chunks)) {
@@ -111,104 +127,14 @@ const tl::Kernel& softmax_kernel() {
           // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix.
           const tl::Value inv = 1.0 / sum;
           for (tl::Value c : tl::range(chunks)) {
-            const tl::Value p = tl::load(to, {1, 1, kTile}, {i0, i1, c * kTile}) * inv;
-            tl::store(p, to, {i0, i1, c * kTile});
+            const tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
+            tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
           }
-          const tl::Value zero = tl::zeros({1, 1, kTile}, kF32);
+          const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
           for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
             tl::store(zero, to, {i0, i1, c * kTile});
           }
         }
-      },
-      kFastMath);
-  return kernel;
-}
-
-// 16-bit rows, pipelined as the native kernel: each row's exp pass also scales, rounds and stores
-// the block's previous row from its scratch row (two scratch rows [blocks, 2, width] alternate),
-// so that those loads and stores overlap the exponentials. Rows as in softmax_kernel.
-const tl::Kernel& softmax16_kernel() {
-  static const tl::Kernel kernel = tl::jit(
-      "tileops_softmax16",
-      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::GlobalAddress scratch, tl::Int d0,
-         tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1,
-         tl::Int so2, tl::Float scale, tl::Int queries) {
-        const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
-        const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
-        const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 2, width});
-        const tl::Value own = tl::block_idx();
-        const DataType dtype = x.dtype();
-        const tl::Value lanes = tl::arange(kTile);
-        const tl::Value scale2 = scale * kLog2e;
-        const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
-        const tl::Value round_robin = tl::minimum(queries - 1, 1);
-        const tl::Value first = tl::block_idx() * (round_robin + (1 - round_robin) * per_block);
-        const tl::Value stop =
-            round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
-        const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
-        const tl::Value all_chunks = tl::ceildiv(width, kTile);
-        // The block's previous row: where it goes, its visible columns and 1 / sum.
-        tl::Var prev0 = 0, prev1 = 0, prev_visible = 0, inv = 0.0f;
-        tl::Var nth = 0;  // rows of this block so far
-        // Scratch row `slot` scaled into the previous row's chunk at col; zeros past its prefix.
-        const auto finish_chunk = [&](const tl::Value& slot, const tl::Value& col) {
-          const tl::Value p = tl::load(ts, {1, 1, kTile}, {own, slot, col}) * inv;
-          tl::store(tl::where(lanes + col < prev_visible, p, 0.0f).to(dtype), to,
-                    {prev0, prev1, col});
-        };
-        // Runs body() when lo <= i < hi (a loop of 0 or 1 trips).
-        const auto when = [](const tl::Value& i, const tl::Value& lo, const tl::Value& hi,
-                             const auto& body) {
-          const tl::Value trips = tl::minimum(tl::maximum(tl::minimum(hi - i, i - lo + 1), 0), 1);
-          for ([[maybe_unused]] tl::Value once : tl::range(trips)) body();
-        };
-        for (tl::Value r : tl::range(first, stop, step)) {
-          const tl::Value i0 = tl::floordiv(r, d1);
-          const tl::Value i1 = r - i0 * d1;
-          const tl::Value next0 = tl::floordiv(r + step, d1);
-          const tl::Value next1 = r + step - next0 * d1;
-          const tl::Value visible = width - queries + i1 % queries + 1;
-          const tl::Value full = tl::floordiv(visible, kTile);
-          const tl::Value chunks = tl::ceildiv(visible, kTile);
-          const tl::Value slot = nth % 2;
-          const auto chunk = [&](const tl::Value& col) {
-            return tl::load(tx, {1, 1, kTile}, {i0, i1, col}).to(kF32);
-          };
-          const auto masked = [&](const tl::Value& col, const tl::Value& v) {
-            return tl::where(lanes + col < visible, v, -INFINITY);
-          };
-          tl::Var max = -INFINITY;
-          for (tl::Value c : tl::range(full)) {
-            max = tl::maximum(max, tl::reduce_max(chunk(c * kTile) * scale));
-          }
-          for (tl::Value c : tl::range(full, chunks)) {
-            const tl::Value col = c * kTile;
-            max = tl::maximum(max, tl::reduce_max(masked(col, chunk(col) * scale)));
-          }
-          const tl::Value max2 = max * kLog2e;
-          tl::Var sum = 0.0f;
-          const auto exp_pass = [&](const tl::Value& y, const tl::Value& col) {
-            tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
-            tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
-            const tl::Value e = exp2_coarse(y);
-            sum = sum + tl::reduce_sum(e);
-            tl::store(e, ts, {own, slot, col});
-          };
-          for (tl::Value c : tl::range(all_chunks)) {
-            const tl::Value col = c * kTile;
-            when(c, 0, full, [&] { exp_pass(chunk(col) * scale2 - max2, col); });
-            when(c, full, chunks, [&] { exp_pass(masked(col, chunk(col) * scale2 - max2), col); });
-            when(nth, 1, rows, [&] { finish_chunk(1 - slot, col); });
-          }
-          inv = 1.0 / sum;
-          prev0 = i0;
-          prev1 = i1;
-          prev_visible = visible;
-          nth = nth + 1;
-        }
-        when(nth, 1, rows + 1, [&] {  // the block's last row
-          for (tl::Value c : tl::range(all_chunks)) finish_chunk((nth - 1) % 2, c * kTile);
-        });
       },
       kFastMath);
   return kernel;
@@ -245,17 +171,11 @@ class SoftmaxTl final : public Operator {
               std::int64_t queries) const {
     ThreadPool& pool = ctx.threads();
     const int blocks = pool.num_threads();
-    if (x.dtype() == kF32) {
-      softmax_kernel().launch_on(pool, blocks, pointer_at(x, x_offset), pointer_at(out, out_offset),
-                                 d[0], d[1], d[2], sx[0], sx[1], sx[2], so[0], so[1], so[2], scale_,
-                                 queries);
-      return;
-    }
     const WorkspacePool::Lease lease = ctx.workspace().acquire(
-        kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(2 * blocks * d[2]));
-    softmax16_kernel().launch_on(pool, blocks, pointer_at(x, x_offset), pointer_at(out, out_offset),
-                                 lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2], so[0],
-                                 so[1], so[2], scale_, queries);
+        kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(blocks * d[2]));
+    softmax_kernel().launch_on(pool, blocks, pointer_at(x, x_offset), pointer_at(out, out_offset),
+                               lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2], so[0],
+                               so[1], so[2], scale_, queries);
   }
 
   float scale_;
