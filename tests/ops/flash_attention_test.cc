@@ -140,6 +140,9 @@ TEST(FlashAttention, Bfloat16OnEveryPath) {
     c.q_lens = {1, 17, 129}, c.kv_lens = {1, 17, 129};
     c.causal = true, c.layout = Layout::kStrided;
     run_case(c);
+    c.scale = -0.07;  // applied before the causal mask, not folded into the softmax
+    run_case(c);
+    c.scale = 0;
     c.layout = Layout::kContiguous;
     c.q_lens = {20}, c.kv_lens = {7};  // the first 13 rows see no key
     TensorStorage out = run_case(c);

@@ -2,7 +2,7 @@
 // (dpbf16_kernels.h): key/value tiles packed as bfloat16 block operands, S = Q·Kᵀ and O += P·V as
 // block products (call.bf16_block) with float32 results, the online
 // softmax in float32 as on the vector path (prefill_tile.cc). P is rounded to bfloat16 for its
-// product (the sum l keeps the float32 probabilities).
+// product as the softmax computes it (the sum l keeps the float32 probabilities).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -10,9 +10,6 @@
 #include "src/ops/cpu/attention/prefill_tile.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
-#include "src/ops/cpu/simd/convert.h"
-#include "src/ops/cpu/simd/dpbf16_kernels.h"
-#include "tileops/runtime/cpu_info.h"
 
 namespace tileops::ops::cpu {
 namespace {
@@ -84,9 +81,8 @@ void pack_kv_tile_bf16(const KvRows& keys, const KvRows& values, std::int64_t se
 std::int64_t query_tile_scratch_bf16(std::int64_t head_size, std::int64_t rows,
                                      std::int64_t kv_tile) {
   const std::int64_t rows_pad = round_up(rows, kAmxRows);
-  // q and p tiles (bfloat16), s, o, m, l, corr, the scale per row, a bfloat16 row of p.
-  return rows_pad * (round_up(head_size, kAmxK) / 2 + kv_tile / 2 + kv_tile + head_size + 4) +
-         kv_tile + 16;
+  // q and p tiles (bfloat16), s, o, m, l, corr, the scale per row.
+  return rows_pad * (round_up(head_size, kAmxK) / 2 + kv_tile / 2 + kv_tile + head_size + 4) + 16;
 }
 
 void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* scratch) {
@@ -105,9 +101,8 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
   float* l = m + rows_pad;
   float* corr = l + rows_pad;
   float* scale = corr + rows_pad;
-  auto* p_row = reinterpret_cast<std::uint16_t*>(scale + rows_pad);
   std::fill(scale, scale + rows_pad, shape.scale);
-  const bool avx512_bf16 = cpu_avx512_bf16();  // P rounded by VCVTNE2PS2BF16
+  const bool fold_scale = shape.scale > 0.0f;
 
   // Query rows (position-major, the group's heads inside), unscaled: the scale multiplies S.
   const Tensor& query = call.query;
@@ -144,26 +139,17 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
     const std::uint16_t* packed =
         tiles + (kt - call.first_tile[tile.sequence_index]) * tile_elements;
     call.bf16_block(q, rows_pad, dk, packed, strips, s, nk, false);
-    attention_scale_rows(s, nk, rows_pad, width, scale);
+    // A positive scale is applied by the softmax, after the mask; a negative one first, as the
+    // mask's -inf must stay -inf.
+    if (!fold_scale) attention_scale_rows(s, nk, rows_pad, width, scale);
     if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
       mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
     }
-    attention_softmax_tile(s, nk, rows_pad, width, m, l, corr);
-    attention_scale_rows(o, d, rows_pad, d, corr);
     // P as row tiles of bfloat16 over all nk keys (zeros past width: the values there are zero
-    // but stale scores could be infinite).
-    if (avx512_bf16) {
-      bf16_row_tiles(s, nk, rows_pad, nk, width, p);
-    } else {
-      std::fill(p_row + width, p_row + nk, std::uint16_t{0});
-      for (std::int64_t r = 0; r < rows_pad; ++r) {
-        store_f32(s + r * nk, p_row, DataType::kBFloat16, 1, width);
-        std::uint16_t* row = p + r / kAmxRows * kAmxRows * nk + r % kAmxRows * kAmxK;
-        for (std::int64_t c = 0; c < nk; c += kAmxK) {
-          std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, p_row + c, kAmxK * 2);
-        }
-      }
-    }
+    // but stale probabilities could be NaN).
+    attention_softmax_tile_bf16(s, nk, rows_pad, width, fold_scale ? shape.scale : 1.0f, m, l, corr,
+                                p, nk);
+    attention_scale_rows(o, d, rows_pad, d, corr);
     call.bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
   }
 

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <limits>
 
+#include "tileops/core/float16.h"
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/attention_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -12,6 +14,7 @@
 
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
+#include "src/ops/cpu/simd/convert-inl.h"
 #include "src/ops/cpu/simd/fast_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -92,40 +95,89 @@ void TileProduct(const float* a, std::int64_t lda, std::int64_t m_strips, const 
   }
 }
 
-void SoftmaxTile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols, float* m,
-                 float* l, float* corr) {
+// The online-softmax step (attention_kernels.h) over scale·s (scale > 0). The probabilities go
+// to s_out (float32, the layout of s), or with kBF16 to P's bfloat16 row tiles (p, p_cols
+// columns, zeros from cols on).
+template <bool kBF16>
+HWY_INLINE void SoftmaxRows(const float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
+                            float scale, float* m, float* l, float* corr, float* s_out,
+                            std::uint16_t* p, std::int64_t p_cols) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr float kLog2E = 1.44269504088896341f;
+  constexpr std::int64_t kTileRows = 16, kStepK = 32;  // P's row tiles (amx_kernels.h)
+  const auto vscale = hn::Set(d, scale);
   for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = s + r * lds;
+    const float* row = s + r * lds;
+    float* row_out = kBF16 ? nullptr : s_out + r * lds;
+    // Element c of P's row r (a vector's lanes stay within one 32-column step).
+    std::uint16_t* p_row =
+        kBF16 ? p + r / kTileRows * kTileRows * p_cols + r % kTileRows * kStepK : nullptr;
+    const auto p_at = [&](std::int64_t c) {
+      return p_row + c / kStepK * kTileRows * kStepK + c % kStepK;
+    };
     auto vmax = hn::Set(d, kNegInf);
     std::int64_t j = 0;
     for (; j + lanes <= cols; j += lanes) vmax = hn::Max(vmax, hn::LoadU(d, row + j));
     float tile_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
     for (; j < cols; ++j) tile_max = std::max(tile_max, row[j]);
-    const float m_new = std::max(m[r], tile_max);
-    if (m_new == kNegInf) {  // nothing visible in this row yet
-      for (j = 0; j < cols; ++j) row[j] = 0.0f;
+    const float m_new = std::max(m[r], tile_max * scale);
+    // Nothing visible in this row yet.
+    if (m_new == kNegInf) {
+      for (j = 0; j < (kBF16 ? p_cols : cols); ++j) {
+        if constexpr (kBF16) {
+          *p_at(j) = 0;
+        } else {
+          row_out[j] = 0.0f;
+        }
+      }
       corr[r] = 1.0f;
       continue;
     }
     const auto vm = hn::Set(d, m_new);
+    const auto vscale2 = hn::Set(d, scale * kLog2E), vm2 = hn::Set(d, m_new * kLog2E);
     auto vsum = hn::Zero(d);
     for (j = 0; j + lanes <= cols; j += lanes) {
-      const auto p = ExpNonPositive(d, hn::Sub(hn::LoadU(d, row + j), vm));
-      vsum = hn::Add(vsum, p);
-      hn::StoreU(p, d, row + j);
+      const auto x = hn::LoadU(d, row + j);
+      // Probabilities rounded to bfloat16 need no more than Exp2Coarse's 3e-6.
+      const auto e = kBF16 ? Exp2CoarseNonPositive(d, hn::MulSub(x, vscale2, vm2))
+                           : ExpNonPositive(d, hn::MulSub(x, vscale, vm));
+      vsum = hn::Add(vsum, e);
+      if constexpr (kBF16) {
+        StoreF32AsBF16(d, e, p_at(j));
+      } else {
+        hn::StoreU(e, d, row_out + j);
+      }
     }
     float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
     for (; j < cols; ++j) {
-      row[j] = row[j] == kNegInf ? 0.0f : std::exp(row[j] - m_new);
-      sum += row[j];
+      const float e = row[j] == kNegInf ? 0.0f : std::exp(row[j] * scale - m_new);
+      sum += e;
+      if constexpr (kBF16) {
+        *p_at(j) = float_to_bfloat16(e);
+      } else {
+        row_out[j] = e;
+      }
+    }
+    if constexpr (kBF16) {
+      for (; j < p_cols; ++j) *p_at(j) = 0;
     }
     corr[r] = m[r] == m_new ? 1.0f : (m[r] == kNegInf ? 0.0f : std::exp(m[r] - m_new));
     l[r] = l[r] * corr[r] + sum;
     m[r] = m_new;
   }
+}
+
+void SoftmaxTile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols, float* m,
+                 float* l, float* corr) {
+  SoftmaxRows<false>(s, lds, rows, cols, 1.0f, m, l, corr, s, nullptr, 0);
+}
+
+void SoftmaxTileBF16(const float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
+                     float scale, float* m, float* l, float* corr, std::uint16_t* p,
+                     std::int64_t p_cols) {
+  SoftmaxRows<true>(s, lds, rows, cols, scale, m, l, corr, nullptr, p, p_cols);
 }
 
 void ScaleRows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
@@ -152,6 +204,7 @@ namespace tileops::ops::cpu {
 HWY_EXPORT(AttentionNr);
 HWY_EXPORT(TileProduct);
 HWY_EXPORT(SoftmaxTile);
+HWY_EXPORT(SoftmaxTileBF16);
 HWY_EXPORT(ScaleRows);
 
 std::int64_t attention_nr() {
@@ -169,6 +222,12 @@ void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_str
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
                             float* m, float* l, float* corr) {
   HWY_DYNAMIC_DISPATCH(SoftmaxTile)(s, lds, rows, cols, m, l, corr);
+}
+
+void attention_softmax_tile_bf16(const float* s, std::int64_t lds, std::int64_t rows,
+                                 std::int64_t cols, float scale, float* m, float* l, float* corr,
+                                 std::uint16_t* p, std::int64_t p_cols) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxTileBF16)(s, lds, rows, cols, scale, m, l, corr, p, p_cols);
 }
 
 void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,

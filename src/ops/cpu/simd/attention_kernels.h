@@ -28,6 +28,13 @@ void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_str
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
                             float* m, float* l, float* corr);
 
+// The same step over scale·s (scale > 0; -inf stays masked) for the bfloat16 block products:
+// the probabilities go, rounded to bfloat16 (nearest even), into P's row tiles (amx_kernels.h's
+// A layout, p_cols columns, zeros from column cols on) and s is left as it was.
+void attention_softmax_tile_bf16(const float* s, std::int64_t lds, std::int64_t rows,
+                                 std::int64_t cols, float scale, float* m, float* l, float* corr,
+                                 std::uint16_t* p, std::int64_t p_cols);
+
 // o[i·ldo + j] *= factor[i] for i < rows, j < cols (rows whose factor is 1 are skipped).
 void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
                           const float* factor);

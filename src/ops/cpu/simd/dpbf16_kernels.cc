@@ -207,24 +207,6 @@ void dpbf16_dot_rows(const std::uint16_t* x, std::int64_t ld_x, std::int64_t m,
   for (; j < n; ++j) dot_group<1, 4>(x, ld_x, m, w + j * ld_w, ld_w, k, out + j, ld_out);
 }
 
-TILEOPS_DPBF16_TARGET void bf16_row_tiles(const float* s, std::int64_t lds, std::int64_t rows,
-                                          std::int64_t cols, std::int64_t width,
-                                          std::uint16_t* tiles) {
-  const auto mask = [](std::int64_t live) {
-    return static_cast<__mmask16>(live <= 0 ? 0 : live >= 16 ? 0xffff : (1u << live) - 1);
-  };
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = s + r * lds;
-    std::uint16_t* out = tiles + r / kTileRows * kTileRows * cols + r % kTileRows * kStepK;
-    for (std::int64_t c = 0; c < cols; c += kStepK) {
-      const __m512 lo = _mm512_maskz_loadu_ps(mask(width - c), row + c);
-      const __m512 hi = _mm512_maskz_loadu_ps(mask(width - c - 16), row + c + 16);
-      _mm512_storeu_si512(out + c * kTileRows,
-                          reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
-    }
-  }
-}
-
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -241,11 +223,6 @@ void dpbf16_block(const std::uint16_t*, std::int64_t, std::int64_t, const std::u
 void dpbf16_dot_rows(const std::uint16_t*, std::int64_t, std::int64_t, const std::uint16_t*,
                      std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t) {
   throw Error(ErrorKind::kUnsupported, "dpbf16_dot_rows: AVX512-BF16 is not available here");
-}
-
-void bf16_row_tiles(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                    std::uint16_t*) {
-  throw Error(ErrorKind::kUnsupported, "bf16_row_tiles: AVX512-BF16 is not available here");
 }
 
 #endif

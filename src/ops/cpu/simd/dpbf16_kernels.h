@@ -27,11 +27,4 @@ void dpbf16_dot_rows(const std::uint16_t* x, std::int64_t ld_x, std::int64_t m,
                      const std::uint16_t* w, std::int64_t ld_w, std::int64_t n, std::int64_t k,
                      float* out, std::int64_t ld_out);
 
-// tiles = rows × cols of float32 rows s (row stride lds) rounded to bfloat16 (nearest even) in
-// amx_bf16_block's A layout (rows a multiple of 16, cols of 32: element (r, c) at
-// [r / 16·16·cols + c / 32·512 + r % 16·32 + c % 32]), zeros at and past column `width`. Needs
-// cpu_avx512_bf16() only (flash_attention's P on AMX or AVX512-BF16).
-void bf16_row_tiles(const float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
-                    std::int64_t width, std::uint16_t* tiles);
-
 }  // namespace tileops::ops::cpu
