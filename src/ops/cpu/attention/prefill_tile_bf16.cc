@@ -15,6 +15,7 @@ namespace tileops::ops::cpu {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr std::int64_t kPrefetchAhead = 8;  // cache rows
 
 std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
@@ -35,13 +36,24 @@ void pack_kv_tile_bf16(const KvRows& keys, const KvRows& values, std::int64_t se
   if (k_stride == 1 && v_stride == 1) {
     auto* key_words = reinterpret_cast<std::uint32_t*>(key_strips);
     auto* value_words = reinterpret_cast<std::uint32_t*>(value_strips);
+    // Rows of one head are a row of all heads apart: the hardware prefetcher does not follow
+    // them, so the kPrefetchAhead-th next row is fetched while this one is packed.
+    const auto fetch = [&](const KvRows& kv, std::int64_t jj) {
+      if (jj >= n) return;
+      const auto* row = static_cast<const char*>(kv.row(sequence_index, seq, h, j0 + jj));
+      for (std::int64_t b = 0; b < 2 * d; b += 64) __builtin_prefetch(row + b, 0, 3);
+    };
+    for (std::int64_t jj = 0; jj < std::min(n, kPrefetchAhead); ++jj) fetch(values, jj);
     for (std::int64_t jj = 0; jj < n; ++jj) {
+      fetch(keys, jj + kPrefetchAhead);
       const auto* k = static_cast<const char*>(keys.row(sequence_index, seq, h, j0 + jj));
       // Key jj's pair (c, c + 1) is word c / 2·16 + jj % 16 of its strip.
       std::uint32_t* kw = key_words + jj / kAmxCols * dk / 2 * kAmxCols + jj % kAmxCols;
       for (std::int64_t c2 = 0; c2 < d / 2; ++c2) std::memcpy(kw + c2 * kAmxCols, k + 4 * c2, 4);
     }
     for (std::int64_t jj = 0; jj < n; jj += 2) {
+      fetch(values, jj + kPrefetchAhead);
+      fetch(values, jj + kPrefetchAhead + 1);
       const auto* v0 =
           static_cast<const std::uint16_t*>(values.row(sequence_index, seq, h, j0 + jj));
       const auto* v1 =
@@ -114,6 +126,13 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
     const auto* src = static_cast<const std::uint16_t*>(query.data()) + t * query.stride(0) +
                       head * query.stride(1);
     std::uint16_t* row = q + r / kAmxRows * kAmxRows * dk + r % kAmxRows * kAmxK;
+    if (q_stride == 1) {  // a K step's kAmxK columns are contiguous on both sides
+      for (std::int64_t c = 0; c < d; c += kAmxK) {
+        std::memcpy(row + c / kAmxK * kAmxRows * kAmxK, src + c,
+                    static_cast<std::size_t>(std::min(kAmxK, d - c)) * 2);
+      }
+      continue;
+    }
     for (std::int64_t c = 0; c < d; ++c) {
       row[c / kAmxK * kAmxRows * kAmxK + c % kAmxK] = src[c * q_stride];
     }
