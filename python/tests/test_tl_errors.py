@@ -135,6 +135,13 @@ def load_without_offsets(x: tl.GlobalAddress, n: int):
 
 
 @tl.jit
+def runtime_zero_step(x: tl.GlobalAddress, n: int):
+    t = tl.tensor(x, [n])
+    for i in tl.range(0, n, n - 16):  # line: zero-step
+        tl.store(tl.load(t, [4], offsets=[i]) + 1.0, t, offsets=[i])
+
+
+@tl.jit
 def runtime_eps(x: tl.GlobalAddress, n: int, eps: float):
     t = tl.load(tl.tensor(x, [1, n]), [1, 4], offsets=[0, 0])
     y = tl.rms_norm(t, tl.load(tl.tensor(x, [n]), [4], offsets=[0]), eps)  # line: runtime-eps
@@ -159,6 +166,8 @@ def runtime_eps(x: tl.GlobalAddress, n: int, eps: float):
     (loop_value_used_outside, "out-of-scope", "store", ["tl.Var"], ValueError),
     (bad_operand, "operand", "add", ["str"], TypeError),
     (load_without_offsets, "offsets", "load", ["offsets="], ValueError),
+    # A step known only at run time: checked as the loop starts, 0 raises as Python's range.
+    (runtime_zero_step, "zero-step", "range", ["step must not be 0"], ValueError),
 ])
 def test_trace_error_names_construct_and_line(kernel, tag, construct, words, exc):
     expect_error(kernel, tag, construct, words, exc)

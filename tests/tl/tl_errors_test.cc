@@ -64,6 +64,20 @@ TEST(TlErrors, TileLargerThanTheCpuStackBudget) {
                    "tile<2097152xf32>", "at most 4.0 MiB"});
 }
 
+// A range step known only at run time is checked when the loop starts, on both backends: 0 is an
+// error, as in Python, rather than a loop of no iterations.
+TEST(TlErrors, RangeStepOfZeroAtRunTime) {
+  static int line;
+  expect_trace_error(
+      [](GA x, GA out, tl::Int n) {
+        line = __LINE__ + 1;  // the faulty call
+        for (tl::Value i : tl::range(0, n, n - 16)) {
+          tl::store(tl::load(tl::tensor(x, {n}), {16}, {i}), tl::tensor(out, {n}), {i});
+        }
+      },
+      &line, "range", ErrorKind::kInvalidArgument, {"step must not be 0"});
+}
+
 TEST(TlErrors, DtypeMismatchInAStore) {
   static int line;
   expect_trace_error(

@@ -271,7 +271,7 @@ GeneratedSource Emitter::run() {
   std::string text = out_.str(), hoisted;
   for (const std::string& h : hoisted_) hoisted += indent_ + h + "\n";
   text.insert(hoist_at_, hoisted);
-  return GeneratedSource{std::move(text), error_locs_};
+  return GeneratedSource{std::move(text), checks_};
 }
 
 void Emitter::region(const Region& r) {
@@ -401,6 +401,9 @@ void Emitter::for_op(const Op& o) {
   // A counted loop: the trip count is computed first, so a counter near the int64 limits never
   // steps past them (iv += step wrapped around and the loop never ended).
   const std::string k = iv + "_k", n = iv + "_n";
+  // A constant 0 fails at trace time; one known only at run time fails here, as Python's range.
+  line() << "if (" << step << " == 0) return "
+         << error_site(o, "range", "step must not be 0 (it is at run time)") << ";\n";
   if (o.ints2.size() > 0 && o.ints2[0] > 1) line() << "#pragma GCC unroll " << o.ints2[0] << "\n";
   open(cat({"for (u64 ", k, " = 0, ", n, " = tl_trip_count(", start, ", ", stop, ", ", step, "); ",
             k, " < ", n, "; ++", k, ")"}));
@@ -451,7 +454,7 @@ void Emitter::tensor_op(const Op& o) {
   const auto rank = static_cast<std::size_t>(o.ints[0]);
   line() << memory_type(d) << "* const " << t << " = (" << memory_type(d) << "*)"
          << name(o.operands[0]) << ";\n";
-  const int site = error_site(o);
+  const int site = error_site(o, "tensor", "negative extent");
   for (std::size_t i = 0; i < rank; ++i) {
     line() << "const i64 " << t << "_d" << i << " = " << name(o.operands[1 + i]) << ";\n";
     line() << "if (" << t << "_d" << i << " < 0) return " << site << ";\n";

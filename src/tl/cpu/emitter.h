@@ -162,9 +162,10 @@ class Emitter {
   std::string fresh(const char* prefix) {
     return std::string(prefix).append(std::to_string(counter_++));
   }
-  int error_site(const Op& o) {
-    error_locs_.push_back(o.loc);
-    return static_cast<int>(error_locs_.size());
+  // The status a failed check at `o` returns.
+  int error_site(const Op& o, std::string what, std::string message) {
+    checks_.push_back({o.loc, std::move(what), std::move(message)});
+    return static_cast<int>(checks_.size());
   }
   std::ostream& line() { return out_ << indent_; }
   void open(const std::string& head) {
@@ -248,7 +249,7 @@ class Emitter {
   const Op* largest_op_ = nullptr;
   std::string indent_ = "  ";
   int counter_ = 0;
-  std::vector<SourceLoc> error_locs_;
+  std::vector<RuntimeCheck> checks_;
 };
 
 }  // namespace tileops::tl::cpu

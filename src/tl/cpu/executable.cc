@@ -88,9 +88,9 @@ const TlRt kRuntime = {
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(void* handle, KernelFn fn, std::vector<SourceLoc> error_locs,
+  CpuExecutable(void* handle, KernelFn fn, std::vector<cpu::RuntimeCheck> checks,
                 std::vector<ParamKind> params)
-      : handle_(handle), fn_(fn), error_locs_(std::move(error_locs)), params_(std::move(params)) {}
+      : handle_(handle), fn_(fn), checks_(std::move(checks)), params_(std::move(params)) {}
   ~CpuExecutable() override { dlclose(handle_); }
   CpuExecutable(const CpuExecutable&) = delete;
   CpuExecutable& operator=(const CpuExecutable&) = delete;
@@ -128,9 +128,8 @@ class CpuExecutable final : public Executable {
     auto run = [&](std::int64_t block) {
       const int status = fn_(block, num_blocks, converted, &kRuntime);
       if (status != 0) {
-        trace_error(ErrorKind::kInvalidArgument,
-                    error_locs_.at(static_cast<std::size_t>(status - 1)), "tensor",
-                    "negative extent");
+        const cpu::RuntimeCheck& check = checks_.at(static_cast<std::size_t>(status - 1));
+        trace_error(ErrorKind::kInvalidArgument, check.loc, check.what, check.message);
       }
     };
     if (num_blocks == 1) {
@@ -143,7 +142,7 @@ class CpuExecutable final : public Executable {
  private:
   void* handle_;
   KernelFn fn_;
-  std::vector<SourceLoc> error_locs_;
+  std::vector<cpu::RuntimeCheck> checks_;
   std::vector<ParamKind> params_;
 };
 
@@ -206,7 +205,7 @@ std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
   }
   std::vector<ParamKind> params;
   for (const Param& p : function.params) params.push_back(p.kind);
-  return std::make_shared<const CpuExecutable>(handle, fn, source.error_locs, std::move(params));
+  return std::make_shared<const CpuExecutable>(handle, fn, source.checks, std::move(params));
 }
 
 }  // namespace tileops::tl

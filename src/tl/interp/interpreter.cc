@@ -199,22 +199,24 @@ void Frame::exec_for(const Op& op) {
   for (std::size_t i = 0; i < carried; ++i) slot(body.args[i + 1]) = slot(op.operands[3 + i]);
   Buffer& iv = slot(body.args[0]).buffer;
   iv.resize(DataType::kInt64, {});
-  if (step != 0) {
-    // Counted, as Python's range: a counter near the int64 limits never steps past them.
-    const auto first = static_cast<std::uint64_t>(start), last = static_cast<std::uint64_t>(stop);
-    const auto stride = static_cast<std::uint64_t>(step);
-    const std::uint64_t count = step > 0
-                                    ? (start < stop ? (last - first - 1) / stride + 1 : 0)
-                                    : (start > stop ? (first - last - 1) / (0 - stride) + 1 : 0);
-    for (std::uint64_t k = 0; k < count; ++k) {
-      iv.i[0] = static_cast<std::int64_t>(first + k * stride);
-      run(body);
-      // Copy yields first: a yield may be another carried argument.
-      std::vector<Slot> next;
-      next.reserve(carried);
-      for (std::size_t c = 0; c < carried; ++c) next.push_back(slot(body.yields[c]));
-      for (std::size_t c = 0; c < carried; ++c) slot(body.args[c + 1]) = std::move(next[c]);
-    }
+  // A constant 0 fails at trace time; one known only at run time fails here, as Python's range.
+  if (step == 0) {
+    trace_error(ErrorKind::kInvalidArgument, op.loc, "range",
+                "step must not be 0 (it is at run time)");
+  }
+  // Counted, as Python's range: a counter near the int64 limits never steps past them.
+  const auto first = static_cast<std::uint64_t>(start), last = static_cast<std::uint64_t>(stop);
+  const auto stride = static_cast<std::uint64_t>(step);
+  const std::uint64_t count = step > 0 ? (start < stop ? (last - first - 1) / stride + 1 : 0)
+                                       : (start > stop ? (first - last - 1) / (0 - stride) + 1 : 0);
+  for (std::uint64_t k = 0; k < count; ++k) {
+    iv.i[0] = static_cast<std::int64_t>(first + k * stride);
+    run(body);
+    // Copy yields first: a yield may be another carried argument.
+    std::vector<Slot> next;
+    next.reserve(carried);
+    for (std::size_t c = 0; c < carried; ++c) next.push_back(slot(body.yields[c]));
+    for (std::size_t c = 0; c < carried; ++c) slot(body.args[c + 1]) = std::move(next[c]);
   }
   for (std::size_t c = 0; c < carried; ++c) slot(op.results[c]) = slot(body.args[c + 1]);
 }
