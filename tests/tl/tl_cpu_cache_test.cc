@@ -277,6 +277,28 @@ TEST_F(TlCpuCache, CompileFailureNamesTheCompilerMessageAndSource) {
   EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
 }
 
+// A cache directory that cannot be made (here: below a regular file) fails the build of the
+// kernel, naming the directory and the variable that moves it; nothing is written.
+TEST_F(TlCpuCache, UnusableCacheDirectoryIsACompileError) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "not a directory";
+  ::setenv("TILEOPS_CACHE_DIR", (dir_ / "file" / "below").c_str(), 1);
+  TensorStorage x({100}, DataType::kFloat32);
+  TensorStorage y = poisoned({100}, DataType::kFloat32);
+  try {
+    scale(false, {.always_compile = true, .backend = "cpu"}).launch(1, x, y, 100, 2.0, 64);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCompileError);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("JIT cache directory " + (dir_ / "file" / "below").string()),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("TILEOPS_CACHE_DIR"), std::string::npos) << what;
+  }
+  EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
+}
+
 // $TILEOPS_TL_TARGET stands in for an empty `target`: a name the compiler rejects fails the
 // compile. The option wins over the variable.
 TEST_F(TlCpuCache, TargetVariableAppliesWhenTheOptionIsEmpty) {

@@ -44,7 +44,8 @@ typedef enum tileops_status {
   TILEOPS_OUT_OF_MEMORY,
   TILEOPS_INTERNAL_ERROR, /* a bug in tileops */
   TILEOPS_COMPILE_ERROR   /* a tile-language kernel could not be built: the C++ compiler
-                             ($TILEOPS_CXX, $TILEOPS_TL_TARGET) is missing or failed */
+                             ($TILEOPS_CXX, $TILEOPS_TL_TARGET) is missing or failed, or the
+                             JIT cache directory ($TILEOPS_CACHE_DIR) cannot be made */
 } tileops_status;
 
 /* The most dimensions a tensor may have. */

@@ -108,9 +108,10 @@ std::filesystem::path cache_dir() {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "tl cpu backend: cannot create the JIT cache directory " + dir.string() + " (" +
-                    ec.message() + "); set TILEOPS_CACHE_DIR");
+    // The kernel cannot be built, as when the compiler fails (C API: TILEOPS_COMPILE_ERROR).
+    throw Error(ErrorKind::kCompileError, "tl cpu backend: cannot create the JIT cache directory " +
+                                              dir.string() + " (" + ec.message() +
+                                              "); set TILEOPS_CACHE_DIR");
   }
   return dir;
 }
