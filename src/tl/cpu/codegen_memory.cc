@@ -238,10 +238,16 @@ void Emitter::load_op(const Op& o) {
       const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
-      line() << "if (" << v << "_direct) { const u64 tl_c = (u64)" << v << "; if (" << prev
-             << " != 0) { " << pf << " = tl_c + (tl_c - " << prev << "); " << pf << "_end = " << pf
-             << " + " << bytes << "; } " << prev << " = tl_c; }\n";
-      prefetch_.push_back(pf);
+      // Only over tensors larger than an eighth of the last-level cache: smaller ones (a
+      // block's scratch row) are read from cache, where the prefetches only cost (a bfloat16
+      // softmax lost 12% to them).
+      line() << "if (" << v << "_direct && " << t << "_bytes > TL_STREAM_BYTES / 8) { "
+             << "const u64 tl_c = (u64)" << v << "; if (" << prev << " != 0) { " << pf
+             << " = tl_c + (tl_c - " << prev << "); " << pf << "_end = " << pf << " + " << bytes
+             << "; } " << prev << " = tl_c; }\n";
+      // Lines per 64 lanes of the store loops that advance it: the tile's element size.
+      prefetch_.push_back(cat({"tl_prefetch_lines<", std::to_string(size_of(tt.dtype)), ", 3>(", pf,
+                               ", ", pf, "_end); "}));
     }
     open("if (!" + name(res) + "_direct)");
   } else if (widen) {
@@ -319,6 +325,8 @@ void Emitter::store_op(const Op& o) {
   const std::string v = strip_round(d, at(value, "tl_row * " + width + " + j"));
   const std::string v8 = at(value, "tl_row * " + width + " + j + q");
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
+  std::string next_tiles;  // the 64-lane loops below prefetch the next iteration's tiles
+  for (const std::string& pf : prefetch_) next_tiles += pf;
   if (!atomic && d == DataType::kFloat32) {
     // Streaming: scalar up to a 64-byte boundary, then 64 lanes at a time, then a scalar tail.
     // Streamed when the tensors made so far (the kernel's working set, as far as it can tell)
@@ -331,9 +339,7 @@ void Emitter::store_op(const Op& o) {
            << ";\n";
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
-    std::string prefetch = advance_hints(64, vt.size());
-    for (const std::string& pf : prefetch_)
-      prefetch += cat({"tl_prefetch_lines<4, 3>(", pf, ", ", pf, "_end); "});
+    const std::string prefetch = advance_hints(64, vt.size()) + next_tiles;
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
            << "alignas(64) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
            << "; tl_stream64(tl_out + j, tl_t); }\n";
@@ -355,7 +361,7 @@ void Emitter::store_op(const Op& o) {
     // loops vectorise better than one mixing float math with 16-bit packing).
     open("if (tl_st == 1)");
     line() << "i64 j = tl_lo;\n";
-    line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(64, vt.size())
+    line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(64, vt.size()) << next_tiles
            << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = "
            << strip_round(d, v8) << "; "
            << (d == DataType::kBFloat16

@@ -225,9 +225,9 @@ class Emitter {
   // Software prefetch of the next loop iteration's tiles: for each tile read in place inside a
   // loop, a cursor (<v>_pf, up to <v>_pf_end) over the bytes the next iteration will read, the
   // address extrapolated from this iteration's and the previous one's (held in <v>_prev,
-  // declared at the kernel's top: hoisted_, inserted at hoist_at_). Streamed stores advance the
-  // cursors in scope (prefetch_) by four lines per 64 lanes, so the next tile arrives while
-  // this one is computed and written.
+  // declared at the kernel's top: hoisted_, inserted at hoist_at_). The 64-lane store loops
+  // advance the cursors in scope (prefetch_: each entry is its advance statement) by the tile's
+  // share of lines per 64 lanes, so the next tile arrives while this one is computed and written.
   std::vector<std::string> prefetch_;
   // tl::prefetch cursors (<h>, up to <h>_end) in scope: the vector loops of reductions and
   // stores advance them by their share of the hinted tile per step (advance_hints), spreading

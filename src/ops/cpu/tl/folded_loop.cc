@@ -1,6 +1,7 @@
 #include "src/ops/cpu/tl/folded_loop.h"
 
 #include "tileops/core/error.h"
+#include "tileops/tl.h"
 
 namespace tileops::ops::cpu::tl_impl {
 
@@ -76,6 +77,23 @@ tl::Pointer pointer_at(const Tensor& t, std::int64_t offset) {
   return tl::Pointer{
       static_cast<char*>(t.data()) + offset * static_cast<std::int64_t>(t.element_size()),
       t.dtype()};
+}
+
+// y = n + f with |f| <= 1/2, a degree-4 fit of 2^f, 2^n built in the exponent field (valid for
+// y < 128). The closing abs changes nothing (both factors are >= 0) but tells the code generator
+// so: under fast_math a row sum then adds blocks of 64 terms in float32 before widening, as it
+// does for exp.
+tl::Value exp2_coarse(const tl::Value& y) {
+  const float magic = 12583039.0f;  // 1.5 * 2^23 + 127: t's low mantissa bits are n + 127
+  const tl::Value yc = tl::where(y < -127.0f, -127.0f, y);  // NaN stays
+  const tl::Value t = yc + magic;
+  const tl::Value f = yc - (t - magic);
+  const tl::Value p =
+      (((0.009582852944731712f * f + 0.055906426161527634f) * f + 0.24024099111557007f) * f +
+       0.6931241750717163f) *
+          f +
+      1.0f;
+  return tl::abs(p * (t.bitcast(DataType::kInt32) << 23).bitcast(DataType::kFloat32));
 }
 
 }  // namespace tileops::ops::cpu::tl_impl

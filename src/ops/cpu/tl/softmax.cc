@@ -22,34 +22,14 @@ namespace tileops::ops::cpu {
 namespace {
 
 namespace tl = ::tileops::tl;
+using tl_impl::exp2_coarse;
 using tl_impl::FoldedLoop;
 using tl_impl::kFastMath;
+using tl_impl::kLog2e;
 using tl_impl::pointer_at;
 
 constexpr std::int64_t kTile = 1024;
 const DataType kF32 = DataType::kFloat32;
-
-constexpr double kLog2e = 1.44269504088896341;
-
-// 2^y for y <= 0 to a relative error below 3e-6 (0 below -126.5, -inf included; NaN gives NaN),
-// as the native 16-bit softmax computes it (src/ops/cpu/simd/fast_exp-inl.h, Exp2Coarse): y =
-// n + f with |f| <= 1/2, a degree-4 fit of 2^f, 2^n built in the exponent field. For results
-// rounded to 16 bits (half an ulp: 2e-3 for bfloat16, 2.4e-4 for float16) it is as good as exp's
-// 2 ulps and takes 10 instructions against 16. The closing abs changes nothing (both factors are
-// >= 0) but tells the code generator so: under fast_math the row sum then adds blocks of 64
-// terms in float32 before widening, as it does for exp.
-tl::Value exp2_coarse(const tl::Value& y) {
-  const float magic = 12583039.0f;  // 1.5 * 2^23 + 127: t's low mantissa bits are n + 127
-  const tl::Value yc = tl::where(y < -127.0f, -127.0f, y);  // NaN stays
-  const tl::Value t = yc + magic;
-  const tl::Value f = yc - (t - magic);
-  const tl::Value p =
-      (((0.009582852944731712f * f + 0.055906426161527634f) * f + 0.24024099111557007f) * f +
-       0.6931241750717163f) *
-          f +
-      1.0f;
-  return tl::abs(p * (t.bitcast(DataType::kInt32) << 23).bitcast(DataType::kFloat32));
-}
 
 const tl::Kernel& softmax_kernel() {
   static const tl::Kernel kernel = tl::jit(
