@@ -29,13 +29,19 @@ constexpr int kWide = 4;
 constexpr int kWide = 2;
 #endif
 
-// Lines of byte range [lo, hi) of rows [j0, j1) of `rows` (clamped to its n rows), for the
-// memory system to fetch while the caller computes.
-HWY_INLINE void Prefetch(const CacheRows& rows, std::int64_t j0, std::int64_t j1, std::int64_t lo,
-                         std::int64_t hi) {
-  for (std::int64_t j = j0; j < std::min(j1, rows.n); ++j) {
-    const char* row = rows.first[j] + rows.offset;
-    for (std::int64_t off = lo; off < hi; off += 64) __builtin_prefetch(row + off, 0, 1);
+// Part [a, b) of `all` equal parts of next's lines, in order: the kernels spread the prefetch
+// over their steps (a burst of prefetches fills the miss buffers, and the loads wait behind it).
+HWY_INLINE void PrefetchPart(const PrefetchRows& next, std::int64_t a, std::int64_t b,
+                             std::int64_t all) {
+  const std::int64_t per_row = (next.bytes + 63) / 64;
+  const std::int64_t end = next.line1 < 0 ? next.rows.n * per_row : next.line1;
+  const std::int64_t lines = end - next.line0;
+  const std::int64_t l0 = next.line0 + lines * a / all, l1 = next.line0 + lines * b / all;
+  std::int64_t i = l0 / per_row, offset = l0 % per_row * 64;
+  for (std::int64_t l = l0; l < l1; ++l) {
+    __builtin_prefetch(next.rows.first[i] + next.rows.offset + offset, 0, 1);
+    offset += 64;
+    if (offset == per_row * 64) offset = 0, ++i;
   }
 }
 
@@ -130,7 +136,7 @@ void ScoresTile(const float* q, std::int64_t ldq, const CacheRows& k, std::int64
   const std::int64_t dv = head_size / lanes * lanes;
   constexpr int kA = (kK * kH + 3) / 4 * 4;
   for (std::int64_t j = 0; j < n; j += kK) {
-    if (next != nullptr) Prefetch(next->rows, j, j + kK, 0, next->bytes + 63);
+    if (next != nullptr) PrefetchPart(*next, j, std::min(j + kK, n), n);
     const typename R::T* rows[kK];
     for (int i = 0; i < kK; ++i) rows[i] = RowOf<R>(k, std::min<std::int64_t>(j + i, n - 1));
     VF acc[kA];
@@ -206,9 +212,8 @@ HWY_INLINE void ValuesTile(const float* p, std::int64_t ldp, const float* corr, 
   const std::int64_t all = tiles * v.n;
   for (std::int64_t j = 0; j < v.n; ++j) {
     if (next != nullptr && j % kPrefetchEvery == 0) {
-      const std::int64_t m = next->rows.n, at = t * v.n + j;
-      Prefetch(next->rows, at * m / all, std::min(at + kPrefetchEvery, (t + 1) * v.n) * m / all, 0,
-               next->bytes + 63);
+      const std::int64_t at = t * v.n + j;
+      PrefetchPart(*next, at, std::min(at + kPrefetchEvery, (t + 1) * v.n), all);
     }
     const typename R::T* row = RowOf<R>(v, j) + c0;
     VF x[kC];
@@ -239,7 +244,7 @@ void ValuesRows(const float* p, std::int64_t ldp, const float* corr, const Cache
   for (std::int64_t t = 0; t < tiles; ++t, c += kC * lanes) {
     ValuesTile<R, kH, kC>(p, ldp, corr, v, c, o, ldo, next, t, tiles);
   }
-  if (tiles == 0 && next != nullptr) Prefetch(next->rows, 0, next->rows.n, 0, next->bytes + 63);
+  if (tiles == 0 && next != nullptr) PrefetchPart(*next, 0, 1, 1);
   for (; c < PairColumns<R>(head_size); c += 2 * lanes) {  // pair blocks past the last tile
     ValuesTile<R, kH, 2>(p, ldp, corr, v, c, o, ldo);
   }
@@ -279,7 +284,6 @@ void Scores(const float* q, std::int64_t groups, const CacheRows& k, std::int64_
     default:
       break;
   }
-  if (pf != nullptr) Prefetch(next.rows, k.n, next.rows.n, 0, next.bytes + 63);
 }
 
 template <class R>
@@ -306,7 +310,6 @@ void Values(const float* p, std::int64_t ldp, const float* corr, std::int64_t gr
     default:
       break;
   }
-  if (pf != nullptr) Prefetch(next.rows, v.n, next.rows.n, 0, next.bytes + 63);
 }
 
 // The rows of `in` (head_size columns each) in the kernels' column order for rows of R, or back.

@@ -26,6 +26,9 @@ struct CacheRows {
 struct PrefetchRows {
   CacheRows rows;
   std::int64_t bytes = 0;
+  // Only lines [line0, line1) of the rows' lines taken in order (ceil(bytes / 64) per row);
+  // line1 < 0: to the end.
+  std::int64_t line0 = 0, line1 = -1;
 };
 
 // The kernels take the query rows and keep the output rows in a column order of their own for
