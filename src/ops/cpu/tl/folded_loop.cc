@@ -80,7 +80,7 @@ tl::Pointer pointer_at(const Tensor& t, std::int64_t offset) {
 }
 
 // y = n + f with |f| <= 1/2, a degree-4 fit of 2^f, 2^n built in the exponent field (valid for
-// y < 128). The closing abs changes nothing (both factors are >= 0) but tells the code generator
+// y < 127.5). The closing abs changes nothing (both factors are >= 0) but tells the code generator
 // so: under fast_math a row sum then adds blocks of 64 terms in float32 before widening, as it
 // does for exp.
 tl::Value exp2_coarse(const tl::Value& y) {

@@ -58,7 +58,7 @@ inline tl::Value as_dtype(const tl::Value& v, DataType dtype) {
 
 inline constexpr double kLog2e = 1.44269504088896341;
 
-// 2^y for y < 128 to a relative error below 3e-6 (0 below -126.5, -inf included; NaN gives NaN),
+// 2^y for y < 127.5 to a relative error below 3e-6 (0 below -126.5, -inf included; NaN gives NaN),
 // as the native 16-bit kernels compute it (src/ops/cpu/simd/fast_exp-inl.h, Exp2Coarse): for
 // results rounded to 16 bits (half an ulp: 2e-3 for bfloat16, 2.4e-4 for float16) as good as
 // exp's 2 ulps at about half the instructions.
