@@ -72,6 +72,19 @@ double Bf16Peak(std::int64_t iterations, float* sink) {
 #endif
 }
 
+float ReadSum(const float* x, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (std::int64_t i = 0; i + 4 * lanes <= n; i += 4 * lanes) {
+    a0 = hn::Add(a0, hn::LoadU(d, x + i));
+    a1 = hn::Add(a1, hn::LoadU(d, x + i + lanes));
+    a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * lanes));
+    a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * lanes));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace tileops::bench::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -81,6 +94,7 @@ namespace tileops::bench {
 
 HWY_EXPORT(FmaPeak);
 HWY_EXPORT(Bf16Peak);
+HWY_EXPORT(ReadSum);
 
 double fma_peak_flops(std::int64_t iterations, float* sink) {
   return HWY_DYNAMIC_DISPATCH(FmaPeak)(iterations, sink);
@@ -145,6 +159,8 @@ double dpbf16_peak_flops(std::int64_t, float* sink) {
 double bf16_peak_flops(std::int64_t iterations, float* sink) {
   return HWY_DYNAMIC_DISPATCH(Bf16Peak)(iterations, sink);
 }
+
+float read_sum(const float* x, std::int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadSum)(x, n); }
 
 }  // namespace tileops::bench
 #endif  // HWY_ONCE

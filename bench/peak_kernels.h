@@ -26,4 +26,8 @@ double amx_bf16_peak_flops(std::int64_t iterations);
 // Call only where cpu_avx512_bf16().
 double dpbf16_peak_flops(std::int64_t iterations, float* sink);
 
+// The sum of x[0, n) (n a multiple of 64) with four independent vector accumulators: a pure read
+// stream, the ceiling of kernels that only read memory.
+float read_sum(const float* x, std::int64_t n);
+
 }  // namespace tileops::bench

@@ -10,6 +10,7 @@
 #include <limits>
 #include <ostream>
 #include <tuple>
+#include <utility>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/implementations.h"
@@ -110,24 +111,32 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Layout::kContiguous, Layout::kStrided),
                        ::testing::ValuesIn(testing::cpu_implementations("causal_softmax"))));
 
-// The masked inputs are never read: NaNs there change nothing.
+// The masked inputs are never read: NaNs there (of either sign) change nothing. t = 1030: the tl
+// kernel's rows are a whole 1024-lane chunk and a masked one.
 TEST(CausalSoftmax, IgnoresMaskedInputs) {
   testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
     const auto causal_softmax = [&](auto&&... a) { ops::causal_softmax(a..., ctx); };  // under test
-    const std::int64_t b = 2, s = 9, t = 20;
-    std::mt19937_64 rng(4);
-    auto input = testing::random_tensor({b, s, t}, DataType::kFloat32, rng);
-    auto values = testing::to_doubles(input);
-    const auto expected = reference(values, s, t);
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      const std::int64_t i = static_cast<std::int64_t>(k) / t % s;
-      if (!visible(s, t, i, static_cast<std::int64_t>(k) % t)) values[k] = kNaN;
+    for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      for (const auto& [s, t] : {std::pair<std::int64_t, std::int64_t>{9, 20}, {3, 1030}}) {
+        const std::int64_t b = 2;
+        std::mt19937_64 rng(4);
+        auto input = testing::random_tensor({b, s, t}, dtype, rng);
+        auto values = testing::to_doubles(input);
+        const auto expected = reference(values, s, t);
+        for (std::size_t k = 0; k < values.size(); ++k) {
+          const std::int64_t i = static_cast<std::int64_t>(k) / t % s;
+          if (!visible(s, t, i, static_cast<std::int64_t>(k) % t)) {
+            values[k] = k % 2 == 0 ? kNaN : -kNaN;
+          }
+        }
+        testing::from_doubles(input, values);
+        auto out = testing::poisoned({b, s, t}, dtype);
+        causal_softmax(input, out);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << ", t " << t;
+        EXPECT_EQ(masked_are_zero(out.view(), s, t), "") << name_of(dtype) << ", t " << t;
+      }
     }
-    testing::from_doubles(input, values);
-    auto out = testing::poisoned({b, s, t}, DataType::kFloat32);
-    causal_softmax(input, out);
-    EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(DataType::kFloat32)), "");
-    EXPECT_EQ(masked_are_zero(out.view(), s, t), "");
   });
 }
 

@@ -122,21 +122,28 @@ TEST(ScaledSoftmax, NonFiniteRows) {
   testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
     const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
     for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
-      const std::int64_t width = 21;
+      const std::int64_t width = 1045;  // a whole 1024-lane chunk of the tl kernel and a tail
       std::mt19937_64 rng(9);
       auto input = testing::random_tensor({5, width}, dtype, rng);
       auto values = testing::to_doubles(input);
       for (std::int64_t i = 0; i < width; i += 3) values[0 * width + i] = -kInf;  // some -inf
       for (std::int64_t i = 0; i < width; ++i) values[1 * width + i] = -kInf;     // all -inf
-      values[2 * width + 17] = kNaN;
+      values[2 * width + 1040] = kNaN;
       values[3 * width + 4] = kInf;
+      values[4 * width + 17] = -kNaN;  // a NaN with the sign bit set
       testing::from_doubles(input, values);
-      auto out = testing::poisoned({5, width}, dtype);
-      scaled_softmax(input, 0.5, out);
-      const auto expected = reference(values, 0.5, width);
-      EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "");
-      const auto got = testing::to_doubles(out);
-      for (std::int64_t i = 0; i < width; i += 3) EXPECT_EQ(got[i], 0.0) << i;
+      // A negative scale turns +inf into -inf and -inf into +inf; 0 makes every finite x equal.
+      for (const double scale : {0.5, -0.5, 0.0}) {
+        auto out = testing::poisoned({5, width}, dtype);
+        scaled_softmax(input, scale, out);
+        const auto expected = reference(values, scale, width);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << ", scale " << scale;
+        if (scale > 0) {
+          const auto got = testing::to_doubles(out);
+          for (std::int64_t i = 0; i < width; i += 3) EXPECT_EQ(got[i], 0.0) << i;
+        }
+      }
     }
   });
 }

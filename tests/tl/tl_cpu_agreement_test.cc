@@ -677,5 +677,95 @@ TEST(TlCpuAgreement, RowMaxAndMinWithNaNAndInfinities) {
   EXPECT_EQ(pe[5], -INFINITY);
 }
 
+// Integer row maxima and minima (the vectorised loops of the cpu backend, 128 bytes of
+// accumulators; 300 lanes leave a tail for every width) agree with the interpreter and with the
+// values themselves, extremes of each dtype included.
+TEST(TlCpuAgreement, IntegerRowMaxAndMin) {
+  auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_int_extremes",
+        [](tl::GlobalAddress x, tl::GlobalAddress out) {
+          const tl::Value v = tl::load(tl::tensor(x, {2, 300}), {2, 300}, {0, 0}) ^ 1;  // fused
+          tl::store(tl::concat({tl::reduce_max(v, {1}), tl::reduce_min(v, {1})}, 0),
+                    tl::tensor(out, {4}), {0});
+        },
+        o);
+  };
+  std::mt19937_64 rng(22);
+  for (DataType dtype :
+       {DataType::kInt8, DataType::kUInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64}) {
+    const double lo = dtype == DataType::kUInt8 ? 0 : -100,
+                 hi = dtype == DataType::kUInt8 ? 250 : 100;
+    TensorStorage x = random_tensor({2, 300}, dtype, rng, Layout::kContiguous, lo, hi);
+    std::vector<double> xv = to_doubles(x);
+    // Row 0 reaches both ends of the dtype's range (the accumulators' initial values).
+    const double top = dtype == DataType::kUInt8 ? 255
+                       : dtype == DataType::kInt64
+                           ? 9.2233720368547758e18
+                           : std::ldexp(1.0, 8 * static_cast<int>(size_of(dtype)) - 1) - 1;
+    const double bottom = dtype == DataType::kUInt8 ? 0 : -top - 1;
+    if (dtype != DataType::kInt64) {  // int64's ends are not doubles
+      xv[17] = top;
+      xv[299] = bottom;
+    }
+    from_doubles(x, xv);
+    TensorStorage e = poisoned({4}, dtype), a = poisoned({4}, dtype);
+    make(kInterp).launch(1, x, e);
+    make(kCpu).launch(1, x, a);
+    expect_same_bytes(e, a, name_of(dtype).data());
+    std::vector<double> want(4);
+    for (int r = 0; r < 2; ++r) {
+      std::vector<double> row;
+      for (int j = 0; j < 300; ++j) {
+        row.push_back(static_cast<double>(static_cast<std::int64_t>(xv[r * 300 + j]) ^ 1));
+      }
+      want[r] = *std::max_element(row.begin(), row.end());
+      want[2 + r] = *std::min_element(row.begin(), row.end());
+    }
+    EXPECT_EQ(compare(a, want, {0, 0}), "") << name_of(dtype);
+  }
+}
+
+// A bitcast of a loaded bfloat16 or float16 tile to int16 reads its bits: every one of the 65536
+// patterns as the interpreter gives it (NaNs as the float conversions return them: quieted, or
+// float16's canonical NaN), also through a row max of the bits fused into the bitcast.
+TEST(TlCpuAgreement, BitcastOfLoaded16BitFloats) {
+  auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_bits16",
+        [](tl::GlobalAddress x, tl::GlobalAddress out, tl::GlobalAddress maxima) {
+          const tl::Value tx = tl::tensor(x, {1024, 64}), to = tl::tensor(out, {1024, 64});
+          const tl::Value tm = tl::tensor(maxima, {1024, 1});
+          for (tl::Value r : tl::range(tl::block_idx(), 1024, tl::block_num())) {
+            const tl::Value v = tl::load(tx, {1, 64}, {r, 0});
+            tl::store(v.bitcast(DataType::kInt16), to, {r, 0});
+            tl::store(
+                tl::reduce_max(tl::load(tx, {1, 64}, {r, 0}).bitcast(DataType::kInt16), {1}, true),
+                tm, {r, 0});
+          }
+        },
+        o);
+  };
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    TensorStorage x({1024, 64}, dtype);
+    auto* bits = static_cast<std::uint16_t*>(x.data());
+    for (std::uint32_t i = 0; i < 65536; ++i) bits[i] = static_cast<std::uint16_t>(i);
+    TensorStorage e = poisoned({1024, 64}, DataType::kInt16),
+                  a = poisoned({1024, 64}, DataType::kInt16);
+    TensorStorage em = poisoned({1024, 1}, DataType::kInt16),
+                  am = poisoned({1024, 1}, DataType::kInt16);
+    make(kInterp).launch(4, x, e, em);
+    make(kCpu).launch(4, x, a, am);
+    expect_same_bytes(e, a, name_of(dtype).data());
+    expect_same_bytes(em, am, name_of(dtype).data());
+    const std::uint16_t inf = dtype == DataType::kBFloat16 ? 0x7f80 : 0x7c00;
+    const auto* got = static_cast<const std::uint16_t*>(a.data());
+    for (std::uint32_t i = 0; i < 65536; ++i) {
+      if ((i & 0x7fff) > inf) continue;  // NaNs: checked against the interpreter above
+      ASSERT_EQ(got[i], i) << name_of(dtype) << " bits " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tileops::testing::tl_test

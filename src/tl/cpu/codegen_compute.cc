@@ -437,11 +437,18 @@ void Emitter::cast_op(const Op& o) {
     line() << "const " << compute_type(d) << " " << name(res) << " = " << expr(name(x)) << ";\n";
     return;
   }
+  // A bitcast of a tile kept as 16-bit bits (a load) reads them, not the widened value.
+  const bool raw_bits = o.flag && widened_[static_cast<std::size_t>(x)];
+  const auto element = [&](const std::string& index) {
+    if (!raw_bits) return expr(at(x, index));
+    const char* bits = s == DataType::kBFloat16 ? "tl_bf_bits(" : "tl_h_bits(";
+    return cat({"(", from_bits(d, cat({bits, name(x), "[", index, "])"})), ")"});
+  };
   const bool widening = is_floating(s) && is_floating(d) && size_of(d) > size_of(s);
-  if (type(x).kind == TypeKind::kTile && defer(res, expr(at(x, kIndex)), true, widening)) return;
+  if (type(x).kind == TypeKind::kTile && defer(res, element(kIndex), true, widening)) return;
   declare(res);
   line() << "for (i64 k = 0; k < " << type(res).size() << "; ++k) " << name(res)
-         << "[k] = " << expr(at(x, "k")) << ";\n";
+         << "[k] = " << element("k") << ";\n";
 }
 
 }  // namespace tileops::tl::cpu

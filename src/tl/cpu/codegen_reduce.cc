@@ -9,11 +9,27 @@
 
 namespace tileops::tl::cpu {
 
+namespace {
+
+// The least (or greatest) value of an integer dtype as a literal of the generated source.
+std::string int_limit(DataType dtype, bool greatest) {
+  if (dtype == DataType::kBool || dtype == DataType::kUInt8) return greatest ? "255" : "0";
+  if (dtype == DataType::kInt64) {
+    return greatest ? "0x7FFFFFFFFFFFFFFFll" : "(-0x7FFFFFFFFFFFFFFFll - 1)";
+  }
+  const std::int64_t top = (std::int64_t{1} << (8 * size_of(dtype) - 1)) - 1;
+  return greatest ? std::to_string(top) + "ll" : "(" + std::to_string(-top) + "ll - 1)";
+}
+
+}  // namespace
+
 std::int64_t Emitter::suffix_run(const Op& o) const {
   const Type& xt = type(o.operands[0]);
   const auto op = static_cast<ReduceOp>(o.sub);
-  if (xt.kind != TypeKind::kTile || !is_floating(xt.dtype)) return 0;
-  if (op != ReduceOp::kSum && op != ReduceOp::kMean && op != ReduceOp::kMax && op != ReduceOp::kMin)
+  if (xt.kind != TypeKind::kTile) return 0;
+  const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin;
+  // Integer maxima and minima are exact in any order; integer sums keep the interpreter's loop.
+  if (!extreme && (!is_floating(xt.dtype) || (op != ReduceOp::kSum && op != ReduceOp::kMean)))
     return 0;
   const std::size_t rank = xt.shape.size();
   std::vector<bool> reduced(rank, o.ints.empty());
@@ -193,7 +209,7 @@ void Emitter::reduce_op(const Op& o) {
       line() << "for (i64 k = " << tail32 << "; k < " << c << "; ++k) tl_m[k & 15] = tl_better<"
              << mx << ">(tl_m[k & 15], " << e << ");\n";
       line() << out << "[o] = tl_merge<" << mx << ", 16>(tl_m);\n";
-    } else {
+    } else if (is_floating(xt.dtype)) {  // double
       const std::string tail = std::to_string(count - count % 8);
       line() << ct << " tl_m[8];\n";
       line() << "for (int q = 0; q < 8; ++q) tl_m[q] = " << init << ";\n";
@@ -202,6 +218,23 @@ void Emitter::reduce_op(const Op& o) {
       line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) tl_m[k & 7] = tl_better<" << mx
              << ">(tl_m[k & 7], " << e << ");\n";
       line() << out << "[o] = tl_merge<" << mx << ", 8>(tl_m);\n";
+    } else {
+      // Integers: two 64-byte vectors of accumulators (64 int8 lanes, 32 int16, ...), which the
+      // loop vectoriser keeps in registers; no NaN, so a plain compare-and-select.
+      const std::int64_t lanes = 128 / compute_bytes(xt.dtype);
+      const std::string l = std::to_string(lanes), tail = std::to_string(count - count % lanes);
+      const std::string extreme = "(" + ct + ")" + int_limit(xt.dtype, op == ReduceOp::kMin);
+      const std::string better = op == ReduceOp::kMax ? " > " : " < ";
+      line() << ct << " tl_m[" << l << "];\n";
+      line() << "for (int q = 0; q < " << l << "; ++q) tl_m[q] = " << extreme << ";\n";
+      line() << "for (i64 k = 0; k < " << tail << "; k += " << l << ") for (int q = 0; q < " << l
+             << "; ++q) { const " << ct << " v = " << eq << "; tl_m[q] = v" << better
+             << "tl_m[q] ? v : tl_m[q]; }\n";
+      line() << ct << " r = " << extreme << ";\n";
+      line() << "for (int q = 0; q < " << l << "; ++q) r = tl_m[q]" << better << "r ? tl_m[q] : r;\n";
+      line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) { const " << ct << " v = " << e
+             << "; r = v" << better << "r ? v : r; }\n";
+      line() << out << "[o] = r;\n";
     }
     close();
     close();

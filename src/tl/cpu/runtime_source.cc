@@ -227,6 +227,11 @@ TL_INLINE void tl_fence() {
   __builtin_ia32_sfence();
 #endif
 }
+// The bits a bitcast of a 16-bit float tile sees: tl_f2bf(tl_bf2f(u)) and tl_f2h(tl_h2f(h)) (a
+// loaded tile holds its values, so a NaN comes back as the conversions return it: quieted, or
+// float16's canonical NaN), computed on the bits so that loops over them stay integer.
+TL_INLINE u16 tl_bf_bits(u16 u) { return (u16)((u & 0x7FFFu) > 0x7F80u ? (u | 0x0040u) : u); }
+TL_INLINE u16 tl_h_bits(u16 h) { return (u16)((h & 0x7FFFu) > 0x7C00u ? ((h & 0x8000u) | 0x7E00u) : h); }
 TL_INLINE float tl_round_f16(float f) { return tl_h2f(tl_f2h(f)); }
 TL_INLINE float tl_round_bf16(float f) { return tl_bf2f(tl_f2bf(f)); }
 // Python-style integer floor division and modulo; division by zero gives 0 (no trap).

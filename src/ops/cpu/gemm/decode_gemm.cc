@@ -35,6 +35,10 @@ void dpbf16_decode(const GemmCall& call, const Context& ctx) {
   float* scratch = out + m * ld_out;
   if (call.bias != nullptr) load_f32(call.bias, call.bias_dtype, call.bias_stride, n, bias);
   for (std::int64_t i = 0; i < m; ++i) {
+    if (call.a.col_stride == 1) {  // one copy per row: element by element took 5% at M = 16
+      std::memcpy(x + i * ld_x, element(call.a, i, 0), static_cast<std::size_t>(k) * 2);
+      continue;
+    }
     for (std::int64_t p = 0; p < k; ++p) std::memcpy(x + i * ld_x + p, element(call.a, i, p), 2);
   }
   // Groups of 6 weight rows (the kernel's tile); at least 16 groups per thread's range.

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "tileops/core/dims.h"
@@ -62,7 +63,10 @@ inline constexpr double kLog2e = 1.44269504088896341;
 // as the native 16-bit kernels compute it (src/ops/cpu/simd/fast_exp-inl.h, Exp2Coarse): for
 // results rounded to 16 bits (half an ulp: 2e-3 for bfloat16, 2.4e-4 for float16) as good as
 // exp's 2 ulps at about half the instructions.
-tl::Value exp2_coarse(const tl::Value& y);
+// With `live` (a bool tile), 0 where it is false: the select goes on the result, which keeps the
+// expression of y out of it (the code generator fuses expressions of up to 2000 characters; one
+// masked y inside the polynomial's several copies of f split the loop in two).
+tl::Value exp2_coarse(const tl::Value& y, const std::optional<tl::Value>& live = std::nullopt);
 
 // Options of the kernels with exp (softmax, silu): fast_math's exp is as accurate as the default
 // one down to results of e^-86.9 and about half its cost; smaller results are 0, which a softmax

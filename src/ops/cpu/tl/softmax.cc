@@ -2,15 +2,19 @@
 // view [d0, d1, width] (folded_loop.h). Row (i0, i1) sees its first
 // visible = width - queries + i1 % queries + 1 columns (queries = 1: the whole row; queries = S
 // for causal [B, S, T] viewed unfolded) and gets zeros after them. The visible prefix is walked
-// in [1, 1, kTile] chunks three times: the max; e^(x - max) in float32, summed (one exp per
-// element) and stored into out itself for float32 rows, else (16-bit rows, as the native kernel:
-// exp2_coarse) into the block's row of a float32
-// scratch tensor [blocks, 1, width] (from the Context's workspace: it stays in cache); then that
-// row scaled by 1 / sum into out. Only the chunk that straddles the end of the
-// visible prefix is masked; the masked suffix is only written. Causal rows go to blocks
-// round-robin (their cost grows along the rows), others in contiguous runs.
+// in [1, 1, kTile] chunks three times:
+// 1. the max of x · scale (for a finite nonzero scale, that of x alone times scale; of 16-bit
+//    rows from integer keys of their bits, keyed_max);
+// 2. e^(x - max) in float32, summed (one exp per element), stored into out itself for float32
+//    rows, else (16-bit rows, as the native kernel: exp2_coarse) into the block's row of a
+//    float32 scratch tensor [blocks, 1, width] (from the Context's workspace: it stays in cache);
+// 3. that row scaled by 1 / sum into out.
+// Only the chunk that straddles the end of the visible prefix is masked; the masked suffix is
+// only written. Causal rows go to blocks round-robin (their cost grows along the rows), others in
+// contiguous runs.
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/tl/folded_loop.h"
@@ -30,94 +34,167 @@ using tl_impl::pointer_at;
 
 constexpr std::int64_t kTile = 1024;
 const DataType kF32 = DataType::kFloat32;
+// x read as integers (x_bits): int16 for 16-bit rows; float32 rows do not read it.
+const DataType kBits = DataType::kInt16;
 
-const tl::Kernel& softmax_kernel() {
-  static const tl::Kernel kernel = tl::jit(
-      "tileops_softmax",
-      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::GlobalAddress scratch, tl::Int d0,
-         tl::Int d1, tl::Int width, tl::Int sx0, tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1,
-         tl::Int so2, tl::Float scale, tl::Int queries) {
-        const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
-        const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
-        const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 1, width});
-        const tl::Value own = tl::block_idx();  // this block's scratch row
-        const DataType dtype = x.dtype();
-        const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
-        const tl::Value scale2 = scale * kLog2e;
-        // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
-        const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
-        const tl::Value round_robin = tl::minimum(queries - 1, 1);  // 0 or 1
-        const tl::Value first = tl::block_idx() * (round_robin + (1 - round_robin) * per_block);
-        const tl::Value stop =
-            round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
-        const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
-        for (tl::Value r : tl::range(first, stop, step)) {
-          const tl::Value i0 = tl::floordiv(r, d1);
-          const tl::Value i1 = r - i0 * d1;
-          const tl::Value next0 = tl::floordiv(r + step, d1);  // this block's next row
-          const tl::Value next1 = r + step - next0 * d1;
-          const tl::Value visible = width - queries + i1 % queries + 1;
-          const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
-          const tl::Value chunks = tl::ceildiv(visible, kTile);
-          const auto chunk = [&](const tl::Value& col) {  // x over the chunk at col, float32
-            const tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
-            return dtype == kF32 ? v : v.to(kF32);
-          };
-          // -inf past the visible prefix.
-          const auto masked = [&](const tl::Value& col, const tl::Value& v) {
-            return tl::where(lanes + col < visible, v, -INFINITY);
-          };
-          // Pass 1: the row's max.
-          tl::Var max = -INFINITY;
-          for (tl::Value c : tl::range(full)) {
-            max = tl::maximum(max, tl::reduce_max(chunk(c * kTile) * scale));
+// How pass 1 finds the max of x · scale: by multiplying every element (any scale), or from the
+// max (scale > 0) or min (scale < 0) of x alone, multiplied once.
+enum class MaxOrder { kGeneric, kPositive, kNegative };
+
+// The max (up) or min of the first `visible` elements of row (i0, i1) of a float16 or bfloat16
+// tensor, as float32; NaN if any of them is NaN. From integer keys of `bits`, the same memory read
+// as int16: the 16-bit floats are sign and magnitude, so b ^ ((b >> 15) & 0x7fff) orders them as
+// their values (-0 just below +0, which no shift by the max can tell apart). Per 32 lanes five
+// integer operations, the NaN probe's included, against a widening, a multiply, a max and a probe
+// per 16.
+tl::Value keyed_max(const tl::Value& bits, DataType dtype, const tl::Value& i0, const tl::Value& i1,
+                    const tl::Value& visible, const tl::Value& full, const tl::Value& chunks,
+                    const tl::Value& lanes, bool up) {
+  const std::int64_t inf_bits = dtype == DataType::kBFloat16 ? 0x7f80 : 0x7c00;
+  const std::int64_t none = up ? -32768 : 32767;  // the key no element beats
+  const auto key = [](const tl::Value& b) { return b ^ ((b >> 15) & 0x7fff); };  // self-inverse
+  tl::Var k = none;
+  tl::Var magnitude = 0;  // the largest |bits|: above inf_bits, a NaN
+  const auto take = [&](const tl::Value& keys, const tl::Value& magnitudes) {
+    k = up ? tl::maximum(k, tl::reduce_max(keys)) : tl::minimum(k, tl::reduce_min(keys));
+    magnitude = tl::maximum(magnitude, tl::reduce_max(magnitudes));
+  };
+  for (tl::Value c : tl::range(full)) {
+    const tl::Value b = tl::load(bits, {1, 1, kTile}, {i0, i1, c * kTile});
+    take(key(b), b & 0x7fff);
+  }
+  for (tl::Value c : tl::range(full, chunks)) {
+    const tl::Value col = c * kTile, live = lanes + col < visible;
+    const tl::Value b = tl::load(bits, {1, 1, kTile}, {i0, i1, col});
+    take(tl::where(live, key(b), none), tl::where(live, b & 0x7fff, 0));
+  }
+  const tl::Value value =
+      tl::reduce_max(tl::full({1}, key(k), DataType::kInt16).bitcast(dtype).to(kF32));
+  return tl::where(magnitude > inf_bits, NAN, value);
+}
+
+const tl::Kernel& softmax_kernel(MaxOrder order) {
+  const auto make = [](MaxOrder order) {
+    return tl::jit(
+        "tileops_softmax",
+        [order](tl::GlobalAddress x, tl::GlobalAddress x_bits, tl::GlobalAddress out,
+                tl::GlobalAddress scratch, tl::Int d0, tl::Int d1, tl::Int width, tl::Int sx0,
+                tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1, tl::Int so2, tl::Float scale,
+                tl::Int queries) {
+          const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
+          const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
+          const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 1, width});
+          const tl::Value own = tl::block_idx();  // this block's scratch row
+          const DataType dtype = x.dtype();
+          const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
+          const tl::Value scale2 = scale * kLog2e;
+          // Causal rows round-robin (their cost grows with i1), the others in contiguous runs.
+          const tl::Value rows = d0 * d1, per_block = tl::ceildiv(rows, tl::block_num());
+          const tl::Value round_robin = tl::minimum(queries - 1, 1);  // 0 or 1
+          const tl::Value first = tl::block_idx() * (round_robin + (1 - round_robin) * per_block);
+          const tl::Value stop =
+              round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
+          const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
+          for (tl::Value r : tl::range(first, stop, step)) {
+            const tl::Value i0 = tl::floordiv(r, d1);
+            const tl::Value i1 = r - i0 * d1;
+            const tl::Value next0 = tl::floordiv(r + step, d1);  // this block's next row
+            const tl::Value next1 = r + step - next0 * d1;
+            const tl::Value visible = width - queries + i1 % queries + 1;
+            const tl::Value full = tl::floordiv(visible, kTile);  // chunks without masked lanes
+            const tl::Value chunks = tl::ceildiv(visible, kTile);
+            const auto chunk = [&](const tl::Value& col) {  // x over the chunk at col, float32
+              const tl::Value v = tl::load(tx, {1, 1, kTile}, {i0, i1, col});
+              return dtype == kF32 ? v : v.to(kF32);
+            };
+            // -inf past the visible prefix.
+            const auto masked = [&](const tl::Value& col, const tl::Value& v) {
+              return tl::where(lanes + col < visible, v, -INFINITY);
+            };
+            // Pass 1: the row's max of x · scale.
+            tl::Var max = -INFINITY;
+            if (order == MaxOrder::kGeneric) {
+              for (tl::Value c : tl::range(full)) {
+                max = tl::maximum(max, tl::reduce_max(chunk(c * kTile) * scale));
+              }
+              for (tl::Value c : tl::range(full, chunks)) {
+                const tl::Value col = c * kTile;
+                max = tl::maximum(max, tl::reduce_max(masked(col, chunk(col) * scale)));
+              }
+            } else if (dtype == kF32) {
+              // scale > 0: max(x · scale) = max(x) · scale (rounding is monotonic); scale < 0: the
+              // min's. One multiply less per element.
+              const bool up = order == MaxOrder::kPositive;
+              const auto extreme = [&](const tl::Value& v) {
+                return up ? tl::reduce_max(v) : tl::reduce_min(v);
+              };
+              tl::Var m = up ? -INFINITY : INFINITY;
+              for (tl::Value c : tl::range(full)) {
+                m = up ? tl::maximum(m, extreme(chunk(c * kTile)))
+                       : tl::minimum(m, extreme(chunk(c * kTile)));
+              }
+              for (tl::Value c : tl::range(full, chunks)) {
+                const tl::Value col = c * kTile;
+                const tl::Value v =
+                    tl::where(lanes + col < visible, chunk(col), up ? -INFINITY : INFINITY);
+                m = up ? tl::maximum(m, extreme(v)) : tl::minimum(m, extreme(v));
+              }
+              max = m * scale;
+            } else {
+              const tl::Value bits = tl::tensor(x_bits, {d0, d1, width}, {sx0, sx1, sx2});
+              max = keyed_max(bits, dtype, i0, i1, visible, full, chunks, lanes,
+                              order == MaxOrder::kPositive) *
+                    scale;
+            }
+            // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel;
+            // with two threads 0.8x the time of going through the scratch row), else into the
+            // scratch row. Meanwhile the next row's chunk (whose max pass then reads from cache)
+            // and this row's out chunk (so that pass 3 does not wait for its lines) are fetched:
+            // this pass computes.
+            const bool in_out = dtype == kF32;
+            const tl::Value& stash = in_out ? to : ts;
+            const auto stash_at = [&](const tl::Value& col) {
+              return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
+            };
+            // The exponent: x · scale - max, or for exp2_coarse the same in log2 units as one
+            // multiply-add.
+            const tl::Value max2 = max * kLog2e;
+            const auto exponent = [&](const tl::Value& col) {
+              return in_out ? chunk(col) * scale - max : chunk(col) * scale2 - max2;
+            };
+            tl::Var sum = 0.0f;
+            // The chunk at col; with `live`, lanes where it is false give 0.
+            const auto exp_pass = [&](const tl::Value& col,
+                                      const std::optional<tl::Value>& live = std::nullopt) {
+              tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
+              tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
+              const tl::Value y = exponent(col);
+              const tl::Value e = in_out ? tl::exp(live ? tl::where(*live, y, -INFINITY) : y)
+                                         : exp2_coarse(y, live);
+              sum = sum + tl::reduce_sum(e);
+              tl::store(e, stash, stash_at(col));
+            };
+            for (tl::Value c : tl::range(full)) exp_pass(c * kTile);
+            for (tl::Value c : tl::range(full, chunks)) {
+              exp_pass(c * kTile, lanes + c * kTile < visible);
+            }
+            // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix.
+            const tl::Value inv = 1.0 / sum;
+            for (tl::Value c : tl::range(chunks)) {
+              const tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
+              tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
+            }
+            const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
+            for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
+              tl::store(zero, to, {i0, i1, c * kTile});
+            }
           }
-          for (tl::Value c : tl::range(full, chunks)) {
-            const tl::Value col = c * kTile;
-            max = tl::maximum(max, tl::reduce_max(masked(col, chunk(col) * scale)));
-          }
-          // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel;
-          // with two threads 0.8x the time of going through the scratch row), else into the
-          // scratch row. Meanwhile the next row's chunk (whose max pass then reads from cache)
-          // and this row's out chunk (so that pass 3 does not wait for its lines) are fetched:
-          // this pass computes.
-          const bool in_out = dtype == kF32;
-          const tl::Value& stash = in_out ? to : ts;
-          const auto stash_at = [&](const tl::Value& col) {
-            return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
-          };
-          // The exponent: x · scale - max, or for exp2_coarse the same in log2 units as one
-          // multiply-add.
-          const tl::Value max2 = max * kLog2e;
-          const auto exponent = [&](const tl::Value& col) {
-            return in_out ? chunk(col) * scale - max : chunk(col) * scale2 - max2;
-          };
-          tl::Var sum = 0.0f;
-          const auto exp_pass = [&](const tl::Value& y, const tl::Value& col) {
-            tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
-            tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
-            const tl::Value e = in_out ? tl::exp(y) : exp2_coarse(y);
-            sum = sum + tl::reduce_sum(e);
-            tl::store(e, stash, stash_at(col));
-          };
-          for (tl::Value c : tl::range(full)) exp_pass(exponent(c * kTile), c * kTile);
-          for (tl::Value c : tl::range(full, chunks)) {
-            exp_pass(masked(c * kTile, exponent(c * kTile)), c * kTile);
-          }
-          // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix.
-          const tl::Value inv = 1.0 / sum;
-          for (tl::Value c : tl::range(chunks)) {
-            const tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
-            tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
-          }
-          const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
-          for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
-            tl::store(zero, to, {i0, i1, c * kTile});
-          }
-        }
-      },
-      kFastMath);
-  return kernel;
+        },
+        kFastMath);
+  };
+  static const tl::Kernel kernels[] = {make(MaxOrder::kGeneric), make(MaxOrder::kPositive),
+                                       make(MaxOrder::kNegative)};
+  return kernels[static_cast<int>(order)];
 }
 
 // queries = 1 for scaled_softmax; S for causal_softmax, whose [B, S, T] view is kept unfolded so
@@ -153,9 +230,14 @@ class SoftmaxTl final : public Operator {
     const int blocks = pool.num_threads();
     const WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(blocks * d[2]));
-    softmax_kernel().launch_on(pool, blocks, pointer_at(x, x_offset), pointer_at(out, out_offset),
-                               lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2], so[0],
-                               so[1], so[2], scale_, queries);
+    // Only a finite, nonzero scale keeps the order of x (0 · inf is NaN, inf · x overflows).
+    const MaxOrder order = !std::isfinite(scale_) || scale_ == 0.0f ? MaxOrder::kGeneric
+                           : scale_ > 0.0f                          ? MaxOrder::kPositive
+                                                                    : MaxOrder::kNegative;
+    softmax_kernel(order).launch_on(
+        pool, blocks, pointer_at(x, x_offset), tl::Pointer{pointer_at(x, x_offset).data, kBits},
+        pointer_at(out, out_offset), lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2],
+        so[0], so[1], so[2], scale_, queries);
   }
 
   float scale_;
