@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <vector>
 
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
@@ -32,15 +33,26 @@ void BM_linear(benchmark::State& state) {
     state.SkipWithError("implementation not active in this build");
     return;
   }
-  TensorStorage x = make({m, k}, dtype), w = make({n, k}, dtype), out = make({m, n}, dtype);
+  TensorStorage x = make({m, k}, dtype), out = make({m, n}, dtype);
+  // Decode shapes cycle through copies of the weights, 128 MiB or more of them: a model's layers
+  // each bring their own, and one 4096 x 4096 bfloat16 matrix (32 MiB) would stay in a 32 MiB LLC.
+  const std::int64_t bytes = n * k * static_cast<std::int64_t>(size_of(dtype));
+  const std::int64_t copies =
+      m <= 16 ? std::max<std::int64_t>(2, ((128 << 20) + bytes - 1) / bytes) : 1;
+  std::vector<TensorStorage> weights;
+  for (std::int64_t c = 0; c < copies; ++c) weights.push_back(make({n, k}, dtype));
   Context ctx;
   ctx.implementation_index = index;
-  for (auto _ : state) ops::linear(x, w, Tensor(), out, ctx);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    ops::linear(x, weights[next], Tensor(), out, ctx);
+    next = (next + 1) % weights.size();
+  }
   state.counters["flops_per_second"] = benchmark::Counter(
       2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
       benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_bytes_per_second"] = benchmark::Counter(
-      static_cast<double>(w.bytes()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes_per_second"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void linear_cases(benchmark::internal::Benchmark* b) {

@@ -50,10 +50,18 @@ def run_bench(case_filter):
 
 def torch_gflops(dtype, m, n, k):
     tdt = torch.float32 if dtype == "float32" else torch.bfloat16
-    x, w = torch.randn(m, k).to(tdt), torch.randn(n, k).to(tdt)
+    # Decode shapes cycle through 128 MiB or more of weights, as gemm_bench does.
+    size = n * k * (4 if dtype == "float32" else 2)
+    copies = max(2, -(-(128 << 20) // size)) if m <= 16 else 1
+    x, ws = torch.randn(m, k).to(tdt), [torch.randn(n, k).to(tdt) for _ in range(copies)]
+    turn = [0]
+
+    def run():
+        turn[0] = (turn[0] + 1) % copies
+        return F.linear(x, ws[turn[0]])
     # bfloat16 in torch 1.13 on AVX2 runs at ~1 GFLOP/s: one cold call is a long enough timing.
     slow = tdt == torch.bfloat16 and m > 16
-    seconds = time_it(lambda: F.linear(x, w), 0.05 if slow else 0.3, warm_up=not slow)
+    seconds = time_it(run, 0.05 if slow else 0.3, warm_up=not slow)
     return 2.0 * m * n * k / seconds / 1e9
 
 
@@ -129,7 +137,9 @@ def main():
         "Case `M×N×K` is `linear(x[M, K], W[N, K])`. Peak: the float32 FMA peak for float32, the "
         "bfloat16 dot-product peak (`VDPBF16PS`; the widening peak without it) for bfloat16, as "
         "issue #3 defines its bars. Decode rows (M ≤ 16) give the weight bytes streamed per "
-        "second and their fraction of the copy bandwidth. torch's float32 linear goes to the "
+        "second and their fraction of the copy bandwidth; every implementation and torch cycle "
+        "through 128 MiB or more of weight copies there (a model's layers each bring their own; "
+        "one 32 MiB bfloat16 matrix would stay in the LLC). torch's float32 linear goes to the "
         "BLAS of Debian's alternatives (OpenBLAS 0.3.21 here), its bfloat16 linear to oneDNN 2.6.",
         "",
         "| case | dtype | impl | GFLOP/s | peak GFLOP/s | of peak | weight GB/s | copy GB/s | "

@@ -231,7 +231,8 @@ void Emitter::reduce_op(const Op& o) {
              << "; ++q) { const " << ct << " v = " << eq << "; tl_m[q] = v" << better
              << "tl_m[q] ? v : tl_m[q]; }\n";
       line() << ct << " r = " << extreme << ";\n";
-      line() << "for (int q = 0; q < " << l << "; ++q) r = tl_m[q]" << better << "r ? tl_m[q] : r;\n";
+      line() << "for (int q = 0; q < " << l << "; ++q) r = tl_m[q]" << better
+             << "r ? tl_m[q] : r;\n";
       line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) { const " << ct << " v = " << e
              << "; r = v" << better << "r ? v : r; }\n";
       line() << out << "[o] = r;\n";
