@@ -1,5 +1,9 @@
 #include "tileops/runtime/cpu_info.h"
 
+#include <unistd.h>
+
+#include <fstream>
+
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 
@@ -68,6 +72,25 @@ bool cpu_avx512_bf16() {
 #else
   return false;
 #endif
+}
+
+std::int64_t cpu_last_level_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    for (const char* index : {"index3", "index2"}) {
+      std::ifstream in(std::string("/sys/devices/system/cpu/cpu0/cache/") + index + "/size");
+      std::int64_t size = 0;
+      char unit = 0;
+      if (in >> size >> unit && size > 0 && (unit == 'K' || unit == 'M')) {
+        return size << (unit == 'K' ? 10 : 20);
+      }
+    }
+    long l3 = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    return l3 > 0 ? static_cast<std::int64_t>(l3) : std::int64_t{32} << 20;
+  }();
+  return bytes;
 }
 
 const char* version() { return TILEOPS_VERSION; }

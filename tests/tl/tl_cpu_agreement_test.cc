@@ -316,6 +316,38 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
 // the next row (256 lines), together by at least the whole row, the max loop by at most half.
 // The hint replaces the cursor that would fetch the next iteration's row for the load (locality
 // 3), though the load comes first. The results are checked too (against float64).
+// The same for float16 and bfloat16 stores: narrowed 64 lanes at a time into a buffer, then
+// streamed from a 64-byte boundary on (a row starting 3 elements in has a scalar head), a scalar
+// tail. Bit for bit as the interpreter.
+TEST(TlCpuAgreement, Streamed16BitStoresAreExact) {
+  const std::int64_t n = 300000 + 37;  // 1.8 MiB in all, over the 1 MiB threshold below
+  ::setenv("TILEOPS_TL_STREAM_BYTES", "1048576", 1);
+  const auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "streamed16",
+        [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int len) {
+          const tl::Value tx = tl::tensor(x, {len}), ty = tl::tensor(y, {len + 3});
+          for (tl::Value i : tl::range(tl::block_idx(), tl::ceildiv(len, 2048), tl::block_num())) {
+            tl::store((tl::load(tx, {2048}, {i * 2048}) * 3 + 1).to(y.dtype()), ty, {i * 2048 + 3});
+          }
+        },
+        o);
+  };
+  std::mt19937_64 rng(23);
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    const std::string dump = ::testing::TempDir() + "tl_streamed16_dump";
+    std::filesystem::remove_all(dump);
+    TensorStorage x = random_tensor({n}, DataType::kFloat32, rng, Layout::kContiguous, -100, 100);
+    TensorStorage e = poisoned({n + 3}, dtype), a = poisoned({n + 3}, dtype);
+    make(kInterp).launch(2, x, e, n);
+    make(tl::Options{.backend = "cpu", .dump_dir = dump}).launch(2, x, a, n);
+    expect_same_bytes(e, a, name_of(dtype).data());
+    EXPECT_NE(dumped_source(dump).find("tl_stream64_16(tl_out"), std::string::npos)
+        << name_of(dtype) << ": the store was not generated on the streaming path";
+  }
+  ::unsetenv("TILEOPS_TL_STREAM_BYTES");
+}
+
 TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
   const std::string dump = ::testing::TempDir() + "tl_hint_dump";
   std::filesystem::remove_all(dump);

@@ -1,25 +1,16 @@
 #include "src/ops/cpu/streaming.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
+#include "tileops/runtime/cpu_info.h"
+
 namespace tileops::ops::cpu {
 namespace {
 
-std::int64_t last_level_cache_bytes() {
-  long bytes = -1;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-  return bytes > 0 ? bytes : std::int64_t{32} << 20;
-}
-
 std::atomic<std::int64_t>& threshold() {
-  static std::atomic<std::int64_t> bytes{last_level_cache_bytes()};
+  static std::atomic<std::int64_t> bytes{cpu_last_level_cache_bytes()};
   return bytes;
 }
 

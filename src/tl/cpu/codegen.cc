@@ -1,18 +1,17 @@
 // The cpu code generator: types, control flow and global memory (compute ops are in
 // codegen_compute.cc). Generated loops have static trip counts wherever the IR has static
 // shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "src/tl/cpu/emitter.h"
 #include "src/tl/cpu/runtime_source.h"
 #include "src/tl/interp/buffer.h"
 #include "src/tl/verify/infer.h"
+#include "tileops/runtime/cpu_info.h"
 
 namespace tileops::tl::cpu {
 namespace {
@@ -27,25 +26,14 @@ std::string float_literal(double v, DataType dtype) {
   return dtype == DataType::kFloat64 ? std::string(buf) : "(float)" + std::string(buf);
 }
 
-// Stores are streamed when the kernel's tensors together exceed this: the last-level cache size,
-// from sysfs (glibc's sysconf derives it from cpuid, which some hypervisors report wrongly: 256 MiB
-// for a 32 MiB L3 on the benchmark machine), else sysconf, else 32 MiB.
+// Stores are streamed when the kernel's tensors together exceed the last-level cache
+// (cpu_last_level_cache_bytes).
 std::int64_t stream_bytes() {
   // $TILEOPS_TL_STREAM_BYTES overrides it (tests reach the streaming path with small tensors).
   if (const char* env = std::getenv("TILEOPS_TL_STREAM_BYTES"); env != nullptr && *env != '\0') {
     return std::max<std::int64_t>(0, std::atoll(env));
   }
-  static const std::int64_t bytes = [] {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
-    std::int64_t size = 0;
-    char unit = 0;
-    if (in >> size >> unit && size > 0 && (unit == 'K' || unit == 'M')) {
-      return size << (unit == 'K' ? 10 : 20);
-    }
-    const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return l3 > 0 ? static_cast<std::int64_t>(l3) : std::int64_t{32} << 20;
-  }();
-  return bytes;
+  return cpu_last_level_cache_bytes();
 }
 
 }  // namespace

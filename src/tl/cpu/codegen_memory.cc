@@ -358,15 +358,32 @@ void Emitter::store_op(const Op& o) {
     }
   } else if (!atomic && (d == DataType::kFloat16 || d == DataType::kBFloat16)) {
     // 64 lanes at a time: the fused expression into a float buffer, then narrowed (two plain
-    // loops vectorise better than one mixing float math with 16-bit packing).
+    // loops vectorise better than one mixing float math with 16-bit packing); streamed as the
+    // float32 stores above, through a 16-bit buffer, from a 64-byte boundary on.
+    const std::string prefetch = advance_hints(64, vt.size()) + next_tiles;
+    const std::string fill = cat(
+        {"alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = ", strip_round(d, v8),
+         "; "});
+    const auto narrow = [&](const std::string& dst) {
+      return d == DataType::kBFloat16
+                 ? "tl_f2bf64(" + dst + ", tl_t);"
+                 : "for (int q = 0; q < 64; ++q) " + write(dst + "[q]", "tl_t[q]");
+    };
+    std::string working_set = "0";
+    for (const std::string& tensor : tensors_) working_set += cat({" + ", tensor, "_bytes"});
+    open(cat({"if (tl_st == 1 && ", working_set, " > TL_STREAM_BYTES)"}));
+    line() << "i64 j = tl_lo;\n";
+    line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 63) != 0; ++j) " << write("tl_out[j]", v)
+           << "\n";
+    line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch << fill
+           << "alignas(64) u16 tl_h[64]; " << narrow("tl_h")
+           << " tl_stream64_16(tl_out + j, tl_h); }\n";
+    line() << "for (; j < tl_end; ++j) " << write("tl_out[j]", v) << "\n";
+    close();
+    line() << "else ";
     open("if (tl_st == 1)");
     line() << "i64 j = tl_lo;\n";
-    line() << "for (; j + 64 <= tl_end; j += 64) { " << advance_hints(64, vt.size()) << next_tiles
-           << "alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = "
-           << strip_round(d, v8) << "; "
-           << (d == DataType::kBFloat16
-                   ? "tl_f2bf64(tl_out + j, tl_t);"
-                   : "for (int q = 0; q < 64; ++q) " + write("tl_out[j + q]", "tl_t[q]"))
+    line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch << fill << narrow("(tl_out + j)")
            << " }\n";
     line() << "for (; j < tl_end; ++j) " << write("tl_out[j]", v) << "\n";
     close();

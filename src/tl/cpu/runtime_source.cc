@@ -213,6 +213,26 @@ TL_INLINE void tl_stream64(float* dst, const float* v) {
   for (int q = 0; q < 64; ++q) dst[q] = v[q];
 #endif
 }
+// The same for 64 16-bit values (128 bytes) to a 64-byte aligned `dst`.
+TL_INLINE void tl_stream64_16(u16* dst, const u16* v) {
+#if defined(__AVX512F__) && !defined(__clang__)
+  typedef float v16 __attribute__((vector_size(64)));
+  for (int q = 0; q < 64; q += 32) {
+    v16 x;
+    __builtin_memcpy(&x, v + q, 64);
+    __builtin_ia32_movntps512((float*)(dst + q), x);
+  }
+#elif defined(__AVX__) && !defined(__clang__)
+  typedef float v8 __attribute__((vector_size(32)));
+  for (int q = 0; q < 64; q += 16) {
+    v8 x;
+    __builtin_memcpy(&x, v + q, 32);
+    __builtin_ia32_movntps256((float*)(dst + q), x);
+  }
+#else
+  for (int q = 0; q < 64; ++q) dst[q] = v[q];
+#endif
+}
 // kLines lines of the next tile from `p` on (advanced), up to `end`: a prefetch never faults, so
 // a wrong extrapolation costs only bandwidth. kLocality 3 (into L1) for the next iteration's
 // tile, 2 (L2) for tl::prefetch hints, which name data a later pass reads.

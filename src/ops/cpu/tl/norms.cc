@@ -15,6 +15,7 @@
 
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/streaming.h"
 #include "src/ops/cpu/tl/folded_loop.h"
 #include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
@@ -193,10 +194,11 @@ class AddRmsNormTl final : public Operator {
     const auto &sx = loop.strides(0), &sr = loop.strides(1), &so = loop.strides(2),
                &sq = loop.strides(3);
     // The contract allows residual_out to be exactly x's or residual's view (in place). 16-bit
-    // rows are read back too: re-adding them costs a rounding per element, reading back a copy
-    // (bench: 0.87x the time for bfloat16, 1.2x for float32).
-    const bool reread =
-        x.element_size() == 2 || res_out.data() == res.data() || res_out.data() == x.data();
+    // rows are read back too while the tensors fit in the cache: re-adding them costs a rounding
+    // per element, reading back a copy (bench: 0.87x the time for bfloat16, 1.2x for float32).
+    // Beyond it residual_out is streamed past the cache and re-adding is the cheaper.
+    const bool reread = res_out.data() == res.data() || res_out.data() == x.data() ||
+                        (x.element_size() == 2 && !stream_stores(res_out, 4));
     WorkspacePool::Lease lease;
     const Weight wf = f32_weight(w, ctx, lease);
     loop.for_each_launch([&](const std::int64_t* o) {
