@@ -376,8 +376,10 @@ void Emitter::store_op(const Op& o) {
     line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 63) != 0; ++j) " << write("tl_out[j]", v)
            << "\n";
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch << fill
-           << "alignas(64) u16 tl_h[64]; " << narrow("tl_h")
-           << " tl_stream64_16(tl_out + j, tl_h); }\n";
+           << (d == DataType::kBFloat16 ? "tl_f2bf64_stream(tl_out + j, tl_t);"
+                                        : "alignas(64) u16 tl_h[64]; " + narrow("tl_h") +
+                                              " tl_stream64_16(tl_out + j, tl_h);")
+           << " }\n";
     line() << "for (; j < tl_end; ++j) " << write("tl_out[j]", v) << "\n";
     close();
     line() << "else ";

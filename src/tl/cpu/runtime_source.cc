@@ -189,6 +189,40 @@ TL_INLINE void tl_f2bf64(u16* dst, const float* t) {
 #endif
   for (int q = 0; q < 64; ++q) dst[q] = tl_f2bf(t[q]);
 }
+// tl_f2bf64 with streaming stores (below) to a 64-byte aligned `dst`: the converted halves are
+// joined in registers, as a 64-byte load of two 32-byte stores would wait for both to retire.
+TL_INLINE void tl_stream64_16(u16* dst, const u16* v);
+TL_INLINE void tl_f2bf64_stream(u16* dst, const float* t) {
+#if defined(__AVX512BF16__) && !defined(__clang__)
+  typedef float v16 __attribute__((vector_size(64)));
+  typedef short h16 __attribute__((vector_size(32)));
+  typedef short h32 __attribute__((vector_size(64)));
+  typedef long long q8 __attribute__((vector_size(64)));
+  v16 v[4];
+  __builtin_memcpy(v, t, 256);
+  unsigned subnormal = 0;
+  for (int i = 0; i < 4; ++i) subnormal |= __builtin_ia32_fpclassps512_mask(v[i], 0x20, 0xFFFF);
+  if (subnormal == 0) {
+    for (int i = 0; i < 2; ++i) {
+      const auto a = __builtin_ia32_cvtneps2bf16_v16sf(v[2 * i]);
+      const auto b = __builtin_ia32_cvtneps2bf16_v16sf(v[2 * i + 1]);
+      h16 lo, hi;
+      __builtin_memcpy(&lo, &a, 32);
+      __builtin_memcpy(&hi, &b, 32);
+      const h32 both = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                               13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                                               26, 27, 28, 29, 30, 31);
+      q8 bits;
+      __builtin_memcpy(&bits, &both, 64);
+      __builtin_ia32_movntdq512((q8*)(dst + 32 * i), bits);
+    }
+    return;
+  }
+#endif
+  alignas(64) u16 h[64];
+  for (int q = 0; q < 64; ++q) h[q] = tl_f2bf(t[q]);
+  tl_stream64_16(dst, h);
+}
 // Row stores of a kernel whose tensors exceed the last-level cache (TL_STREAM_BYTES) bypass it:
 // the line is not read before it is overwritten, which saves a third of an elementwise kernel's
 // memory traffic. 64 floats to a 64-byte aligned `dst`: with AVX-512 four 64-byte stores of
