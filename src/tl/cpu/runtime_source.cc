@@ -189,9 +189,36 @@ TL_INLINE void tl_f2bf64(u16* dst, const float* t) {
 #endif
   for (int q = 0; q < 64; ++q) dst[q] = tl_f2bf(t[q]);
 }
-// tl_f2bf64 with streaming stores (below) to a 64-byte aligned `dst`: the converted halves are
+// Row stores of a kernel whose tensors exceed the last-level cache (TL_STREAM_BYTES) bypass it:
+// the line is not read before it is overwritten, which saves a third of an elementwise kernel's
+// memory traffic. kBytes (a multiple of 64) to a 64-byte aligned `dst`: with AVX-512 64-byte
+// stores of registers (32-byte ones went through the stack: gelu 0.43-0.58 of a copy, 0.55-0.66
+// with these). The kernel ends with a store fence.
+template <int kBytes>
+TL_INLINE void tl_stream_bytes(void* dst, const void* v) {
+#if defined(__AVX512F__) && !defined(__clang__)
+  typedef float v16 __attribute__((vector_size(64)));
+  for (int q = 0; q < kBytes; q += 64) {
+    v16 x;
+    __builtin_memcpy(&x, (const char*)v + q, 64);
+    __builtin_ia32_movntps512((float*)((char*)dst + q), x);
+  }
+#elif defined(__AVX__) && !defined(__clang__)
+  typedef float v8 __attribute__((vector_size(32)));
+  for (int q = 0; q < kBytes; q += 32) {
+    v8 x;
+    __builtin_memcpy(&x, (const char*)v + q, 32);
+    __builtin_ia32_movntps256((float*)((char*)dst + q), x);
+  }
+#else
+  for (int q = 0; q < kBytes / 4; ++q) ((float*)dst)[q] = ((const float*)v)[q];
+#endif
+}
+// 64 floats; 64 16-bit values.
+TL_INLINE void tl_stream64(float* dst, const float* v) { tl_stream_bytes<256>(dst, v); }
+TL_INLINE void tl_stream64_16(u16* dst, const u16* v) { tl_stream_bytes<128>(dst, v); }
+// tl_f2bf64 with streaming stores to a 64-byte aligned `dst`: the converted halves are
 // joined in registers, as a 64-byte load of two 32-byte stores would wait for both to retire.
-TL_INLINE void tl_stream64_16(u16* dst, const u16* v);
 TL_INLINE void tl_f2bf64_stream(u16* dst, const float* t) {
 #if defined(__AVX512BF16__) && !defined(__clang__)
   typedef float v16 __attribute__((vector_size(64)));
@@ -222,50 +249,6 @@ TL_INLINE void tl_f2bf64_stream(u16* dst, const float* t) {
   alignas(64) u16 h[64];
   for (int q = 0; q < 64; ++q) h[q] = tl_f2bf(t[q]);
   tl_stream64_16(dst, h);
-}
-// Row stores of a kernel whose tensors exceed the last-level cache (TL_STREAM_BYTES) bypass it:
-// the line is not read before it is overwritten, which saves a third of an elementwise kernel's
-// memory traffic. 64 floats to a 64-byte aligned `dst`: with AVX-512 four 64-byte stores of
-// registers (eight 32-byte ones went through the stack: gelu 0.43-0.58 of a copy, 0.55-0.66 with
-// these). The kernel ends with a store fence.
-TL_INLINE void tl_stream64(float* dst, const float* v) {
-#if defined(__AVX512F__) && !defined(__clang__)
-  typedef float v16 __attribute__((vector_size(64)));
-  for (int q = 0; q < 64; q += 16) {
-    v16 x;
-    __builtin_memcpy(&x, v + q, 64);
-    __builtin_ia32_movntps512(dst + q, x);
-  }
-#elif defined(__AVX__) && !defined(__clang__)
-  typedef float v8 __attribute__((vector_size(32)));
-  for (int q = 0; q < 64; q += 8) {
-    v8 x;
-    __builtin_memcpy(&x, v + q, 32);
-    __builtin_ia32_movntps256(dst + q, x);
-  }
-#else
-  for (int q = 0; q < 64; ++q) dst[q] = v[q];
-#endif
-}
-// The same for 64 16-bit values (128 bytes) to a 64-byte aligned `dst`.
-TL_INLINE void tl_stream64_16(u16* dst, const u16* v) {
-#if defined(__AVX512F__) && !defined(__clang__)
-  typedef float v16 __attribute__((vector_size(64)));
-  for (int q = 0; q < 64; q += 32) {
-    v16 x;
-    __builtin_memcpy(&x, v + q, 64);
-    __builtin_ia32_movntps512((float*)(dst + q), x);
-  }
-#elif defined(__AVX__) && !defined(__clang__)
-  typedef float v8 __attribute__((vector_size(32)));
-  for (int q = 0; q < 64; q += 16) {
-    v8 x;
-    __builtin_memcpy(&x, v + q, 32);
-    __builtin_ia32_movntps256((float*)(dst + q), x);
-  }
-#else
-  for (int q = 0; q < 64; ++q) dst[q] = v[q];
-#endif
 }
 // kLines lines of the next tile from `p` on (advanced), up to `end`: a prefetch never faults, so
 // a wrong extrapolation costs only bandwidth. kLocality 3 (into L1) for the next iteration's
