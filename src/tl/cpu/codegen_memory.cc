@@ -327,13 +327,14 @@ void Emitter::store_op(const Op& o) {
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   std::string next_tiles;  // the 64-lane loops below prefetch the next iteration's tiles
   for (const std::string& pf : prefetch_) next_tiles += pf;
+  // Row stores stream when the tensors made so far (the kernel's working set, as far as it can
+  // tell) exceed the last-level cache, which then cannot keep the output for its consumer anyway.
+  std::string working_set = "0";
+  for (const std::string& tensor : tensors_) working_set += cat({" + ", tensor, "_bytes"});
+  const std::string streams = cat({"if (tl_st == 1 && ", working_set, " > TL_STREAM_BYTES)"});
   if (!atomic && d == DataType::kFloat32) {
     // Streaming: scalar up to a 64-byte boundary, then 64 lanes at a time, then a scalar tail.
-    // Streamed when the tensors made so far (the kernel's working set, as far as it can tell)
-    // exceed the last-level cache, which then cannot keep the output for its consumer anyway.
-    std::string working_set = "0";
-    for (const std::string& tensor : tensors_) working_set += cat({" + ", tensor, "_bytes"});
-    open(cat({"if (tl_st == 1 && ", working_set, " > TL_STREAM_BYTES)"}));
+    open(streams);
     line() << "i64 j = tl_lo;\n";
     line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 63) != 0; ++j) tl_out[j] = " << v
            << ";\n";
@@ -359,7 +360,7 @@ void Emitter::store_op(const Op& o) {
   } else if (!atomic && (d == DataType::kFloat16 || d == DataType::kBFloat16)) {
     // 64 lanes at a time: the fused expression into a float buffer, then narrowed (two plain
     // loops vectorise better than one mixing float math with 16-bit packing); streamed as the
-    // float32 stores above, through a 16-bit buffer, from a 64-byte boundary on.
+    // float32 stores above (bfloat16 joined in registers, float16 through a 16-bit buffer).
     const std::string prefetch = advance_hints(64, vt.size()) + next_tiles;
     const std::string fill = cat(
         {"alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = ", strip_round(d, v8),
@@ -369,9 +370,7 @@ void Emitter::store_op(const Op& o) {
                  ? "tl_f2bf64(" + dst + ", tl_t);"
                  : "for (int q = 0; q < 64; ++q) " + write(dst + "[q]", "tl_t[q]");
     };
-    std::string working_set = "0";
-    for (const std::string& tensor : tensors_) working_set += cat({" + ", tensor, "_bytes"});
-    open(cat({"if (tl_st == 1 && ", working_set, " > TL_STREAM_BYTES)"}));
+    open(streams);
     line() << "i64 j = tl_lo;\n";
     line() << "for (; j < tl_end && (((u64)(tl_out + j)) & 63) != 0; ++j) " << write("tl_out[j]", v)
            << "\n";
