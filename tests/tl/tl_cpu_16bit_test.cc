@@ -1,10 +1,15 @@
-// 16-bit float tiles on the cpu backend against the interpreter, bit for bit: tiles read in place,
-// copied (a tail past the tensor's end reads the padding; a strided tensor; a tensor stored to
-// while the tile is live), widened where they are read (a cast used twice, x * x), a loop-carried
+// 16-bit float tiles on the cpu backend against the interpreter, bit for bit: tiles read in place
+// (also from the tensor they are stored back to, an in-place update), copied (a tail past the
+// tensor's end reads the padding; a strided tensor), widened where they are read (in blocks of 64
+// in the vector loops) (a cast used twice, x * x), a loop-carried
 // accumulator updated in place, and stores that narrow a value rounded just before; float32 rows
 // of every kind of value (subnormals, NaN, infinities, halfway cases) narrowed to bfloat16 as
 // they are stored.
+#include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/tl/tl_test_util.h"
 
@@ -130,6 +135,78 @@ TEST(TlCpu16Bit, NarrowingStoresAgreeWithTheInterpreterOnEveryKindOfValue) {
   EXPECT_EQ(differing, 0);
   EXPECT_GT(nans, 0);  // the input has each kind of value
   EXPECT_GT(subnormals, 0);
+}
+
+// 16-bit tiles read 64 lanes at a time in fused loops are widened in blocks (tl_widen64): every
+// bfloat16 and float16 bit pattern, rows of 1061 (16 blocks and a tail), through a narrowing store
+// (y = round(2x)) and a row sum of squares (s, float32), against the interpreter: y bit for bit
+// (a NaN of the same sign counts as equal), s within 4 float32 roundings of its sum.
+TEST(TlCpu16Bit, BlockWideningAgreesOnEveryValue) {
+  constexpr std::int64_t kWidth = 1061, kRows = 62;  // 65782 elements: every 16-bit pattern
+  const auto make = [](const tl::Options& options) {
+    return tl::jit(
+        "widen_blocks",
+        [](tl::GlobalAddress x, tl::GlobalAddress y, tl::GlobalAddress s) {
+          const tl::Value tx = tl::tensor(x, {kRows, kWidth}), ty = tl::tensor(y, {kRows, kWidth});
+          const tl::Value ts = tl::tensor(s, {kRows, 1});
+          for (tl::Value r : tl::range(tl::block_idx(), kRows, tl::block_num())) {
+            const tl::Value v = tl::load(tx, {1, kWidth}, {r, 0}).to(DataType::kFloat32);
+            tl::store((v * 2.0f).to(x.dtype()), ty, {r, 0});
+            tl::store(tl::reduce_sum(v * v, {1}, true), ts, {r, 0});
+          }
+        },
+        options);
+  };
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    const std::string dump = ::testing::TempDir() + "tl_widen_blocks_dump";
+    std::filesystem::remove_all(dump);
+    TensorStorage x({kRows, kWidth}, dtype);
+    auto* bits = static_cast<std::uint16_t*>(x.data());
+    for (std::int64_t i = 0; i < kRows * kWidth; ++i) bits[i] = static_cast<std::uint16_t>(i);
+    TensorStorage yi = poisoned({kRows, kWidth}, dtype), yc = poisoned({kRows, kWidth}, dtype);
+    TensorStorage si = poisoned({kRows, 1}, DataType::kFloat32);
+    TensorStorage sc = poisoned({kRows, 1}, DataType::kFloat32);
+    make(tl::Options{.backend = "interp"}).launch(2, x, yi, si);
+    make(tl::Options{.backend = "cpu", .dump_dir = dump}).launch(2, x, yc, sc);
+    const std::uint16_t exponent = dtype == DataType::kBFloat16 ? 0x7F80 : 0x7C00;
+    const auto is_nan = [&](std::uint16_t h) {
+      return (h & exponent) == exponent && (h & ~exponent & 0x7FFF) != 0;
+    };
+    const auto* pi = static_cast<const std::uint16_t*>(yi.data());
+    const auto* pc = static_cast<const std::uint16_t*>(yc.data());
+    std::int64_t differing = 0;
+    for (std::int64_t i = 0; i < kRows * kWidth; ++i) {
+      const bool nan = is_nan(pi[i]) && is_nan(pc[i]) && (pi[i] >> 15) == (pc[i] >> 15);
+      if (pi[i] != pc[i] && !nan && differing++ == 0) {
+        ADD_FAILURE() << name_of(dtype) << " bits " << std::hex << bits[i] << ": interp " << pi[i]
+                      << ", cpu " << pc[i];
+      }
+    }
+    EXPECT_EQ(differing, 0) << name_of(dtype);
+    const auto* ri = static_cast<const float*>(si.data());
+    const auto* rc = static_cast<const float*>(sc.data());
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      if (std::isnan(ri[r])) {
+        EXPECT_TRUE(std::isnan(rc[r])) << name_of(dtype) << " row " << r;
+      } else if (std::isinf(ri[r])) {
+        EXPECT_EQ(rc[r], ri[r]) << name_of(dtype) << " row " << r;
+      } else {
+        EXPECT_NEAR(rc[r], ri[r], 4 * 0x1p-24 * std::fabs(ri[r])) << name_of(dtype) << " row " << r;
+      }
+    }
+    std::string source;
+    for (const auto& e : std::filesystem::directory_iterator(dump)) {
+      if (e.path().extension() != ".cc") continue;
+      std::ifstream in(e.path());
+      source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const std::string call =
+        dtype == DataType::kBFloat16 ? "tl_widen64<true>(" : "tl_widen64<false>(";
+    std::size_t calls = 0;
+    for (std::size_t p = source.find(call); p != std::string::npos; p = source.find(call, p + 1))
+      ++calls;
+    EXPECT_GE(calls, 2u) << name_of(dtype) << ": the sum and the store loop widen in blocks";
+  }
 }
 
 }  // namespace

@@ -767,6 +767,51 @@ TEST(TlCpuAgreement, IntegerRowMaxAndMin) {
 // A bitcast of a loaded bfloat16 or float16 tile to int16 reads its bits: every one of the 65536
 // patterns as the interpreter gives it (NaNs as the float conversions return them: quieted, or
 // float16's canonical NaN), also through a row max of the bits fused into the bitcast.
+// A tile stored back to where it was loaded from, computed elementwise (and through a row sum),
+// is read in place; one stored one column further on overlaps its own source at another offset
+// and must be copied first. Both against the interpreter, bit for bit (float32 products and sums
+// of two terms).
+TEST(TlCpuAgreement, InPlaceUpdatesReadTheirTileInPlace) {
+  constexpr std::int64_t kRows = 5, kWidth = 1000;
+  const auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "in_place",
+        [](tl::GlobalAddress x, tl::GlobalAddress y) {
+          const tl::Value tx = tl::tensor(x, {kRows, kWidth}), ty = tl::tensor(y, {kRows, kWidth});
+          for (tl::Value r : tl::range(tl::block_idx(), kRows, tl::block_num())) {
+            const tl::Value v = tl::load(tx, {1, kWidth}, {r, 0});
+            tl::store(v * 3.0f + tl::reduce_max(v), tx, {r, 0});
+            const tl::Value w = tl::load(ty, {1, kWidth - 1}, {r, 0});
+            tl::store(w * 2.0f, ty, {r, 1});
+          }
+        },
+        o);
+  };
+  const std::string dump = ::testing::TempDir() + "tl_in_place_dump";
+  std::filesystem::remove_all(dump);
+  std::mt19937_64 rng(29);
+  const TensorStorage x =
+      random_tensor({kRows, kWidth}, DataType::kFloat32, rng, Layout::kContiguous);
+  const TensorStorage y =
+      random_tensor({kRows, kWidth}, DataType::kFloat32, rng, Layout::kContiguous);
+  const auto copy = [](const TensorStorage& t) {
+    TensorStorage c(t.view().shape(), t.view().dtype());
+    std::memcpy(c.data(), t.data(), t.bytes());
+    return c;
+  };
+  TensorStorage xi = copy(x), yi = copy(y), xc = copy(x), yc = copy(y);
+  make(kInterp).launch(2, xi, yi);
+  make(tl::Options{.backend = "cpu", .dump_dir = dump}).launch(2, xc, yc);
+  expect_same_bytes(xi, xc, "in place");
+  expect_same_bytes(yi, yc, "shifted");
+  const std::string source = dumped_source(dump);
+  std::size_t direct = 0;
+  for (std::size_t p = source.find("_direct = "); p != std::string::npos;
+       p = source.find("_direct = ", p + 1))
+    ++direct;
+  EXPECT_EQ(direct, 1u) << "only the in-place update's tile is read in place";
+}
+
 TEST(TlCpuAgreement, BitcastOfLoaded16BitFloats) {
   auto make = [](const tl::Options& o) {
     return tl::jit(

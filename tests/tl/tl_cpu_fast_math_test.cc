@@ -1,8 +1,8 @@
-// fast_math on the cpu backend: its exp against float64 exp (within 2 ulps wherever the result is
-// at least e^-86.9, 0 below, inf above the float range, NaN kept), row sums of squares and
-// absolute values in float32 blocks, a masked row softmax with -inf
-// lanes (inf and NaN keep their meaning: no -ffinite-math-only), loading a fast_math kernel
-// leaves the thread's flush-to-zero mode alone, and all of it again with clang++ as the compiler.
+// fast_math on the cpu backend: its exp and exp2 against float64 (within 2 and 1 ulps wherever the
+// result is at least e^-86.9 or 2^-125, 0 below, inf above the float range, NaN kept), row sums in
+// float32 lanes, a masked row softmax with -inf lanes (inf and NaN keep their meaning: no
+// -ffinite-math-only), loading a fast_math kernel leaves the thread's flush-to-zero mode alone, and
+// all of it again with clang++ as the compiler.
 #include <glob.h>
 #include <unistd.h>
 
@@ -17,14 +17,15 @@ namespace {
 
 const tl::Options kFast{.backend = "cpu", .fast_math = true};
 
-// out = exp(x) over n elements, tiles of 64 (the tail is partial).
-tl::Kernel exp_kernel(const tl::Options& options) {
+// out = exp(x) (or exp2(x)) over n elements, tiles of 64 (the tail is partial).
+tl::Kernel exp_kernel(const tl::Options& options, bool base2 = false) {
   return tl::jit(
-      "fast_exp",
-      [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
+      base2 ? "fast_exp2" : "fast_exp",
+      [base2](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {
         const tl::Value tx = tl::tensor(x, {n}), to = tl::tensor(out, {n});
         for (tl::Value i : tl::range(tl::block_idx(), tl::ceildiv(n, 64), tl::block_num())) {
-          tl::store(tl::exp(tl::load(tx, {64}, {i * 64})), to, {i * 64});
+          const tl::Value v = tl::load(tx, {64}, {i * 64});
+          tl::store(base2 ? tl::exp2(v) : tl::exp(v), to, {i * 64});
         }
       },
       options);
@@ -61,41 +62,81 @@ TEST(TlCpuFastMath, ExpWithinTwoUlpsAboveTheFlushThreshold) {
   EXPECT_EQ(bad, 0);
 }
 
-// Row sums of squares and of absolute values add blocks of 64 in float32 under fast_math: rows of
-// 300 (4 blocks, then 16-, 8- and 1-lane tails) spanning 2^-20..2^20 against float64 sums, within
-// 3 float32 roundings per block and the double sum's final rounding (4 * 2^-24, relative).
-TEST(TlCpuFastMath, SumsOfSquaresAndAbsoluteValuesWithinFourRoundings) {
+// exp2 within 1 ulp wherever the result is at least 2^-125 (0 below, inf from 2^128 on): the
+// float range's ends, a dense sweep of [-130, 130] and every 65537th float.
+TEST(TlCpuFastMath, Exp2WithinOneUlpAboveTheFlushThreshold) {
+  std::vector<float> xs = {-INFINITY, INFINITY, NAN,     127.99f, 128.0f, 128.01f, 1e30f,
+                           -125.0f,   -125.01f, -126.0f, -149.5f, 0.0f,   -0.0f,   1e-8f};
+  for (int i = 0; i <= 260000; ++i) xs.push_back(-130.0f + static_cast<float>(i) * 0.001f);
+  append_every_nth_float(xs, 65537);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  TensorStorage x({n}, DataType::kFloat32);
+  std::memcpy(x.data(), xs.data(), xs.size() * 4);
+  TensorStorage out = poisoned({n}, DataType::kFloat32);
+  exp_kernel(kFast, true).launch(2, x, out, n);
+  const auto* got = static_cast<const float*>(out.data());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = xs[static_cast<std::size_t>(i)];
+    const double want = std::exp2(static_cast<double>(v));
+    bool ok = false;
+    if (std::isnan(v)) {
+      ok = std::isnan(got[i]);
+    } else if (v < -125.0f) {
+      ok = got[i] == 0.0f;
+    } else if (want > 0x1.fffffep127) {
+      ok = got[i] == INFINITY;
+    } else {
+      const auto w = static_cast<float>(want);
+      ok = std::fabs(got[i] - want) <= std::fabs(std::nextafter(w, INFINITY) - w);
+    }
+    if (!ok && bad++ == 0) ADD_FAILURE() << v << ": exp2 " << want << ", got " << got[i];
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// Under fast_math every float32 row sum adds 16 terms per float32 lane between widenings: rows of
+// 2300 (35 blocks of 64, so two flushes and a last partial run, then 16-, 8- and 1-lane tails)
+// spanning 2^-20..2^20, summed as squares, absolute values and as they are, against float64 sums:
+// within 20 float32 roundings relative to the sum of the terms' magnitudes (the square's own, 15
+// per lane, 3 in the widening, the last one to float32).
+TEST(TlCpuFastMath, RowSumsWithinTwentyRoundingsOfTheMagnitudes) {
+  constexpr std::int64_t kWidth = 2300;
   const tl::Kernel k = tl::jit(
       "fast_sums",
       [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int rows) {
-        const tl::Value tx = tl::tensor(x, {rows, 300}), to = tl::tensor(out, {rows, 2});
+        const tl::Value tx = tl::tensor(x, {rows, kWidth}), to = tl::tensor(out, {rows, 3});
         for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
-          const tl::Value v = tl::load(tx, {1, 300}, {r, 0});
+          const tl::Value v = tl::load(tx, {1, kWidth}, {r, 0});
           tl::store(tl::reduce_sum(v * v, {1}, true), to, {r, 0});
           tl::store(tl::reduce_sum(tl::abs(v), {1}, true), to, {r, 1});
+          tl::store(tl::reduce_sum(v, {1}, true), to, {r, 2});
         }
       },
       kFast);
   const std::int64_t rows = 16;
   std::mt19937_64 rng(4);
   std::uniform_real_distribution<double> exponent(-20, 20), sign(-1, 1);
-  TensorStorage x({rows, 300}, DataType::kFloat32);
+  TensorStorage x({rows, kWidth}, DataType::kFloat32);
   auto* px = static_cast<float*>(x.data());
-  for (std::int64_t i = 0; i < rows * 300; ++i) {
+  for (std::int64_t i = 0; i < rows * kWidth; ++i) {
     px[i] = static_cast<float>((sign(rng) < 0 ? -1 : 1) * std::exp2(exponent(rng)));
   }
-  TensorStorage out = poisoned({rows, 2}, DataType::kFloat32);
+  TensorStorage out = poisoned({rows, 3}, DataType::kFloat32);
   k.launch(3, x, out, rows);
   const auto* got = static_cast<const float*>(out.data());
+  const double bound = 20 * 0x1p-24;
   for (std::int64_t r = 0; r < rows; ++r) {
-    double squares = 0, absolute = 0;
-    for (std::int64_t j = 0; j < 300; ++j) {
-      const double v = px[r * 300 + j];
+    double squares = 0, absolute = 0, plain = 0;
+    for (std::int64_t j = 0; j < kWidth; ++j) {
+      const double v = px[r * kWidth + j];
       squares += v * v;
       absolute += std::fabs(v);
+      plain += v;
     }
-    EXPECT_NEAR(got[r * 2], squares, 4 * 0x1p-24 * squares) << "row " << r;
-    EXPECT_NEAR(got[r * 2 + 1], absolute, 4 * 0x1p-24 * absolute) << "row " << r;
+    EXPECT_NEAR(got[r * 3], squares, bound * squares) << "row " << r;
+    EXPECT_NEAR(got[r * 3 + 1], absolute, bound * absolute) << "row " << r;
+    EXPECT_NEAR(got[r * 3 + 2], plain, bound * absolute) << "row " << r;
   }
 }
 
@@ -192,7 +233,7 @@ TEST(TlCpuFastMath, KernelsCompileWithClangToo) {
   const auto [status, output] = run_command(command);
   std::filesystem::remove_all(cache);
   EXPECT_EQ(status, 0) << output;
-  EXPECT_NE(output.find("[  PASSED  ] 5 tests"), std::string::npos) << output;
+  EXPECT_NE(output.find("[  PASSED  ] 6 tests"), std::string::npos) << output;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,31 @@ std::string Emitter::at(int id, const std::string& index) const {
     return "(" + e + ")";
   }
   return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
+}
+
+std::string Emitter::widen_blocks(std::string& body, const std::string& base) const {
+  std::string fills;
+  for (const bool bf16 : {true, false}) {
+    const std::string call = bf16 ? "tl_bf2f(" : "tl_h2f(";
+    const std::string index = "[" + base + " + q])";
+    for (std::size_t p = body.find(call); p != std::string::npos; p = body.find(call, p + 1)) {
+      const std::size_t start = p + call.size();
+      std::size_t end = start;
+      while (end < body.size() &&
+             (std::isalnum(static_cast<unsigned char>(body[end])) != 0 || body[end] == '_'))
+        ++end;
+      if (end == start || body.compare(end, index.size(), index) != 0) continue;
+      const std::string tile = body.substr(start, end - start), block = "tl_w_" + tile;
+      if (fills.find(block + "[64]") == std::string::npos) {
+        fills += cat({"alignas(64) float ", block, "[64]; tl_widen64<", bf16 ? "true" : "false",
+                      ">(", tile, " + (", base, "), ", block, "); "});
+      }
+      const std::string replaced = block + "[q]";
+      body.replace(p, end + index.size() - p, replaced);
+      p += replaced.size() - 1;
+    }
+  }
+  return fills;
 }
 
 int Emitter::fusion_root(int id) {

@@ -109,6 +109,11 @@ std::string unary_expr(UnaryOp op, DataType dx, DataType dr, const std::string& 
     // exp (softmax's hot loop) in float, 8 lanes at a time, within 2 ulps.
     if (op == UnaryOp::kExp && dx != DataType::kFloat64)
       return round_float(dr, "tl_expf(" + x + ")");
+    // exp2: the double formula rounded to float, or under fast_math a float one (tl_exp2f).
+    const bool through_float =
+        dr == DataType::kFloat32 || dr == DataType::kFloat16 || dr == DataType::kBFloat16;
+    if (op == UnaryOp::kExp2 && dx != DataType::kFloat64 && through_float)
+      return round_float(dr, "tl_exp2f(" + x + ")");
     // gelu in float, 8 lanes at a time, within 8 ulps.
     if (op == UnaryOp::kGeluErf && dx != DataType::kFloat64)
       return round_float(dr, "tl_gelu_erff(" + x + ")");

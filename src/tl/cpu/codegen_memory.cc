@@ -148,12 +148,42 @@ std::optional<std::vector<int>> Emitter::direct_load_hazards(const Op& load) con
   }
   std::vector<int> stored;
   for (std::size_t j = i + 1; j <= last && j < r.ops.size(); ++j) stored_tensors(r.ops[j], stored);
+  const int tensor = load.operands[0];
+  if (std::find(stored.begin(), stored.end(), tensor) != stored.end()) {
+    if (!updated_in_place(r, i, last, live)) return std::nullopt;  // written while live
+    stored.erase(std::remove(stored.begin(), stored.end(), tensor), stored.end());
+  }
   for (int t : stored) {
-    if (t == load.operands[0]) return std::nullopt;  // written while the tile is live
     // A tensor made after the load has no address range yet at the load.
     if (!emitted_[static_cast<std::size_t>(t)]) return std::nullopt;
   }
   return stored;
+}
+
+bool Emitter::updated_in_place(const Region& r, std::size_t load, std::size_t last,
+                               const std::vector<bool>& live) const {
+  const Op& l = r.ops[load];
+  const Op& s = r.ops[last];
+  const std::int64_t size = type(l.results[0]).size();
+  // The last use stores a tile of the loaded shape to the loaded tensor at the same offsets.
+  if (s.kind != OpKind::kStore || s.operands[1] != l.operands[0] ||
+      type(s.operands[0]).shape != type(l.results[0]).shape ||
+      !std::equal(l.operands.begin() + 1, l.operands.end() - 1, s.operands.begin() + 2,
+                  s.operands.begin() + 2 + static_cast<std::ptrdiff_t>(l.operands.size() - 2)))
+    return false;
+  for (std::size_t j = load + 1; j < last; ++j) {
+    const Op& o = r.ops[j];
+    std::vector<int> tensors;
+    stored_tensors(o, tensors);
+    if (std::find(tensors.begin(), tensors.end(), l.operands[0]) != tensors.end()) return false;
+    if (!uses_any(o, live) || o.kind == OpKind::kReduce || o.kind == OpKind::kStore) continue;
+    const bool elementwise = o.kind == OpKind::kUnary || o.kind == OpKind::kBinary ||
+                             o.kind == OpKind::kWhere || o.kind == OpKind::kCast;
+    // Same-shape results read element j for element j; one-element ones come from reductions.
+    const std::int64_t n = type(o.results[0]).size();
+    if (!elementwise || (n != size && n != 1)) return false;
+  }
+  return true;
 }
 
 const Op* Emitter::sinkable_store(const Op& producer, int id) const {
@@ -323,7 +353,8 @@ void Emitter::store_op(const Op& o) {
   }
   // Element j of the row (a fused producer's expression is evaluated here).
   const std::string v = strip_round(d, at(value, "tl_row * " + width + " + j"));
-  const std::string v8 = at(value, "tl_row * " + width + " + j + q");
+  std::string v8 = at(value, "tl_row * " + width + " + j + q");
+  const std::string widen8 = widen_blocks(v8, "tl_row * " + width + " + j");
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
   std::string next_tiles;  // the 64-lane loops below prefetch the next iteration's tiles
   for (const std::string& pf : prefetch_) next_tiles += pf;
@@ -340,14 +371,15 @@ void Emitter::store_op(const Op& o) {
            << ";\n";
     // Chunks of 64 through a stack buffer: the loop vectoriser handles a plain counted loop
     // over any fused expression best.
-    const std::string prefetch = advance_hints(64, vt.size()) + next_tiles;
+    const std::string prefetch = advance_hints(64, vt.size()) + next_tiles + widen8;
     line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
            << "alignas(64) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = " << v8
            << "; tl_stream64(tl_out + j, tl_t); }\n";
     line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
     close();
     line() << "else ";
-    // Cached stores advance the same cursors, in 64-lane chunks, when there are any.
+    // Cached stores advance the same cursors (and widen 16-bit tiles) in 64-lane chunks, when
+    // there are any.
     if (!prefetch.empty()) {
       open("if (tl_st == 1)");
       line() << "i64 j = tl_lo;\n";
@@ -361,7 +393,7 @@ void Emitter::store_op(const Op& o) {
     // 64 lanes at a time: the fused expression into a float buffer, then narrowed (two plain
     // loops vectorise better than one mixing float math with 16-bit packing); streamed as the
     // float32 stores above (bfloat16 joined in registers, float16 through a 16-bit buffer).
-    const std::string prefetch = advance_hints(64, vt.size()) + next_tiles;
+    const std::string prefetch = advance_hints(64, vt.size()) + next_tiles + widen8;
     const std::string fill = cat(
         {"alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = ", strip_round(d, v8),
          "; "});

@@ -44,20 +44,14 @@ std::int64_t Emitter::suffix_run(const Op& o) const {
   return count;
 }
 
-// Only exp results: squares qualify as well, but rms_norm, which agrees with the interpreter
-// bit for bit in practice with a double sum, then drifts by up to 3 ulps; so squares take float32
-// blocks only under fast_math (square(), tl_acc64_sq).
+// Only exp and exp2 results: squares qualify as well, but rms_norm, which agrees with the
+// interpreter bit for bit in practice with a double sum, then drifts by up to 3 ulps (under
+// fast_math every sum takes float32 accumulators: tl_sum64).
 bool Emitter::nonnegative(int id) const {
   const Op* d = def_[static_cast<std::size_t>(id)];
-  return d != nullptr && d->kind == OpKind::kUnary && static_cast<UnaryOp>(d->sub) == UnaryOp::kExp;
-}
-
-bool Emitter::square(int id) const {
-  const Op* d = def_[static_cast<std::size_t>(id)];
-  if (d != nullptr && d->kind == OpKind::kUnary && static_cast<UnaryOp>(d->sub) == UnaryOp::kAbs)
-    return true;
-  return d != nullptr && d->kind == OpKind::kBinary &&
-         static_cast<BinaryOp>(d->sub) == BinaryOp::kMul && d->operands[0] == d->operands[1];
+  return d != nullptr && d->kind == OpKind::kUnary &&
+         (static_cast<UnaryOp>(d->sub) == UnaryOp::kExp ||
+          static_cast<UnaryOp>(d->sub) == UnaryOp::kExp2);
 }
 
 const Op* Emitter::sum_of(int id) const {
@@ -85,8 +79,8 @@ std::string Emitter::declare_reduced(const Op& o) {
 // Each output is one contiguous run of `count`, summed with eight double accumulators, lane q
 // taking elements q, q + 8, ... (two sets of them over 16-element steps, added at the end), 64
 // terms per loop step; runs of non-negative terms add blocks of 64 in float32 first (tl_acc64:
-// within 3 float32 roundings, relative, of the exact block sum), and so do runs of squares under
-// fast_math (tl_acc64_sq).
+// within 3 float32 roundings, relative, of the exact block sum). Under fast_math every run adds
+// its blocks in float32 lanes, widened every 1024 terms (tl_sum64).
 void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
                        const std::string& out) {
   const Type& xt = type(r.operands[0]);
@@ -94,7 +88,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   const std::int64_t count = suffix_run(r);
   const std::string c = std::to_string(count);
   const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit vectors
-  const bool squares = square(r.operands[0]), nonneg = nonnegative(r.operands[0]);
+  const bool nonneg = nonnegative(r.operands[0]);
   const std::int64_t blocks = vec ? count - count % 64 : 0;
   const std::int64_t tail16 = blocks + (count - blocks) / 16 * 16;
   const std::int64_t tail = count - count % 8;
@@ -109,11 +103,13 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   if (vec) {
     line() << "tl_v8d tl_lo = {}, tl_hi = {};\n";
     if (blocks > 0) {
+      std::string body = take("tl_t[q]", iq);
+      const std::string fills = widen_blocks(body, "o * " + c + " + k");
+      line() << "tl_v16 tl_f[4] = {};\n";
       line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(64, xt.size())
-             << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << take("tl_t[q]", iq)
-             << (nonneg    ? " tl_acc64(tl_lo, tl_t); }\n"
-                 : squares ? " tl_acc64_sq(tl_lo, tl_hi, tl_t); }\n"
-                           : " tl_acc64_exact(tl_lo, tl_hi, tl_t); }\n");
+             << fills << "float tl_t[64]; for (int q = 0; q < 64; ++q) " << body << " tl_sum64<"
+             << (nonneg ? "true" : "false") << ">(tl_f, tl_lo, tl_hi, tl_t, k); }\n";
+      line() << "tl_sum_flush(tl_f, tl_lo);\n";
     }
     if (tail16 > blocks) {
       line() << "for (i64 k = " << blocks << "; k < " << tail16 << "; k += 16) { float tl_t[16]; "

@@ -61,8 +61,14 @@ class Emitter {
   void load_op(const Op& o);
   // For a load about to be emitted: the tensors stored to while its tile is live (which must not
   // overlap the loaded tensor for the tile to be read in place), or nullopt when the loaded
-  // tensor itself is stored to then.
+  // tensor itself is stored to then, unless as an in-place update: by the last op using the
+  // tile, at the load's offsets, a tile of its shape computed elementwise (reductions of it
+  // complete first), which writes each element only after its last read.
   std::optional<std::vector<int>> direct_load_hazards(const Op& load) const;
+  // Whether ops (load, last] of `r` update the loaded tile's memory in place as above (`live`:
+  // the values derived from the tile).
+  bool updated_in_place(const Region& r, std::size_t load, std::size_t last,
+                        const std::vector<bool>& live) const;
   void store_op(const Op& o);
   void prefetch_op(const Op& o);
   // For a tile of `shape` at `offsets` (C expressions) in tensor `t`: the condition that it lies
@@ -112,11 +118,13 @@ class Emitter {
   // The run length when reduction `o` reduces contiguous trailing runs of a float tile with a
   // multi-accumulator loop (sum, mean, max, min), else 0.
   std::int64_t suffix_run(const Op& o) const;
+  // In the body of a 64-lane loop (lane q of element base + q), replaces the reads of widened
+  // 16-bit tiles at that element (at(): tl_bf2f(<v>[base + q]), tl_h2f(...)) by reads of float32
+  // blocks, and returns the statements that fill those blocks (tl_widen64) before the lane loop.
+  std::string widen_blocks(std::string& body, const std::string& base) const;
   // Whether every element of `id` is >= 0 or NaN by construction (an exp result): its sums may
   // add blocks in float32 with a bounded relative error (codegen_reduce.cc).
   bool nonnegative(int id) const;
-  // Whether `id` is x * x or |x| (its sums take tl_acc64_sq: float32 blocks under fast_math).
-  bool square(int id) const;
   // A float32 row sum (or mean) of the elementwise result `id` in the region being emitted, which
   // the loop producing `id` can compute on the way (nullptr if none).
   const Op* sum_of(int id) const;

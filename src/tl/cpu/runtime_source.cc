@@ -117,6 +117,29 @@ TL_INLINE float tl_expf_fast(float x) {
 #if TL_FAST_MATH
 #define tl_expf tl_expf_fast
 #endif
+// exp2 under fast_math: within 1 ulp (0.9 measured on [-1/2, 1/2]) wherever the result is at
+// least 2^-125; smaller results are 0. x = n + f, |f| <= 1/2, n rounded by the magic-number trick
+// as in tl_expf_fast (s = 2^(n - 1), normal for n in [-125, 128]); 2 * 2^f is a degree-6 fit
+// (relative error 2e-8 with its float32 coefficients) in Horner's order, whose last step rounds
+// once, and the product with s is exact. No range reduction by ln2: 7 multiply-adds where
+// tl_expf_fast takes 12, which is why softmax kernels take exp2 of log2e-scaled arguments.
+// x > 128 takes 128 (inf); NaN propagates through f. Otherwise exp2 of the double.
+TL_INLINE float tl_exp2f(float x) {
+#if TL_FAST_MATH
+  const float xc = x > 128.0f ? 128.0f : x, magic = 12583038.0f;  // 1.5 * 2^23 + 126
+  const float t = xc + magic, f = xc - (t - magic);
+  float p = 0.0003069162485189736f;
+  p = __builtin_fmaf(p, f, 0.0026799861807376146f);
+  p = __builtin_fmaf(p, f, 0.019236978143453598f);
+  p = __builtin_fmaf(p, f, 0.11100657284259796f);
+  p = __builtin_fmaf(p, f, 0.48045292496681213f);
+  p = __builtin_fmaf(p, f, 1.3862943649291992f);
+  p = __builtin_fmaf(p, f, 2.0f);
+  return x < -125.0f ? 0.0f : p * tl_bitsf(tl_fbits(t) << 23);
+#else
+  return (float)exp2((double)x);
+#endif
+}
 // gelu(x) = x Phi(x) in float, one branch-free formula for every x (8 lanes at a time), within
 // 6 ulps of the interpreter's 0.5 x erfc(-x / sqrt 2) rounded once (tests/tl/
 // tl_cpu_agreement_test.cc sweeps every 4099th float32; bench/results/tl-cpu.md has the
@@ -212,6 +235,40 @@ TL_INLINE void tl_stream_bytes(void* dst, const void* v) {
   }
 #else
   for (int q = 0; q < kBytes / 4; ++q) ((float*)dst)[q] = ((const float*)v)[q];
+#endif
+}
+// 64 bfloat16 (kBF16) or float16 values widened to float32 in one go, before a 64-lane loop that
+// reads them (Emitter::widen_blocks): per 16 lanes one masked word permute that puts each
+// bfloat16 in the high half of its lane, or one vcvtph2ps (exact, as tl_h2f), where GCC widened
+// element by element with a zero extension, a shift and every other time an extract (bfloat16),
+// or tl_h2f's integer steps (float16).
+template <bool kBF16>
+TL_INLINE void tl_widen64(const u16* s, float* d) {
+#if defined(__AVX512BW__) && !defined(__clang__)
+  typedef short h32 __attribute__((vector_size(64)));
+  typedef short h16 __attribute__((vector_size(32)));
+  typedef float v16 __attribute__((vector_size(64)));
+  for (int i = 0; i < 4; ++i) {
+    v16 v;
+    if constexpr (kBF16) {
+      h32 x;  // lanes 16i .. 16i + 15 are words 16 (i % 2) .. of the 32 loaded at 32 (i / 2)
+      __builtin_memcpy(&x, s + 32 * (i / 2), 64);
+      const short o = (short)(16 * (i % 2));
+      const h32 idx = {0, (short)(o + 0),  0, (short)(o + 1),  0, (short)(o + 2),  0, (short)(o + 3),
+                       0, (short)(o + 4),  0, (short)(o + 5),  0, (short)(o + 6),  0, (short)(o + 7),
+                       0, (short)(o + 8),  0, (short)(o + 9),  0, (short)(o + 10), 0, (short)(o + 11),
+                       0, (short)(o + 12), 0, (short)(o + 13), 0, (short)(o + 14), 0, (short)(o + 15)};
+      const h32 w = __builtin_ia32_permvarhi512_mask(x, idx, (h32){}, 0xAAAAAAAAu);
+      __builtin_memcpy(&v, &w, 64);
+    } else {
+      h16 x;
+      __builtin_memcpy(&x, s + 16 * i, 32);
+      v = __builtin_ia32_vcvtph2ps512_mask(x, (v16){}, (unsigned short)0xFFFF, 4);
+    }
+    __builtin_memcpy(d + 16 * i, &v, 64);
+  }
+#else
+  for (int q = 0; q < 64; ++q) d[q] = kBF16 ? tl_bf2f(s[q]) : tl_h2f(s[q]);
 #endif
 }
 // 64 floats; 64 16-bit values.
@@ -385,15 +442,32 @@ TL_INLINE void tl_acc64(tl_v8d& acc, const float* t) {
 TL_INLINE void tl_acc64_exact(tl_v8d& lo, tl_v8d& hi, const float* t) {
   for (int i = 0; i < 4; ++i) tl_acc16(lo, hi, t + 16 * i);
 }
-// Sums of squares or absolute values (>= 0 too) in blocks of 64: under fast_math as tl_acc64 (in
-// `lo`); otherwise tl_acc64_exact, the double sum that keeps rms_norm agreeing with the
-// interpreter.
-TL_INLINE void tl_acc64_sq(tl_v8d& lo, tl_v8d& hi, const float* t) {
+// Under fast_math, the float32 accumulators f widened into `lo` (and cleared).
+TL_INLINE void tl_sum_flush(tl_v16* f, tl_v8d& lo) {
+#if TL_FAST_MATH
+  tl_acc64(lo, (const float*)f);
+  for (int i = 0; i < 4; ++i) f[i] = (tl_v16){};
+#else
+  (void)f, (void)lo;
+#endif
+}
+// The block of 64 terms t at offset k of a sum. Under fast_math, any sum adds it into four
+// float32 vectors (lane q of f[i] takes elements 16i + q + 64j: one addition per 16 terms and no
+// chain through the block), flushed into `lo` every 1024 terms (16 per lane) and by the caller
+// at the end. Otherwise tl_acc64 for non-negative terms (exp results), else tl_acc64_exact: the
+// double sum that keeps rms_norm's sum of squares agreeing with the interpreter.
+template <bool kNonNegative>
+TL_INLINE void tl_sum64(tl_v16* f, tl_v8d& lo, tl_v8d& hi, const float* t, i64 k) {
 #if TL_FAST_MATH
   (void)hi;
-  tl_acc64(lo, t);
+  tl_v16 v[4];
+  __builtin_memcpy(v, t, 256);
+  for (int i = 0; i < 4; ++i) f[i] += v[i];
+  if ((k & 1023) == 1024 - 64) tl_sum_flush(f, lo);
 #else
-  tl_acc64_exact(lo, hi, t);
+  (void)f, (void)k;
+  if constexpr (kNonNegative) tl_acc64(lo, t);
+  else tl_acc64_exact(lo, hi, t);
 #endif
 }
 // Max (min) accumulators over runs of 32: lane q of m takes elements 16j + q + 32i.

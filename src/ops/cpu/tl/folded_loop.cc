@@ -80,9 +80,7 @@ tl::Pointer pointer_at(const Tensor& t, std::int64_t offset) {
 }
 
 // y = n + f with |f| <= 1/2, a degree-4 fit of 2^f, 2^n built in the exponent field (valid for
-// y < 127.5). The closing abs changes nothing (both factors are >= 0) but tells the code generator
-// so: under fast_math a row sum then adds blocks of 64 terms in float32 before widening, as it
-// does for exp.
+// y < 127.5).
 tl::Value exp2_coarse(const tl::Value& y, const std::optional<tl::Value>& live) {
   const float magic = 12583039.0f;  // 1.5 * 2^23 + 127: t's low mantissa bits are n + 127
   const tl::Value yc = tl::where(y < -127.0f, -127.0f, y);  // NaN stays
@@ -94,7 +92,7 @@ tl::Value exp2_coarse(const tl::Value& y, const std::optional<tl::Value>& live) 
           f +
       1.0f;
   const tl::Value e = p * (t.bitcast(DataType::kInt32) << 23).bitcast(DataType::kFloat32);
-  return tl::abs(live ? tl::where(*live, e, 0.0f) : e);
+  return live ? tl::where(*live, e, 0.0f) : e;
 }
 
 }  // namespace tileops::ops::cpu::tl_impl
