@@ -7,9 +7,6 @@
 // they are stored.
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "tests/tl/tl_test_util.h"
 
@@ -158,8 +155,7 @@ TEST(TlCpu16Bit, BlockWideningAgreesOnEveryValue) {
         options);
   };
   for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
-    const std::string dump = ::testing::TempDir() + "tl_widen_blocks_dump";
-    std::filesystem::remove_all(dump);
+    const std::string dump = fresh_dump_dir("tl_widen_blocks_dump");
     TensorStorage x({kRows, kWidth}, dtype);
     auto* bits = static_cast<std::uint16_t*>(x.data());
     for (std::int64_t i = 0; i < kRows * kWidth; ++i) bits[i] = static_cast<std::uint16_t>(i);
@@ -194,12 +190,7 @@ TEST(TlCpu16Bit, BlockWideningAgreesOnEveryValue) {
         EXPECT_NEAR(rc[r], ri[r], 4 * 0x1p-24 * std::fabs(ri[r])) << name_of(dtype) << " row " << r;
       }
     }
-    std::string source;
-    for (const auto& e : std::filesystem::directory_iterator(dump)) {
-      if (e.path().extension() != ".cc") continue;
-      std::ifstream in(e.path());
-      source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+    const std::string source = dumped_source(dump);
     const std::string call =
         dtype == DataType::kBFloat16 ? "tl_widen64<true>(" : "tl_widen64<false>(";
     std::size_t calls = 0;

@@ -4,9 +4,6 @@
 // stated below. Each kernel computes many ops at once so that only a few are compiled.
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <regex>
 
 #include "tests/tl/tl_test_util.h"
@@ -16,17 +13,6 @@ namespace {
 
 const tl::Options kInterp{.backend = "interp"};
 const tl::Options kCpu{.backend = "cpu"};
-
-// The generated source a kernel dumped into `dir` (dump_dir; the test's only kernel there).
-std::string dumped_source(const std::string& dir) {
-  std::string source;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() != ".cc") continue;
-    std::ifstream in(e.path());
-    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  return source;
-}
 
 using Fn = tl::Value (*)(const tl::Value& x, const tl::Value& y);
 
@@ -285,8 +271,7 @@ TEST(TlCpuAgreement, Float32GeluEveryNthFloat) {
 TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
   const std::int64_t n = (std::int64_t{1} << 20) + 37;  // 8 MiB in all
   ::setenv("TILEOPS_TL_STREAM_BYTES", "4194304", 1);
-  const std::string dump = ::testing::TempDir() + "tl_streamed_dump";
-  std::filesystem::remove_all(dump);
+  const std::string dump = fresh_dump_dir("tl_streamed_dump");
   const tl::Kernel k = tl::jit(
       "streamed",
       [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int len) {
@@ -336,8 +321,7 @@ TEST(TlCpuAgreement, Streamed16BitStoresAreExact) {
   };
   std::mt19937_64 rng(23);
   for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
-    const std::string dump = ::testing::TempDir() + "tl_streamed16_dump";
-    std::filesystem::remove_all(dump);
+    const std::string dump = fresh_dump_dir("tl_streamed16_dump");
     TensorStorage x = random_tensor({n}, DataType::kFloat32, rng, Layout::kContiguous, -100, 100);
     auto* px = static_cast<float*>(x.data());
     px[5000] = 1e-39f;  // float32 subnormals: AVX512-BF16's conversion would flush them
@@ -355,8 +339,7 @@ TEST(TlCpuAgreement, Streamed16BitStoresAreExact) {
 }
 
 TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
-  const std::string dump = ::testing::TempDir() + "tl_hint_dump";
-  std::filesystem::remove_all(dump);
+  const std::string dump = fresh_dump_dir("tl_hint_dump");
   const tl::Kernel k = tl::jit(
       "hinted_rows",
       [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows) {
@@ -399,8 +382,7 @@ TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {
 // loops, not both (each store loop below takes the whole next row, 4 lines per 64 lanes).
 // Both branches scale exactly (by 2 and 1/2).
 TEST(TlCpuAgreement, PrefetchHintBeforeAnIfCountsOneBranch) {
-  const std::string dump = ::testing::TempDir() + "tl_hint_if_dump";
-  std::filesystem::remove_all(dump);
+  const std::string dump = fresh_dump_dir("tl_hint_if_dump");
   const tl::Kernel k = tl::jit(
       "hinted_branches",
       [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows, tl::Bool twice) {
@@ -787,8 +769,7 @@ TEST(TlCpuAgreement, InPlaceUpdatesReadTheirTileInPlace) {
         },
         o);
   };
-  const std::string dump = ::testing::TempDir() + "tl_in_place_dump";
-  std::filesystem::remove_all(dump);
+  const std::string dump = fresh_dump_dir("tl_in_place_dump");
   std::mt19937_64 rng(29);
   const TensorStorage x =
       random_tensor({kRows, kWidth}, DataType::kFloat32, rng, Layout::kContiguous);

@@ -2,13 +2,17 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +23,26 @@
 namespace tileops::testing::tl_test {
 
 namespace tl = ::tileops::tl;
+
+// An empty directory for one test's dumped kernels (dump_dir), unique to this process: ctest runs
+// a test binary and its AVX2 variant at once, and one must not remove the other's files while
+// they compile.
+inline std::string fresh_dump_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// The generated source a kernel dumped into `dir` (dump_dir; the test's only kernel there).
+inline std::string dumped_source(const std::string& dir) {
+  std::string source;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return source;
+}
 
 inline std::vector<double> map(const std::vector<double>& x,
                                const std::function<double(double)>& f) {

@@ -384,7 +384,8 @@ void Emitter::store_op(const Op& o) {
       open("if (tl_st == 1)");
       line() << "i64 j = tl_lo;\n";
       line() << "for (; j + 64 <= tl_end; j += 64) { " << prefetch
-             << "for (int q = 0; q < 64; ++q) tl_out[j + q] = " << v8 << "; }\n";
+             << "_Pragma(\"GCC ivdep\") for (int q = 0; q < 64; ++q) tl_out[j + q] = " << v8
+             << "; }\n";
       line() << "for (; j < tl_end; ++j) tl_out[j] = " << v << ";\n";
       close();
       line() << "else ";

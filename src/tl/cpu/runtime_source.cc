@@ -123,11 +123,14 @@ TL_INLINE float tl_expf_fast(float x) {
 // (relative error 2e-8 with its float32 coefficients) in Horner's order, whose last step rounds
 // once, and the product with s is exact. No range reduction by ln2: 7 multiply-adds where
 // tl_expf_fast takes 12, which is why softmax kernels take exp2 of log2e-scaled arguments.
-// x > 128 takes 128 (inf); NaN propagates through f. Otherwise exp2 of the double.
+// n is capped at 128 by an unsigned min on t's bits (one integer instruction; a float clamp of x
+// took a compare and a select per side): x = inf, NaN or huge then gives s = 2^127 and f = inf,
+// NaN or huge, so 2 * 2^f * s is inf, NaN, inf. Otherwise exp2 of the double.
 TL_INLINE float tl_exp2f(float x) {
 #if TL_FAST_MATH
-  const float xc = x > 128.0f ? 128.0f : x, magic = 12583038.0f;  // 1.5 * 2^23 + 126
-  const float t = xc + magic, f = xc - (t - magic);
+  const float magic = 12583038.0f;  // 1.5 * 2^23 + 126
+  const u32 tb = tl_fbits(x + magic), cap = 0x4B40007Eu + 128;  // bits of magic, n + 126 <= 254
+  const float t = tl_bitsf(tb < cap ? tb : cap), f = x - (t - magic);
   float p = 0.0003069162485189736f;
   p = __builtin_fmaf(p, f, 0.0026799861807376146f);
   p = __builtin_fmaf(p, f, 0.019236978143453598f);
