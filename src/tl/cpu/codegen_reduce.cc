@@ -111,8 +111,8 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
       line() << "tl_v16 tl_f[4] = {};\n";
       line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(64, xt.size())
              << fills << "float tl_t[64]; " << ivdep << "for (int q = 0; q < 64; ++q) " << body
-             << " tl_sum64<"
-             << (nonneg ? "true" : "false") << ">(tl_f, tl_lo, tl_hi, tl_t, k); }\n";
+             << " tl_sum64<" << (nonneg ? "true" : "false")
+             << ">(tl_f, tl_lo, tl_hi, tl_t, k); }\n";
       line() << "tl_sum_flush(tl_f, tl_lo);\n";
     }
     if (tail16 > blocks) {
