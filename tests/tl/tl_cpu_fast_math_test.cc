@@ -31,68 +31,53 @@ tl::Kernel exp_kernel(const tl::Options& options, bool base2 = false) {
       options);
 }
 
-TEST(TlCpuFastMath, ExpWithinTwoUlpsAboveTheFlushThreshold) {
-  std::vector<float> xs = {-INFINITY, INFINITY, NAN,    88.72f, 88.7228f, 88.73f, 89.5f,  -86.85f,
-                           -86.95f,   -87.3f,   -95.5f, 0.0f,   -0.0f,    1e-8f,  -1e-30f};
-  for (int i = 0; i <= 180000; ++i) xs.push_back(-90.0f + static_cast<float>(i) * 0.001f);
+// The fast_math exp (or exp2) of xs, plus every 65537th float, against float64: NaN for NaN, 0
+// below `flush`, inf above the float range, else within `ulps`.
+void expect_fast_exp(bool base2, std::vector<float> xs, float flush, double ulps) {
   append_every_nth_float(xs, 65537);
   const auto n = static_cast<std::int64_t>(xs.size());
   TensorStorage x({n}, DataType::kFloat32);
   std::memcpy(x.data(), xs.data(), xs.size() * 4);
   TensorStorage out = poisoned({n}, DataType::kFloat32);
-  exp_kernel(kFast).launch(2, x, out, n);
+  exp_kernel(kFast, base2).launch(2, x, out, n);
   const auto* got = static_cast<const float*>(out.data());
   std::int64_t bad = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = xs[static_cast<std::size_t>(i)];
-    const double want = std::exp(static_cast<double>(v));
+    const double want =
+        base2 ? std::exp2(static_cast<double>(v)) : std::exp(static_cast<double>(v));
     bool ok = false;
     if (std::isnan(v)) {
       ok = std::isnan(got[i]);
-    } else if (v < -86.9f) {
+    } else if (v < flush) {
       ok = got[i] == 0.0f;
     } else if (want > 0x1.fffffep127) {
       ok = got[i] == INFINITY;
     } else {
       const auto w = static_cast<float>(want);
-      ok = std::fabs(got[i] - want) <= 2 * std::fabs(std::nextafter(w, INFINITY) - w);
+      ok = std::fabs(got[i] - want) <= ulps * std::fabs(std::nextafter(w, INFINITY) - w);
     }
-    if (!ok && bad++ == 0) ADD_FAILURE() << v << ": exp " << want << ", got " << got[i];
+    if (!ok && bad++ == 0) {
+      ADD_FAILURE() << v << ": " << (base2 ? "exp2 " : "exp ") << want << ", got " << got[i];
+    }
   }
   EXPECT_EQ(bad, 0);
 }
 
+TEST(TlCpuFastMath, ExpWithinTwoUlpsAboveTheFlushThreshold) {
+  std::vector<float> xs = {-INFINITY, INFINITY, NAN,    88.72f, 88.7228f, 88.73f, 89.5f,  -86.85f,
+                           -86.95f,   -87.3f,   -95.5f, 0.0f,   -0.0f,    1e-8f,  -1e-30f};
+  for (int i = 0; i <= 180000; ++i) xs.push_back(-90.0f + static_cast<float>(i) * 0.001f);
+  expect_fast_exp(false, xs, -86.9f, 2);
+}
+
 // exp2 within 1 ulp wherever the result is at least 2^-125 (0 below, inf from 2^128 on): the
-// float range's ends, a dense sweep of [-130, 130] and every 65537th float.
+// float range's ends and a dense sweep of [-130, 130].
 TEST(TlCpuFastMath, Exp2WithinOneUlpAboveTheFlushThreshold) {
   std::vector<float> xs = {-INFINITY, INFINITY, NAN,     127.99f, 128.0f, 128.01f, 1e30f,
                            -125.0f,   -125.01f, -126.0f, -149.5f, 0.0f,   -0.0f,   1e-8f};
   for (int i = 0; i <= 260000; ++i) xs.push_back(-130.0f + static_cast<float>(i) * 0.001f);
-  append_every_nth_float(xs, 65537);
-  const auto n = static_cast<std::int64_t>(xs.size());
-  TensorStorage x({n}, DataType::kFloat32);
-  std::memcpy(x.data(), xs.data(), xs.size() * 4);
-  TensorStorage out = poisoned({n}, DataType::kFloat32);
-  exp_kernel(kFast, true).launch(2, x, out, n);
-  const auto* got = static_cast<const float*>(out.data());
-  std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = xs[static_cast<std::size_t>(i)];
-    const double want = std::exp2(static_cast<double>(v));
-    bool ok = false;
-    if (std::isnan(v)) {
-      ok = std::isnan(got[i]);
-    } else if (v < -125.0f) {
-      ok = got[i] == 0.0f;
-    } else if (want > 0x1.fffffep127) {
-      ok = got[i] == INFINITY;
-    } else {
-      const auto w = static_cast<float>(want);
-      ok = std::fabs(got[i] - want) <= std::fabs(std::nextafter(w, INFINITY) - w);
-    }
-    if (!ok && bad++ == 0) ADD_FAILURE() << v << ": exp2 " << want << ", got " << got[i];
-  }
-  EXPECT_EQ(bad, 0);
+  expect_fast_exp(true, xs, -125.0f, 1);
 }
 
 // Under fast_math every float32 row sum adds 16 terms per float32 lane between widenings: rows of
