@@ -122,7 +122,7 @@ class Emitter {
   // 16-bit tiles at that element (at(): tl_bf2f(<v>[base + q]), tl_h2f(...)) by reads of float32
   // blocks, and returns the statements that fill those blocks (tl_widen64) before the lane loop.
   std::string widen_blocks(std::string& body, const std::string& base) const;
-  // Whether every element of `id` is >= 0 or NaN by construction (an exp result): its sums may
+  // Whether every element of `id` is >= 0 or NaN by construction (exp, exp2): its sums may
   // add blocks in float32 with a bounded relative error (codegen_reduce.cc).
   bool nonnegative(int id) const;
   // A float32 row sum (or mean) of the elementwise result `id` in the region being emitted, which

@@ -428,7 +428,7 @@ TL_INLINE void tl_acc16(tl_v8d& lo, tl_v8d& hi, const float* t) {
   lo += tl_widen8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7));
   hi += tl_widen8(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
 }
-// Sums of terms known to be non-negative (exp results) add each block of 64 in float32 first:
+// Sums of terms known to be non-negative (exp, exp2) add each block of 64 in float32 first:
 // lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial is
 // within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and only
 // the partials are widened: 7 float additions per 64 elements and one conversion.
@@ -457,7 +457,7 @@ TL_INLINE void tl_sum_flush(tl_v16* f, tl_v8d& lo) {
 // The block of 64 terms t at offset k of a sum. Under fast_math, any sum adds it into four
 // float32 vectors (lane q of f[i] takes elements 16i + q + 64j: one addition per 16 terms and no
 // chain through the block), flushed into `lo` every 1024 terms (16 per lane) and by the caller
-// at the end. Otherwise tl_acc64 for non-negative terms (exp results), else tl_acc64_exact: the
+// at the end. Otherwise tl_acc64 for non-negative terms (exp, exp2), else tl_acc64_exact: the
 // double sum that keeps rms_norm's sum of squares agreeing with the interpreter.
 template <bool kNonNegative>
 TL_INLINE void tl_sum64(tl_v16* f, tl_v8d& lo, tl_v8d& hi, const float* t, i64 k) {
