@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
 
-packages=(build-essential cmake g++ clang-format clang-tidy
+packages=(build-essential cmake g++ clang-format clang-tidy valgrind
           libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev libdlpack-dev
           libdnnl-dev libopenblas-dev
           python3-numpy python3-torch libtorch-dev python3-pybind11 python3-pytest pybind11-dev)

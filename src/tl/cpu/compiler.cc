@@ -5,6 +5,10 @@
 #include <gnu/libc-version.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +65,30 @@ bool have_libmvec() {
 #endif
 }
 
+// -mno- flags for the instruction sets that -march=native may enable (the compiler asks CPUID
+// itself, natively) but that this process's CPUID does not report. Kernels run in this process:
+// under valgrind, which emulates a CPU without AVX-512, native kernels died of SIGILL.
+const std::string& unreported_isa_flags() {
+  static const std::string flags = [] {
+    std::string f;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) f += " -mno-avx512f";  // and every AVX-512 subset
+    if (!__builtin_cpu_supports("avx2")) f += " -mno-avx2";
+    if (!__builtin_cpu_supports("avx")) f += " -mno-avx";
+    if (!__builtin_cpu_supports("fma")) f += " -mno-fma";
+    if (!__builtin_cpu_supports("bmi2")) f += " -mno-bmi2";
+    if (!__builtin_cpu_supports("gfni")) f += " -mno-gfni";
+    if (!__builtin_cpu_supports("vpclmulqdq")) f += " -mno-vpclmulqdq";
+    unsigned a = 0, b = 0, c = 0, d = 0;  // names clang 14's __builtin_cpu_supports lacks
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (c >> 9 & 1u) == 0) f += " -mno-vaes";
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0 || (a >> 4 & 1u) == 0) f += " -mno-avxvnni";
+#endif
+    return f;
+  }();
+  return flags;
+}
+
 }  // namespace
 
 const std::optional<std::string>& find_compiler() {
@@ -98,7 +126,7 @@ std::string compile_flags(const Options& options) {
   if (const char* env = std::getenv("TILEOPS_TL_TARGET"); target.empty() && env != nullptr) {
     target = env;
   }
-  flags += target.empty() ? " -march=native" : " -march=" + quote(target);
+  flags += target.empty() ? " -march=native" + unreported_isa_flags() : " -march=" + quote(target);
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
   // fast_math takes some of -ffast-math's parts, not -ffast-math itself: that links
