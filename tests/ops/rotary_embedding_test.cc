@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <tuple>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct Shape {
   std::int64_t heads, kv_heads, head_size, rot_dim;
   bool three_d;
 };
+// gtest would otherwise print the struct's bytes, padding included (uninitialised to valgrind).
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << "heads " << s.heads << "/" << s.kv_heads << ", head_size " << s.head_size << ", rot_dim "
+      << s.rot_dim << (s.three_d ? ", [T, H, D]" : ", [T, H*D]");
+}
 
 Dims operand_shape(const Shape& s, std::int64_t heads) {
   return s.three_d ? Dims{kTokens, heads, s.head_size} : Dims{kTokens, heads * s.head_size};

@@ -177,12 +177,14 @@ void ExpTail(ExpPass& ex, std::int64_t begin, std::int64_t n) {
 // factor makes the row NaN throughout.
 template <bool kBF16>
 void StoreRest(const StorePass& st, std::int64_t begin, std::int64_t blocks_end, std::int64_t n) {
+  // Its exp pass may not have run (the scratch is unwritten), so nothing is read.
+  if (std::isnan(st.factor)) {
+    std::fill(st.y, st.y + n, FromF32<kBF16>(std::numeric_limits<float>::quiet_NaN()));
+    return;
+  }
   ExpPass none{};
   Blocks<kBF16, false, true>(begin, blocks_end, none, st, nullptr, 0);
   for (std::int64_t i = blocks_end; i < n; ++i) st.y[i] = FromF32<kBF16>(st.in[i] * st.factor);
-  if (std::isnan(st.factor)) {
-    std::fill(st.y, st.y + n, FromF32<kBF16>(std::numeric_limits<float>::quiet_NaN()));
-  }
 }
 
 template <bool kBF16>
@@ -200,9 +202,11 @@ void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* sc
     ExpPass ex{x, scale * kLog2E, m * kLog2E, scratch + (j % 2) * width, 0.0f};
     const char* ahead = j + 1 < count ? static_cast<const char*>(rows[j + 1].x) : nullptr;
     const std::int64_t ahead_bytes = j + 1 < count ? 2 * rows[j + 1].n : 0;
-    // The blocks where row j's exp and row j - 1's store run together.
-    const std::int64_t shared =
-        j > 0 && std::isfinite(m) ? std::min(blocks_end(j), blocks_end(j - 1)) : 0;
+    // The blocks where row j's exp and row j - 1's store run together (a NaN row j - 1 is
+    // filled by StoreRest alone).
+    const std::int64_t shared = j > 0 && std::isfinite(m) && !std::isnan(previous.factor)
+                                    ? std::min(blocks_end(j), blocks_end(j - 1))
+                                    : 0;
     if (std::isfinite(m)) {
       Blocks<kBF16, true, true>(0, shared, ex, previous, ahead, ahead_bytes);
       Blocks<kBF16, true, false>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
