@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <random>
 #include <string>
 
@@ -175,6 +176,10 @@ struct Case {
   bool qkv_bias;
   double tolerance;  // on max |error| / max |logit|
 };
+// gtest would otherwise print the struct's bytes, padding included (uninitialised to valgrind).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << name_of(c.dtype) << (c.qkv_bias ? ", qkv bias" : "") << ", tolerance " << c.tolerance;
+}
 
 class LlamaModelTest : public ::testing::TestWithParam<Case> {};
 

@@ -126,7 +126,11 @@ std::string compile_flags(const Options& options) {
   if (const char* env = std::getenv("TILEOPS_TL_TARGET"); target.empty() && env != nullptr) {
     target = env;
   }
-  flags += target.empty() ? " -march=native" + unreported_isa_flags() : " -march=" + quote(target);
+  if (target.empty() || target == "native") {
+    flags += " -march=native" + unreported_isa_flags();
+  } else {
+    flags += " -march=" + quote(target);
+  }
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
   // fast_math takes some of -ffast-math's parts, not -ffast-math itself: that links

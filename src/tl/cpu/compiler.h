@@ -16,8 +16,8 @@ const std::optional<std::string>& find_compiler();
 // `<compiler> --version`, once per process ("" without a compiler).
 const std::string& compiler_identity();
 // The flags `options` select (opt_level, debug, fast_math, target; an empty target takes
-// $TILEOPS_TL_TARGET when set, else native less the instruction sets this process's CPUID does
-// not report).
+// $TILEOPS_TL_TARGET when set, else native; native less the instruction sets this process's
+// CPUID does not report).
 std::string compile_flags(const Options& options);
 // The host CPU (model and feature flags) code compiled with -march=native depends on.
 const std::string& cpu_identity();
