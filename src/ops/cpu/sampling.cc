@@ -152,8 +152,10 @@ void sample_rows(std::int64_t rows, std::int64_t n, RowWeights weights, RowFilte
   if (rows == 0) return;
   ThreadPool& pool = ctx.threads();
   const int chunks = pool.num_threads();
-  // Per chunk: n uint64 sort keys, then n float weights.
-  const auto per_chunk = static_cast<std::size_t>(n) * (sizeof(std::uint64_t) + sizeof(float));
+  // Per chunk: n uint64 sort keys, then n float weights; whole cache lines, so that every
+  // chunk's keys are aligned (an odd n misaligned the second chunk's) and no line is shared.
+  const auto per_chunk =
+      (static_cast<std::size_t>(n) * (sizeof(std::uint64_t) + sizeof(float)) + 63) / 64 * 64;
   WorkspacePool::Lease lease =
       ctx.workspace().acquire(kCpu, ctx.stream, 0, per_chunk * static_cast<std::size_t>(chunks));
   std::vector<std::int64_t> tokens(static_cast<std::size_t>(rows));

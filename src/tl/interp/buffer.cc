@@ -190,8 +190,11 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
     wide.dtype = DataType::kFloat64;
     wide.f = {r};
     const std::int64_t n = wide.get_int(0);
+    // -2^(bits - 1), negated as unsigned: -(2^63) overflows int64.
     const std::int64_t lo =
-        to.dtype == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(to.dtype) - 1));
+        to.dtype == DataType::kUInt8
+            ? 0
+            : static_cast<std::int64_t>(0 - (std::uint64_t{1} << (8 * size_of(to.dtype) - 1)));
     const std::int64_t hi = to.dtype == DataType::kUInt8 ? 255 : -(lo + 1);
     to.i[j] = to.dtype == DataType::kInt64 ? n : std::min(std::max(n, lo), hi);
   } else {
