@@ -120,10 +120,12 @@ double binary_float(BinaryOp op, double a, double b) {
       return std::floor(a / b);
     case BinaryOp::kMod:
       return python_mod(a, b);
+    // NaN if either is; a tie (+0 and -0) gives a. Not fmax/fmin: which zero they return is
+    // unspecified (an -O0 build got b's).
     case BinaryOp::kMaximum:
-      return std::isnan(a) || std::isnan(b) ? NAN : std::fmax(a, b);
+      return std::isnan(a) || std::isnan(b) ? NAN : (a >= b ? a : b);
     case BinaryOp::kMinimum:
-      return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b);
+      return std::isnan(a) || std::isnan(b) ? NAN : (a <= b ? a : b);
     case BinaryOp::kPow:
       return std::pow(a, b);
     case BinaryOp::kEq:
