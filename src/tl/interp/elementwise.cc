@@ -57,8 +57,10 @@ double unary_float(UnaryOp op, double x) {
       return 1.0 / (1.0 + std::exp(-x));
     case UnaryOp::kRelu:
       return x > 0 ? x : (std::isnan(x) ? x : 0.0);
+    // x Phi(x) without cancellation for x < 0. NaN gives x's NaN, quieted: which NaN the
+    // product returns would depend on how it is compiled (-O0 gave -NaN for +NaN).
     case UnaryOp::kGeluErf:
-      return 0.5 * x * std::erfc(-x * kSqrt1_2);  // x Phi(x) without cancellation for x < 0
+      return std::isnan(x) ? x + x : 0.5 * x * std::erfc(-x * kSqrt1_2);
     case UnaryOp::kGeluTanh: {  // 0.5 x (1 + tanh u) without cancellation: x m / (1 + m), u < 0
       const double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
       const double m = std::exp(-2.0 * std::fabs(u));
