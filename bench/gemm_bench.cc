@@ -2,7 +2,8 @@
 // FMA peak, the bfloat16 multiply-accumulate peak, the copy bandwidth), and linear
 // (out = x·Wᵀ, W [N, K]) per implementation for prefill (2048³) and decode (M = 1, 16;
 // N = K = 4096). Counters: flops_per_second (2·M·N·K per call) and weight_bytes_per_second
-// (the bytes of W per call, what decode must stream).
+// (the bytes of W per call, what decode must stream). Decode also runs linear_packed, over
+// pack_linear_weight's form of the weights.
 // Run: TILEOPS_NUM_THREADS=2 build/release/bench/gemm_bench (bench/gemm_report.py does).
 #include <benchmark/benchmark.h>
 
@@ -55,6 +56,34 @@ void BM_linear(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// linear_packed over pack_linear_weight's form of the weights (the explicit pack_weight option),
+// for decode. Args: dtype (as above), M, N, K.
+void BM_linear_packed(benchmark::State& state) {
+  const DataType dtype = state.range(0) == 0   ? DataType::kFloat32
+                         : state.range(0) == 1 ? DataType::kBFloat16
+                                               : DataType::kFloat16;
+  const std::int64_t m = state.range(1), n = state.range(2), k = state.range(3);
+  TensorStorage x = make({m, k}, dtype), out = make({m, n}, dtype);
+  const std::int64_t bytes = n * k * static_cast<std::int64_t>(size_of(dtype));
+  const std::int64_t copies = std::max<std::int64_t>(2, ((128 << 20) + bytes - 1) / bytes);
+  std::vector<TensorStorage> packed;
+  for (std::int64_t c = 0; c < copies; ++c) {
+    const TensorStorage weight = make({n, k}, dtype);
+    packed.push_back(make({ops::packed_linear_weight_numel(n, k, dtype)}, dtype));
+    ops::pack_linear_weight(weight, packed.back());
+  }
+  std::size_t next = 0;
+  for (auto _ : state) {
+    ops::linear_packed(x, packed[next], Tensor(), out);
+    next = (next + 1) % packed.size();
+  }
+  state.counters["flops_per_second"] = benchmark::Counter(
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes_per_second"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void linear_cases(benchmark::internal::Benchmark* b) {
   for (int dtype : {0, 1}) {
     for (int index : {0, 1}) {
@@ -66,6 +95,10 @@ void linear_cases(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_linear)->Apply(linear_cases)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_linear_packed)
+    ->ArgsProduct({{0, 1}, {1, 16}, {4096}, {4096}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tileops

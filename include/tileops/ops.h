@@ -13,6 +13,7 @@
 #include "tileops/ops/linear.h"
 #include "tileops/ops/matmul.h"
 #include "tileops/ops/mul.h"
+#include "tileops/ops/packed_linear.h"
 #include "tileops/ops/paged_attention.h"
 #include "tileops/ops/registry.h"
 #include "tileops/ops/reshape_and_cache.h"

@@ -17,6 +17,7 @@ void register_embedding(std::vector<Implementation>& out);
 void register_flash_attention(std::vector<Implementation>& out);
 void register_gemm(std::vector<Implementation>& out);
 void register_linear(std::vector<Implementation>& out);
+void register_packed_linear(std::vector<Implementation>& out);
 void register_matmul(std::vector<Implementation>& out);
 void register_mul(std::vector<Implementation>& out);
 void register_paged_attention(std::vector<Implementation>& out);

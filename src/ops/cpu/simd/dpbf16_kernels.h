@@ -27,4 +27,11 @@ void dpbf16_dot_rows(const std::uint16_t* x, std::int64_t ld_x, std::int64_t m,
                      const std::uint16_t* w, std::int64_t ld_w, std::int64_t n, std::int64_t k,
                      float* out, std::int64_t ld_out);
 
+// The packed-weight form (packed_linear_kernels.h, with bfloat16 pairs): acc[j·16 + i] =
+// (accumulate ? acc[j·16 + i] : 0) + Σ_q Σ_t x[q·32 + 2i + t] · w[q·32 + 2j + t] over pairs
+// q < pairs, t < 2: weight rows j and x rows i, both [pairs][16][2]. The weight stream is
+// prefetched into L2 a few KiB ahead when `fetch` is set.
+void dpbf16_packed_block(const std::uint16_t* x, const std::uint16_t* w, std::int64_t pairs,
+                         float* acc, bool accumulate, bool fetch);
+
 }  // namespace tileops::ops::cpu

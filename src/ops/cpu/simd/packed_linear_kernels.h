@@ -1,0 +1,24 @@
+// SIMD kernels of linear over a packed weight (src/ops/cpu/gemm/packed_linear.cc): one block is
+// 16 weight rows × 16 rows of x over a run of K, with the x rows as the lanes of the
+// accumulators. Each weight element is broadcast once and multiplies all 16 x rows, so the
+// weight streams once, sequentially, with no horizontal sums (the bfloat16 form is
+// dpbf16_packed_block in dpbf16_kernels.h).
+#pragma once
+
+#include <cstdint>
+
+#include "tileops/core/data_type.h"
+
+namespace tileops::ops::cpu {
+
+// acc[j·16 + i] = (accumulate ? acc[j·16 + i] : 0) + Σ_p x[p·16 + i] · w[p·16 + j] over
+// p < steps: weight rows j and x rows i, both float32 [steps][16]. fetch: the weight stream is
+// also prefetched into L2 a few KiB ahead (set when it comes from memory).
+void packed_block_f32(const float* x, const float* w, std::int64_t steps, float* acc,
+                      bool accumulate, bool fetch);
+
+// The float32 [steps][16] block packed_block_f32 takes, from a packed float16 block (the same
+// order) or a bfloat16 block of K pairs ([steps / 2][16][2], steps even).
+void unpack_block_f32(const void* src, DataType dtype, std::int64_t steps, float* dst);
+
+}  // namespace tileops::ops::cpu

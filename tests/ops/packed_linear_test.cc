@@ -1,0 +1,178 @@
+// pack_linear_weight + linear_packed against a float64 reference, for every dtype: decode rows
+// (M <= 16), chunks of 16 rows over batches of groups (M > 16, N > 512), K across blocks and
+// odd K (bfloat16 pairs), N off multiples of 16, strided weights, inputs and outputs, 1-D and
+// 3-D inputs, bias or none, empty K, every SIMD target, the class form, and bad inputs.
+#include "tileops/ops/packed_linear.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/expect_rejected.h"
+#include "tests/support/reference_ops.h"
+#include "tests/support/simd_targets.h"
+#include "tests/support/test_tensors.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops {
+namespace {
+
+using testing::dot_tolerance;
+using testing::expect_rejected;
+using testing::Layout;
+
+// out[..., n] = Σ_k input[..., k]·weight[n, k] + bias[n] in float64.
+std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
+                                     const Tensor* bias) {
+  const std::int64_t k = input.size(-1), n = weight.size(0), m = input.numel() / k;
+  auto out = testing::reference::matmul(testing::to_doubles(input), Dims{m, k}, false,
+                                        testing::to_doubles(weight), Dims{n, k}, true, Dims{m, n});
+  if (bias != nullptr) {
+    const auto bv = testing::to_doubles(*bias);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] += bv[i % static_cast<std::size_t>(n)];
+  }
+  return out;
+}
+
+// The packed form of weight, in storage poisoned first (an element pack_linear_weight skipped
+// would be NaN and show in every result that reads it).
+TensorStorage packed_of(const Tensor& weight) {
+  auto packed = testing::poisoned(
+      {packed_linear_weight_numel(weight.size(0), weight.size(1), weight.dtype())}, weight.dtype());
+  pack_linear_weight(weight, packed.view());
+  return packed;
+}
+
+class PackedLinearTest : public ::testing::TestWithParam<DataType> {
+ protected:
+  void check(const Dims& input_shape, std::int64_t n, bool with_bias, Layout layout) {
+    const DataType dtype = GetParam();
+    const std::int64_t k = input_shape.back();
+    SCOPED_TRACE(::testing::Message()
+                 << "input " << input_shape.to_string() << " N=" << n << " bias=" << with_bias
+                 << " " << testing::layout_name(layout));
+    std::mt19937_64 rng(static_cast<std::uint64_t>(input_shape.product() * 7 + n));
+    auto input = testing::random_tensor(input_shape, dtype, rng, layout);
+    auto weight = testing::random_tensor({n, k}, dtype, rng, layout);
+    auto bias = testing::random_tensor({n}, dtype, rng, layout);
+    Dims out_shape = input_shape;
+    out_shape[out_shape.size() - 1] = n;
+    auto out = testing::poisoned(out_shape, dtype, layout);
+    const auto packed = packed_of(weight.view());
+    linear_packed(input, packed.view(), with_bias ? bias.view() : Tensor(), out);
+    const Tensor bias_view = bias.view();
+    const auto expected = reference_linear(input, weight, with_bias ? &bias_view : nullptr);
+    EXPECT_EQ(testing::compare(out.view(), expected, dot_tolerance(dtype, k)), "");
+  }
+};
+
+TEST_P(PackedLinearTest, DecodeRows) {
+  for (const std::int64_t m : {1, 2, 3, 5, 16}) {
+    check({m, 131}, 37, true, Layout::kContiguous);
+    check({m, 64}, 9, false, Layout::kStrided);
+  }
+  check({16, 600}, 48, true, Layout::kContiguous);  // three K blocks, the last 88 long
+  check({4, 513}, 17, false, Layout::kStrided);     // odd K: bfloat16's last pair padded
+  check({1, 1}, 1, true, Layout::kContiguous);
+}
+
+TEST_P(PackedLinearTest, ChunksOfRowsAndBatchesOfGroups) {
+  check({17, 70}, 45, true, Layout::kContiguous);
+  check({40, 300}, 33, false, Layout::kStrided);
+  check({35, 260}, 600, true, Layout::kContiguous);  // 38 groups: batches of 16 or 32
+  check({2, 9, 24}, 30, true, Layout::kStrided);     // 3-D: rows through both leading dims
+  check({50}, 20, true, Layout::kContiguous);        // a 1-D input is one row
+}
+
+TEST_P(PackedLinearTest, EveryTarget) {
+  testing::for_each_simd_target([&] {
+    check({16, 300}, 40, true, Layout::kContiguous);
+    check({20, 77}, 19, false, Layout::kStrided);
+  });
+}
+
+TEST_P(PackedLinearTest, EmptyKGivesTheBias) {
+  const DataType dtype = GetParam();
+  std::mt19937_64 rng(5);
+  auto input = testing::random_tensor({3, 0}, dtype, rng);
+  auto weight = testing::random_tensor({20, 0}, dtype, rng);
+  auto bias = testing::random_tensor({20}, dtype, rng);
+  auto out = testing::poisoned({3, 20}, dtype);
+  linear_packed(input, packed_of(weight.view()).view(), bias, out);
+  std::vector<double> expected;
+  const auto b = testing::to_doubles(bias);
+  for (int i = 0; i < 3; ++i) expected.insert(expected.end(), b.begin(), b.end());
+  EXPECT_EQ(testing::compare(out.view(), expected, testing::tolerance_for(dtype)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, PackedLinearTest,
+                         ::testing::Values(DataType::kFloat32, DataType::kFloat16,
+                                           DataType::kBFloat16));
+
+TEST(PackedLinear, SizeOfThePackedForm) {
+  EXPECT_EQ(packed_linear_weight_numel(4096, 4096, DataType::kBFloat16), 4096 * 4096);
+  EXPECT_EQ(packed_linear_weight_numel(17, 5, DataType::kFloat32), 32 * 5);
+  EXPECT_EQ(packed_linear_weight_numel(17, 5, DataType::kBFloat16), 32 * 6);
+  EXPECT_EQ(packed_linear_weight_numel(0, 5, DataType::kFloat16), 0);
+  EXPECT_THROW(packed_linear_weight_numel(-1, 5, DataType::kFloat32), Error);
+  EXPECT_THROW(packed_linear_weight_numel(1, 5, DataType::kInt32), Error);
+}
+
+TEST(PackedLinear, CachedInstanceIsCorrectOnNewData) {
+  std::mt19937_64 rng(3);
+  const DataType bf16 = DataType::kBFloat16;
+  auto input = testing::random_tensor({2, 40}, bf16, rng);
+  auto weight = testing::random_tensor({24, 40}, bf16, rng);
+  auto out = testing::poisoned({2, 24}, bf16);
+  const LinearPacked op(input, packed_of(weight.view()).view(), Tensor(), out);
+  for (int round = 0; round < 3; ++round) {
+    auto x = testing::random_tensor({2, 40}, bf16, rng);
+    auto w = testing::random_tensor({24, 40}, bf16, rng);
+    auto y = testing::poisoned({2, 24}, bf16);
+    op(x, packed_of(w.view()).view(), Tensor(), y);
+    EXPECT_EQ(testing::compare(y.view(), reference_linear(x, w, nullptr), dot_tolerance(bf16, 40)),
+              "");
+  }
+}
+
+TEST(PackedLinear, RejectsBadInputs) {
+  std::mt19937_64 rng(1);
+  const DataType f32 = DataType::kFloat32;
+  auto input = testing::random_tensor({4, 8}, f32, rng);
+  auto weight = testing::random_tensor({5, 8}, f32, rng);
+  auto packed = packed_of(weight.view());
+  auto packed_bad_size = testing::poisoned({packed_linear_weight_numel(5, 7, f32)}, f32);
+  auto packed_bf16 = testing::poisoned({packed_linear_weight_numel(5, 8, DataType::kBFloat16)},
+                                       DataType::kBFloat16);
+  auto packed_strided = testing::poisoned({packed.view().numel()}, f32, Layout::kStrided);
+  auto packed_2d = testing::poisoned({16, 8}, f32);
+  auto bias_bad = testing::random_tensor({6}, f32, rng);
+  auto out = testing::poisoned({4, 5}, f32);
+  auto out_bad = testing::poisoned({3, 5}, f32);
+  auto weight_3d = testing::random_tensor({1, 5, 8}, f32, rng);
+  auto weight_int = testing::random_tensor({5, 8}, DataType::kInt32, rng);
+
+  expect_rejected([&] { linear_packed(input, packed_bad_size, Tensor(), out); }, out, "packed",
+                  ErrorKind::kInvalidArgument, {"pack_linear_weight"});
+  expect_rejected([&] { linear_packed(input, packed_bf16, Tensor(), out); }, out, "packed",
+                  ErrorKind::kInvalidType);
+  expect_rejected([&] { linear_packed(input, packed_strided, Tensor(), out); }, out, "packed");
+  expect_rejected([&] { linear_packed(input, packed_2d, Tensor(), out); }, out, "packed");
+  expect_rejected([&] { linear_packed(input, packed, bias_bad, out); }, out, "bias");
+  expect_rejected([&] { linear_packed(input, packed, Tensor(), out_bad); }, out_bad, "out");
+  expect_rejected([&] { linear_packed(input, packed, Tensor(), packed); }, packed, "out");
+
+  expect_rejected([&] { pack_linear_weight(weight_3d, packed); }, packed, "weight");
+  expect_rejected([&] { pack_linear_weight(weight_int, packed); }, packed, "weight",
+                  ErrorKind::kInvalidType);
+  expect_rejected([&] { pack_linear_weight(weight, packed_bad_size); }, packed_bad_size, "packed");
+  expect_rejected([&] { pack_linear_weight(weight, packed_strided); }, packed_strided, "packed");
+}
+
+TEST(PackedLinear, NativeIsTheOnlyImplementation) {
+  EXPECT_EQ(active_implementation_names("linear_packed", DeviceType::kCpu),
+            std::vector<std::string>{"native"});
+  EXPECT_EQ(active_implementation_names("pack_linear_weight", DeviceType::kCpu),
+            std::vector<std::string>{"native"});
+}
+
+}  // namespace
+}  // namespace tileops::ops
