@@ -1,7 +1,8 @@
 """gemm, matmul and linear against torch 1.13 (float64 references of the same rounded inputs):
 dtype x implementation index x layout, decode and prefill rows, transposes, broadcast batches,
-alpha/beta, bias, class forms and errors."""
+alpha/beta, bias, packed weights, class forms and errors."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -58,6 +59,46 @@ def test_linear(dtype, index, layout):
     out = torch.empty((2, 4, 10), dtype=dtype)
     assert ops.linear(x3, w, out=out, implementation_index=index) is out
     assert_gemm_close(out, F.linear(x3.double(), w.double()), dtype, 24)
+
+
+@params("linear_packed")
+def test_linear_packed_weight(dtype, index, layout):
+    for rows, n, k in ((1, 37, 131), (3, 16, 257), (16, 45, 600), (40, 33, 70)):
+        x, w = make((rows, k), dtype, layout), make((n, k), dtype, layout, seed=1)
+        bias = make((n,), dtype, seed=2)
+        packed = ops.pack_linear_weight(w)
+        assert (packed.n, packed.k) == (n, k)
+        assert packed.data.shape == (ops.packed_linear_weight_numel(n, k, dtype),)
+        ref = F.linear(x.double(), w.double(), bias.double())
+        assert_gemm_close(ops.linear(x, packed, bias, implementation_index=index), ref, dtype, k)
+        assert_gemm_close(ops.linear_packed(x, packed, bias), ref, dtype, k)
+    x3, w = make((2, 4, 24), dtype, layout), make((10, 24), dtype, seed=3)
+    buffer = torch.full((ops.packed_linear_weight_numel(10, 24, dtype),), float("nan"), dtype=dtype)
+    packed = ops.pack_linear_weight(w, out=buffer)
+    assert packed.data is buffer
+    out = torch.full((2, 4, 10), float("nan"), dtype=dtype)
+    assert ops.LinearPacked(x3, packed)(x3, packed, out=out) is out
+    assert_gemm_close(out, F.linear(x3.double(), w.double()), dtype, 24)
+
+
+def test_linear_packed_weight_numpy_and_errors():
+    x, w = make((3, 20), torch.float32).numpy(), make((7, 20), torch.float32, seed=1).numpy()
+    packed = ops.pack_linear_weight(w)
+    assert isinstance(packed.data, np.ndarray)
+    got = ops.linear(x, packed)
+    assert isinstance(got, np.ndarray)
+    assert_gemm_close(torch.from_numpy(got), torch.from_numpy(x).double() @
+                      torch.from_numpy(w).double().T, torch.float32, 20)
+    with pytest.raises(ValueError, match="'input'"):
+        ops.linear(np.ones((3, 21), np.float32), packed)
+    with pytest.raises(TypeError, match="'packed'"):
+        ops.linear(np.ones((3, 20), np.float64).astype(np.float16), packed)
+    with pytest.raises(ValueError, match="'weight'"):
+        ops.pack_linear_weight(np.ones((2, 3, 4), np.float32))
+    with pytest.raises(ValueError, match="'packed'"):
+        ops.pack_linear_weight(w, out=np.ones(5, np.float32))
+    with pytest.raises(TypeError):
+        ops.linear_packed(x, w)
 
 
 def test_class_forms_run_new_data():

@@ -112,6 +112,44 @@ tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor*
   });
 }
 
+tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t dtype,
+                                                  int64_t* numel) {
+  return guarded([&] {
+    constexpr std::string_view kOp = "packed_linear_weight_numel";
+    if (numel == nullptr) {
+      tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, kOp, "numel", "a pointer",
+                                    "NULL");
+    }
+    if (dtype < 0 || dtype >= tileops::kNumDataTypes) {
+      tileops::throw_argument_error(
+          tileops::ErrorKind::kInvalidArgument, kOp, "dtype",
+          "a tileops_dtype in [0, " + std::to_string(tileops::kNumDataTypes) + ")",
+          std::to_string(dtype));
+    }
+    *numel = ops::packed_linear_weight_numel(n, k, static_cast<tileops::DataType>(dtype));
+  });
+}
+
+tileops_status tileops_pack_linear_weight(const tileops_tensor* weight,
+                                          const tileops_tensor* packed,
+                                          const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor w = to_tensor("pack_linear_weight", "weight", weight);
+    ops::pack_linear_weight(w, to_tensor("pack_linear_weight", "packed", packed), to_context(ctx));
+  });
+}
+
+tileops_status tileops_linear_packed(const tileops_tensor* input, const tileops_tensor* packed,
+                                     const tileops_tensor* bias, const tileops_tensor* out,
+                                     const tileops_context* ctx) {
+  return guarded([&] {
+    const Tensor x = to_tensor("linear_packed", "input", input);
+    const Tensor p = to_tensor("linear_packed", "packed", packed);
+    const Tensor b = bias == nullptr ? Tensor() : to_tensor("linear_packed", "bias", bias);
+    ops::linear_packed(x, p, b, to_tensor("linear_packed", "out", out), to_context(ctx));
+  });
+}
+
 tileops_status tileops_rms_norm(const tileops_tensor* input, const tileops_tensor* weight,
                                 double eps, const tileops_tensor* out, const tileops_context* ctx) {
   return guarded([&] {

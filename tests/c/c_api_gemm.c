@@ -84,8 +84,45 @@ static void test_linear(void) {
   CHECK(untouched(y, M * N));
 }
 
+/* The packed weight: its size, the pack, linear_packed against double sums (N = 20 pads to 32
+ * rows, K = 7 is odd), and a packed buffer of the wrong size. */
+static void test_linear_packed(void) {
+  enum { M = 2, N = 20, K = 7 };
+  float x[M * K], w[N * K], y[M * N], packed[32 * K];
+  int64_t numel = 0;
+  CHECK_OK(tileops_packed_linear_weight_numel(N, K, TILEOPS_FLOAT32, &numel));
+  CHECK(numel == 32 * K);
+  CHECK_FAILS(tileops_packed_linear_weight_numel(N, K, TILEOPS_FLOAT32, NULL),
+              TILEOPS_INVALID_ARGUMENT, "numel");
+  const int64_t x_shape[] = {M, K}, w_shape[] = {N, K}, p_shape[] = {32 * K}, y_shape[] = {M, N};
+  const int64_t short_shape[] = {32 * K - 1};
+  fill(x, M * K, 0.3);
+  fill(w, N * K, 0.9);
+  poison(packed, 32 * K);
+  const tileops_tensor tx = tensor(x, TILEOPS_FLOAT32, 2, x_shape, NULL);
+  const tileops_tensor tw = tensor(w, TILEOPS_FLOAT32, 2, w_shape, NULL);
+  const tileops_tensor tp = tensor(packed, TILEOPS_FLOAT32, 1, p_shape, NULL);
+  const tileops_tensor tshort = tensor(packed, TILEOPS_FLOAT32, 1, short_shape, NULL);
+  const tileops_tensor ty = tensor(y, TILEOPS_FLOAT32, 2, y_shape, NULL);
+  CHECK_OK(tileops_pack_linear_weight(&tw, &tp, NULL));
+  poison(y, M * N);
+  CHECK_OK(tileops_linear_packed(&tx, &tp, NULL, &ty, NULL));
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) {
+      double sum = 0.0;
+      for (int p = 0; p < K; ++p) sum += (double)x[i * K + p] * (double)w[j * K + p];
+      CHECK(close_to(y[i * N + j], sum));
+    }
+  }
+  poison(y, M * N);
+  CHECK_FAILS(tileops_linear_packed(&tx, &tshort, NULL, &ty, NULL), TILEOPS_INVALID_ARGUMENT,
+              "packed");
+  CHECK(untouched(y, M * N));
+}
+
 int main(void) {
   test_gemm();
   test_linear();
+  test_linear_packed();
   return finish("c_api_gemm");
 }

@@ -122,6 +122,17 @@ tileops_status tileops_matmul(const tileops_tensor* a, const tileops_tensor* b,
 tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor* weight,
                               const tileops_tensor* bias, const tileops_tensor* out,
                               const tileops_context* ctx);
+/* linear's packed-weight option (include/tileops/ops/packed_linear.h): *numel receives the
+ * elements of the packed form of an [n, k] weight of dtype; pack_linear_weight writes it into
+ * packed (rank 1, contiguous, that many elements of the weight's dtype); linear_packed is
+ * linear with it, N taken from out's last dim. */
+tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t dtype,
+                                                  int64_t* numel);
+tileops_status tileops_pack_linear_weight(const tileops_tensor* weight,
+                                          const tileops_tensor* packed, const tileops_context* ctx);
+tileops_status tileops_linear_packed(const tileops_tensor* input, const tileops_tensor* packed,
+                                     const tileops_tensor* bias, const tileops_tensor* out,
+                                     const tileops_context* ctx);
 
 /* KV cache, rotary embedding and sampling (include/tileops/ops/<op>.h). NULL for an optional
  * tensor means none. */
