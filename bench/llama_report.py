@@ -13,6 +13,7 @@ Usage: /usr/bin/python3 bench/llama_report.py [--preset 1b|tiny] [--threads 2] [
 import argparse
 import json
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -178,6 +179,12 @@ def main():
         log = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
         with open(os.path.join(export_dir, "generation.json")) as f:
             ours = json.load(f)
+        # The same generation with linear over the [N, K] weights instead of their packed form.
+        unpacked_log = subprocess.run(
+            [c for c in command if c not in ("--export", export_dir)] + ["--no-pack"], env=env,
+            check=True, capture_output=True, text=True).stdout
+        unpacked = {phase: float(re.search(phase + r":.*= ([0-9.]+) tokens/s", unpacked_log)[1])
+                    for phase in ("prefill", "decode")}
         weight_bytes = os.path.getsize(os.path.join(export_dir, "model.safetensors"))
         linear_rates = {name: linear_gflops(getattr(torch, name))
                         for name in ("bfloat16", "float32")}
@@ -197,6 +204,8 @@ def main():
          (p["new_tokens"] - 1) * weight_bytes / ours["decode_seconds"] / 1e9,
          (p["new_tokens"] - 1) * weight_bytes / torch_decode / 1e9),
     ]
+    rows_unpacked = [("prefill tokens/s", unpacked["prefill"], prefill_tokens / torch_prefill),
+                     ("decode tokens/s", unpacked["decode"], decode_tokens / torch_decode)]
     first = sum(a[0] == b[0] for a, b in zip(ours["tokens"], tokens))
     prefixes = [agreeing_prefix(a, b) for a, b in zip(ours["tokens"], tokens)]
     described = next(line for line in log.splitlines() if line.startswith("decoder:"))
@@ -223,6 +232,17 @@ def main():
         "|---|---|---|---|",
     ]
     for name, ours_rate, torch_rate in rows:
+        lines.append(f"| {name} | {ours_rate:.2f} | {torch_rate:.2f} | {ours_rate / torch_rate:.1f}× |")
+    lines += [
+        "",
+        "tileops packs its projection weights once (`pack_linear_weight`, then `linear_packed`). "
+        "The same generation with `--no-pack` (`linear` over the [N, K] weights), run right "
+        "after:",
+        "",
+        "| | tileops --no-pack | torch | tileops --no-pack / torch |",
+        "|---|---|---|---|",
+    ]
+    for name, ours_rate, torch_rate in rows_unpacked:
         lines.append(f"| {name} | {ours_rate:.2f} | {torch_rate:.2f} | {ours_rate / torch_rate:.1f}× |")
     lines += [
         "",

@@ -53,7 +53,8 @@ const char* demo_options_help() {
   return "  decoder: --layers N --hidden N --heads N --kv-heads N --head-size N\n"
          "           --intermediate N --vocab N --dtype f32|f16|bf16 --weights PATH\n"
          "           --prompts N --prompt-tokens N --new-tokens N --block-size N\n"
-         "           --top-k N --top-p X --seed N\n";
+         "           --top-k N --top-p X --seed N\n"
+         "           --no-pack (linear over the [N, K] weights instead of their packed form)\n";
 }
 
 std::vector<std::string> parse_demo_options(const std::vector<std::string>& args, DemoOptions& o) {
@@ -61,6 +62,10 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
   Config& c = o.config;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& name = args[i];
+    if (name == "--no-pack") {
+      o.pack_weights = false;
+      continue;
+    }
     std::int64_t* count = name == "--layers"          ? &c.layers
                           : name == "--hidden"        ? &c.hidden
                           : name == "--heads"         ? &c.heads
@@ -152,6 +157,7 @@ int run_decoder_demo(const DemoOptions& options) {
   }
   const std::int64_t context = options.prompt_tokens + options.new_tokens;
   config.max_positions = std::max(config.max_positions, context);
+  source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
   std::printf("decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
               config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
               static_cast<long long>(options.prompt_tokens),
@@ -162,7 +168,8 @@ int run_decoder_demo(const DemoOptions& options) {
     write_safetensors(export_dir / "model.safetensors", checkpoint_tensors(config, weights));
     write_config_json(export_dir / "config.json", config);
   }
-  Model model(config, std::move(weights), options.prompts, context, options.block_size);
+  Model model(config, std::move(weights), options.prompts, context, options.block_size,
+              options.pack_weights);
 
   std::mt19937_64 rng(options.sampling.seed);
   std::uniform_int_distribution<std::int64_t> token(0, config.vocab - 1);

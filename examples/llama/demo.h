@@ -23,6 +23,7 @@ struct DemoOptions {
   std::int64_t block_size = 16;
   Sampling sampling;
   bool sizes_given = false;  // a size option (--layers ... --vocab) was given
+  bool pack_weights = true;  // --no-pack: linear over the [N, K] weights (Model's pack_weights)
 };
 
 // Consumes the decoder options in args ("--layers 2", ...) and returns the others; throws

@@ -56,7 +56,7 @@ void Model::timed(const char* op, F&& call) {
 }
 
 Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
-             std::int64_t max_context, std::int64_t block_size)
+             std::int64_t max_context, std::int64_t block_size, bool pack_weights)
     : config_(config),
       weights_(std::move(weights)),
       max_batch_(max_batch),
@@ -69,6 +69,25 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
                     std::to_string(config_.max_positions) + ") and block_size >= 1; got " +
                     std::to_string(max_batch) + ", " + std::to_string(max_context) + ", " +
                     std::to_string(block_size));
+  }
+  if (pack_weights) {
+    const auto packed_of = [](const Tensor& w) {
+      TensorStorage packed({ops::packed_linear_weight_numel(w.size(0), w.size(1), w.dtype())},
+                           w.dtype());
+      ops::pack_linear_weight(w, packed);
+      return packed;
+    };
+    const auto pack = [&](TensorStorage& weight) {
+      TensorStorage packed = packed_of(weight);
+      weight = TensorStorage();  // the packed copy replaces it
+      return packed;
+    };
+    for (LayerWeights& lw : weights_.layers) {
+      packed_.push_back({pack(lw.qkv), pack(lw.o_proj), pack(lw.gate_up), pack(lw.down)});
+    }
+    // Tied to the embedding, which keeps its rows: the head gets a packed copy.
+    packed_lm_head_ =
+        weights_.lm_head.view().defined() ? pack(weights_.lm_head) : packed_of(weights_.embed);
   }
   blocks_per_sequence_ = (max_context + block_size - 1) / block_size;
   const std::int64_t blocks = max_batch * blocks_per_sequence_;
@@ -152,7 +171,8 @@ Tensor Model::prefill(const std::vector<std::vector<std::int64_t>>& prompts) {
   timed("embedding",
         [&] { ops::embedding(last_rows, rows(normed_, total), rows(last_hidden_, batch)); });
   timed("linear", [&] {
-    ops::linear(rows(last_hidden_, batch), weights_.lm_head_view(), Tensor(), rows(logits_, batch));
+    project(rows(last_hidden_, batch), weights_.lm_head_view(), packed_lm_head_, Tensor(),
+            rows(logits_, batch));
   });
   return rows(logits_, batch);
 }
@@ -185,7 +205,8 @@ Tensor Model::decode(std::span<const std::int64_t> tokens) {
   }
   forward(batch, /*prefill=*/false);
   timed("linear", [&] {
-    ops::linear(rows(normed_, batch), weights_.lm_head_view(), Tensor(), rows(logits_, batch));
+    project(rows(normed_, batch), weights_.lm_head_view(), packed_lm_head_, Tensor(),
+            rows(logits_, batch));
   });
   return rows(logits_, batch);
 }
@@ -199,6 +220,8 @@ void Model::forward(std::int64_t tokens, bool prefill) {
   timed("embedding", [&] { ops::embedding(rows(ids_, tokens), weights_.embed, residual); });
   for (std::int64_t l = 0; l < c.layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
+    const PackedLayer none;
+    const PackedLayer& p = packed_.empty() ? none : packed_[l];
     if (l == 0) {
       timed("rms_norm", [&] { ops::rms_norm(residual, w.input_norm, c.rms_eps, normed); });
     } else {
@@ -206,23 +229,32 @@ void Model::forward(std::int64_t tokens, bool prefill) {
         ops::add_rms_norm(hidden, residual, w.input_norm, c.rms_eps, normed, residual);
       });
     }
-    timed("linear", [&] { ops::linear(normed, w.qkv, w.qkv_bias, qkv); });
+    timed("linear", [&] { project(normed, w.qkv, p.qkv, w.qkv_bias, qkv); });
     timed("rotary_embedding", [&] {
       ops::rotary_embedding(rows(positions_, tokens), qkv.slice(1, 0, c.q_size()),
                             qkv.slice(1, c.q_size(), c.kv_size()), c.head_size, cos_sin_, true, 0,
                             Tensor(), Tensor());
     });
     attention(l, tokens, prefill);
-    timed("linear", [&] { ops::linear(attn, w.o_proj, Tensor(), hidden); });
+    timed("linear", [&] { project(attn, w.o_proj, p.o_proj, Tensor(), hidden); });
     timed("add_rms_norm",
           [&] { ops::add_rms_norm(hidden, residual, w.post_norm, c.rms_eps, normed, residual); });
-    timed("linear", [&] { ops::linear(normed, w.gate_up, Tensor(), gate_up); });
+    timed("linear", [&] { project(normed, w.gate_up, p.gate_up, Tensor(), gate_up); });
     timed("silu_and_mul", [&] { ops::silu_and_mul(gate_up, -1, act); });
-    timed("linear", [&] { ops::linear(act, w.down, Tensor(), hidden); });
+    timed("linear", [&] { project(act, w.down, p.down, Tensor(), hidden); });
   }
   timed("add_rms_norm", [&] {
     ops::add_rms_norm(hidden, residual, weights_.final_norm, c.rms_eps, normed, residual);
   });
+}
+
+void Model::project(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
+                    const Tensor& out) {
+  if (packed.data() != nullptr) {
+    ops::linear_packed(x, packed, bias, out);
+  } else {
+    ops::linear(x, weight, bias, out);
+  }
 }
 
 void Model::attention(std::int64_t layer, std::int64_t tokens, bool prefill) {

@@ -28,8 +28,11 @@ class Profile {
 class Model {
  public:
   // Room for `max_batch` sequences of up to `max_context` tokens each (prompt + generated).
+  // pack_weights: the projections (qkv, o_proj, gate_up, down, lm_head) are repacked once with
+  // ops::pack_linear_weight and run through ops::linear_packed, which streams them at the
+  // memory's speed in decode; their [N, K] copies are then released.
   Model(const Config& config, Weights weights, std::int64_t max_batch, std::int64_t max_context,
-        std::int64_t block_size = 16);
+        std::int64_t block_size = 16, bool pack_weights = true);
 
   // Starts one sequence per prompt (forgetting earlier ones) and returns the logits of each
   // prompt's last token: [prompts.size(), vocab] in the model dtype (valid until the next call).
@@ -49,9 +52,18 @@ class Model {
   void attention(std::int64_t layer, std::int64_t tokens, bool prefill);
   template <typename F>
   void timed(const char* op, F&& call);
+  // out = x·weightᵀ + bias, with the packed form of the weight when the model has one.
+  void project(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
+               const Tensor& out);
+
+  struct PackedLayer {
+    TensorStorage qkv, o_proj, gate_up, down;
+  };
 
   Config config_;
   Weights weights_;
+  std::vector<PackedLayer> packed_;  // per layer when packing, else empty
+  TensorStorage packed_lm_head_;     // when packing
   std::int64_t max_batch_, max_context_, block_size_, blocks_per_sequence_;
   std::vector<std::int64_t> lengths_;  // tokens cached per sequence
 

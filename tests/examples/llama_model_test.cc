@@ -174,21 +174,20 @@ double relative_error(const Tensor& actual, std::int64_t row, const Vec& expecte
 struct Case {
   DataType dtype;
   bool qkv_bias;
-  double tolerance;  // on max |error| / max |logit|
+  double tolerance;   // on max |error| / max |logit|
+  bool tied = false;  // lm_head is the embedding table
 };
 // gtest would otherwise print the struct's bytes, padding included (uninitialised to valgrind).
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << name_of(c.dtype) << (c.qkv_bias ? ", qkv bias" : "") << ", tolerance " << c.tolerance;
+  *os << name_of(c.dtype) << (c.qkv_bias ? ", qkv bias" : "") << (c.tied ? ", tied" : "")
+      << ", tolerance " << c.tolerance;
 }
 
-class LlamaModelTest : public ::testing::TestWithParam<Case> {};
-
-TEST_P(LlamaModelTest, PrefillAndEightDecodeStepsMatchTheFloat64Model) {
-  const Case& param = GetParam();
-  const Config config = tiny_config(param.dtype, param.qkv_bias);
-  const Weights weights = synthetic_weights(config, 7);
+// The model's logits for three prompts and 8 decode steps against the float64 reference's,
+// within `tolerance`.
+void check_against_reference(const Config& config, const Weights& weights, Model model,
+                             double tolerance) {
   ReferenceModel reference(config, weights, 3);
-  Model model(config, synthetic_weights(config, 7), 3, 40, 16);
 
   std::mt19937_64 rng(11);
   std::uniform_int_distribution<std::int64_t> token(0, config.vocab - 1);
@@ -201,16 +200,31 @@ TEST_P(LlamaModelTest, PrefillAndEightDecodeStepsMatchTheFloat64Model) {
   for (int b = 0; b < 3; ++b) {
     Vec expected;
     for (std::int64_t t : prompts[b]) expected = reference.step(b, t);
-    EXPECT_LE(relative_error(prefill, b, expected), param.tolerance) << "prefill, prompt " << b;
+    EXPECT_LE(relative_error(prefill, b, expected), tolerance) << "prefill, prompt " << b;
   }
   for (int step = 0; step < 8; ++step) {
     std::vector<std::int64_t> next(3);
     for (auto& t : next) t = token(rng);
     const Tensor logits = model.decode(next);
     for (int b = 0; b < 3; ++b) {
-      EXPECT_LE(relative_error(logits, b, reference.step(b, next[b])), param.tolerance)
+      EXPECT_LE(relative_error(logits, b, reference.step(b, next[b])), tolerance)
           << "decode step " << step << ", sequence " << b;
     }
+  }
+}
+
+class LlamaModelTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LlamaModelTest, PrefillAndEightDecodeStepsMatchTheFloat64Model) {
+  const Case& param = GetParam();
+  Config config = tiny_config(param.dtype, param.qkv_bias);
+  config.tie_embeddings = param.tied;
+  const Weights weights = synthetic_weights(config, 7);
+  for (const bool pack : {true, false}) {  // linear_packed, and linear on the [N, K] weights
+    SCOPED_TRACE(pack ? "packed weights" : "[N, K] weights");
+    check_against_reference(config, weights,
+                            Model(config, synthetic_weights(config, 7), 3, 40, 16, pack),
+                            param.tolerance);
   }
 }
 
@@ -219,6 +233,7 @@ TEST_P(LlamaModelTest, PrefillAndEightDecodeStepsMatchTheFloat64Model) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, LlamaModelTest,
                          ::testing::Values(Case{DataType::kFloat32, false, 5e-6},
                                            Case{DataType::kFloat32, true, 5e-6},
+                                           Case{DataType::kFloat32, false, 5e-6, true},
                                            Case{DataType::kBFloat16, true, 4e-2},
                                            Case{DataType::kFloat16, false, 6e-3}));
 
