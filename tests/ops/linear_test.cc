@@ -1,6 +1,6 @@
 // linear against a float64 reference, for every dtype and every active implementation: decode
-// rows (M = 1..16, the weight-streaming path), prefill rows, 3-D and 1-D inputs, strided
-// operands, bias or none, the class form on new data, and bad inputs.
+// rows (M = 1..16, the weight-streaming path; up to 128 in chunks of it), prefill rows, 3-D and
+// 1-D inputs, strided operands, bias or none, the class form on new data, and bad inputs.
 #include "tileops/ops/linear.h"
 
 #include <gtest/gtest.h>
@@ -70,8 +70,11 @@ TEST_P(LinearTest, DecodeRows) {
 }
 
 TEST_P(LinearTest, PrefillRowsAndBatches) {
-  check({17, 70}, 45, true, Layout::kContiguous);
-  check({40, 257}, 33, false, Layout::kContiguous);
+  check({17, 70}, 45, true, Layout::kContiguous);    // decode path over chunks of 9 and 8
+  check({40, 257}, 33, false, Layout::kContiguous);  // ... 14, 13, 13
+  check({128, 40}, 21, true, Layout::kStrided);      // ... the last row count chunked
+  check({129, 40}, 21, true, Layout::kContiguous);   // the packed GEMM
+  check({300, 19}, 50, false, Layout::kStrided);
   check({2, 9, 24}, 30, true, Layout::kContiguous);  // batch folds into rows
   check({2, 9, 24}, 30, true, Layout::kStrided);     // batch as separate GEMMs
   check({2, 3, 24}, 30, false, Layout::kStrided);    // decode per batch
