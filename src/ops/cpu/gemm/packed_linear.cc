@@ -7,7 +7,6 @@
 #include <cstring>
 #include <memory>
 
-#include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
@@ -134,34 +133,36 @@ class LinearPackedCpu final : public Operator {
     if (bias32 != nullptr) load_f32(bias.data(), bias.dtype(), bias.stride(0), n, bias32);
 
     // x: each row copied contiguous and zero-padded, then every 16 rows transposed so that a K
-    // step (or pair) of all 16 is one vector.
-    for (std::int64_t i = 0; i < chunks * kRows; ++i) {
-      char* row = rows + i * ld_row * x_size;
-      std::int64_t done = 0;
-      if (i < m) {
-        const char* src = element_at(input, in_rows(i));
-        if (dp && input.stride(-1) == 1) {
-          std::memcpy(row, src, geo.k * 2);
-        } else if (dp) {
-          for (std::int64_t p = 0; p < geo.k; ++p) {
-            std::memcpy(row + p * 2, src + p * input.stride(-1) * 2, 2);
-          }
-        } else {
-          load_f32(src, dtype, input.stride(-1), geo.k, reinterpret_cast<float*>(row));
-        }
-        done = geo.k;
-      }
-      std::memset(row + done * x_size, 0, (geo.k_padded - done) * x_size);
-    }
+    // step (or pair) of all 16 is one vector; the chunks of 16 rows split over the threads.
     const std::int64_t units = dp ? geo.k_padded / 2 : geo.k_padded;  // 32-bit units per row
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const float* row_ptrs[kRows];
-      for (std::int64_t r = 0; r < kRows; ++r) {
-        row_ptrs[r] = reinterpret_cast<const float*>(rows + (c * kRows + r) * ld_row * x_size);
+    pool.parallel_range(chunks, 1, [&](int, std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const float* row_ptrs[kRows];
+        for (std::int64_t r = 0; r < kRows; ++r) {
+          const std::int64_t i = c * kRows + r;
+          char* row = rows + i * ld_row * x_size;
+          row_ptrs[r] = reinterpret_cast<const float*>(row);
+          std::int64_t done = 0;
+          if (i < m) {
+            const char* src = element_at(input, in_rows(i));
+            if (dp && input.stride(-1) == 1) {
+              std::memcpy(row, src, geo.k * 2);
+            } else if (dp) {
+              for (std::int64_t p = 0; p < geo.k; ++p) {
+                std::memcpy(row + p * 2, src + p * input.stride(-1) * 2, 2);
+              }
+            } else {
+              load_f32(src, dtype, input.stride(-1), geo.k, reinterpret_cast<float*>(row));
+            }
+            done = geo.k;
+          }
+          std::memset(row + done * x_size, 0, (geo.k_padded - done) * x_size);
+        }
+        gemm_transpose_rows(row_ptrs, kRows, units,
+                            reinterpret_cast<float*>(xp + c * geo.k_padded * kRows * x_size),
+                            kRows);
       }
-      gemm_transpose_rows(row_ptrs, kRows, units,
-                          reinterpret_cast<float*>(xp + c * geo.k_padded * kRows * x_size), kRows);
-    }
+    });
 
     const std::size_t w_size = input.element_size();
     const std::int64_t batch = std::max<std::int64_t>(
