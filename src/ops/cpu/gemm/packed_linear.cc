@@ -169,6 +169,38 @@ class LinearPackedCpu final : public Operator {
         1, kBatchBytes / (kRows * kBlockK * static_cast<std::int64_t>(w_size)));
     const char* weights = static_cast<const char*>(packed.data());
     const bool direct = dtype == DataType::kFloat32 && out.stride(-1) == 1;
+    // acc0 (and acc1 when x1 is given) over one K block of a group; `widened` holds a float32
+    // copy of a float16 or (without AVX512-BF16) bfloat16 block.
+    const auto run_block = [&](const char* x0, const char* x1, const char* w, std::int64_t len,
+                               float* acc0, float* acc1, bool accumulate, bool fetch,
+                               float* widened) {
+      if (dp) {
+        const auto* wb = reinterpret_cast<const std::uint16_t*>(w);
+        const auto* xb0 = reinterpret_cast<const std::uint16_t*>(x0);
+        if (x1 == nullptr) {
+          return dpbf16_packed_block(xb0, wb, len / 2, acc0, accumulate, fetch);
+        }
+        const auto* xb1 = reinterpret_cast<const std::uint16_t*>(x1);
+        for (std::int64_t h = 0; h < 2; ++h) {
+          dpbf16_packed_half_blocks(xb0, xb1, wb + 16 * h, len / 2, acc0 + 128 * h, acc1 + 128 * h,
+                                    accumulate, fetch && h == 0);
+        }
+        return;
+      }
+      const float* wf = reinterpret_cast<const float*>(w);
+      if (dtype != DataType::kFloat32) {
+        unpack_block_f32(w, dtype, len, widened);
+        wf = widened;
+        fetch = false;
+      }
+      const auto* xf0 = reinterpret_cast<const float*>(x0);
+      if (x1 == nullptr) return packed_block_f32(xf0, wf, len, acc0, accumulate, fetch);
+      const auto* xf1 = reinterpret_cast<const float*>(x1);
+      for (std::int64_t h = 0; h < 2; ++h) {
+        packed_half_blocks_f32(xf0, xf1, wf + 8 * h, len, acc0 + 128 * h, acc1 + 128 * h,
+                               accumulate, fetch && h == 0);
+      }
+    };
     pool.parallel_range(geo.groups, 1, [&](int chunk, std::int64_t g0, std::int64_t g1) {
       auto* scratch = reinterpret_cast<float*>(base + thread_at + chunk * per_thread);
       float* widened = scratch + ld_out;
@@ -182,23 +214,19 @@ class LinearPackedCpu final : public Operator {
         const std::int64_t len = geo.block_k(kb);
         for (std::int64_t b0 = g0; b0 < g1; b0 += batch) {
           const std::int64_t b1 = std::min(g1, b0 + batch);
-          for (std::int64_t c = 0; c < chunks; ++c) {
-            const char* x = xp + (c * geo.k_padded + kb * kBlockK) * kRows * x_size;
+          // Chunks of x rows two at a time (half the broadcasts per product), the last alone.
+          for (std::int64_t c = 0; c < chunks; c += 2) {
+            const bool two = c + 1 < chunks;
+            const auto x_of = [&](std::int64_t chunk) {
+              return xp + (chunk * geo.k_padded + kb * kBlockK) * kRows * x_size;
+            };
             for (std::int64_t g = b0; g < b1; ++g) {
               const char* w = weights + geo.block_offset(kb, g) * w_size;
-              float* a = acc + (c * geo.groups + g) * kRows * kRows;
+              float* a0 = acc + (c * geo.groups + g) * kRows * kRows;
+              float* a1 = two ? acc + ((c + 1) * geo.groups + g) * kRows * kRows : nullptr;
               const bool fetch = c == 0;  // later chunks find the batch in L2
-              if (dp) {
-                dpbf16_packed_block(reinterpret_cast<const std::uint16_t*>(x),
-                                    reinterpret_cast<const std::uint16_t*>(w), len / 2, a, kb > 0,
-                                    fetch);
-              } else if (dtype == DataType::kFloat32) {
-                packed_block_f32(reinterpret_cast<const float*>(x),
-                                 reinterpret_cast<const float*>(w), len, a, kb > 0, fetch);
-              } else {
-                unpack_block_f32(w, dtype, len, widened);
-                packed_block_f32(reinterpret_cast<const float*>(x), widened, len, a, kb > 0, false);
-              }
+              run_block(x_of(c), two ? x_of(c + 1) : nullptr, w, len, a0, a1, kb > 0, fetch,
+                        widened);
             }
           }
         }

@@ -203,6 +203,32 @@ TILEOPS_DPBF16_TARGET void packed_block(const std::uint16_t* x, const std::uint1
   }
 }
 
+TILEOPS_DPBF16_TARGET void packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
+                                              const std::uint16_t* w, std::int64_t pairs,
+                                              float* acc0, float* acc1, bool accumulate,
+                                              bool fetch) {
+  constexpr std::int64_t kFetchBytes = 8192;
+  __m512 sum0[8], sum1[8];
+  for (int j = 0; j < 8; ++j) sum0[j] = sum1[j] = _mm512_setzero_ps();
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    const std::uint16_t* wq = w + q * 32;
+    if (fetch) __builtin_prefetch(reinterpret_cast<const char*>(wq) + kFetchBytes, 0, 2);
+    const __m512bh xv0 = load_pairs(x0 + q * 32), xv1 = load_pairs(x1 + q * 32);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m512bh wv = broadcast_pair(wq + 2 * j);
+      sum0[j] = _mm512_dpbf16_ps(sum0[j], xv0, wv);
+      sum1[j] = _mm512_dpbf16_ps(sum1[j], xv1, wv);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    float* out0 = acc0 + j * 16;
+    float* out1 = acc1 + j * 16;
+    _mm512_storeu_ps(out0, accumulate ? _mm512_add_ps(sum0[j], _mm512_loadu_ps(out0)) : sum0[j]);
+    _mm512_storeu_ps(out1, accumulate ? _mm512_add_ps(sum1[j], _mm512_loadu_ps(out1)) : sum1[j]);
+  }
+}
+
 }  // namespace
 
 bool dpbf16_enabled() {
@@ -259,6 +285,12 @@ void dpbf16_packed_block(const std::uint16_t* x, const std::uint16_t* w, std::in
   packed_block(x, w, pairs, acc, accumulate, fetch);
 }
 
+void dpbf16_packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
+                               const std::uint16_t* w, std::int64_t pairs, float* acc0, float* acc1,
+                               bool accumulate, bool fetch) {
+  packed_half_blocks(x0, x1, w, pairs, acc0, acc1, accumulate, fetch);
+}
+
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -280,6 +312,12 @@ void dpbf16_dot_rows(const std::uint16_t*, std::int64_t, std::int64_t, const std
 void dpbf16_packed_block(const std::uint16_t*, const std::uint16_t*, std::int64_t, float*, bool,
                          bool) {
   throw Error(ErrorKind::kUnsupported, "dpbf16_packed_block: AVX512-BF16 is not available here");
+}
+
+void dpbf16_packed_half_blocks(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
+                               std::int64_t, float*, float*, bool, bool) {
+  throw Error(ErrorKind::kUnsupported,
+              "dpbf16_packed_half_blocks: AVX512-BF16 is not available here");
 }
 
 #endif

@@ -42,6 +42,35 @@ void PackedBlockF32(const float* HWY_RESTRICT x, const float* HWY_RESTRICT w, st
   }
 }
 
+void PackedHalfBlocksF32(const float* HWY_RESTRICT x0, const float* HWY_RESTRICT x1,
+                         const float* HWY_RESTRICT w, std::int64_t steps, float* HWY_RESTRICT acc0,
+                         float* HWY_RESTRICT acc1, bool accumulate, bool fetch) {
+  const DF d;
+  const std::size_t lanes = hn::Lanes(d);
+  for (std::size_t i0 = 0; i0 < 16; i0 += lanes) {
+    hn::Vec<DF> sum0[8], sum1[8];
+    for (int j = 0; j < 8; ++j) sum0[j] = sum1[j] = hn::Zero(d);
+    const bool fetch_now = fetch && i0 == 0;
+    for (std::int64_t p = 0; p < steps; ++p) {
+      const float* wp = w + p * 16;
+      if (fetch_now) __builtin_prefetch(wp + kFetchFloats, 0, 2);
+      const auto xv0 = hn::LoadU(d, x0 + p * 16 + i0), xv1 = hn::LoadU(d, x1 + p * 16 + i0);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        const auto wv = hn::Set(d, wp[j]);
+        sum0[j] = hn::MulAdd(wv, xv0, sum0[j]);
+        sum1[j] = hn::MulAdd(wv, xv1, sum1[j]);
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      float* out0 = acc0 + j * 16 + i0;
+      float* out1 = acc1 + j * 16 + i0;
+      hn::StoreU(accumulate ? hn::Add(sum0[j], hn::LoadU(d, out0)) : sum0[j], d, out0);
+      hn::StoreU(accumulate ? hn::Add(sum1[j], hn::LoadU(d, out1)) : sum1[j], d, out1);
+    }
+  }
+}
+
 void UnpackBlockF16(const void* src, std::int64_t steps, float* dst) {
   const DF d;
   const hn::Rebind<hwy::float16_t, DF> dh;
@@ -75,12 +104,18 @@ HWY_AFTER_NAMESPACE();
 namespace tileops::ops::cpu {
 
 HWY_EXPORT(PackedBlockF32);
+HWY_EXPORT(PackedHalfBlocksF32);
 HWY_EXPORT(UnpackBlockF16);
 HWY_EXPORT(UnpackBlockBF16);
 
 void packed_block_f32(const float* x, const float* w, std::int64_t steps, float* acc,
                       bool accumulate, bool fetch) {
   HWY_DYNAMIC_DISPATCH(PackedBlockF32)(x, w, steps, acc, accumulate, fetch);
+}
+
+void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, std::int64_t steps,
+                            float* acc0, float* acc1, bool accumulate, bool fetch) {
+  HWY_DYNAMIC_DISPATCH(PackedHalfBlocksF32)(x0, x1, w, steps, acc0, acc1, accumulate, fetch);
 }
 
 void unpack_block_f32(const void* src, DataType dtype, std::int64_t steps, float* dst) {

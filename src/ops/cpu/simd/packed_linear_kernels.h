@@ -17,6 +17,12 @@ namespace tileops::ops::cpu {
 void packed_block_f32(const float* x, const float* w, std::int64_t steps, float* acc,
                       bool accumulate, bool fetch);
 
+// The same for two blocks of 16 x rows and half of the weight rows, as
+// dpbf16_packed_half_blocks: w points at row 8·h of step 0 (w_group + 8·h), acc0/acc1[j·16 + i]
+// take rows 8·h + j, j < 8.
+void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, std::int64_t steps,
+                            float* acc0, float* acc1, bool accumulate, bool fetch);
+
 // The float32 [steps][16] block packed_block_f32 takes, from a packed float16 block (the same
 // order) or a bfloat16 block of K pairs ([steps / 2][16][2], steps even).
 void unpack_block_f32(const void* src, DataType dtype, std::int64_t steps, float* dst);
