@@ -1,5 +1,6 @@
 // `tileops demo` cases of the matrix products: linear with bias (x[tokens, 1024]·W[1024, 1024]ᵀ),
-// gemm with alpha and beta (trans_b) and a batched matmul of 8 heads. The widths stay near 1024
+// pack_linear_weight and linear over the packed weight (linear_packed), gemm with alpha and beta
+// (trans_b) and a batched matmul of 8 heads. The widths stay near 1024
 // so the float64 reference of the 2048-token case takes about a second.
 #include <string>
 
@@ -28,6 +29,32 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
                        return y;
                      },
                      kIn});
+  }
+  {  // pack_linear_weight, checked through linear_packed; linear_packed over a weight packed here
+    constexpr std::int64_t kIn = 1024, kOut = 1024;
+    auto x = random({tokens, kIn}, dt, rng), w = random({kOut, kIn}, dt, rng, -0.1, 0.1);
+    auto bias = random({kOut}, dt, rng), out = empty({tokens, kOut}, dt);
+    const Dims packed_shape{ops::packed_linear_weight_numel(kOut, kIn, dt)};
+    auto packed = empty(packed_shape, dt), repacked = empty(packed_shape, dt);
+    ops::pack_linear_weight(*w, *packed);
+    const auto reference = [=] {
+      ref::Values y = ref::matmul(values(x), {tokens, kIn}, false, values(w), {kOut, kIn}, true,
+                                  {tokens, kOut});
+      const ref::Values b = values(bias);
+      for (std::size_t i = 0; i < y.size(); ++i) y[i] += b[i % kOut];
+      return y;
+    };
+    cases.push_back({"pack_linear_weight", "[1024, 1024], then linear_packed", dt,
+                     bytes_of({w, repacked}), [=] { ops::pack_linear_weight(*w, *repacked); },
+                     [=] {
+                       ops::linear_packed(*x, *repacked, *bias, *out);
+                       return out;
+                     },
+                     reference, kIn});
+    cases.push_back({"linear_packed", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt,
+                     bytes_of({x, packed, bias, out}),
+                     [=] { ops::linear_packed(*x, *packed, *bias, *out); }, [=] { return out; },
+                     reference, kIn});
   }
   {
     constexpr std::int64_t kK = 512, kN = 512;

@@ -45,21 +45,33 @@ struct Geometry {
   }
 };
 
+// Written in order (K step, row, element of the pair), the 16 source rows read as streams.
 template <class T>
 void pack_groups(const Tensor& weight, T* packed, const Geometry& geo, std::int64_t g0,
                  std::int64_t g1) {
   const T* w = weight.data_as<const T>();
   const std::int64_t rs = weight.stride(0), cs = weight.stride(1), pair = geo.pair;
   for (std::int64_t g = g0; g < g1; ++g) {
+    const std::int64_t rows = std::min(kRows, geo.n - g * kRows);  // the rest are zeros
     for (std::int64_t kb = 0; kb < geo.blocks; ++kb) {
-      T* block = packed + geo.block_offset(kb, g);
-      const std::int64_t len = geo.block_k(kb);
-      for (std::int64_t r = 0; r < kRows; ++r) {
-        const std::int64_t row = g * kRows + r;
-        for (std::int64_t kk = 0; kk < len; ++kk) {
-          const std::int64_t col = kb * kBlockK + kk;
-          T& dst = block[(kk / pair) * kRows * pair + r * pair + kk % pair];
-          dst = row < geo.n && col < geo.k ? w[row * rs + col * cs] : T{};
+      T* dst = packed + geo.block_offset(kb, g);
+      const std::int64_t len = geo.block_k(kb), col0 = kb * kBlockK;
+      const std::int64_t live = std::min(len, geo.k - col0);  // columns before the pad
+      const T* src = w + g * kRows * rs + col0 * cs;
+      std::int64_t kk = 0;
+      for (; kk + pair <= live; kk += pair) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t t = 0; t < pair; ++t) *dst++ = src[r * rs + (kk + t) * cs];
+        }
+        for (std::int64_t r = rows; r < kRows; ++r) {
+          for (std::int64_t t = 0; t < pair; ++t) *dst++ = T{};
+        }
+      }
+      for (; kk < len; kk += pair) {  // the last pair of an odd K
+        for (std::int64_t r = 0; r < kRows; ++r) {
+          for (std::int64_t t = 0; t < pair; ++t) {
+            *dst++ = r < rows && kk + t < live ? src[r * rs + (kk + t) * cs] : T{};
+          }
         }
       }
     }
