@@ -1,5 +1,5 @@
 // linear against a float64 reference, for every dtype and every active implementation: decode
-// rows (M = 1..16, the weight-streaming path; up to 128 in chunks of it), prefill rows, 3-D and
+// rows (M = 1..16, the weight-streaming path; up to 48-64 in chunks of it), prefill rows, 3-D and
 // 1-D inputs, strided operands, bias or none, the class form on new data, and bad inputs.
 #include "tileops/ops/linear.h"
 
@@ -70,10 +70,10 @@ TEST_P(LinearTest, DecodeRows) {
 }
 
 TEST_P(LinearTest, PrefillRowsAndBatches) {
-  check({17, 70}, 45, true, Layout::kContiguous);    // decode path over chunks of 9 and 8
-  check({40, 257}, 33, false, Layout::kContiguous);  // ... 14, 13, 13
-  check({128, 40}, 21, true, Layout::kStrided);      // ... the last row count chunked
-  check({129, 40}, 21, true, Layout::kContiguous);   // the packed GEMM
+  check({17, 70}, 45, true, Layout::kContiguous);    // decode path over chunks of 16 and 1
+  check({40, 257}, 33, false, Layout::kContiguous);  // ... 16, 16, 8
+  check({64, 40}, 21, true, Layout::kStrided);       // float32/float16 chunked, bfloat16 packed
+  check({65, 40}, 21, true, Layout::kContiguous);    // the packed GEMM
   check({300, 19}, 50, false, Layout::kStrided);
   check({2, 9, 24}, 30, true, Layout::kContiguous);  // batch folds into rows
   check({2, 9, 24}, 30, true, Layout::kStrided);     // batch as separate GEMMs

@@ -38,11 +38,13 @@ constexpr std::int64_t kMaxNr = 64;  // gemm_nr() on every target (48 on AVX-512
 // 0.40-0.43 against 0.48-0.56 TFLOP/s.
 constexpr std::int64_t kAmxLinearMaxRows = 512;
 // Up to this many rows with B's columns contiguous (a linear's weight), the decode path runs over
-// chunks of at most 16 rows, each streaming the weight again, rather than packing it once.
-// Zen 5, N = K = 4096, 2 threads, GFLOP/s chunked against packed: float32 M = 17 189/58, 32
-// 270/109, 64 278/175, 128 276/247, 192 284/288, 256 282/314; bfloat16 17 431/166, 64 593/403,
-// 128 639/562, 192 648/649, 256 667/726.
-constexpr std::int64_t kChunkedDecodeMaxRows = 128;
+// chunks of at most 16 rows, each streaming the weight again, rather than packing it once: the
+// bfloat16 GEMM (VDPBF16PS) overtakes it sooner. Zen 5, 2 threads, the 1.1B-parameter decoder's
+// prefill (weights from memory), tokens/s chunked against packed: bfloat16 M = 17 151-176/80-89,
+// 32 248-257/156-185, 64 231-238/248-263, 128 257-260/333-338; float32 17 76-77/41-46, 32
+// 104-125/79-96, 64 118-129/83-99, 96 and 128 within the noise.
+constexpr std::int64_t kChunkedDecodeMaxRowsBf16 = 48;
+constexpr std::int64_t kChunkedDecodeMaxRows = 64;
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,
@@ -127,8 +129,9 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   if (m == 0 || n == 0) return;
   if (m <= kDecodeMaxRows && call.b.row_stride == 1 && k > 0) return decode_gemm(call, ctx);
   const bool bf16 = call.a.dtype == DataType::kBFloat16 && call.b.dtype == DataType::kBFloat16;
-  if (m <= kChunkedDecodeMaxRows && call.b.row_stride == 1 && k > 0 &&
-      !(bf16 && amx_bf16_enabled())) {  // AMX reads such a weight in place for all the rows
+  // (AMX reads such a weight in place for all the rows instead.)
+  const std::int64_t chunked_max = bf16 ? kChunkedDecodeMaxRowsBf16 : kChunkedDecodeMaxRows;
+  if (m <= chunked_max && call.b.row_stride == 1 && k > 0 && !(bf16 && amx_bf16_enabled())) {
     return chunked_decode_gemm(call, ctx);
   }
   if (bf16 && k > 0) {
