@@ -24,16 +24,11 @@ using testing::dot_tolerance;
 std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
                                      const Tensor* bias) {
   const std::int64_t k = input.size(-1), n = weight.size(0);
-  const auto x = testing::to_doubles(input);
-  const auto w = testing::to_doubles(weight);
-  auto out = testing::reference::matmul(x, Dims{input.numel() / std::max<std::int64_t>(k, 1), k},
-                                        false, w, Dims{n, k}, true,
-                                        Dims{input.numel() / std::max<std::int64_t>(k, 1), n});
-  if (bias != nullptr) {
-    const auto bv = testing::to_doubles(*bias);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] += bv[i % static_cast<std::size_t>(n)];
-  }
-  return out;
+  const std::int64_t rows = k == 0 ? 0 : input.numel() / k;
+  const std::vector<double> b =
+      bias != nullptr ? testing::to_doubles(*bias) : std::vector<double>{};
+  return testing::reference::linear(testing::to_doubles(input), testing::to_doubles(weight),
+                                    bias != nullptr ? &b : nullptr, rows, n, k);
 }
 
 using Param = std::tuple<DataType, int>;

@@ -22,14 +22,12 @@ using testing::Layout;
 // out[..., n] = Σ_k input[..., k]·weight[n, k] + bias[n] in float64.
 std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
                                      const Tensor* bias) {
-  const std::int64_t k = input.size(-1), n = weight.size(0), m = input.numel() / k;
-  auto out = testing::reference::matmul(testing::to_doubles(input), Dims{m, k}, false,
-                                        testing::to_doubles(weight), Dims{n, k}, true, Dims{m, n});
-  if (bias != nullptr) {
-    const auto bv = testing::to_doubles(*bias);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] += bv[i % static_cast<std::size_t>(n)];
-  }
-  return out;
+  const std::int64_t k = input.size(-1), n = weight.size(0);
+  const std::int64_t rows = k == 0 ? 0 : input.numel() / k;
+  const std::vector<double> b =
+      bias != nullptr ? testing::to_doubles(*bias) : std::vector<double>{};
+  return testing::reference::linear(testing::to_doubles(input), testing::to_doubles(weight),
+                                    bias != nullptr ? &b : nullptr, rows, n, k);
 }
 
 // The packed form of weight, in storage poisoned first (an element pack_linear_weight skipped

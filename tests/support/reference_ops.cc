@@ -76,6 +76,15 @@ Values matmul(const Values& a, const Dims& sa, bool ta, const Values& b, const D
   return out;
 }
 
+Values linear(const Values& x, const Values& w, const Values* bias, std::int64_t rows,
+              std::int64_t n, std::int64_t k) {
+  Values y = matmul(x, Dims{rows, k}, false, w, Dims{n, k}, true, Dims{rows, n});
+  if (bias != nullptr) {
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += (*bias)[i % static_cast<std::size_t>(n)];
+  }
+  return y;
+}
+
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width) {

@@ -20,6 +20,10 @@ Values broadcast_binary(const Values& a, const Dims& sa, const Values& b, const 
 Values matmul(const Values& a, const Dims& sa, bool ta, const Values& b, const Dims& sb, bool tb,
               const Dims& out_shape);
 
+// x[rows, k]·w[n, k]ᵀ (+ bias[n] when given): linear's product.
+Values linear(const Values& x, const Values& w, const Values* bias, std::int64_t rows,
+              std::int64_t n, std::int64_t k);
+
 double silu(double x);
 Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width);
 // Row-wise softmax of scale·x; columns j > limit(row) are masked to 0 (limit < 0: none).

@@ -22,11 +22,8 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
                      bytes_of({x, w, bias, out}), [=] { ops::linear(*x, *w, *bias, *out); },
                      [=] { return out; },
                      [=] {
-                       ref::Values y = ref::matmul(values(x), {tokens, kIn}, false, values(w),
-                                                   {kOut, kIn}, true, {tokens, kOut});
                        const ref::Values b = values(bias);
-                       for (std::size_t i = 0; i < y.size(); ++i) y[i] += b[i % kOut];
-                       return y;
+                       return ref::linear(values(x), values(w), &b, tokens, kOut, kIn);
                      },
                      kIn});
   }
@@ -38,11 +35,8 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
     auto packed = empty(packed_shape, dt), repacked = empty(packed_shape, dt);
     ops::pack_linear_weight(*w, *packed);
     const auto reference = [=] {
-      ref::Values y = ref::matmul(values(x), {tokens, kIn}, false, values(w), {kOut, kIn}, true,
-                                  {tokens, kOut});
       const ref::Values b = values(bias);
-      for (std::size_t i = 0; i < y.size(); ++i) y[i] += b[i % kOut];
-      return y;
+      return ref::linear(values(x), values(w), &b, tokens, kOut, kIn);
     };
     cases.push_back({"pack_linear_weight", "[1024, 1024], then linear_packed", dt,
                      bytes_of({w, repacked}), [=] { ops::pack_linear_weight(*w, *repacked); },
