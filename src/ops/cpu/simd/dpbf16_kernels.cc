@@ -181,18 +181,20 @@ TILEOPS_DPBF16_TARGET void dot_group(const std::uint16_t* x, std::int64_t ld_x, 
   }
 }
 
+// How far ahead the packed kernels request their weight stream into L2 (as packed_block_f32).
+constexpr std::int64_t kPackedFetchBytes = 8192;
+
 // 16 accumulators: fewer chains do not cover VDPBF16PS's latency on Zen 5 (12 weight rows: 0.73
 // of its peak in cache). Zen 5, M = 16, N = K = 4096, two threads: the weights stream at 0.9-1.0
 // of the copy bandwidth, against 0.68-0.72 for dpbf16_dot_rows on the caller's layout.
 TILEOPS_DPBF16_TARGET void packed_block(const std::uint16_t* x, const std::uint16_t* w,
                                         std::int64_t pairs, float* acc, bool accumulate,
                                         bool fetch) {
-  constexpr std::int64_t kFetchBytes = 8192;  // as packed_block_f32's distance
   __m512 sum[16];
   for (auto& s : sum) s = _mm512_setzero_ps();
   for (std::int64_t q = 0; q < pairs; ++q) {
     const std::uint16_t* wq = w + q * 32;  // one 64-byte line per pair
-    if (fetch) __builtin_prefetch(reinterpret_cast<const char*>(wq) + kFetchBytes, 0, 2);
+    if (fetch) __builtin_prefetch(reinterpret_cast<const char*>(wq) + kPackedFetchBytes, 0, 2);
     const __m512bh xv = load_pairs(x + q * 32);
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) sum[j] = _mm512_dpbf16_ps(sum[j], xv, broadcast_pair(wq + 2 * j));
@@ -207,12 +209,11 @@ TILEOPS_DPBF16_TARGET void packed_half_blocks(const std::uint16_t* x0, const std
                                               const std::uint16_t* w, std::int64_t pairs,
                                               float* acc0, float* acc1, bool accumulate,
                                               bool fetch) {
-  constexpr std::int64_t kFetchBytes = 8192;
   __m512 sum0[8], sum1[8];
   for (int j = 0; j < 8; ++j) sum0[j] = sum1[j] = _mm512_setzero_ps();
   for (std::int64_t q = 0; q < pairs; ++q) {
     const std::uint16_t* wq = w + q * 32;
-    if (fetch) __builtin_prefetch(reinterpret_cast<const char*>(wq) + kFetchBytes, 0, 2);
+    if (fetch) __builtin_prefetch(reinterpret_cast<const char*>(wq) + kPackedFetchBytes, 0, 2);
     const __m512bh xv0 = load_pairs(x0 + q * 32), xv1 = load_pairs(x1 + q * 32);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
