@@ -20,17 +20,6 @@ using testing::Layout;
 
 using testing::dot_tolerance;
 
-// out[..., n] = Σ_k input[..., k]·weight[n, k] + bias[n] in float64.
-std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
-                                     const Tensor* bias) {
-  const std::int64_t k = input.size(-1), n = weight.size(0);
-  const std::int64_t rows = k == 0 ? 0 : input.numel() / k;
-  const std::vector<double> b =
-      bias != nullptr ? testing::to_doubles(*bias) : std::vector<double>{};
-  return testing::reference::linear(testing::to_doubles(input), testing::to_doubles(weight),
-                                    bias != nullptr ? &b : nullptr, rows, n, k);
-}
-
 using Param = std::tuple<DataType, int>;
 
 class LinearTest : public ::testing::TestWithParam<Param> {
@@ -52,7 +41,8 @@ class LinearTest : public ::testing::TestWithParam<Param> {
     ctx.implementation_index = index;
     linear(input, weight, with_bias ? bias.view() : Tensor(), out, ctx);
     const Tensor bias_view = bias.view();
-    const auto expected = reference_linear(input, weight, with_bias ? &bias_view : nullptr);
+    const auto expected =
+        testing::reference::linear(input, weight, with_bias ? &bias_view : nullptr);
     EXPECT_EQ(testing::compare(out.view(), expected, dot_tolerance(dtype, k)), "");
   }
 };
@@ -98,7 +88,8 @@ TEST(Linear, CachedInstanceIsCorrectOnNewData) {
     auto w = testing::random_tensor({24, 40}, bf16, rng);
     auto y = testing::poisoned({2, 24}, bf16);
     op(x, w, Tensor(), y);
-    EXPECT_EQ(testing::compare(y.view(), reference_linear(x, w, nullptr), dot_tolerance(bf16, 40)),
+    EXPECT_EQ(testing::compare(y.view(), testing::reference::linear(x, w, nullptr),
+                               dot_tolerance(bf16, 40)),
               "");
   }
 }

@@ -19,17 +19,6 @@ using testing::dot_tolerance;
 using testing::expect_rejected;
 using testing::Layout;
 
-// out[..., n] = Σ_k input[..., k]·weight[n, k] + bias[n] in float64.
-std::vector<double> reference_linear(const Tensor& input, const Tensor& weight,
-                                     const Tensor* bias) {
-  const std::int64_t k = input.size(-1), n = weight.size(0);
-  const std::int64_t rows = k == 0 ? 0 : input.numel() / k;
-  const std::vector<double> b =
-      bias != nullptr ? testing::to_doubles(*bias) : std::vector<double>{};
-  return testing::reference::linear(testing::to_doubles(input), testing::to_doubles(weight),
-                                    bias != nullptr ? &b : nullptr, rows, n, k);
-}
-
 // The packed form of weight, in storage poisoned first (an element pack_linear_weight skipped
 // would be NaN and show in every result that reads it).
 TensorStorage packed_of(const Tensor& weight) {
@@ -57,7 +46,8 @@ class PackedLinearTest : public ::testing::TestWithParam<DataType> {
     const auto packed = packed_of(weight.view());
     linear_packed(input, packed.view(), with_bias ? bias.view() : Tensor(), out);
     const Tensor bias_view = bias.view();
-    const auto expected = reference_linear(input, weight, with_bias ? &bias_view : nullptr);
+    const auto expected =
+        testing::reference::linear(input, weight, with_bias ? &bias_view : nullptr);
     EXPECT_EQ(testing::compare(out.view(), expected, dot_tolerance(dtype, k)), "");
   }
 };
@@ -126,7 +116,8 @@ TEST(PackedLinear, CachedInstanceIsCorrectOnNewData) {
     auto w = testing::random_tensor({24, 40}, bf16, rng);
     auto y = testing::poisoned({2, 24}, bf16);
     op(x, packed_of(w.view()).view(), Tensor(), y);
-    EXPECT_EQ(testing::compare(y.view(), reference_linear(x, w, nullptr), dot_tolerance(bf16, 40)),
+    EXPECT_EQ(testing::compare(y.view(), testing::reference::linear(x, w, nullptr),
+                               dot_tolerance(bf16, 40)),
               "");
   }
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tests/support/test_tensors.h"
+
 namespace tileops::testing::reference {
 
 Values broadcast_binary(const Values& a, const Dims& sa, const Values& b, const Dims& sb,
@@ -83,6 +85,13 @@ Values linear(const Values& x, const Values& w, const Values* bias, std::int64_t
     for (std::size_t i = 0; i < y.size(); ++i) y[i] += (*bias)[i % static_cast<std::size_t>(n)];
   }
   return y;
+}
+
+Values linear(const Tensor& input, const Tensor& weight, const Tensor* bias) {
+  const std::int64_t k = input.size(-1), n = weight.size(0);
+  const std::int64_t rows = k == 0 ? 0 : input.numel() / k;
+  const Values b = bias != nullptr ? to_doubles(*bias) : Values{};
+  return linear(to_doubles(input), to_doubles(weight), bias != nullptr ? &b : nullptr, rows, n, k);
 }
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }

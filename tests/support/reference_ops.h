@@ -23,6 +23,8 @@ Values matmul(const Values& a, const Dims& sa, bool ta, const Values& b, const D
 // x[rows, k]·w[n, k]ᵀ (+ bias[n] when given): linear's product.
 Values linear(const Values& x, const Values& w, const Values* bias, std::int64_t rows,
               std::int64_t n, std::int64_t k);
+// The same of tensors: input [..., K], weight [N, K], bias [N] or null; row-major [..., N].
+Values linear(const Tensor& input, const Tensor& weight, const Tensor* bias);
 
 double silu(double x);
 Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width);
