@@ -22,11 +22,29 @@ TensorStorage make(const Dims& shape, DataType dtype) {
   return testing::random_tensor(shape, dtype, rng, testing::Layout::kContiguous, -1.0, 1.0);
 }
 
-// Args: dtype (0 float32, 1 bfloat16, 2 float16), implementation index, M, N, K.
+// The dtype argument: 0 float32, 1 bfloat16, 2 float16.
+DataType dtype_arg(std::int64_t arg) {
+  return arg == 0 ? DataType::kFloat32 : arg == 1 ? DataType::kBFloat16 : DataType::kFloat16;
+}
+
+// Copies of the weights a decode case cycles through, 128 MiB or more of them: a model's layers
+// each bring their own, and one 4096 x 4096 bfloat16 matrix (32 MiB) would stay in a 32 MiB LLC.
+std::int64_t decode_copies(std::int64_t weight_bytes) {
+  return std::max<std::int64_t>(2, ((128 << 20) + weight_bytes - 1) / weight_bytes);
+}
+
+void set_linear_counters(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t k,
+                         std::int64_t weight_bytes) {
+  state.counters["flops_per_second"] = benchmark::Counter(
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes_per_second"] = benchmark::Counter(
+      static_cast<double>(weight_bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: dtype, implementation index, M, N, K.
 void BM_linear(benchmark::State& state) {
-  const DataType dtype = state.range(0) == 0   ? DataType::kFloat32
-                         : state.range(0) == 1 ? DataType::kBFloat16
-                                               : DataType::kFloat16;
+  const DataType dtype = dtype_arg(state.range(0));
   const int index = static_cast<int>(state.range(1));
   const std::int64_t m = state.range(2), n = state.range(3), k = state.range(4);
   const auto active = ops::active_implementation_indices("linear", DeviceType::kCpu);
@@ -35,11 +53,8 @@ void BM_linear(benchmark::State& state) {
     return;
   }
   TensorStorage x = make({m, k}, dtype), out = make({m, n}, dtype);
-  // Decode shapes cycle through copies of the weights, 128 MiB or more of them: a model's layers
-  // each bring their own, and one 4096 x 4096 bfloat16 matrix (32 MiB) would stay in a 32 MiB LLC.
   const std::int64_t bytes = n * k * static_cast<std::int64_t>(size_of(dtype));
-  const std::int64_t copies =
-      m <= 16 ? std::max<std::int64_t>(2, ((128 << 20) + bytes - 1) / bytes) : 1;
+  const std::int64_t copies = m <= 16 ? decode_copies(bytes) : 1;
   std::vector<TensorStorage> weights;
   for (std::int64_t c = 0; c < copies; ++c) weights.push_back(make({n, k}, dtype));
   Context ctx;
@@ -49,23 +64,17 @@ void BM_linear(benchmark::State& state) {
     ops::linear(x, weights[next], Tensor(), out, ctx);
     next = (next + 1) % weights.size();
   }
-  state.counters["flops_per_second"] = benchmark::Counter(
-      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-      benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_bytes_per_second"] =
-      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  set_linear_counters(state, m, n, k, bytes);
 }
 
 // linear_packed over pack_linear_weight's form of the weights (the explicit pack_weight option),
 // for decode. Args: dtype (as above), M, N, K.
 void BM_linear_packed(benchmark::State& state) {
-  const DataType dtype = state.range(0) == 0   ? DataType::kFloat32
-                         : state.range(0) == 1 ? DataType::kBFloat16
-                                               : DataType::kFloat16;
+  const DataType dtype = dtype_arg(state.range(0));
   const std::int64_t m = state.range(1), n = state.range(2), k = state.range(3);
   TensorStorage x = make({m, k}, dtype), out = make({m, n}, dtype);
   const std::int64_t bytes = n * k * static_cast<std::int64_t>(size_of(dtype));
-  const std::int64_t copies = std::max<std::int64_t>(2, ((128 << 20) + bytes - 1) / bytes);
+  const std::int64_t copies = decode_copies(bytes);
   std::vector<TensorStorage> packed;
   for (std::int64_t c = 0; c < copies; ++c) {
     const TensorStorage weight = make({n, k}, dtype);
@@ -77,11 +86,7 @@ void BM_linear_packed(benchmark::State& state) {
     ops::linear_packed(x, packed[next], Tensor(), out);
     next = (next + 1) % packed.size();
   }
-  state.counters["flops_per_second"] = benchmark::Counter(
-      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-      benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_bytes_per_second"] =
-      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  set_linear_counters(state, m, n, k, bytes);
 }
 
 void linear_cases(benchmark::internal::Benchmark* b) {
