@@ -1,5 +1,6 @@
 #include "tileops/core/dims.h"
 
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 
 namespace tileops {
@@ -46,9 +47,7 @@ void Dims::resize(int size, std::int64_t fill) {
 }
 
 std::int64_t Dims::product() const {
-  std::int64_t p = 1;
-  for (std::int64_t v : *this) p *= v;
-  return p;
+  return checked_product(std::span<const std::int64_t>(begin(), end()), "shape");
 }
 
 std::string Dims::to_string() const {
@@ -66,7 +65,7 @@ Dims contiguous_strides(const Dims& shape) {
   std::int64_t stride = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     strides[i] = stride;
-    stride *= std::max<std::int64_t>(shape[i], 1);
+    stride = checked_mul(stride, std::max<std::int64_t>(shape[i], 1), "contiguous strides");
   }
   return strides;
 }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 
 namespace tileops {
@@ -16,22 +17,13 @@ Tensor::Tensor(void* data, Dims shape, DataType dtype, Device device)
       shape_(shape),
       strides_(contiguous_strides(shape)),
       dtype_(dtype),
-      device_(device) {}
+      device_(device) {
+  check_view_geometry(shape_, strides_, dtype_, "tensor");
+}
 
 Tensor::Tensor(void* data, Dims shape, Dims strides, DataType dtype, Device device)
     : data_(data), shape_(shape), strides_(strides), dtype_(dtype), device_(device) {
-  if (shape.size() != strides.size()) {
-    throw Error(ErrorKind::kInvalidArgument, "tensor: shape " + shape.to_string() +
-                                                 " and strides " + strides.to_string() +
-                                                 " differ in length");
-  }
-  for (int i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0 || strides[i] < 0) {
-      throw Error(ErrorKind::kInvalidArgument, "tensor: negative extent or stride in shape " +
-                                                   shape.to_string() + " strides " +
-                                                   strides.to_string());
-    }
-  }
+  check_view_geometry(shape_, strides_, dtype_, "tensor");
 }
 
 int normalize_dim(int dim, int rank) {

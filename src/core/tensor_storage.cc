@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 
 namespace tileops {
@@ -21,15 +22,6 @@ constexpr std::size_t kAlignment = 64;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kLarge = std::size_t{64} << 20;
 
-std::size_t span_elements(const Dims& shape, const Dims& strides) {
-  std::int64_t last = 0;
-  for (int i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) return 0;
-    last += (shape[i] - 1) * strides[i];
-  }
-  return static_cast<std::size_t>(last + 1);
-}
-
 }  // namespace
 
 void TensorStorage::FreeDeleter::operator()(void* p) const { std::free(p); }
@@ -39,7 +31,8 @@ TensorStorage::TensorStorage(Dims shape, DataType dtype)
 
 TensorStorage::TensorStorage(Dims shape, Dims strides, DataType dtype) {
   Tensor probe(nullptr, shape, strides, dtype);  // validates shape and strides
-  bytes_ = span_elements(shape, strides) * size_of(dtype);
+  bytes_ = static_cast<std::size_t>(checked_bytes(checked_span(shape, strides, "TensorStorage"),
+                                                  size_of(dtype), "TensorStorage"));
   const std::size_t alignment = bytes_ >= kLarge ? kHugePage : kAlignment;
   std::size_t rounded = (bytes_ + alignment - 1) / alignment * alignment;
   if (rounded == 0) rounded = kAlignment;

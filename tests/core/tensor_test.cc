@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "tileops/core/checked_size.h"
 #include "tileops/core/data_type.h"
 #include "tileops/core/error.h"
 #include "tileops/core/tensor_storage.h"
@@ -82,6 +85,41 @@ TEST(TensorStorage, LargeAllocationsAreHugePageAligned) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % (std::uintptr_t{2} << 20), 0u);
   large.fill_bytes(0x5A);
   EXPECT_EQ(static_cast<const unsigned char*>(large.data())[n - 1], 0x5A);
+}
+
+// Sizes beyond int64 are refused where a view or an allocation is formed, never wrapped: a
+// wrapped count once sized a 64-byte buffer for 2^63 bytes.
+TEST(CheckedSize, OverflowIsAnInvalidArgumentNamingTheCaller) {
+  const auto expect_overflow = [](const auto& make) {
+    try {
+      make();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("overflows int64"), std::string::npos) << e.what();
+    }
+  };
+  const std::int64_t big = std::int64_t{1} << 60;
+  expect_overflow([&] { TensorStorage s(Dims{big, 8}, DataType::kFloat32); });
+  expect_overflow([&] { TensorStorage s(Dims{big}, Dims{16}, DataType::kFloat32); });
+  expect_overflow([&] { Tensor t(nullptr, Dims{big, 16}, DataType::kUInt8); });
+  // numel wraps to 0 here; the stride-0 span is one element.
+  expect_overflow([&] {
+    Tensor t(nullptr, Dims{std::int64_t{1} << 32, std::int64_t{1} << 32}, Dims{0, 0},
+             DataType::kFloat32);
+  });
+  // numel fits, numel * element size does not.
+  expect_overflow([&] { Tensor t(nullptr, Dims{big}, Dims{0}, DataType::kFloat64); });
+  expect_overflow([&] { checked_mul(std::int64_t{1} << 62, 3, "probe"); });
+  expect_overflow([&] { checked_add(INT64_MAX, 1, "probe"); });
+  EXPECT_EQ(checked_product(std::vector<std::int64_t>{big, big, 0}, "probe"), 0);
+  EXPECT_EQ(Tensor(nullptr, Dims{big, 0}, DataType::kFloat32).numel(), 0);
+  try {
+    checked_mul(std::int64_t{1} << 40, std::int64_t{1} << 40, "pack_linear_weight: argument 'w'");
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "pack_linear_weight: argument 'w': 1099511627776 * 1099511627776 overflows int64");
+  }
 }
 
 TEST(Error, MessageNamesEverything) {
