@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <string>
@@ -255,6 +257,32 @@ TEST(LlamaWeights, SafetensorsRoundTripGivesTheSameLogits) {
   std::filesystem::remove(path);
 }
 
+// The format does not align tensors: one more header byte puts every float32 tensor off its
+// alignment, which the loader copies aside before converting (UBSan would flag the reads).
+TEST(LlamaWeights, UnalignedTensorsLoadTheSameWeights) {
+  const Config config = tiny_config(DataType::kFloat32, false);
+  const Weights weights = synthetic_weights(config, 3);
+  const auto path = temp_path("unaligned.safetensors");
+  write_safetensors(path, checkpoint_tensors(config, weights));
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GE(bytes.size(), 8u);
+  std::uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[i]);
+  bytes.insert(8 + header, " ");  // JSON allows trailing space
+  ++header;
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header >> (8 * i));
+  std::ofstream(path, std::ios::binary) << bytes;
+  const Weights loaded = load_safetensors_weights(config, path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(testing::to_doubles(loaded.embed), testing::to_doubles(weights.embed));
+  EXPECT_EQ(testing::to_doubles(loaded.layers[1].qkv), testing::to_doubles(weights.layers[1].qkv));
+  EXPECT_EQ(testing::to_doubles(loaded.lm_head), testing::to_doubles(weights.lm_head));
+}
+
 TEST(LlamaWeights, ReadsHuggingFaceConfig) {
   const auto path = temp_path("config.json");
   std::ofstream(path) << R"({"model_type": "qwen2", "hidden_size": 128, "num_hidden_layers": 3,
@@ -305,6 +333,30 @@ TEST(LlamaModel, BadRequestsAreRejected) {
   const std::vector<std::int64_t> two{1, 2};
   model.decode(two);
   expect_error([&] { model.decode(two); }, "full");
+}
+
+// Sizes from the caller are checked before anything is allocated or packed: the block count
+// wrapped, (max_context + block_size - 1) overflowed, and the rotary table was built for all
+// max_positions (2^30 positions: 64 GiB) however short the contexts.
+TEST(LlamaModel, CacheSizesAreCheckedBeforeAllocating) {
+  Config config = tiny_config(DataType::kFloat32, false);
+  config.max_positions = kMaxPositions;
+  constexpr std::int64_t kHuge = std::numeric_limits<std::int64_t>::max();
+  expect_error([&] { (void)cache_geometry(config, 2, 16, kHuge); }, "overflows int64");
+  expect_error([&] { (void)cache_geometry(config, std::int64_t{1} << 40, 16, 16); }, "int32");
+  expect_error([&] { (void)cache_geometry(config, 1, std::int64_t{1} << 31, 16); },
+               "max_positions");
+  expect_error([&] { Model m(config, synthetic_weights(config, 1), std::int64_t{1} << 40, 16); },
+               "int32");
+  const CacheGeometry g = cache_geometry(config, 3, 40, 16);
+  EXPECT_EQ(g.blocks_per_sequence, 3);
+  EXPECT_EQ(g.blocks, 9);
+  EXPECT_EQ(g.bytes, 2 * config.layers * 9 * 16 * config.kv_heads * config.head_size * 4);
+  Model model(config, synthetic_weights(config, 1), 1, 8);  // a table of 8 positions
+  EXPECT_EQ(model.prefill({{1, 2, 3}}).size(1), config.vocab);
+  Config fewer = tiny_config(DataType::kFloat32, false);
+  fewer.layers = 1;
+  expect_error([&] { Model m(config, synthetic_weights(fewer, 1), 1, 8); }, "layers");
 }
 
 TEST(LlamaGenerate, TopKOneIsGreedyAndSeedsRepeat) {
