@@ -3,7 +3,7 @@ checkpoints: any error is one line on stderr with status 1 (never an abort or a 
 usage error one line with status 2.
 
 The binaries are found in TILEOPS_BUILD_DIR, else in the build folder of TILEOPS_EXTENSION_DIR
-(build/<preset>/python/tileops), else in build/release; tests of a binary not built are skipped.
+(build/<preset>/python/tileops), else in build/release; a binary not built fails its tests, saying so.
 """
 
 import json
@@ -38,8 +38,8 @@ def binary(relative):
     for d in build_dirs():
         if (d / relative).is_file():
             return d / relative
-    pytest.skip(f"{relative} is not built")
-    return None
+    pytest.fail(f"{relative} is not built in any of {[str(d) for d in build_dirs()]}: build the "
+                "release preset (scripts/setup.sh) or set TILEOPS_BUILD_DIR")
 
 
 # The decoder's command line of each CLI.
