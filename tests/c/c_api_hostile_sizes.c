@@ -1,5 +1,6 @@
 /* Hostile sizes and layouts through the C API: sizes beyond int64 are TILEOPS_INVALID_ARGUMENT
- * naming the argument (never a wrapped count that sizes a buffer). */
+ * naming the argument (never a wrapped count that sizes a buffer), and an output whose elements
+ * overlap each other is refused with nothing written. */
 #include <stdint.h>
 
 #include "check.h"
@@ -48,8 +49,25 @@ static void test_descriptor_sizes(void) {
   CHECK(untouched(y, 4));
 }
 
+/* torch.empty(16).as_strided((4, 4), (1, 1)) as an output. */
+static void test_self_overlapping_output(void) {
+  float x[16], b[16], y[16];
+  for (int i = 0; i < 16; ++i) x[i] = (float)i, b[i] = 1.0f;
+  poison(y, 16);
+  const int64_t shape[] = {4, 4}, overlapping[] = {1, 1};
+  const tileops_tensor in = tensor(x, TILEOPS_FLOAT32, 2, shape, NULL);
+  const tileops_tensor other = tensor(b, TILEOPS_FLOAT32, 2, shape, NULL);
+  const tileops_tensor out = tensor(y, TILEOPS_FLOAT32, 2, shape, overlapping);
+  CHECK_FAILS(tileops_add(&in, &other, &out, NULL), TILEOPS_INVALID_ARGUMENT, "out");
+  CHECK(strstr(tileops_last_error(), "overlap") != NULL);
+  CHECK_FAILS(tileops_cast(&in, &out, NULL), TILEOPS_INVALID_ARGUMENT, "out");
+  CHECK_FAILS(tileops_matmul(&in, &other, &out, 0, 0, NULL), TILEOPS_INVALID_ARGUMENT, "c");
+  CHECK(untouched(y, 16));
+}
+
 int main(void) {
   test_packed_sizes();
   test_descriptor_sizes();
+  test_self_overlapping_output();
   return finish("c_api_hostile_sizes");
 }
