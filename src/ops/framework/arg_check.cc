@@ -152,10 +152,10 @@ void ArgCheck::same_device(const Tensor& t, std::string_view arg, const Tensor& 
 
 void ArgCheck::writable(const Tensor& t, std::string_view arg) const {
   if (t.numel() == 0) return;  // nothing is written: no element can be written twice
-  const std::string layout = t.describe() + " with strides " + t.strides().to_string();
   for (int i = 0; i < t.rank(); ++i) {
     if (t.shape()[i] > 1 && t.strides()[i] == 0) {
-      fail(ErrorKind::kInvalidArgument, arg, "an output without zero (broadcast) strides", layout);
+      fail(ErrorKind::kInvalidArgument, arg, "an output without zero (broadcast) strides",
+           t.describe());
     }
   }
   // Distinct elements: taken by increasing stride, each dim's stride must pass the farthest
@@ -175,7 +175,7 @@ void ArgCheck::writable(const Tensor& t, std::string_view arg) const {
       fail(ErrorKind::kInvalidArgument, arg,
            "an output whose elements do not overlap (each stride, in increasing order, beyond "
            "the offsets the smaller ones reach)",
-           layout);
+           t.describe());
     }
     reach += (dims[i].second - 1) * dims[i].first;
   }
