@@ -51,5 +51,19 @@ TEST(WorkspaceSize, BroadcastRowsBeyondInt64AreRefused) {
                   ErrorKind::kInvalidArgument, {"softmax", "overflows int64"});
 }
 
+// matmul over a broadcast K of 2^57 (a and b bfloat16 of stride 0, c real, 17 rows: no decode
+// path): the packed panel of B (K × at least 16 floats) exceeds int64 bytes.
+TEST(WorkspaceSize, BroadcastInnerDimensionOfAProduct) {
+  constexpr DataType kBf16 = DataType::kBFloat16;
+  auto arena = testing::poisoned({17 * 16 + 64}, kBf16);
+  auto* base = static_cast<std::uint16_t*>(arena.data());
+  const std::int64_t k = std::int64_t{1} << 57;
+  const Tensor a(base, Dims{17, k}, Dims{0, 0}, kBf16);
+  const Tensor b(base + 1, Dims{k, 16}, Dims{0, 0}, kBf16);
+  const Tensor c(base + 64, Dims{17, 16}, kBf16);
+  expect_rejected([&] { ops::matmul(a, b, c); }, arena, "a", ErrorKind::kInvalidArgument,
+                  {"overflows int64"});
+}
+
 }  // namespace
 }  // namespace tileops
