@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "tileops/core/checked_size.h"
 #include "tileops/core/data_type.h"
 
 namespace tileops::c_api {
@@ -38,37 +39,6 @@ thread_local const char* tl_last_error = "";
   throw_argument_error(ErrorKind::kInvalidArgument, op, arg, expected, actual);
 }
 
-// Sizes and offsets beyond int64 are garbage (no allocation comes near) that would overflow
-// index arithmetic, so they are rejected. First the extents, whose product bounds the element
-// count and every contiguous stride (extents of 0 count as 1 there).
-void check_extents(std::string_view op, std::string_view arg, const Dims& shape) {
-  std::int64_t product = 1;
-  for (std::int64_t extent : shape) {
-    if (__builtin_mul_overflow(product, std::max<std::int64_t>(extent, 1), &product)) {
-      reject(op, arg, "a tensor whose size fits in 64 bits", "shape " + shape.to_string());
-    }
-  }
-}
-
-// Then the bytes from the first element to past the last one a non-empty view reaches.
-void check_reach(std::string_view op, std::string_view arg, const Dims& shape, const Dims& strides,
-                 std::size_t element_size) {
-  if (shape.product() == 0) return;
-  std::int64_t last = 0;
-  bool overflow = false;
-  for (int i = 0; i < shape.size(); ++i) {
-    std::int64_t reach = 0;
-    overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &reach);
-    overflow |= __builtin_add_overflow(last, reach, &last);
-  }
-  std::int64_t bytes = 0;
-  overflow |= __builtin_mul_overflow(last + 1, static_cast<std::int64_t>(element_size), &bytes);
-  if (overflow) {
-    reject(op, arg, "a tensor whose byte span fits in 64 bits",
-           "shape " + shape.to_string() + " strides " + strides.to_string());
-  }
-}
-
 }  // namespace
 
 Tensor to_tensor(std::string_view op, std::string_view arg, const tileops_tensor* t) {
@@ -95,15 +65,24 @@ Tensor to_tensor(std::string_view op, std::string_view arg, const tileops_tensor
   for (std::int64_t extent : shape) {
     if (extent < 0) reject(op, arg, "extents >= 0", "shape " + shape.to_string());
   }
-  check_extents(op, arg, shape);
-  const Dims strides = t->strides == nullptr
-                           ? contiguous_strides(shape)
-                           : Dims(std::span<const std::int64_t>(t->strides, rank));
+  // Sizes beyond int64 are garbage (no allocation comes near) that would overflow index
+  // arithmetic: the Tensor's one geometry check refuses them, here named by operator and argument.
+  const std::string what = std::string(op) + ": argument '" + std::string(arg) + "'";
+  Dims strides;
+  if (t->strides == nullptr) {
+    // Contiguous strides are products of the extents (0 counting as 1).
+    Dims bounded = shape;
+    for (std::int64_t& extent : bounded) extent = std::max<std::int64_t>(extent, 1);
+    checked_product(std::span<const std::int64_t>(bounded.begin(), bounded.end()), what);
+    strides = contiguous_strides(shape);
+  } else {
+    strides = Dims(std::span<const std::int64_t>(t->strides, rank));
+  }
   for (std::int64_t stride : strides) {
     if (stride < 0) reject(op, arg, "strides >= 0", "strides " + strides.to_string());
   }
   const auto dtype = static_cast<DataType>(t->dtype);
-  check_reach(op, arg, shape, strides, size_of(dtype));
+  check_view_geometry(shape, strides, dtype, what);
   const Device device{t->device_type == TILEOPS_DEVICE_CPU ? DeviceType::kCpu : DeviceType::kCuda,
                       t->device_index};
   return Tensor(t->data, shape, strides, dtype, device);

@@ -1,5 +1,6 @@
 #include "tileops/runtime/workspace_pool.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -19,7 +20,12 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 
 void* allocate(std::size_t bytes) {
-  void* p = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  // Beyond PTRDIFF_MAX no allocation can succeed, and rounding up could wrap to 0: a size that
+  // large is a wrapped or hostile computation, refused before the round-up.
+  constexpr auto kMaxBytes = static_cast<std::size_t>(PTRDIFF_MAX) / kAlignment * kAlignment;
+  void* p = bytes > kMaxBytes ? nullptr
+                              : std::aligned_alloc(
+                                    kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   if (p == nullptr) {
     throw Error(ErrorKind::kOutOfMemory,
                 "workspace: cannot allocate " + std::to_string(bytes) + " bytes");

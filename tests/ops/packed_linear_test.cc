@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "tests/support/expect_rejected.h"
 #include "tests/support/reference_ops.h"
 #include "tests/support/simd_targets.h"
@@ -102,6 +106,58 @@ TEST(PackedLinear, SizeOfThePackedForm) {
   EXPECT_EQ(packed_linear_weight_numel(0, 5, DataType::kFloat16), 0);
   EXPECT_THROW(packed_linear_weight_numel(-1, 5, DataType::kFloat32), Error);
   EXPECT_THROW(packed_linear_weight_numel(1, 5, DataType::kInt32), Error);
+}
+
+// Sizes of the packed form beyond int64 are an error naming the operator and argument, never a
+// wrapped count: (2^40, 2^40) wrapped to 0 and (2^62, 3) to a negative number, and a broadcast
+// weight [1, 2^60] was then packed into a 0-element buffer.
+TEST(PackedLinear, PackedSizesBeyondInt64AreRefused) {
+  const std::int64_t big = std::int64_t{1} << 40;
+  const auto expect_overflow = [](const auto& call, const std::string& names) {
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("overflows int64"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  };
+  const std::string numel = "packed_linear_weight_numel: arguments 'n' and 'k'";
+  expect_overflow([&] { packed_linear_weight_numel(big, big, DataType::kFloat32); }, numel);
+  expect_overflow([&] { packed_linear_weight_numel(std::int64_t{1} << 62, 3, DataType::kFloat32); },
+                  numel);
+  expect_overflow([&] { packed_linear_weight_numel(INT64_MAX, 1, DataType::kFloat16); }, numel);
+  expect_overflow([&] { packed_linear_weight_numel(1, INT64_MAX, DataType::kBFloat16); }, numel);
+  // Fits in elements, not in bytes.
+  expect_overflow(
+      [&] { packed_linear_weight_numel(16, std::int64_t{1} << 59, DataType::kFloat32); }, numel);
+
+  const DataType f32 = DataType::kFloat32;
+  auto one = testing::poisoned({1}, f32);
+  const Tensor broadcast(one.data(), Dims{1, std::int64_t{1} << 60}, Dims{0, 0}, f32);
+  auto guard = testing::poisoned({64}, f32);  // under a 0-element view: nothing may land there
+  const Tensor packed_empty(guard.data(), Dims{0}, f32);
+  expect_rejected([&] { pack_linear_weight(broadcast, packed_empty); }, guard, "weight",
+                  ErrorKind::kInvalidArgument, {"pack_linear_weight", "overflows int64"});
+  // linear_packed forms the same size from input's K and out's N.
+  auto out = testing::poisoned({1, 1}, f32);
+  expect_rejected([&] { linear_packed(broadcast, packed_empty, Tensor(), out); },
+                  std::vector<const TensorStorage*>{&out, &guard}, "packed",
+                  ErrorKind::kInvalidArgument, {"linear_packed", "overflows int64"});
+
+  // A broadcast input of 2^58 rows fits, its workspace (16·K + 64 floats a row and more) does
+  // not: once a wrapped byte count. packed, input and out lie apart in one arena.
+  auto arena = testing::poisoned({64}, f32);
+  auto* base = static_cast<float*>(arena.data());
+  auto small_weight = testing::poisoned({1, 1}, f32);
+  const Tensor packed(base, Dims{packed_linear_weight_numel(1, 1, f32)}, f32);
+  pack_linear_weight(small_weight, packed);
+  const std::int64_t rows = std::int64_t{1} << 58;
+  const Tensor input(base + 16, Dims{rows, 1}, Dims{0, 0}, f32);
+  const Tensor huge_out(base + 32, Dims{rows, 1}, f32);
+  expect_rejected([&] { linear_packed(input, packed, Tensor(), huge_out); }, arena, "input",
+                  ErrorKind::kInvalidArgument, {"linear_packed", "overflows int64"});
 }
 
 TEST(PackedLinear, CachedInstanceIsCorrectOnNewData) {

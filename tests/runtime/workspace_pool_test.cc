@@ -73,5 +73,21 @@ TEST(WorkspacePool, RejectsDevicesThisBuildLacks) {
   }
 }
 
+// A size near SIZE_MAX (a wrapped or negative count cast to size_t) is out of memory, never an
+// arena whose rounded-up allocation wrapped to 0 bytes.
+TEST(WorkspacePool, RefusesSizesNoAllocationCanHold) {
+  WorkspacePool pool;
+  for (const std::size_t bytes :
+       {SIZE_MAX, SIZE_MAX - 10, static_cast<std::size_t>(PTRDIFF_MAX) + 1}) {
+    try {
+      pool.acquire(kCpu, nullptr, 0, bytes);
+      ADD_FAILURE() << "no error for " << bytes << " bytes";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory) << e.what();
+    }
+  }
+  EXPECT_EQ(pool.reserved_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace tileops

@@ -108,7 +108,7 @@ void check_cumulative_lengths(const ArgCheck& check, const Tensor& cu, std::stri
 void check_block_ids(const ArgCheck& check, const Tensor& block_table, std::int64_t b,
                      std::int64_t length, std::int64_t block_size, std::int64_t num_blocks,
                      std::string_view arg) {
-  const std::int64_t used = (length + block_size - 1) / block_size;
+  const std::int64_t used = length / block_size + (length % block_size != 0 ? 1 : 0);
   for (std::int64_t k = 0; k < used; ++k) {
     const std::int64_t id = index_at(block_table, b, k);
     if (id < 0 || id >= num_blocks) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/ops/contracts/attention_checks.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::ops {
 namespace {
@@ -26,7 +27,9 @@ void check_values(const Tensor& query, const Tensor& key, const Tensor& cu_seqle
     return;
   }
   const std::int64_t block_size = key.size(1);
-  const std::int64_t capacity = block_table.size(1) * block_size;
+  const std::int64_t capacity =
+      checked_mul(block_table.size(1), block_size,
+                  "flash_attention: argument 'block_table': max_blocks * block_size");
   if (attention_present(cu_seqlens_kv))
     check_cumulative_lengths(check, cu_seqlens_kv, "cu_seqlens_kv", -1);
   for (std::int64_t b = 0; b < block_table.size(0); ++b) {

@@ -1,9 +1,11 @@
 // flash-attn's Python entry points as thin adapters over flash_attention: they only translate
 // the argument lists (heads from the shapes, per-sequence cache lengths to cumulative ones).
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "src/ops/contracts/attention_checks.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/ops/flash_attention.h"
 
 namespace tileops::ops {
@@ -46,15 +48,26 @@ void mha_fwd_kvcache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
       check.fail(ErrorKind::kInvalidArgument, name, "stride(0) == size(1)·stride(1)", t.describe());
     }
   }
+  // The cumulative lengths are int32: their totals must fit, not wrap.
+  constexpr std::int64_t kInt32Max = INT32_MAX;
+  if (checked_mul(batch, sq, "mha_fwd_kvcache: argument 'q': B·Sq") > kInt32Max) {
+    check.fail(ErrorKind::kInvalidArgument, "q", "B·Sq <= 2^31 - 1 query rows", q.describe());
+  }
   std::vector<std::int32_t> cu_q(batch + 1), cu_k(batch + 1);
+  std::int64_t total_k = 0;
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::int32_t len = index_at(cache_seqlens, b);
     if (len < 0) {
       check.fail(ErrorKind::kInvalidArgument, "cache_seqlens", "lengths >= 0",
                  std::to_string(len) + " for sequence " + std::to_string(b));
     }
+    total_k += len;
+    if (total_k > kInt32Max) {
+      check.fail(ErrorKind::kInvalidArgument, "cache_seqlens", "lengths summing to <= 2^31 - 1",
+                 "a sum of " + std::to_string(total_k) + " after sequence " + std::to_string(b));
+    }
     cu_q[b + 1] = static_cast<std::int32_t>((b + 1) * sq);
-    cu_k[b + 1] = cu_k[b] + len;
+    cu_k[b + 1] = static_cast<std::int32_t>(total_k);
   }
   const auto merged = [&](const Tensor& t) {
     return t.with_shape(Dims{batch * sq, t.size(2), t.size(3)},

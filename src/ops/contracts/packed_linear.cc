@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/ops/framework/arg_check.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::ops {
 namespace {
@@ -11,6 +12,16 @@ constexpr std::string_view kPack = "pack_linear_weight";
 constexpr std::string_view kLinear = "linear_packed";
 
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+
+// packed_linear_weight_numel for validated n, k >= 0 and a float dtype; a count (or its bytes)
+// beyond int64 is an InvalidArgument naming `what`, never a wrapped size for the packed buffer.
+std::int64_t packed_numel(std::int64_t n, std::int64_t k, DataType dtype, std::string_view what) {
+  const std::int64_t n_padded = checked_mul(n / 16 + (n % 16 != 0 ? 1 : 0), 16, what);
+  const std::int64_t k_padded = dtype == DataType::kBFloat16 ? checked_add(k, k % 2, what) : k;
+  const std::int64_t numel = checked_mul(n_padded, k_padded, what);
+  checked_bytes(numel, size_of(dtype), what);
+  return numel;
+}
 
 // A packed weight: rank 1, contiguous, `dtype`, exactly `numel` elements.
 void check_packed(const ArgCheck& check, const Tensor& packed, DataType dtype, std::int64_t numel,
@@ -31,7 +42,8 @@ Problem pack_problem(const Tensor& weight, const Tensor& packed) {
   check.standard_float(weight, "weight");
   check.rank_is(weight, "weight", 2);
   check_packed(check, packed, weight.dtype(),
-               packed_linear_weight_numel(weight.size(0), weight.size(1), weight.dtype()),
+               packed_numel(weight.size(0), weight.size(1), weight.dtype(),
+                            "pack_linear_weight: argument 'weight': its packed form"),
                "packed_linear_weight_numel(N, K, dtype) for the [N, K] weight");
   check.writable(packed, "packed");
   check.outputs_do_not_overlap({{weight, "weight"}}, {{packed, "packed"}}, false);
@@ -59,7 +71,9 @@ Problem linear_problem(const Tensor& input, const Tensor& packed, const Tensor& 
   Dims expected = input.shape();
   expected[expected.size() - 1] = n;
   check.shape_is(out, "out", expected, "input's shape with the last dim N");
-  check_packed(check, packed, input.dtype(), packed_linear_weight_numel(n, k, input.dtype()),
+  check_packed(check, packed, input.dtype(),
+               packed_numel(n, k, input.dtype(),
+                            "linear_packed: argument 'packed': the packed form of [N, K]"),
                "pack_linear_weight's form of an [N, K] weight, N = out's last dim and K = "
                "input's");
   if (present(bias)) {
@@ -87,8 +101,7 @@ std::int64_t packed_linear_weight_numel(std::int64_t n, std::int64_t k, DataType
     check.fail(ErrorKind::kInvalidArgument, "dtype", "float32, float16 or bfloat16",
                std::string(name_of(dtype)));
   }
-  const std::int64_t k_padded = dtype == DataType::kBFloat16 ? k + k % 2 : k;
-  return (n + 15) / 16 * 16 * k_padded;
+  return packed_numel(n, k, dtype, "packed_linear_weight_numel: arguments 'n' and 'k'");
 }
 
 void pack_linear_weight(const Tensor& weight, const Tensor& packed, const Context& ctx) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/ops/contracts/attention_checks.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::ops {
 namespace {
@@ -21,7 +22,9 @@ void check_values(const Tensor& key_cache, const Tensor& seq_lens, const Tensor&
   const bool host_table = attention_present(block_table_host);
   const Tensor& table = host_table ? block_table_host : block_table;
   const std::int64_t block_size = key_cache.size(1);
-  const std::int64_t capacity = table.size(1) * block_size;
+  const std::int64_t capacity =
+      checked_mul(table.size(1), block_size,
+                  "paged_attention: argument 'block_table': max_blocks * block_size");
   for (std::int64_t b = 0; b < lens.size(0); ++b) {
     const std::int64_t length = index_at(lens, b);
     if (length < 0 || length > capacity) {

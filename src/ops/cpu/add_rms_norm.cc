@@ -11,6 +11,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/norm_kernels.h"
 #include "src/ops/cpu/streaming.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -39,9 +40,10 @@ class AddRmsNormCpu final : public Operator {
     const std::int64_t d = width_;
     const DataType dtype = input.dtype();
     // Scratch: the float32 weight, then three rows (input, residual, sum) per chunk.
-    WorkspacePool::Lease lease = ctx.workspace().acquire(
-        kCpu, ctx.stream, 0,
-        sizeof(float) * static_cast<std::size_t>(d * (1 + 3 * pool.num_threads())));
+    WorkspacePool::Lease lease =
+        ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                                workspace_bytes({{d, 1 + 3 * pool.num_threads()}}, sizeof(float),
+                                                "add_rms_norm: argument 'input': its workspace"));
     float* w = lease.as<float>();
     load_f32(weight.data(), weight.dtype(), weight.stride(0), d, w);
 

@@ -6,6 +6,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/rotary_kernels.h"
 #include "src/ops/cpu/strided_copy.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -66,7 +67,8 @@ void RotaryPlan::run(const Tensor& query, const Tensor& key, const Tensor& query
   const std::int64_t per_chunk = 3 * rot_dim_ + head_size_;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
       kCpu, ctx.stream, 0,
-      sizeof(float) * static_cast<std::size_t>(per_chunk * pool.num_threads()));
+      workspace_bytes({{3, rot_dim_, pool.num_threads()}, {head_size_, pool.num_threads()}},
+                      sizeof(float), "rotary: argument 'query': its workspace"));
   float* scratch = lease.as<float>();
   const std::int64_t work_per_token =
       std::max<std::int64_t>(1, (query_.heads + (has_key_ ? key_.heads : 0)) * rot_dim_);

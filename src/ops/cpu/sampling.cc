@@ -4,9 +4,11 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -154,10 +156,12 @@ void sample_rows(std::int64_t rows, std::int64_t n, RowWeights weights, RowFilte
   const int chunks = pool.num_threads();
   // Per chunk: n uint64 sort keys, then n float weights; whole cache lines, so that every
   // chunk's keys are aligned (an odd n misaligned the second chunk's) and no line is shared.
-  const auto per_chunk =
-      (static_cast<std::size_t>(n) * (sizeof(std::uint64_t) + sizeof(float)) + 63) / 64 * 64;
-  WorkspacePool::Lease lease =
-      ctx.workspace().acquire(kCpu, ctx.stream, 0, per_chunk * static_cast<std::size_t>(chunks));
+  constexpr std::string_view kWhat = "sampling: argument 'logits': its workspace";
+  const std::size_t per_chunk =
+      (workspace_bytes({{n}}, sizeof(std::uint64_t) + sizeof(float), kWhat) + 63) / 64 * 64;
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{static_cast<std::int64_t>(per_chunk), chunks}}, 1, kWhat));
   std::vector<std::int64_t> tokens(static_cast<std::size_t>(rows));
   // Per chunk: its first failing row and the error.
   std::vector<std::pair<std::int64_t, std::exception_ptr>> errors(static_cast<std::size_t>(chunks),

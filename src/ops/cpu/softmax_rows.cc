@@ -8,6 +8,7 @@
 #include "src/ops/cpu/simd/softmax16_kernels.h"
 #include "src/ops/cpu/simd/softmax_kernels.h"
 #include "src/ops/cpu/streaming.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -38,9 +39,10 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
   if (rows == 0 || width == 0) return;
 
   ThreadPool& pool = ctx.threads();
-  WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0,
-      sizeof(float) * static_cast<std::size_t>(2 * width * pool.num_threads()));
+  WorkspacePool::Lease lease =
+      ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                              workspace_bytes({{2, width, pool.num_threads()}}, sizeof(float),
+                                              "softmax: argument 'input': its workspace"));
   const std::int64_t in_stride = input.stride(-1);
   const std::int64_t out_stride = out.stride(-1);
   const bool direct_out = out.dtype() == DataType::kFloat32 && out_stride == 1;

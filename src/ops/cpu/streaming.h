@@ -25,7 +25,9 @@ bool stream_stores(std::int64_t working_set_bytes);
 std::int64_t set_stream_threshold(std::int64_t bytes);
 // For a call whose operands are `operands` tensors of out's size, out included.
 inline bool stream_stores(const Tensor& out, int operands) {
-  return stream_stores(operands * out.numel() * static_cast<std::int64_t>(out.element_size()));
+  // out's bytes fit in int64 (a Tensor's do); `operands` times them may not: saturate.
+  const std::int64_t bytes = out.numel() * static_cast<std::int64_t>(out.element_size());
+  return stream_stores(bytes > INT64_MAX / operands ? INT64_MAX : operands * bytes);
 }
 
 // memset(dst, 0, bytes), with streaming stores when `stream` (and fenced).

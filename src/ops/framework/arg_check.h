@@ -31,7 +31,9 @@ class ArgCheck {
                 std::string_view why = {}) const;
   void same_device(const Tensor& t, std::string_view arg, const Tensor& reference,
                    std::string_view reference_arg) const;
-  // An output must not broadcast (stride 0 over an extent > 1).
+  // An output's elements must be distinct memory: no broadcast (stride 0 over an extent > 1) and
+  // no other self-overlap (e.g. shape [4, 4] with strides [1, 1]), or the result would depend on
+  // the order of the writes. Every output and in-place argument of every operator passes here.
   void writable(const Tensor& t, std::string_view arg) const;
 
   struct Named {

@@ -8,6 +8,7 @@
 // amx_linear_gemm: Cᵀ = W·Xᵀ with the weight read in place (below).
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "src/ops/cpu/gemm/blocking.h"
 #include "src/ops/cpu/gemm/gemm_call.h"
@@ -15,11 +16,14 @@
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
 namespace tileops::ops::cpu {
 namespace {
+
+constexpr std::string_view kWhat = "gemm: argument 'a': its workspace";
 
 // K block on AMX: a pair of B strips (2 × kc × 64 bytes, 32 KiB) stays in L1 while the A block
 // (mc × kc × 2 bytes, at most 96 KiB) and the accumulator tiles come from L2.
@@ -119,11 +123,14 @@ void packed_bf16_gemm(const GemmCall& call, const Context& ctx, Bf16Unit unit) {
 
   // Workspace in floats: bias, the packed panel (bfloat16), per thread the A block (bfloat16),
   // its accumulator and two epilogue rows.
+  // A broadcast K (stride 0) can be as large as int64 allows: the panel's size is checked.
+  workspace_bytes({{k_blocks, kc_max, nc_pad}, {32}}, sizeof(float), kWhat);
   const std::int64_t b_floats = round_up(k_blocks * kc_max * nc_pad, 32) / 2;
   const std::int64_t per_thread = round_up(mc * kc_max / 2 + mc * ld_acc + 2 * nc_pad, 16);
-  const std::int64_t floats = round_up(n, 16) + b_floats + threads * per_thread + 16;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{round_up(n, 16)}, {b_floats}, {threads, per_thread}, {16}}, sizeof(float),
+                      kWhat));
   float* bias = lease.as<float>();
   auto* b_pack = reinterpret_cast<std::uint16_t*>(bias + round_up(n, 16));
   float* thread_area = bias + round_up(n, 16) + b_floats;
@@ -187,13 +194,22 @@ void amx_linear_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t group_rows = group * kAmxRows;
   // Per thread: the weight copy (a partial tile over all K, or the K tails of a group), a group's
   // transposed results, the same as m rows, and 2 epilogue rows.
+  // A broadcast K (stride 0) can be as large as int64 allows: the copies' sizes are checked.
+  workspace_bytes({{kAmxRows, k_pad},
+                   {group_rows, kAmxK},
+                   {group_rows, m_pad},
+                   {m + 2, group_rows},
+                   {k_pad, m_pad},
+                   {64}},
+                  sizeof(float), kWhat);
   const std::int64_t copy_floats = round_up(kAmxRows * k_pad + group_rows * kAmxK, 32) / 2;
   const std::int64_t per_thread =
       round_up(copy_floats + group_rows * m_pad + (m + 2) * group_rows, 16);
   const std::int64_t xt_floats = round_up(k_pad * m_pad, 32) / 2;
-  const std::int64_t floats = round_up(n, 16) + xt_floats + threads * per_thread + 16;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{round_up(n, 16)}, {xt_floats}, {threads, per_thread}, {16}}, sizeof(float),
+                      kWhat));
   float* bias = lease.as<float>();
   auto* xt = reinterpret_cast<std::uint16_t*>(bias + round_up(n, 16));
   float* thread_area = bias + round_up(n, 16) + xt_floats;

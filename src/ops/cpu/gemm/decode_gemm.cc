@@ -11,6 +11,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -26,9 +27,10 @@ void dpbf16_decode(const GemmCall& call, const Context& ctx) {
   // Rows padded off multiples of 4 KiB (as below), in floats: x's bfloat16 rows take half.
   const std::int64_t ld_x = (k + 31) / 32 * 32 + 32;
   const std::int64_t ld_out = (n + 15) / 16 * 16;
-  const std::int64_t floats = ld_out + m * ld_x / 2 + m * ld_out + pool.num_threads() * 2 * ld_out;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{ld_out}, {m, ld_x / 2}, {m, ld_out}, {pool.num_threads(), 2, ld_out}},
+                      sizeof(float), "gemm: argument 'a': its workspace"));
   float* bias = lease.as<float>();
   auto* x = reinterpret_cast<std::uint16_t*>(bias + ld_out);
   float* out = bias + ld_out + m * ld_x / 2;
@@ -73,9 +75,10 @@ void decode_gemm(const GemmCall& call, const Context& ctx) {
   // Rows padded off multiples of 4 KiB: 16 rows at a power-of-two stride would share L1 sets.
   const std::int64_t ld_x = (k + 15) / 16 * 16 + 16;
   const std::int64_t ld_out = (n + 15) / 16 * 16;
-  const std::int64_t floats = ld_out + m * ld_x + m * ld_out + threads * 2 * ld_out;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{ld_out}, {m, ld_x}, {m, ld_out}, {threads, 2, ld_out}}, sizeof(float),
+                      "gemm: argument 'a': its workspace"));
   float* bias = lease.as<float>();
   float* x = bias + ld_out;
   float* out = x + m * ld_x;

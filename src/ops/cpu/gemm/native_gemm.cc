@@ -13,6 +13,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -160,10 +161,12 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t tmp_len = std::max(kc, nc_pad);
   // Per thread: the packed A block, its float32 accumulator, a row of conversions, 2 epilogue rows.
   const std::int64_t per_thread = round_up(mc * kc + mc * nc_pad + tmp_len + 2 * nc_pad, 16);
-  const std::int64_t b_floats = k_blocks * kc * nc_pad;
-  const std::int64_t floats = round_up(n, 16) + b_floats + threads * per_thread + 16;
+  // A broadcast K (stride 0) can be as large as int64 allows: the panel's size is checked.
   WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{round_up(n, 16)}, {k_blocks, kc, nc_pad}, {threads, per_thread}, {16}},
+                      sizeof(float), "gemm: argument 'a': its workspace"));
+  const std::int64_t b_floats = k_blocks * kc * nc_pad;
   float* bias = lease.as<float>();
   float* b_pack = bias + round_up(n, 16);
   float* thread_area = b_pack + b_floats;

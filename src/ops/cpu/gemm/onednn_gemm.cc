@@ -11,6 +11,7 @@
 #include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/gemm/matrix_access.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -54,9 +55,10 @@ const float* as_sgemm_operand(const MatrixRef& x, std::int64_t rows, std::int64_
 void onednn_gemm(const GemmCall& call, const Context& ctx) {
   const std::int64_t m = call.m, n = call.n, k = call.k;
   if (m == 0 || n == 0) return;
-  const std::int64_t floats = m * k + k * n + m * n + 3 * n + 64;
-  WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(floats));
+  WorkspacePool::Lease lease =
+      ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                              workspace_bytes({{m, k}, {k, n}, {m, n}, {3, n}, {64}}, sizeof(float),
+                                              "gemm: argument 'a': its workspace"));
   float* a_buf = lease.as<float>();
   float* b_buf = a_buf + m * k;
   float* c_buf = b_buf + k * n;

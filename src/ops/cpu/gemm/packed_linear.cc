@@ -5,7 +5,10 @@
 // against 16 rows of x held in L1 (x's rows are the lanes; see packed_linear_kernels.h).
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <span>
+#include <string_view>
 
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
@@ -13,6 +16,7 @@
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "src/ops/cpu/simd/packed_linear_kernels.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/ops/packed_linear.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
@@ -94,18 +98,25 @@ class PackLinearWeightCpu final : public Operator {
   }
 };
 
-// Carves 64-byte aligned regions out of one workspace lease.
+// Carves 64-byte aligned regions out of one workspace lease. Sizes are checked: broadcast
+// inputs make M and K as large as int64 allows, and a wrapped size would under-allocate.
 class Carve {
  public:
-  std::size_t take(std::size_t bytes) {
-    const std::size_t at = used_;
-    used_ += (bytes + 63) / 64 * 64;
+  explicit Carve(std::string_view what) : what_(what) {}
+  // Offset of a region of the product of `factors` elements of `element_size` bytes.
+  std::int64_t take(std::initializer_list<std::int64_t> factors, std::size_t element_size) {
+    const std::int64_t at = used_;
+    const std::int64_t bytes = checked_bytes(
+        checked_product(std::span<const std::int64_t>(factors.begin(), factors.size()), what_),
+        element_size, what_);
+    used_ = checked_add(used_, checked_add(bytes, 63, what_) / 64 * 64, what_);
     return at;
   }
-  std::size_t bytes() const { return used_; }
+  std::int64_t bytes() const { return used_; }
 
  private:
-  std::size_t used_ = 0;
+  std::string_view what_;
+  std::int64_t used_ = 0;
 };
 
 class LinearPackedCpu final : public Operator {
@@ -127,15 +138,17 @@ class LinearPackedCpu final : public Operator {
     ThreadPool& pool = ctx.threads();
     const int threads = pool.num_threads();
 
-    Carve carve;
-    const std::size_t rows_at = carve.take(chunks * kRows * ld_row * x_size);
-    const std::size_t xp_at = carve.take(chunks * geo.k_padded * kRows * x_size);
-    const std::size_t acc_at = carve.take(chunks * ld_out * kRows * sizeof(float));
-    const std::size_t bias_at = carve.take(ld_out * sizeof(float));
-    const std::size_t result_at = carve.take(kRows * ld_out * sizeof(float));
-    const std::size_t per_thread = (ld_out + kBlockK * kRows) * sizeof(float);
-    const std::size_t thread_at = carve.take(threads * per_thread);
-    WorkspacePool::Lease lease = ctx.workspace().acquire(kCpu, ctx.stream, 0, carve.bytes());
+    Carve carve("linear_packed: argument 'input': its workspace");
+    const std::int64_t rows_at = carve.take({chunks, kRows, ld_row}, x_size);
+    const std::int64_t xp_at = carve.take({chunks, geo.k_padded, kRows}, x_size);
+    const std::int64_t acc_at = carve.take({chunks, ld_out, kRows}, sizeof(float));
+    const std::int64_t bias_at = carve.take({ld_out}, sizeof(float));
+    const std::int64_t result_at = carve.take({kRows, ld_out}, sizeof(float));
+    const std::int64_t per_thread_floats = ld_out + kBlockK * kRows;
+    const std::int64_t per_thread = per_thread_floats * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t thread_at = carve.take({threads, per_thread_floats}, sizeof(float));
+    WorkspacePool::Lease lease =
+        ctx.workspace().acquire(kCpu, ctx.stream, 0, static_cast<std::size_t>(carve.bytes()));
     char* base = lease.as<char>();
     char* rows = base + rows_at;
     char* xp = base + xp_at;

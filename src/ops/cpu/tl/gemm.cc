@@ -10,6 +10,7 @@
 #include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/tl/folded_loop.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
@@ -71,8 +72,10 @@ void tl_gemm(const GemmCall& call, const Context& ctx) {
   }
   ThreadPool& pool = ctx.threads();
   const std::int64_t threads = pool.num_threads();
-  WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(m * n + n + 2 * n * threads));
+  WorkspacePool::Lease lease =
+      ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                              workspace_bytes({{m, n}, {n}, {2, n, threads}}, sizeof(float),
+                                              "gemm: argument 'c': its workspace"));
   float* acc = lease.as<float>();
   float* bias = acc + m * n;
   float* scratch = bias + n;

@@ -17,6 +17,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/streaming.h"
 #include "src/ops/cpu/tl/folded_loop.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
 
@@ -156,7 +157,9 @@ struct Weight {
 Weight f32_weight(const Tensor& w, const Context& ctx, WorkspacePool::Lease& lease) {
   if (w.dtype() == kF32) return {pointer_at(w, 0), w.stride(0)};
   const std::int64_t n = w.size(0);
-  lease = ctx.workspace().acquire(kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(n));
+  lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{n}}, sizeof(float), "rms_norm: argument 'weight': its float32 copy"));
   load_f32(w.data(), w.dtype(), w.stride(0), n, lease.as<float>());
   return {tl::Pointer{lease.as<float>(), kF32}, 1};
 }

@@ -19,6 +19,7 @@
 
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/tl/folded_loop.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
@@ -227,8 +228,10 @@ class SoftmaxTl final : public Operator {
               std::int64_t queries) const {
     ThreadPool& pool = ctx.threads();
     const int blocks = pool.num_threads();
-    const WorkspacePool::Lease lease = ctx.workspace().acquire(
-        kCpu, ctx.stream, 0, sizeof(float) * static_cast<std::size_t>(blocks * d[2]));
+    const WorkspacePool::Lease lease =
+        ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                                workspace_bytes({{blocks, d[2]}}, sizeof(float),
+                                                "softmax: argument 'input': its workspace"));
     // Only a finite, nonzero scale keeps the order of x (0 · inf is NaN, inf · x overflows).
     const MaxOrder order = !std::isfinite(scale_) || scale_ == 0.0f ? MaxOrder::kGeneric
                            : scale_ > 0.0f                          ? MaxOrder::kPositive
