@@ -229,9 +229,30 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
   }
 }
 
+bool tensor_geometry_ok(const TensorView& t) {
+  for (std::int64_t e : t.shape) {
+    if (e == 0) return true;
+  }
+  const auto es = static_cast<std::int64_t>(size_of(t.dtype));
+  std::int64_t bytes = es, below = 0, above = es;
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    std::int64_t span = 0;
+    std::int64_t& side = t.strides[i] < 0 ? below : above;
+    if (__builtin_mul_overflow(bytes, t.shape[i], &bytes) ||
+        __builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &span) ||
+        __builtin_mul_overflow(span, es, &span) || __builtin_add_overflow(side, span, &side))
+      return false;
+  }
+  return true;
+}
+
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  // Wrapping: an overflowing product fails tensor_geometry_ok.
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
+    s[d] = static_cast<std::int64_t>(static_cast<std::uint64_t>(s[d + 1]) *
+                                     static_cast<std::uint64_t>(shape[d + 1]));
+  }
   return s;
 }
 
