@@ -101,5 +101,50 @@ TEST(TlOffsets, ClippingIsExactForEveryInt64Offset) {
   }
 }
 
+// Masked stores (any int64 count; a negative one masks every lane) and atomics at the same
+// offsets, float32.
+// covers: mask atomic_add
+TEST(TlOffsets, MaskedStoresAndAtomicsAtExtremeOffsets) {
+  const std::vector<std::int64_t> counts = {kMin, -1, 0, 5, kMax};
+  for (const std::string backend : {"interp", "cpu"}) {
+    const tl::Kernel k = tl::jit(
+        "masked",
+        [](tl::GlobalAddress dst, tl::GlobalAddress acc, tl::Int r0, tl::Int c0, tl::Int count) {
+          const tl::Value td = tl::tensor(dst, {kRows, kCols});
+          const tl::Value tile = tl::full({3, 70}, 2.0, DataType::kFloat32);
+          {
+            tl::Mask m(count);
+            tl::store(tile, td, {r0, c0});
+          }
+          tl::atomic_add(tile, tl::tensor(acc, {kRows, kCols}), {r0, c0});
+        },
+        tl::Options{.backend = backend});
+    for (std::int64_t r0 : offsets(kRows)) {
+      for (std::int64_t c0 : offsets(kCols)) {
+        for (std::int64_t count : counts) {
+          TensorStorage dst({kRows, kCols}, DataType::kFloat32);
+          TensorStorage acc({kRows, kCols}, DataType::kFloat32);
+          from_doubles(dst, std::vector<double>(kRows * kCols, 0));
+          from_doubles(acc, std::vector<double>(kRows * kCols, 1));
+          std::vector<double> want_dst(kRows * kCols, 0), want_acc(kRows * kCols, 1);
+          for (std::int64_t i = 0; i < 3; ++i) {
+            for (std::int64_t j = 0; j < 70; ++j) {
+              if (!inside(r0, i, kRows) || !inside(c0, j, kCols)) continue;
+              const auto e = static_cast<std::size_t>((r0 + i) * kCols + c0 + j);
+              if (i * 70 + j < count) want_dst[e] = 2;
+              want_acc[e] = 3;
+            }
+          }
+          k.launch(1, dst, acc, r0, c0, count);
+          const std::string where = backend + " at " + std::to_string(r0) + "," +
+                                    std::to_string(c0) + " count " + std::to_string(count);
+          ASSERT_EQ(compare(dst, want_dst, {0, 0}), "") << "masked store " << where;
+          ASSERT_EQ(compare(acc, want_acc, {0, 0}), "") << "atomic_add " << where;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tileops::testing::tl_test
