@@ -295,3 +295,44 @@ def test_break_outside_the_checked_source_is_caught_while_tracing():
         _loop_with_break(tl.tensor(x, [n]), n)
 
     expect_error(kernel, "helper-range", "range", ["left early"])
+
+
+def huge_zeros(x: tl.GlobalAddress, n: int):
+    z = tl.zeros([2**32, 2**32], tl.float32)  # line: huge-zeros
+    tl.store(z, tl.tensor(x, [n, n]), offsets=[0, 0])
+
+
+def huge_broadcast(x: tl.GlobalAddress, n: int):
+    a, b = tl.zeros([2**32, 1], tl.float32), tl.zeros([1, 2**32], tl.float32)
+    tl.store(a + b, tl.tensor(x, [n, n]), offsets=[0, 0])  # line: huge-broadcast
+
+
+def huge_reshape(x: tl.GlobalAddress, n: int):
+    t = tl.load(tl.tensor(x, [n]), [16], offsets=[0])
+    r = tl.reshape(t, [2**32, 2**32, 16, 16])  # line: huge-reshape
+    tl.store(r, tl.tensor(x, [n]), offsets=[0])
+
+
+def huge_tensor(x: tl.GlobalAddress, n: int, rows: int, s0: int):
+    t = tl.tensor(x, [rows, n], strides=[s0, 1])  # line: huge-tensor
+    tl.store(tl.load(t, [1, 16], offsets=[0, 0]) + 1.0, t, offsets=[0, 0])
+
+
+# covers: trace_errors
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+@pytest.mark.parametrize("fn,tag,construct", [
+    (huge_zeros, "huge-zeros", "full"),
+    (huge_broadcast, "huge-broadcast", "add"),
+    (huge_reshape, "huge-reshape", "reshape"),
+])
+def test_tile_shapes_beyond_int64_are_trace_errors(backend, fn, tag, construct):
+    expect_error(tl.jit(backend=backend)(fn), tag, construct, ["tile shape", "overflows int64"])
+
+
+# A tl.tensor whose extents and strides reach beyond int64 bytes is refused at launch.
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+@pytest.mark.parametrize("rows,s0", [(2**32, 2**32), (2**61, 16), (2, -2**63)])
+def test_tensor_geometry_beyond_int64(backend, rows, s0):
+    out = np.full(16, np.nan, np.float32)
+    expect_error(tl.jit(backend=backend)(huge_tensor), "huge-tensor", "tensor",
+                 ["beyond int64 bytes"], args=(out, 16, rows, s0))

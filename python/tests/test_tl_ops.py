@@ -280,3 +280,47 @@ def test_prefetch_is_only_a_hint():
     check(y, np.exp(x.astype(np.float64)).sum(axis=1, keepdims=True) + 28, "float32")
     with pytest.raises(ValueError, match="prefetch"):
         prefetch_rank_mismatch[1](x)
+
+
+_MODES = ["rint", "floor", "ceil", "trunc", "round_half_away"]
+
+
+def _casts_fp8(x: GA, o0: GA, o1: GA, o2: GA, o3: GA, o4: GA, n: tl.ConstExpr[int]):
+    v = tl.load(tl.tensor(x, [n]), [n], offsets=[0])
+    for out, mode in zip([o0, o1, o2, o3, o4], _MODES):
+        tl.store(v.to(out.dtype, round_mode=mode), tl.tensor(out, [n]), offsets=[0])
+
+
+def _fp8_reference(table, overflow, ties_away, v, mode):
+    """The neighbour of v by value among the decoded codes (+-inf one gap past the range)."""
+    if np.isnan(v) or v in table:
+        return v
+    lo = max((t for t in table if t < v), default=-np.inf)
+    hi = min((t for t in table if t > v), default=np.inf)
+    if mode in ("rint", "round_half_away"):
+        dl, dh = v - max(lo, -overflow), min(hi, overflow) - v
+        if dl != dh:
+            return lo if dl < dh else hi
+        return hi if v > 0 else lo  # ties: probed only where away and even agree
+    return {"floor": lo, "ceil": hi, "trunc": lo if v > 0 else hi}[mode]
+
+
+# covers: to round_modes
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_directed_rounding_into_hifloat8_steps_by_value(backend):
+    import torch
+    from tileops import ops
+    codes = torch.arange(256, dtype=torch.uint8)
+    decoded = ops.cast(codes, torch.empty(256), input_dtype="hifloat8").numpy().astype(np.float64)
+    table = sorted(set(decoded[np.isfinite(decoded)].tolist()))
+    # Every value, the quarter points between neighbours (no ties), and the issue's examples.
+    xs = table + [a + (b - a) * f for a, b in zip(table, table[1:]) for f in (0.25, 0.75)]
+    xs = np.array(xs + [3.9, 0.95, 4.959e-5, -3.9, 1e5, -1e5], np.float64)
+    outs = [np.zeros(len(xs), np.uint8) for _ in _MODES]
+    kernel = tl.jit(backend=backend)(_casts_fp8)
+    kernel[1](xs, *[tl.reinterpret(o, tl.hifloat8) for o in outs], len(xs))
+    for mode, out in zip(_MODES, outs):
+        got = decoded[out]
+        want = np.array([_fp8_reference(table, 49152.0, True, v, mode) for v in xs])
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, (mode, xs[bad[:5]], got[bad[:5]], want[bad[:5]])

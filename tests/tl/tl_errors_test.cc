@@ -280,6 +280,104 @@ TEST(TlErrors, BitcastToADtypeOfAnotherSize) {
       &line, "bitcast", ErrorKind::kInvalidType, {"dtype", "float32", "int16"});
 }
 
+// A tile's element count and bytes must fit int64: every construct that forms a tile shape is
+// refused at trace time with the shape named, on every backend (nothing is allocated).
+constexpr std::int64_t k2p32 = std::int64_t{1} << 32;
+
+// covers: trace_errors
+TEST(TlErrors, TileShapesBeyondInt64) {
+  static int line;
+  const std::vector<std::string> overflow = {"tile shape", "overflows int64"};
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;
+        tl::zeros({k2p32, k2p32}, f32);
+      },
+      &line, "full", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(
+      [](GA x, GA, tl::Int n) {
+        line = __LINE__ + 1;
+        tl::load(tl::tensor(x, {n}), {k2p32 << 30}, {0});
+      },
+      &line, "load", ErrorKind::kInvalidArgument, {"tile shape [4611686018427387904]"});
+  expect_trace_error(
+      [](GA x, GA, tl::Int n) {
+        line = __LINE__ + 1;
+        tl::prefetch(tl::tensor(x, {n}), {k2p32 << 29}, {0});
+      },
+      &line, "prefetch", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        line = __LINE__ + 1;
+        tl::arange(k2p32 << 29);
+      },
+      &line, "arange", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        const tl::Value a = tl::zeros({16}, f32);
+        line = __LINE__ + 1;
+        tl::reshape(a, {k2p32, k2p32, 16, 16});
+      },
+      &line, "reshape", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        const tl::Value a = tl::zeros({1}, f32);
+        line = __LINE__ + 1;
+        tl::broadcast_to(a, {k2p32, k2p32});
+      },
+      &line, "broadcast_to", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(  // each operand fits; their broadcast does not
+      [](GA, GA, tl::Int) {
+        const tl::Value a = tl::zeros({k2p32, 1}, f32), b = tl::zeros({1, k2p32}, f32);
+        line = __LINE__ + 1;
+        (void)(a + b);
+      },
+      &line, "add", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        const tl::Value a = tl::zeros({k2p32, 1}, f32), b = tl::zeros({1, k2p32}, f32);
+        line = __LINE__ + 1;
+        tl::matmul(a, b);
+      },
+      &line, "matmul", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(
+      [](GA, GA, tl::Int) {
+        const tl::Value a = tl::zeros({k2p32 << 26}, DataType::kInt8);
+        line = __LINE__ + 1;
+        tl::concat({a, a, a, a}, 0);
+      },
+      &line, "concat", ErrorKind::kInvalidArgument, overflow);
+  expect_trace_error(  // offset + extent overflows: still out of range, not wrapped inside
+      [](GA, GA, tl::Int) {
+        const tl::Value a = tl::zeros({8}, f32);
+        line = __LINE__ + 1;
+        tl::copy(a, {4}, {std::numeric_limits<std::int64_t>::max() - 2});
+      },
+      &line, "copy", ErrorKind::kInvalidArgument, {"exceeds [8]"});
+}
+
+// A tl::tensor whose extents and strides reach beyond int64 bytes is refused at launch (its
+// addresses could not be formed exactly); nothing is written.
+TEST(TlErrors, TensorGeometryBeyondInt64AtLaunch) {
+  static int line;
+  const tl::Kernel k = tl::jit("geometry", [](GA x, GA out, tl::Int n, tl::Int rows, tl::Int s0) {
+    line = __LINE__ + 1;
+    const tl::Value t = tl::tensor(x, {rows, n}, {s0, 1});
+    tl::store(tl::load(t, {1, 16}, {0, 0}), tl::tensor(out, {1, n}), {0, 0});
+  });
+  TensorStorage x({16}, f32), out = poisoned({16}, f32);
+  from_doubles(x, std::vector<double>(16, 1.0));
+  k.launch(1, x, out, 16, 1, 16);  // fine
+  out = poisoned({16}, f32);
+  for (auto [rows, s0] : {std::pair{k2p32, k2p32},
+                          {k2p32 << 29, std::int64_t{16}},
+                          {std::int64_t{2}, std::numeric_limits<std::int64_t>::min()}}) {
+    expect_rejected([&] { k.launch(1, x, out, 16, rows, s0); }, out, "tensor",
+                    ErrorKind::kInvalidArgument,
+                    {"tl_errors_test.cc:" + std::to_string(line) + ":", "beyond int64 bytes"});
+  }
+}
+
 TEST(TlErrors, TileOpsOutsideAKernel) {
   try {
     tl::exp(1.0);

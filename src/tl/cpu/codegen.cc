@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "src/tl/cpu/emitter.h"
 #include "src/tl/cpu/runtime_source.h"
@@ -140,7 +141,9 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
 constexpr std::int64_t kStackBudget = std::int64_t{4} << 20;
 
 void Emitter::on_stack(std::int64_t bytes) {
-  stack_bytes_ += bytes;
+  // Saturating: each tile's bytes fit int64 (the verifier checks), their sum need not.
+  if (__builtin_add_overflow(stack_bytes_, bytes, &stack_bytes_))
+    stack_bytes_ = std::numeric_limits<std::int64_t>::max();
   if (bytes > largest_bytes_) largest_bytes_ = bytes, largest_op_ = emitting_;
 }
 
@@ -473,28 +476,38 @@ void Emitter::tensor_op(const Op& o) {
     line() << "const i64 " << t << "_d" << i << " = " << name(o.operands[1 + i]) << ";\n";
     line() << "if (" << t << "_d" << i << " < 0) return " << site << ";\n";
   }
-  std::string bytes = std::to_string(size_of(d));
-  for (std::size_t i = 0; i < rank; ++i) bytes += " * " + t + "_d" + std::to_string(i);
-  // The bytes the tensor may touch, [_lo, _hi) (for the overlap test of in-place loads).
-  std::string lo = "0", hi = "1";
-  for (std::size_t i = 0; i < rank; ++i) {
-    const std::string span =
-        cat({"(", t, "_d", std::to_string(i), " - 1) * ", t, "_s", std::to_string(i)});
-    lo += cat({" + (", span, " < 0 ? ", span, " : 0)"});
-    hi += cat({" + (", span, " > 0 ? ", span, " : 0)"});
-  }
-  line() << "const i64 " << t << "_bytes = " << bytes << ";\n";
-  line() << "(void)" << t << "_bytes;\n";
   for (std::size_t i = 0; i < rank; ++i) {
     line() << "const i64 " << t << "_s" << i << " = ";
     if (o.flag) {
       out_ << name(o.operands[1 + rank + i]) << ";\n";
     } else {
-      std::string s = "1";
-      for (std::size_t j = i + 1; j < rank; ++j) s += " * " + t + "_d" + std::to_string(j);
-      out_ << s << ";\n";
+      // Wrapping: an overflowing product fails tl_geometry_ok below.
+      std::string s = "(i64)(1ull";
+      for (std::size_t j = i + 1; j < rank; ++j) s += " * (u64)" + t + "_d" + std::to_string(j);
+      out_ << s << ");\n";
     }
   }
+  // Sizes and addresses below are then exact (row-major strides are checked as the product).
+  std::string dims, strides;
+  for (std::size_t i = 0; i < rank; ++i) {
+    dims += cat({i ? ", " : "", t, "_d", std::to_string(i)});
+    strides += cat({i ? ", " : "", t, "_s", std::to_string(i)});
+  }
+  line() << "{ const i64 tl_gd[] = {" << dims << "}, tl_gs[] = {" << strides
+         << "}; if (!tl_geometry_ok(" << size_of(d) << ", " << rank << ", tl_gd, tl_gs)) return "
+         << error_site(o, "tensor", interp::kTensorGeometryMessage) << "; }\n";
+  std::string bytes = std::to_string(size_of(d));
+  for (std::size_t i = 0; i < rank; ++i) bytes += " * " + t + "_d" + std::to_string(i);
+  // The bytes the tensor may touch, [_lo, _hi) (for the overlap test of in-place loads).
+  std::string lo = "0", hi = "1";
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::string span = cat({"(i64)((u64)(", t, "_d", std::to_string(i), " - 1) * (u64)", t,
+                                  "_s", std::to_string(i), ")"});
+    lo += cat({" + (", span, " < 0 ? ", span, " : 0)"});
+    hi += cat({" + (", span, " > 0 ? ", span, " : 0)"});
+  }
+  line() << "const i64 " << t << "_bytes = " << bytes << ";\n";
+  line() << "(void)" << t << "_bytes;\n";
   line() << "const char* const " << t << "_lo = (const char*)(" << t << " + (" << lo << "));\n";
   line() << "const char* const " << t << "_hi = (const char*)(" << t << " + (" << hi << "));\n";
   line() << "(void)" << t << "_lo; (void)" << t << "_hi;\n";

@@ -2,6 +2,7 @@
 // tensor's bounds ([tl_lo, tl_hi) columns, rows outside skipped), so a load reads and a store
 // writes only in-bounds elements; the contiguous case is a plain loop the compiler vectorises.
 #include <algorithm>
+#include <limits>
 
 #include "src/tl/cpu/emitter.h"
 
@@ -64,27 +65,32 @@ std::string strip_round(DataType d, const std::string& v) {
 int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& shape,
                        const std::vector<std::string>& offsets) {
   const std::size_t rank = shape.size();
-  std::string row = "0", in = "true", base = "0";
+  std::string row = "0", in = "true", base = "0ull";
   for (std::size_t d = 0; d + 1 < rank; ++d) {
     const std::string i = "tl_i" + std::to_string(d), g = "tl_g" + std::to_string(d);
     open(cat({"for (i64 ", i, " = 0; ", i, " < ", std::to_string(shape[d]), "; ++", i, ")"}));
-    line() << "const i64 " << g << " = " << offsets[d] << " + " << i << ";\n";
+    // Wraps only where offset + i passes 2^63 - 1, to a negative index: outside either way.
+    line() << "const i64 " << g << " = (i64)((u64)" << offsets[d] << " + (u64)" << i << ");\n";
     row = cat({"(", row, ") * ", std::to_string(shape[d]), " + ", i});
     in += cat({" && ", g, " >= 0 && ", g, " < ", t, "_d", std::to_string(d)});
-    base += cat({" + ", g, " * ", t, "_s", std::to_string(d)});
+    base += cat({" + (u64)", g, " * (u64)", t, "_s", std::to_string(d)});
   }
   open("");
   const std::string last = std::to_string(rank - 1);
   const std::string width = std::to_string(shape.back());
   line() << "const i64 tl_row = " << row << ";\n";
   line() << "const bool tl_in = " << in << ";\n";
-  line() << "const i64 tl_base = " << base << ";\n";
   line() << "const i64 tl_off = " << offsets.back() << ";\n";
-  line() << "const i64 tl_lo = tl_clamp(-tl_off, 0, " << width << ");\n";
-  line() << "const i64 tl_hi = tl_in ? tl_clamp(" << t << "_d" << last << " - tl_off, tl_lo, "
+  line() << "const i64 tl_lo = tl_col_lo(tl_off, " << width << ");\n";
+  line() << "const i64 tl_hi = tl_in ? tl_col_hi(tl_off, " << t << "_d" << last << ", tl_lo, "
          << width << ") : tl_lo;\n";
   line() << "const i64 tl_st = " << t << "_s" << last << ";\n";
-  line() << "(void)tl_row; (void)tl_base;\n";
+  // tl_base: column tl_lo's element minus tl_lo, so that column j in [tl_lo, tl_hi) is element
+  // tl_base + j (tl_st == 1) or tl_base + tl_lo + (j - tl_lo) * tl_st, each inside the tensor and
+  // exact; products with an offset outside it are never formed (an empty row uses none).
+  line() << "const i64 tl_base = tl_lo < tl_hi ? (i64)((" << base
+         << ") + (u64)(tl_off + tl_lo) * (u64)tl_st - (u64)tl_lo) : 0;\n";
+  line() << "(void)tl_row;\n";
   return static_cast<int>(rank);
 }
 
@@ -118,7 +124,8 @@ std::pair<std::string, std::string> Emitter::contiguous_tile(
   std::int64_t rm = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
     const std::string n = std::to_string(d), extent = std::to_string(shape[d]);
-    inside += cat({" && ", offsets[d], " >= 0 && ", offsets[d], " + ", extent, " <= ", t, "_d", n});
+    // offset + extent <= size, without forming the sum (it may overflow).
+    inside += cat({" && ", offsets[d], " >= 0 && ", offsets[d], " <= ", t, "_d", n, " - ", extent});
     if (shape[d] > 1 && !(any_row_stride && d == 0)) {
       inside += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
     }
@@ -293,13 +300,12 @@ void Emitter::load_op(const Op& o) {
   line() << ct << "* const tl_dst = " << dst << " + tl_row * " << width << ";\n";
   line() << "for (i64 j = 0; j < tl_lo; ++j) tl_dst[j] = " << pad << ";\n";
   line() << "for (i64 j = tl_hi; j < " << width << "; ++j) tl_dst[j] = " << pad << ";\n";
-  line() << "const " << memory_type(tt.dtype) << "* const tl_src = " << t
-         << " + tl_base + tl_off * tl_st;\n";
+  line() << "const " << memory_type(tt.dtype) << "* const tl_src = " << t << " + tl_base;\n";
   auto element = [&](const std::string& ref) { return widen ? ref : load_element(tt.dtype, ref); };
   line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
          << element("tl_src[j]") << "; }\n";
   line() << "else { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
-         << element("tl_src[j * tl_st]") << "; }\n";
+         << element("tl_src[tl_lo + (j - tl_lo) * tl_st]") << "; }\n";
   for (int i = 0; i < loops; ++i) close();
   if (hazards) close();
   widened_[static_cast<std::size_t>(res)] = widen;
@@ -347,15 +353,16 @@ void Emitter::store_op(const Op& o) {
   const std::string width = std::to_string(vt.shape.back());
   const int loops = open_rows(t, vt.shape, offsets);
   line() << "i64 tl_end = tl_hi;\n";
-  if (!mask.empty()) {
-    line() << "if (" << mask << " - tl_row * " << width << " < tl_end) tl_end = " << mask
+  if (!mask.empty()) {  // a negative count masks every lane (and cannot overflow below)
+    const std::string count = cat({"(", mask, " < 0 ? 0 : ", mask, ")"});
+    line() << "if (" << count << " - tl_row * " << width << " < tl_end) tl_end = " << count
            << " - tl_row * " << width << ";\n";
   }
   // Element j of the row (a fused producer's expression is evaluated here).
   const std::string v = strip_round(d, at(value, "tl_row * " + width + " + j"));
   std::string v8 = at(value, "tl_row * " + width + " + j + q");
   const std::string widen8 = widen_blocks(v8, "tl_row * " + width + " + j");
-  line() << memory_type(d) << "* const tl_out = " << t << " + tl_base + tl_off * tl_st;\n";
+  line() << memory_type(d) << "* const tl_out = " << t << " + tl_base;\n";
   std::string next_tiles;  // the 64-lane loops below prefetch the next iteration's tiles
   for (const std::string& pf : prefetch_) next_tiles += pf;
   // Row stores stream when the tensors made so far (the kernel's working set, as far as it can
@@ -425,8 +432,8 @@ void Emitter::store_op(const Op& o) {
   }
   line() << "if (tl_st == 1) { for (i64 j = tl_lo; j < tl_end; ++j) " << write("tl_out[j]", v)
          << " }\n";
-  line() << "else { for (i64 j = tl_lo; j < tl_end; ++j) " << write("tl_out[j * tl_st]", v)
-         << " }\n";
+  line() << "else { for (i64 j = tl_lo; j < tl_end; ++j) "
+         << write("tl_out[tl_lo + (j - tl_lo) * tl_st]", v) << " }\n";
   for (int i = 0; i < loops; ++i) close();
 }
 
@@ -455,12 +462,15 @@ void Emitter::prefetch_op(const Op& o) {
 std::string Emitter::advance_hints(std::int64_t lanes, std::int64_t total) {
   std::string code;
   for (std::size_t i = 0; i < hints_.size(); ++i) {
-    if (count_work_) hint_work_[hint_ops_[i]] += total;
+    if (count_work_) {  // saturating: a sum of tile sizes
+      std::int64_t& w = hint_work_[hint_ops_[i]];
+      if (__builtin_add_overflow(w, total, &w)) w = std::numeric_limits<std::int64_t>::max();
+    }
     const auto planned = planned_work_.find(hint_ops_[i]);
     const std::int64_t work =
         std::max<std::int64_t>(planned == planned_work_.end() ? total : planned->second, 1);
-    const std::int64_t share = (hint_bytes_[i] * lanes + work - 1) / work;
-    const std::int64_t lines = std::clamp<std::int64_t>((share + 63) / 64, 1, 4);
+    const __int128 share = (static_cast<__int128>(hint_bytes_[i]) * lanes + work - 1) / work;
+    const auto lines = static_cast<std::int64_t>(std::clamp<__int128>((share + 63) / 64, 1, 4));
     code += cat({"tl_prefetch_lines<", std::to_string(lines), ", 2>(", hints_[i], ", ", hints_[i],
                  "_end); "});
   }

@@ -393,6 +393,32 @@ TL_INLINE u64 tl_trip_count(i64 start, i64 stop, i64 step) {
 template <typename T>
 TL_INLINE T tl_where(u8 c, T a, T b) { return c ? a : b; }
 TL_INLINE i64 tl_clamp(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
+// The columns [lo, hi) of a row of `width` at column offset `off` that lie in [0, extent), exact
+// for every int64 off and extent >= 0: no sum that could overflow is formed (-off for off = -2^63
+// and extent - off for off < 0 would).
+TL_INLINE i64 tl_col_lo(i64 off, i64 width) { return off >= 0 ? 0 : (off > -width ? -off : width); }
+TL_INLINE i64 tl_col_hi(i64 off, i64 extent, i64 lo, i64 width) {
+  i64 n;
+  if (__builtin_sub_overflow(extent, off, &n)) n = width;  // off < 0: more than width columns
+  return tl_clamp(n, lo, width);
+}
+// Whether a tensor of `rank` extents d and strides s (elements of es bytes) has its byte count and
+// the bytes its strides reach within int64, so that the address of every element it holds is
+// computed exactly (an empty tensor holds none).
+TL_INLINE bool tl_geometry_ok(i64 es, int rank, const i64* d, const i64* s) {
+  for (int i = 0; i < rank; ++i) {
+    if (d[i] == 0) return true;
+  }
+  i64 bytes = es, below = 0, above = es;
+  for (int i = 0; i < rank; ++i) {
+    i64 span;
+    if (__builtin_mul_overflow(bytes, d[i], &bytes) ||
+        __builtin_mul_overflow(d[i] - 1, s[i], &span) || __builtin_mul_overflow(span, es, &span) ||
+        __builtin_add_overflow(span < 0 ? below : above, span, span < 0 ? &below : &above))
+      return false;
+  }
+  return true;
+}
 // max (or min) with NaN propagation; ties keep the earlier element like the interpreter.
 template <bool kMax, typename T>
 TL_INLINE T tl_better(T m, T v) {

@@ -1,6 +1,7 @@
 // Element storage and conversions of the interpreter (buffer.h).
 #include "src/tl/interp/buffer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,27 +12,64 @@
 namespace tileops::tl::interp {
 namespace {
 
-// The representable neighbour of `r` (a value of float dtype `d`) toward +inf (up) or -inf.
+// The finite values of an 8-bit float format, ascending, one zero. HiF8's codes are not ordered by
+// magnitude, so a neighbour by value is looked up here rather than found by stepping the code.
+std::vector<double> finite_grid(DataType d) {
+  std::vector<double> grid;
+  for (unsigned code = 0; code < 256; ++code) {
+    const auto bits = static_cast<std::uint8_t>(code);
+    const double v = read_as_double(&bits, d);
+    if (std::isfinite(v)) grid.push_back(v == 0 ? 0.0 : v);
+  }
+  std::sort(grid.begin(), grid.end());
+  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  return grid;
+}
+
+const std::vector<double>& grid8(DataType d) {
+  static const std::vector<double> e4m3fn = finite_grid(DataType::kFloat8E4M3FN);
+  static const std::vector<double> e5m2 = finite_grid(DataType::kFloat8E5M2);
+  static const std::vector<double> hif8 = finite_grid(DataType::kHiFloat8);
+  return d == DataType::kFloat8E4M3FN ? e4m3fn : (d == DataType::kFloat8E5M2 ? e5m2 : hif8);
+}
+
+// The representable neighbour of `r` (a value of float dtype `d`, or +-inf) by value, toward
+// +inf (up) or -inf; +-inf past the largest finite value, whether or not `d` has infinities.
 double step(DataType d, double r, bool up) {
   if (d == DataType::kFloat64) return std::nextafter(r, up ? HUGE_VAL : -HUGE_VAL);
   if (d == DataType::kFloat32) {
     return std::nextafter(static_cast<float>(r), up ? HUGE_VALF : -HUGE_VALF);
   }
-  // 8/16-bit formats: sign-magnitude bit patterns, one ulp = one step of the magnitude.
-  const std::size_t bytes = size_of(d);
+  if (size_of(d) == 1) {
+    const std::vector<double>& g = grid8(d);
+    if (up) {
+      const auto it = std::upper_bound(g.begin(), g.end(), r);
+      return it == g.end() ? HUGE_VAL : *it;
+    }
+    const auto it = std::lower_bound(g.begin(), g.end(), r);
+    return it == g.begin() ? -HUGE_VAL : *(it - 1);
+  }
+  // float16, bfloat16: IEEE sign-magnitude patterns, one ulp = one step of the magnitude.
   std::uint16_t bits = 0;
   write_from_double(r, &bits, d);
-  const std::uint16_t sign = bytes == 2 ? 0x8000 : 0x80;
-  const bool negative = (bits & sign) != 0;
-  const std::uint16_t magnitude = bits & static_cast<std::uint16_t>(sign - 1);
+  const bool negative = (bits & 0x8000) != 0;
+  const std::uint16_t magnitude = bits & 0x7FFF;
   if (magnitude == 0) {
-    bits = up ? 1 : static_cast<std::uint16_t>(sign | 1);
+    bits = up ? 1 : 0x8001;
   } else if (up != negative) {
     ++bits;  // away from zero
   } else {
     --bits;
   }
   return read_as_double(&bits, d);
+}
+
+// Where round-to-nearest places `x` for distances: x itself when finite; for +-inf, the value one
+// gap past the largest finite one (IEEE rounds to inf from max + gap / 2 on).
+double position(DataType d, double x) {
+  if (std::isfinite(x)) return x;
+  const double max = step(d, x, x < 0);
+  return max + (max - step(d, max, x < 0));
 }
 
 double round_integral(double v, RoundMode mode) {
@@ -199,10 +237,14 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
     to.i[j] = to.dtype == DataType::kInt64 ? n : std::min(std::max(n, lo), hi);
   } else {
     const double r = round_to(to.dtype, v);
-    if (mode == RoundMode::kRint || r == v || std::isnan(v) || std::isinf(v)) {
+    // HiF8 rounds ties away from zero already (its own rule), so round_half_away is its rint.
+    const bool nearest = mode == RoundMode::kRint ||
+                         (mode == RoundMode::kHalfAway && to.dtype == DataType::kHiFloat8);
+    if (nearest || r == v || std::isnan(v) || std::isinf(v)) {
       to.f[j] = r;
       return;
     }
+    // The representable values on either side of v, by value (+-inf past the range).
     const double lo = r < v ? r : step(to.dtype, r, false);
     const double hi = r > v ? r : step(to.dtype, r, true);
     double out = r;
@@ -216,22 +258,45 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
       case RoundMode::kTrunc:
         out = v > 0 ? lo : hi;
         break;
-      case RoundMode::kHalfAway: {
-        const double dl = v - lo;
-        const double dh = hi - v;
-        out = dl < dh ? lo : (dh < dl ? hi : (v > 0 ? hi : lo));
+      case RoundMode::kHalfAway: {  // rint, except that a tie goes away from zero
+        const double dl = v - position(to.dtype, lo);
+        const double dh = position(to.dtype, hi) - v;
+        if (dl == dh) out = v > 0 ? hi : lo;
         break;
       }
       case RoundMode::kRint:
         break;
     }
-    to.f[j] = out;
+    // A zero result keeps v's sign (IEEE; HiF8 has one zero), +-inf is stored as the format
+    // stores it (float8_e4m3fn, without infinities, saturates).
+    to.f[j] = round_to(to.dtype, out == 0 ? std::copysign(0.0, v) : out);
   }
+}
+
+bool tensor_geometry_ok(const TensorView& t) {
+  for (std::int64_t e : t.shape) {
+    if (e == 0) return true;
+  }
+  const auto es = static_cast<std::int64_t>(size_of(t.dtype));
+  std::int64_t bytes = es, below = 0, above = es;
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    std::int64_t span = 0;
+    std::int64_t& side = t.strides[i] < 0 ? below : above;
+    if (__builtin_mul_overflow(bytes, t.shape[i], &bytes) ||
+        __builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &span) ||
+        __builtin_mul_overflow(span, es, &span) || __builtin_add_overflow(side, span, &side))
+      return false;
+  }
+  return true;
 }
 
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  // Wrapping: an overflowing product fails tensor_geometry_ok.
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
+    s[d] = static_cast<std::int64_t>(static_cast<std::uint64_t>(s[d + 1]) *
+                                     static_cast<std::uint64_t>(shape[d + 1]));
+  }
   return s;
 }
 

@@ -51,6 +51,13 @@ void cast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j, 
 // the same size (bitcast_compatible). Signalling NaNs come out quiet (floats are held as double).
 void bitcast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t j);
 
+// A tl::tensor whose byte count, or the bytes its strides reach, exceed int64 is refused at
+// launch, so that every element address is computed exactly (both backends give this message).
+inline constexpr const char* kTensorGeometryMessage =
+    "extents and strides reach beyond int64 bytes";
+// Whether `t` passes that check (an empty tensor always does).
+bool tensor_geometry_ok(const TensorView& t);
+
 // Row-major strides of a static shape.
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape);
 

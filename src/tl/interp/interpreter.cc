@@ -64,6 +64,14 @@ void Frame::exec_tensor(const Op& op) {
                   "negative extent " + std::to_string(e));
   }
   t.strides = op.flag ? ints(op, 1 + rank, rank) : row_major_strides(t.shape);
+  if (!tensor_geometry_ok(t)) {
+    std::string what = "extents [";
+    for (std::size_t i = 0; i < rank; ++i) what += (i ? ", " : "") + std::to_string(t.shape[i]);
+    what += "], strides [";
+    for (std::size_t i = 0; i < rank; ++i) what += (i ? ", " : "") + std::to_string(t.strides[i]);
+    trace_error(ErrorKind::kInvalidArgument, op.loc, "tensor",
+                std::string(kTensorGeometryMessage) + " (" + what + "])");
+  }
 }
 
 void Frame::exec(const Op& op) {

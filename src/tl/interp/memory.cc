@@ -27,14 +27,17 @@ void for_each_in_bounds(const TensorView& t, const std::vector<std::int64_t>& sh
   const std::int64_t esize = static_cast<std::int64_t>(size_of(t.dtype));
   std::vector<std::int64_t> index(rank, 0);
   for (std::size_t lane = 0; lane < n; ++lane) {
+    // offsets[d] + index[d] in [0, extent), compared without forming the sum (it may overflow);
+    // the address of an element inside is exact (tensor_geometry_ok).
     bool inside = true;
-    std::int64_t element = 0;
-    for (std::size_t d = 0; d < rank; ++d) {
-      const std::int64_t g = offsets[d] + index[d];
-      inside = inside && g >= 0 && g < t.shape[d];
-      element += g * t.strides[d];
+    for (std::size_t d = 0; d < rank && inside; ++d) {
+      inside = offsets[d] >= -index[d] && offsets[d] < t.shape[d] - index[d];
     }
-    if (inside) fn(lane, t.base + element * esize);
+    if (inside) {
+      std::int64_t element = 0;
+      for (std::size_t d = 0; d < rank; ++d) element += (offsets[d] + index[d]) * t.strides[d];
+      fn(lane, t.base + element * esize);
+    }
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++index[d] < shape[d]) break;
       index[d] = 0;

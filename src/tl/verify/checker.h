@@ -75,9 +75,14 @@ class Checker {
     for (std::size_t i = 0; i < t.shape.size(); ++i) need_int_scalar(first_offset + i, "offset");
   }
 
+  // A tile of `shape` and `dtype`: its element count, and its bytes as a backend may hold them
+  // (kHeldBytes per element), within int64; throws naming the construct otherwise.
+  void check_tile_size(const std::vector<std::int64_t>& shape, DataType dtype) const;
+
   std::vector<Type> infer() const;
 
  private:
+  std::vector<Type> infer_unchecked() const;
   std::vector<Type> elementwise() const;
   std::vector<Type> memory() const;
   std::vector<Type> reshaping() const;
@@ -90,5 +95,9 @@ class Checker {
 };
 
 Type tile_or_scalar(DataType dtype, std::vector<std::int64_t> shape);
+
+// The bytes a backend holds per tile element at most: the interpreter keeps every element as a
+// double or an int64, the cpu backend computes in types of up to 8 bytes.
+inline constexpr std::size_t kHeldBytes = 8;
 
 }  // namespace tileops::tl::detail

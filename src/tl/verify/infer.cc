@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "src/tl/verify/checker.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::tl {
 namespace detail {
@@ -99,6 +100,7 @@ std::vector<Type> Checker::memory() const {
       const Type& t = operand(0);
       need_operands((load ? 2 : 1) + t.shape.size());
       need_static(op_.ints, "tile shape");
+      check_tile_size(op_.ints, t.dtype);  // a prefetch has no result to check
       if (op_.ints.size() != t.shape.size()) {
         fail("tile rank " + std::to_string(op_.ints.size()) + " differs from tensor rank " +
              std::to_string(t.shape.size()));
@@ -142,7 +144,24 @@ std::vector<Type> Checker::memory() const {
   fail("not a memory op", ErrorKind::kInternal);
 }
 
+void Checker::check_tile_size(const std::vector<std::int64_t>& shape, DataType dtype) const {
+  const std::string what = "tile shape " + shape_string(shape) + " of " + type_name(dtype);
+  try {
+    checked_bytes(checked_product(shape, what), std::max(kHeldBytes, size_of(dtype)), what);
+  } catch (const Error& e) {
+    fail(e.what());
+  }
+}
+
 std::vector<Type> Checker::infer() const {
+  std::vector<Type> types = infer_unchecked();
+  for (const Type& t : types) {
+    if (t.kind == TypeKind::kTile) check_tile_size(t.shape, t.dtype);
+  }
+  return types;
+}
+
+std::vector<Type> Checker::infer_unchecked() const {
   switch (op_.kind) {
     case OpKind::kConstant:
       return {Type{TypeKind::kScalar, op_.dtype, {}}};

@@ -50,7 +50,8 @@ std::vector<Type> Checker::reshaping() const {
         ok = static_cast<int>(d) == a || t.shape[d] == first.shape[d];
       if (!ok)
         fail("shape mismatch: " + shape_string(first.shape) + " and " + shape_string(t.shape));
-      shape[a] += t.shape[a];
+      if (__builtin_add_overflow(shape[a], t.shape[a], &shape[a]))
+        fail("the concatenated extent along dim " + std::to_string(a) + " overflows int64");
     }
     return {Type{TypeKind::kTile, first.dtype, shape}};
   }
@@ -85,6 +86,7 @@ std::vector<Type> Checker::reshaping() const {
   const Type& x = operand(0);
   if (op_.kind == OpKind::kReshape) {
     need_static(op_.ints, "shape");
+    check_tile_size(op_.ints, x.dtype);  // before its size is formed
     Type t{TypeKind::kTile, x.dtype, op_.ints};
     if (t.size() != x.size())
       fail("cannot reshape " + shape_string(x.shape) + " to " + shape_string(op_.ints));
@@ -114,7 +116,7 @@ std::vector<Type> Checker::reshaping() const {
   if (op_.ints.size() != x.shape.size() || op_.ints2.size() != x.shape.size())
     fail("offsets and shape need rank " + std::to_string(x.shape.size()));
   for (std::size_t d = 0; d < x.shape.size(); ++d) {
-    if (op_.ints[d] < 0 || op_.ints[d] + op_.ints2[d] > x.shape[d])
+    if (op_.ints[d] < 0 || op_.ints[d] > x.shape[d] - op_.ints2[d])  // no overflowing sum
       fail("sub-tile " + shape_string(op_.ints2) + " at " + shape_string(op_.ints) + " exceeds " +
            shape_string(x.shape));
   }
