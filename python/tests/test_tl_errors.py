@@ -336,3 +336,18 @@ def test_tensor_geometry_beyond_int64(backend, rows, s0):
     out = np.full(16, np.nan, np.float32)
     expect_error(tl.jit(backend=backend)(huge_tensor), "huge-tensor", "tensor",
                  ["beyond int64 bytes"], args=(out, 16, rows, s0))
+
+
+def huge_but_countable(x: tl.GlobalAddress, n: int):
+    z = tl.zeros([2**29, 2**30], tl.float32)  # within int64 bytes, beyond any memory
+    tl.store(z, tl.tensor(x, [n, n]), offsets=[0, 0])
+
+
+# A tile whose size is countable but beyond memory is an error of its own, not std::bad_alloc.
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_tile_beyond_memory_is_a_clear_error(backend):
+    out = np.full(16, np.nan, np.float32)
+    with pytest.raises((MemoryError, ValueError)) as info:
+        tl.jit(backend=backend)(huge_but_countable)[1](out, 4)
+    assert "memory" in str(info.value) or "stack" in str(info.value), str(info.value)
+    assert np.isnan(out).all()

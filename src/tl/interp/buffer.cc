@@ -4,8 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <string>
 
+#include "tileops/core/checked_size.h"
+#include "tileops/core/error.h"
 #include "tileops/core/float16.h"
 #include "tileops/core/scalar.h"
 
@@ -126,14 +130,19 @@ void Buffer::set_int(std::size_t k, std::int64_t v) {
 void Buffer::resize(DataType d, std::vector<std::int64_t> s) {
   dtype = d;
   shape = std::move(s);
-  std::size_t n = 1;
-  for (std::int64_t e : shape) n *= static_cast<std::size_t>(e);
-  if (floating()) {
-    f.assign(n, 0.0);
-    i.clear();
-  } else {
-    i.assign(n, 0);
-    f.clear();
+  const auto n = static_cast<std::size_t>(checked_product(shape, "tl interp: tile"));
+  // The verifier bounds a tile's bytes by int64, not by this machine's memory.
+  try {
+    if (floating()) {
+      f.assign(n, 0.0);
+      i.clear();
+    } else {
+      i.assign(n, 0);
+      f.clear();
+    }
+  } catch (const std::exception&) {  // bad_alloc, or length_error beyond max_size()
+    throw Error(ErrorKind::kOutOfMemory, "tl interp: a tile of " + std::to_string(n) +
+                                             " elements does not fit in memory");
   }
 }
 
