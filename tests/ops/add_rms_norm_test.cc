@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/implementations.h"
@@ -176,6 +178,37 @@ TEST(AddRmsNorm, RejectsBadInputs) {
     expect_rejected([&] { add_rms_norm_inplace(x, short_r, w, 1e-6); }, {&x, &short_r}, "residual",
                     invalid);
     expect_rejected([&] { add_rms_norm_inplace(x, r, w, INFINITY); }, {&x, &r}, "eps", invalid);
+  });
+}
+
+// NaN and ±inf in input or residual give what float64 gives on their float32 sum (inf - inf:
+// NaN), in residual_out exactly and in out as rms_norm's (a NaN row, 0·inf NaN, ±0 elsewhere).
+TEST(AddRmsNorm, NonFiniteValuesPropagate) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  testing::for_each_implementation("add_rms_norm", [&](const Context& ctx) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      for (std::int64_t width : {7, 33, 4097}) {
+        SCOPED_TRACE(::testing::Message() << name_of(dtype) << " width " << width);
+        std::mt19937_64 rng(width);
+        auto input = testing::random_tensor({6, width}, dtype, rng, Layout::kStrided);
+        auto residual = testing::random_tensor({6, width}, dtype, rng);
+        auto weight = testing::random_tensor({width}, dtype, rng);
+        std::vector<double> x = testing::to_doubles(input), r = testing::to_doubles(residual);
+        std::vector<double> w = testing::to_doubles(weight);
+        x[width + width / 2] = nan;               // row 1: NaN
+        r[3 * width - 1] = inf;                   // row 2: +inf
+        x[3 * width] = inf, r[3 * width] = -inf;  // row 3: inf - inf
+        r[4 * width + 1 % width] = -nan;          // row 4: NaN from the residual
+        w[width / 3] = inf;                       // a column of ±inf (NaN on ±0 and in row 2)
+        testing::from_doubles(input, x), testing::from_doubles(residual, r);
+        testing::from_doubles(weight, w);
+        auto out = testing::poisoned({6, width}, dtype);
+        auto residual_out = testing::poisoned({6, width}, dtype);
+        add_rms_norm(input, residual, weight, 1e-6, out, residual_out, ctx);
+        expect_matches(out, residual_out, reference(input, residual, weight, 1e-6));
+      }
+    }
   });
 }
 

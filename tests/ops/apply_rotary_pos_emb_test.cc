@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 #include <vector>
 
@@ -163,6 +164,54 @@ TEST(ApplyRotaryPosEmb, CachedInstanceAndBadInputs) {
       "cos", ErrorKind::kInvalidType);
   expect_rejected([&] { apply_rotary_pos_emb(query, Tensor(), cos, sin, 8, true, cos, Tensor()); },
                   cos, "query_out");
+}
+
+// NaN (either sign) and ±inf in query, key, cos and sin give what float64 gives, both styles,
+// per-frequency and per-element tables, every float dtype.
+TEST(ApplyRotaryPosEmb, NonFiniteValuesPropagate) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (const bool neox : {true, false}) {
+      for (const bool per_element : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << name_of(dtype) << " neox " << neox << " per_element " << per_element);
+        const std::int64_t head_size = 40, rot = per_element ? 40 : 24;
+        std::vector<double> angles;
+        auto [cos, sin] = tables(rot, per_element, neox, dtype, Layout::kContiguous, angles);
+        std::vector<double> cv = testing::to_doubles(cos.view());
+        std::vector<double> sv = testing::to_doubles(sin.view());
+        const std::int64_t width = cos.view().size(1);
+        // Table entries of (token, frequency i): both elements of the pair when per element.
+        const auto set = [&](std::vector<double>& table, std::int64_t t, std::int64_t i, double x) {
+          const std::int64_t half = rot / 2;
+          for (const std::int64_t j :
+               per_element
+                   ? std::vector<std::int64_t>{neox ? i : 2 * i, neox ? i + half : 2 * i + 1}
+                   : std::vector<std::int64_t>{i}) {
+            table[static_cast<std::size_t>(t * width + j)] = x;
+          }
+        };
+        set(cv, 1, 2, NAN), set(sv, 0, 3, INFINITY), set(sv, 2, 0, 0.0);
+        testing::from_doubles(cos, cv), testing::from_doubles(sin, sv);
+        const auto cos_sin = [&](std::int64_t t, std::int64_t i) {
+          const std::int64_t j = per_element ? (neox ? i : 2 * i) : i;
+          return std::pair{cv[t * width + j], sv[t * width + j]};
+        };
+        std::mt19937_64 rng(6);
+        auto query = testing::random_nonfinite_tensor({kTokens, 3 * head_size}, dtype, rng,
+                                                      Layout::kStrided, 16);
+        auto key = testing::random_nonfinite_tensor({kTokens, 1, head_size}, dtype, rng,
+                                                    Layout::kContiguous, 16);
+        const auto expected_q = testing::rotate_reference(query, head_size, rot, neox, cos_sin);
+        const auto expected_k = testing::rotate_reference(key, head_size, rot, neox, cos_sin);
+        auto q_out = testing::poisoned(query.view().shape(), dtype);
+        auto k_out = testing::poisoned(key.view().shape(), dtype);
+        apply_rotary_pos_emb(query, key, cos, sin, head_size, neox, q_out, k_out);
+        const auto tol = testing::tolerance_for(dtype);
+        EXPECT_EQ(testing::compare(q_out.view(), expected_q, tol), "");
+        EXPECT_EQ(testing::compare(k_out.view(), expected_k, tol), "");
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/expect_rejected.h"
@@ -262,8 +263,33 @@ TYPED_TEST_P(ArithmeticTest, RejectsBadInputs) {
   });
 }
 
+// NaN (either sign) and ±inf operands give what float64 gives (inf - inf, 0·inf: NaN), same
+// shape and broadcast, every float dtype, vector bodies and tails.
+TYPED_TEST_P(ArithmeticTest, NonFiniteOperands) {
+  testing::for_each_implementation(TypeParam::kName, [](const Context& ctx) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      for (const auto& [a_shape, b_shape] :
+           {std::pair<Dims, Dims>{{3, 37}, {3, 37}}, {{5, 33}, {33}}, {{5, 1}, {1, 7}}}) {
+        SCOPED_TRACE(std::string(name_of(dtype)) + " " + a_shape.to_string() + " with " +
+                     b_shape.to_string());
+        std::mt19937_64 rng(a_shape.product());
+        auto a = testing::random_nonfinite_tensor(a_shape, dtype, rng, Layout::kStrided, 4);
+        auto b = testing::random_nonfinite_tensor(b_shape, dtype, rng, Layout::kContiguous, 4);
+        const Dims out_shape = a_shape.size() == b_shape.size() && a_shape[1] == 1
+                                   ? Dims{a_shape[0], b_shape[1]}
+                                   : a_shape;
+        auto out = testing::poisoned(out_shape, dtype);
+        TypeParam::call(a, b, out, ctx);
+        const auto expected =
+            broadcast_reference(a.view(), b.view(), out_shape, TypeParam::reference);
+        EXPECT_EQ(testing::compare(out.view(), expected, testing::tolerance_for(dtype)), "");
+      }
+    }
+  });
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ArithmeticTest, SameShapeEveryDtypeTailAndLayout, Broadcasting,
                             SplitsWorkAcrossThreads, IntegersWrapAround, InPlace,
-                            CachedInstanceIsCorrectOnNewData, RejectsBadInputs);
+                            CachedInstanceIsCorrectOnNewData, RejectsBadInputs, NonFiniteOperands);
 
 }  // namespace tileops::ops::arithmetic_test

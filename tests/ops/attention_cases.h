@@ -103,26 +103,48 @@ struct AttentionInputs {
     const Dims cache_shape{num_blocks, bs, c.kv_heads, c.head_size};
     key_cache = random_tensor(cache_shape, c.dtype, rng, c.layout);
     value_cache = random_tensor(cache_shape, c.dtype, rng, c.layout);
-    std::vector<double> kc = to_doubles(key_cache), vc = to_doubles(value_cache);
-    const std::int64_t row = c.kv_heads * c.head_size;
+    kc_ = to_doubles(key_cache), vc_ = to_doubles(value_cache);
     std::int64_t next = 0;
     for (std::int64_t b = 0; b < batch; ++b) {
-      for (std::int64_t j = 0; j < c.kv_lens[b]; ++j) {
-        if (j % bs == 0) table[b * max_blocks + j / bs] = order[next++];
-        const std::int64_t slot = table[b * max_blocks + j / bs] * bs + j % bs;
-        const std::int64_t t = cu_kv_values[b] + j;
-        std::copy(&k[t * row], &k[t * row] + row, &kc[slot * row]);
-        std::copy(&v[t * row], &v[t * row] + row, &vc[slot * row]);
+      for (std::int64_t j = 0; j < c.kv_lens[b]; j += bs) {
+        table[b * max_blocks + j / bs] = order[next++];
       }
     }
-    from_doubles(key_cache, kc);
-    from_doubles(value_cache, vc);
     block_table = int32_tensor(table, {batch, max_blocks});
+    table_ = std::move(table), cu_kv_ = cu_kv_values, row_ = c.kv_heads * c.head_size;
+    max_blocks_ = max_blocks, block_size_ = bs;
+    fill_caches();
+  }
+
+  // Writes q, k and v (after a test changed them, e.g. to NaN) back into the tensors: query,
+  // packed key/value and the paged caches.
+  void refresh() {
+    from_doubles(query, q), from_doubles(key, k), from_doubles(value, v);
+    if (block_size_ > 0) fill_caches();
   }
 
   std::vector<double> expected(const AttentionCase& c) const {
     return reference::attention(q, k, v, cumulative(c.q_lens), cumulative(c.kv_lens), c.spec());
   }
+
+ private:
+  void fill_caches() {
+    for (std::size_t b = 0; b + 1 < cu_kv_.size(); ++b) {
+      for (std::int64_t t = cu_kv_[b]; t < cu_kv_[b + 1]; ++t) {
+        const std::int64_t j = t - cu_kv_[b];
+        const std::int64_t slot =
+            table_[b * max_blocks_ + j / block_size_] * block_size_ + j % block_size_;
+        std::copy(&k[t * row_], &k[t * row_] + row_, &kc_[slot * row_]);
+        std::copy(&v[t * row_], &v[t * row_] + row_, &vc_[slot * row_]);
+      }
+    }
+    from_doubles(key_cache, kc_);
+    from_doubles(value_cache, vc_);
+  }
+
+  std::vector<double> kc_, vc_;  // the caches' float64 values (unreferenced rows random)
+  std::vector<std::int64_t> table_, cu_kv_;
+  std::int64_t row_ = 0, max_blocks_ = 0, block_size_ = 0;
 };
 
 }  // namespace tileops::testing

@@ -140,6 +140,36 @@ TEST(CausalSoftmax, IgnoresMaskedInputs) {
   });
 }
 
+// Visible NaN (either sign) and ±inf as scaled_softmax: -inf gives 0; a NaN or +inf, or a
+// visible prefix of only -inf, makes the row's visible part NaN; the masked part stays +0.
+TEST(CausalSoftmax, NonFiniteVisibleValues) {
+  testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+    for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      for (const auto& [s, t] : {std::pair<std::int64_t, std::int64_t>{6, 20}, {6, 1030}}) {
+        SCOPED_TRACE(::testing::Message() << name_of(dtype) << ", t " << t);
+        std::mt19937_64 rng(5);
+        auto input = testing::random_tensor({s, t}, dtype, rng, Layout::kStrided);
+        auto values = testing::to_doubles(input);
+        const std::int64_t d = t - s;  // row i sees columns 0..d + i
+        for (std::int64_t j = 0; j <= d; j += 2) values[j] = -INFINITY;       // row 0: some -inf
+        for (std::int64_t j = 0; j <= d + 1; ++j) values[t + j] = -INFINITY;  // row 1: all
+        values[2 * t + d] = kNaN;                                             // row 2
+        values[3 * t + 1] = INFINITY;                                         // row 3
+        values[4 * t + d + 4] = -kNaN;                                        // row 4
+        testing::from_doubles(input, values);
+        auto out = testing::poisoned({s, t}, dtype);
+        ops::causal_softmax(input, out, ctx);
+        const auto expected = reference(values, s, t);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "");
+        EXPECT_EQ(masked_are_zero(out.view(), s, t), "");
+        for (std::int64_t j = 0; j <= d; j += 2) EXPECT_EQ(expected[j], 0.0);
+        EXPECT_TRUE(std::isnan(expected[t]));
+        EXPECT_TRUE(std::isnan(expected[4 * t]));
+      }
+    }
+  });
+}
+
 // The zig-zag row order over contiguous chunks covers every row once for any thread count.
 TEST(CausalSoftmax, AnyThreadCount) {
   for (const int threads : {1, 2, 3, 5}) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -164,6 +165,37 @@ TEST(Embedding, RejectsBadInputs) {
   expect_rejected([&] { embedding(ids, weight, flat_out); }, flat_out, "out");
   auto empty_vocab = testing::poisoned({0, 8}, DataType::kFloat32);
   expect_rejected([&] { embedding(ids, empty_vocab, out); }, out, "input_ids");
+}
+
+// Rows are copied bit for bit: NaN (either sign, quiet and signalling payloads) and ±inf too,
+// every float dtype, contiguous and strided.
+TEST(Embedding, NonFiniteRowsCopiedExactly) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " " << testing::layout_name(layout));
+      std::mt19937_64 rng(8);
+      constexpr std::int64_t kVocab = 6, kWidth = 37;
+      auto weight = testing::random_nonfinite_tensor({kVocab, kWidth}, dtype, rng, layout, 3);
+      // A signalling NaN with a payload (a float32 load and store would keep it; arithmetic not).
+      const std::uint32_t snan = dtype == DataType::kFloat32   ? 0x7f800123u
+                                 : dtype == DataType::kFloat16 ? 0x7c05u
+                                                               : 0x7f81u;
+      std::memcpy(weight.view().element_ptr(std::vector<std::int64_t>{2, 5}.data()), &snan,
+                  size_of(dtype));
+      auto ids = testing::poisoned({9}, DataType::kInt64);
+      testing::from_doubles(ids, {2, 0, 5, 2, 1, 3, 4, 2, 0});
+      auto out = testing::poisoned({9, kWidth}, dtype, layout);
+      embedding(ids, weight, out);
+      const std::vector<std::uint64_t> w = testing::element_bits(weight.view());
+      const std::vector<std::uint64_t> got = testing::element_bits(out.view());
+      for (std::int64_t t = 0; t < 9; ++t) {
+        const auto row = static_cast<std::int64_t>(testing::to_doubles(ids.view())[t]);
+        for (std::int64_t c = 0; c < kWidth; ++c) {
+          EXPECT_EQ(got[t * kWidth + c], w[row * kWidth + c]) << "token " << t << " column " << c;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

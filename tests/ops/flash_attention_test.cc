@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "tests/ops/attention_cases.h"
@@ -254,6 +257,132 @@ TEST(FlashAttention, BadInputs) {
         flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), attrs, in.query);
       },
       in.query, "output");
+}
+
+// Non-finite inputs propagate as in the float64 reference (issue #35): a NaN query element or
+// an all-NaN key cache gave zeros. Sequences: one key; 200 keys over several key tiles and
+// query tiles; 3 queries over 2 keys (causal: the first row sees no key and keeps its zeros).
+namespace nonfinite {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Poison {
+  const char* name;
+  void (*apply)(AttentionInputs&, const AttentionCase&);
+  bool gives_nan;
+};
+
+// Element (token t, head h, column c) of q ([T, H, D]) or of k/v ([T, Hkv, D]).
+double& at(std::vector<double>& x, std::int64_t heads, std::int64_t d, std::int64_t t,
+           std::int64_t h, std::int64_t c) {
+  return x[static_cast<std::size_t>((t * heads + h) * d + c)];
+}
+
+const Poison kPoisons[] = {
+    {"NaN query element",
+     [](AttentionInputs& in, const AttentionCase& c) {
+       at(in.q, c.heads, c.head_size, 12, 1, 3) = kNaN;
+     },
+     true},
+    {"all-NaN keys",
+     [](AttentionInputs& in, const AttentionCase&) { in.k.assign(in.k.size(), kNaN); }, true},
+    {"NaN key element",
+     [](AttentionInputs& in, const AttentionCase& c) {
+       at(in.k, c.kv_heads, c.head_size, 1 + 150, 0, 5) = kNaN;
+     },
+     true},
+    {"+inf query element",
+     [](AttentionInputs& in, const AttentionCase& c) {
+       at(in.q, c.heads, c.head_size, 30, 2, 0) = kInf;
+     },
+     true},
+    {"scores all -inf",  // -inf · 1 for every key of the row's kv head
+     [](AttentionInputs& in, const AttentionCase& c) {
+       at(in.q, c.heads, c.head_size, 40, 0, 7) = -kInf;
+       for (std::size_t t = 0; t < in.k.size() / (c.kv_heads * c.head_size); ++t) {
+         at(in.k, c.kv_heads, c.head_size, static_cast<std::int64_t>(t), 0, 7) = 1.0;
+       }
+     },
+     true},
+    {"NaN and Inf values of a key every row sees",
+     [](AttentionInputs& in, const AttentionCase& c) {
+       at(in.v, c.kv_heads, c.head_size, 1, 1, 2) = kNaN;
+       at(in.v, c.kv_heads, c.head_size, 1, 1, 9) = kInf;
+       at(in.v, c.kv_heads, c.head_size, 1, 0, 4) = -kInf;
+     },
+     true},
+    // Key 150 of the long sequence is visible from row 20 on, in a key tile that the earlier
+    // rows see in part: their zero probabilities must not meet its NaN (0·NaN).
+    {"NaN and Inf values of a key only later rows see",
+     [](AttentionInputs& in, const AttentionCase& c) {
+       at(in.v, c.kv_heads, c.head_size, 1 + 150, 0, 5) = kNaN;
+       at(in.v, c.kv_heads, c.head_size, 1 + 150, 1, 6) = -kInf;
+     },
+     true},
+    {"all-NaN values",
+     [](AttentionInputs& in, const AttentionCase&) { in.v.assign(in.v.size(), kNaN); }, true},
+};
+
+std::int64_t nan_count(const std::vector<double>& x) {
+  return std::count_if(x.begin(), x.end(), [](double e) { return std::isnan(e); });
+}
+
+void run_poisoned(AttentionCase c) {
+  c.heads = 4, c.kv_heads = 2, c.causal = true;
+  c.q_lens = {1, 70, 3}, c.kv_lens = {1, 200, 2};
+  for (const Poison& poison : kPoisons) {
+    SCOPED_TRACE(poison.name);
+    std::mt19937_64 rng(11);
+    AttentionInputs in(c, rng);
+    poison.apply(in, c);
+    in.refresh();
+    const std::vector<double> expected = in.expected(c);
+    if (poison.gives_nan) {
+      EXPECT_GT(nan_count(expected), 0);
+      EXPECT_LT(nan_count(expected), static_cast<std::int64_t>(expected.size()));
+    }
+    // The row without keys keeps its zeros whatever the keys hold.
+    for (std::int64_t i = 0; i < c.heads * c.head_size; ++i) {
+      EXPECT_EQ(expected[static_cast<std::size_t>(71 * c.heads * c.head_size + i)], 0.0);
+    }
+    TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype, c.layout);
+    if (c.block_size == 0) {
+      flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), c.attributes(), out);
+    } else {
+      flash_attention(in.query, in.key_cache, in.value_cache, in.cu_q, in.cu_kv, in.block_table,
+                      c.attributes(), out);
+    }
+    EXPECT_EQ(testing::compare(out, expected, attention_tolerance(c.dtype, c.head_size)), "");
+  }
+}
+
+}  // namespace nonfinite
+
+TEST(FlashAttention, NonFiniteInputsPropagate) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (std::int64_t bs : {0, 16}) {
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " block " << bs);
+      AttentionCase c;
+      c.dtype = dtype, c.head_size = 64, c.block_size = bs;
+      c.layout = bs == 0 ? Layout::kStrided : Layout::kContiguous;
+      nonfinite::run_poisoned(c);
+    }
+  }
+  // bfloat16: AMX or AVX512-BF16 block products (head sizes of 16-column strips) where the CPU
+  // has them, else and with TILEOPS_AMX=0 (and D = 72) the vector path.
+  for (const char* amx : {"1", "0"}) {
+    ::setenv("TILEOPS_AMX", amx, 1);
+    for (std::int64_t d : {64, 72}) {
+      SCOPED_TRACE(::testing::Message() << "bfloat16 TILEOPS_AMX=" << amx << " D=" << d);
+      AttentionCase c;
+      c.dtype = DataType::kBFloat16, c.head_size = d;
+      nonfinite::run_poisoned(c);
+      c.scale = -0.07;  // applied before the mask
+      nonfinite::run_poisoned(c);
+    }
+  }
+  ::unsetenv("TILEOPS_AMX");
 }
 
 }  // namespace

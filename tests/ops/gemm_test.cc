@@ -8,9 +8,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/reference_ops.h"
@@ -159,6 +161,61 @@ TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
   expected = testing::reference::matmul(testing::to_doubles(a2), {19, 6}, true,
                                         testing::to_doubles(b2), {4, 19, 40}, false, {4, 6, 40});
   EXPECT_EQ(testing::compare(c2.view(), expected, dot_tolerance(dtype, 19)), "");
+}
+
+using Cell = std::tuple<std::int64_t, std::int64_t, double>;
+
+// Sets elements (i, j) of op(x), x a matrix stored transposed when `transposed`.
+void plant(const Tensor& x, bool transposed, std::initializer_list<Cell> cells) {
+  std::vector<double> v = testing::to_doubles(x);
+  for (const auto& [i, j, value] : cells) {
+    v[static_cast<std::size_t>(transposed ? j * x.size(1) + i : i * x.size(1) + j)] = value;
+  }
+  testing::from_doubles(x, v);
+}
+
+// NaN (either sign) and ±inf in a, b and c (beta != 0) give what float64 gives: a NaN or
+// inf + -inf term makes its dot product NaN, 0·inf and 0·NaN too (no zero is skipped), an inf
+// term gives ±inf; on every SIMD target, with and without AMX, transposed and in the tails.
+TEST_P(GemmTest, NonFiniteOperands) {
+  const auto [dtype, index] = GetParam();
+  const double nan = NAN, inf = INFINITY;
+  const std::int64_t m = 37, n = 45, k = 71;
+  const auto run = [&](bool ta, bool tb, double beta) {
+    SCOPED_TRACE(::testing::Message() << "ta=" << ta << " tb=" << tb << " beta=" << beta);
+    std::mt19937_64 rng(17);
+    auto a = testing::random_tensor(matrix_shape(m, k, ta), dtype, rng);
+    auto b = testing::random_tensor(matrix_shape(k, n, tb), dtype, rng, Layout::kStrided);
+    auto c = testing::random_tensor({m, n}, dtype, rng);
+    plant(a, ta,
+          {{2, 5, nan}, {4, 7, inf}, {12, 1, inf}, {12, 2, inf}, {20, 70, -nan}, {36, 0, -inf}});
+    std::vector<double> zero_row = testing::to_doubles(a);  // op(a) row 8: zeros
+    for (std::int64_t p = 0; p < k; ++p) zero_row[ta ? p * m + 8 : 8 * k + p] = 0.0;
+    testing::from_doubles(a, zero_row);
+    plant(b, tb, {{0, 3, nan}, {10, 9, inf}, {70, 44, -inf}, {33, 20, -nan}, {1, 30, -1.0}});
+    plant(c, false, {{1, 1, nan}, {36, 44, inf}, {0, 0, -inf}});
+    auto expected =
+        testing::reference::matmul(testing::to_doubles(a), a.view().shape(), ta,
+                                   testing::to_doubles(b), b.view().shape(), tb, {m, n});
+    const auto old = testing::to_doubles(c);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      expected[i] = 0.5 * expected[i] + (beta == 0.0 ? 0.0 : beta * old[i]);
+    }
+    Context ctx;
+    ctx.implementation_index = index;
+    gemm(a, b, 0.5, beta, ta, tb, c, ctx);
+    EXPECT_EQ(testing::compare(c.view(), expected, dot_tolerance(dtype, k)), "");
+  };
+  for (const char* amx : {"1", "0"}) {
+    SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
+    ::setenv("TILEOPS_AMX", amx, 1);
+    testing::for_each_simd_target([&] {
+      run(false, false, 0.0);
+      run(true, true, 2.0);
+      run(false, true, 0.0);  // decode path and linear's weight layout
+    });
+  }
+  ::unsetenv("TILEOPS_AMX");
 }
 
 std::vector<int> gemm_indices() { return active_implementation_indices("gemm", DeviceType::kCpu); }

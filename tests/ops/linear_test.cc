@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/reference_ops.h"
@@ -64,6 +66,37 @@ TEST_P(LinearTest, PrefillRowsAndBatches) {
   check({2, 9, 24}, 30, true, Layout::kStrided);     // batch as separate GEMMs
   check({2, 3, 24}, 30, false, Layout::kStrided);    // decode per batch
   check({50}, 20, true, Layout::kContiguous);        // a 1-D input is one row
+}
+
+// NaN (either sign) and ±inf in input, weight and bias give what float64 gives (0·NaN and
+// inf - inf are NaN; no zero input skipped): decode rows, prefill rows and the packed GEMM.
+TEST_P(LinearTest, NonFiniteValues) {
+  const auto [dtype, index] = GetParam();
+  const double nan = NAN, inf = INFINITY;
+  for (const std::int64_t m : {1, 5, 17, 65}) {
+    SCOPED_TRACE(::testing::Message() << "M=" << m);
+    const std::int64_t n = 33, k = 70;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(m));
+    auto input = testing::random_tensor({m, k}, dtype, rng);
+    auto weight = testing::random_tensor({n, k}, dtype, rng);
+    auto bias = testing::random_tensor({n}, dtype, rng);
+    std::vector<double> x = testing::to_doubles(input), w = testing::to_doubles(weight);
+    std::vector<double> b = testing::to_doubles(bias);
+    x[0] = 0.0, x[k - 1] = inf;                            // row 0
+    x[(m - 1) * k + 3] = -nan;                             // the last row
+    w[2 * k] = nan, w[5 * k + 69] = -inf, w[7 * k] = inf;  // row 0 · w row 2: 0·NaN
+    b[9] = nan, b[10] = inf, b[32] = -inf;
+    testing::from_doubles(input, x), testing::from_doubles(weight, w);
+    testing::from_doubles(bias, b);
+    auto out = testing::poisoned({m, n}, dtype);
+    Context ctx;
+    ctx.implementation_index = index;
+    linear(input, weight, bias, out, ctx);
+    const Tensor bias_view = bias.view();
+    EXPECT_EQ(testing::compare(out.view(), testing::reference::linear(input, weight, &bias_view),
+                               dot_tolerance(dtype, k)),
+              "");
+  }
 }
 
 std::vector<int> linear_indices() {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -217,6 +218,37 @@ TEST(PackedLinear, NativeIsTheOnlyImplementation) {
             std::vector<std::string>{"native"});
   EXPECT_EQ(active_implementation_names("pack_linear_weight", DeviceType::kCpu),
             std::vector<std::string>{"native"});
+}
+
+// NaN (either sign) and ±inf in input, packed weight and bias give what float64 gives (0·NaN
+// and inf - inf are NaN; no zero input skipped): decode rows and chunks, every SIMD target.
+TEST_P(PackedLinearTest, NonFiniteValues) {
+  const DataType dtype = GetParam();
+  const double nan = NAN, inf = INFINITY;
+  testing::for_each_simd_target([&] {
+    for (const std::int64_t m : {1, 5, 40}) {
+      SCOPED_TRACE(::testing::Message() << "M=" << m);
+      const std::int64_t n = 37, k = 67;
+      std::mt19937_64 rng(static_cast<std::uint64_t>(m));
+      auto input = testing::random_tensor({m, k}, dtype, rng);
+      auto weight = testing::random_tensor({n, k}, dtype, rng);
+      auto bias = testing::random_tensor({n}, dtype, rng);
+      std::vector<double> x = testing::to_doubles(input), w = testing::to_doubles(weight);
+      std::vector<double> b = testing::to_doubles(bias);
+      x[0] = 0.0, x[k - 1] = inf, x[(m - 1) * k + 3] = -nan;
+      w[2 * k] = nan, w[5 * k + 66] = -inf, w[36 * k + 1] = inf;
+      b[9] = nan, b[10] = inf, b[36] = -inf;
+      testing::from_doubles(input, x), testing::from_doubles(weight, w);
+      testing::from_doubles(bias, b);
+      auto out = testing::poisoned({m, n}, dtype);
+      const auto packed = packed_of(weight.view());
+      linear_packed(input, packed.view(), bias, out);
+      const Tensor bias_view = bias.view();
+      EXPECT_EQ(testing::compare(out.view(), testing::reference::linear(input, weight, &bias_view),
+                                 dot_tolerance(dtype, k)),
+                "");
+    }
+  });
 }
 
 }  // namespace

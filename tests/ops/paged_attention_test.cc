@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
 #include "tileops/core/error.h"
@@ -162,6 +166,65 @@ TEST(PagedAttention, BadInputs) {
                         half_out);
       },
       half_out, "output", ErrorKind::kInvalidType);
+}
+
+// Non-finite inputs propagate as in the float64 reference (issue #35): a NaN query element or
+// an all-NaN key cache gave zeros. Lengths 0 (zeros whatever the cache holds), 17 and 1000
+// (split over 4 threads: the merge carries NaN from any split, also from one that saw only NaN
+// scores).
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TEST(PagedAttention, NonFiniteInputsPropagate) {
+  struct Poison {
+    const char* name;
+    void (*apply)(AttentionInputs&, std::int64_t row);  // row: elements per key (Hkv·D)
+  };
+  // Key tokens: 0..16 belong to the second sequence, 17..1016 to the third.
+  const Poison poisons[] = {
+      {"NaN query element", [](AttentionInputs& in, std::int64_t) { in.q[4 * 64 + 70] = kNaN; }},
+      {"all-NaN keys", [](AttentionInputs& in, std::int64_t) { in.k.assign(in.k.size(), kNaN); }},
+      {"NaN key element",
+       [](AttentionInputs& in, std::int64_t row) { in.k[600 * row + 3] = kNaN; }},
+      {"NaN keys of one split",
+       [](AttentionInputs& in, std::int64_t row) {
+         std::fill(in.k.begin() + 17 * row, in.k.begin() + 267 * row, kNaN);  // split 0 exactly
+       }},
+      {"+inf query element", [](AttentionInputs& in, std::int64_t) { in.q[9 * 64 + 1] = kInf; }},
+      {"scores all -inf",  // -inf · 1 for every key of kv head 0
+       [](AttentionInputs& in, std::int64_t row) {
+         in.q[8 * 64 + 5] = -kInf;
+         for (std::size_t t = 0; t < in.k.size() / row; ++t) in.k[t * row + 5] = 1.0;
+       }},
+      {"NaN and Inf values",
+       [](AttentionInputs& in, std::int64_t row) {
+         in.v[20 * row + 64 + 2] = kNaN, in.v[900 * row + 64 + 9] = kInf;
+         in.v[3 * row + 4] = -kInf;
+       }},
+  };
+  ThreadPool pool(4);
+  Context ctx;
+  ctx.thread_pool = &pool;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (const Poison& poison : poisons) {
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << ": " << poison.name);
+      const AttentionCase c = decode_case({0, 17, 1000}, 4, 2, 64, 16, dtype);
+      std::mt19937_64 rng(5);
+      AttentionInputs in(c, rng);
+      poison.apply(in, c.kv_heads * c.head_size);
+      in.refresh();
+      const std::vector<double> expected = in.expected(c);
+      const auto nans =
+          std::count_if(expected.begin(), expected.end(), [](double e) { return std::isnan(e); });
+      EXPECT_GT(nans, 0);
+      for (std::int64_t i = 0; i < 4 * 64; ++i) EXPECT_EQ(expected[i], 0.0);  // length 0
+      const TensorStorage lens = testing::int32_tensor(c.kv_lens, {3});
+      TensorStorage out = testing::poisoned({3, 4, 64}, dtype);
+      paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(),
+                      out, Tensor(), Tensor(), ctx);
+      EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
+    }
+  }
 }
 
 }  // namespace

@@ -157,5 +157,36 @@ TEST(ReshapeAndCache, RejectsBadInputs) {
   expect_rejected([&] { reshape_and_cache(key, value, kv, slots); }, kv, "kv_cache");
 }
 
+// Rows land bit for bit: NaN (either sign) and ±inf too, every float dtype.
+TEST(ReshapeAndCache, NonFiniteRowsLandExactly) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    SCOPED_TRACE(name_of(dtype));
+    std::mt19937_64 rng(24);
+    const std::int64_t tokens = 20, block_size = 16, d = 24, row = kHeads * d;
+    auto key =
+        testing::random_nonfinite_tensor({tokens, kHeads, d}, dtype, rng, Layout::kStrided, 3);
+    auto value = testing::random_nonfinite_tensor({tokens, kHeads, d}, dtype, rng);
+    const Dims cache_shape{kBlocks, block_size, kHeads, d};
+    auto key_cache = testing::random_tensor(cache_shape, dtype, rng);
+    auto value_cache = testing::random_tensor(cache_shape, dtype, rng);
+    auto slots = testing::poisoned({tokens}, DataType::kInt64);
+    const std::vector<double> slot_values = pick_slots(tokens, kBlocks * block_size, rng);
+    testing::from_doubles(slots, slot_values);
+    reshape_and_cache(key, value, key_cache, value_cache, slots);
+    const auto k_bits = testing::element_bits(key.view()),
+               v_bits = testing::element_bits(value.view());
+    const auto kc_bits = testing::element_bits(key_cache.view());
+    const auto vc_bits = testing::element_bits(value_cache.view());
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      const auto slot = static_cast<std::int64_t>(slot_values[t]);
+      if (slot < 0) continue;
+      for (std::int64_t i = 0; i < row; ++i) {
+        EXPECT_EQ(kc_bits[slot * row + i], k_bits[t * row + i]) << t << " " << i;
+        EXPECT_EQ(vc_bits[slot * row + i], v_bits[t * row + i]) << t << " " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tileops::ops

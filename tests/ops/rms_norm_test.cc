@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/implementations.h"
@@ -98,6 +100,35 @@ TEST(RmsNorm, RejectsBadInputs) {
                     ErrorKind::kInvalidType);
     expect_rejected([&] { rms_norm(input, input, 1e-6, out); }, out, "weight");  // rank 2
     expect_rejected([&] { rms_norm(input, weight, -1.0, out); }, out, "eps");
+  });
+}
+
+// NaN and ±inf give what float64 gives: a NaN makes its row NaN; an infinite element makes the
+// row's scale 0, so that element is NaN and the others ±0; a NaN weight makes its column NaN.
+// Rows: finite, NaN, +inf, -inf and NaN, finite.
+TEST(RmsNorm, NonFiniteValuesPropagate) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  testing::for_each_implementation("rms_norm", [&](const Context& ctx) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+      for (std::int64_t width : {7, 33, 4097}) {
+        SCOPED_TRACE(::testing::Message() << name_of(dtype) << " width " << width);
+        std::mt19937_64 rng(width);
+        auto input = testing::random_tensor({5, width}, dtype, rng, Layout::kStrided);
+        auto weight = testing::random_tensor({width}, dtype, rng);
+        std::vector<double> x = testing::to_doubles(input), w = testing::to_doubles(weight);
+        x[width + width / 2] = nan;
+        x[3 * width - 1] = inf;
+        x[3 * width] = -inf, x[4 * width - 2] = -nan;
+        w[width / 3] = nan;
+        testing::from_doubles(input, x), testing::from_doubles(weight, w);
+        auto out = testing::poisoned({5, width}, dtype);
+        rms_norm(input, weight, 1e-6, out, ctx);
+        EXPECT_EQ(testing::compare(out.view(), testing::reference::rms_norm(x, w, 1e-6, width),
+                                   testing::tolerance_for(dtype)),
+                  "");
+      }
+    }
   });
 }
 

@@ -192,5 +192,43 @@ TEST(RotaryEmbedding, RejectsBadInputs) {
   expect_rejected(call(positions, query, key, 8, cache_3, -1, q_out, k_out), outs, "rotary_dim");
 }
 
+// NaN (either sign) and ±inf in query, key and the cache give what float64 gives (a NaN or inf
+// reaches its rotation pair, inf·sin 0 is NaN; the unrotated tail keeps its values), both styles,
+// full and partial rotary, every float dtype.
+TEST(RotaryEmbedding, NonFiniteValuesPropagate) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (const bool neox : {true, false}) {
+      for (const Shape& s : {Shape{4, 2, 64, 64, false}, Shape{3, 1, 80, 32, true}}) {
+        SCOPED_TRACE(::testing::Message() << name_of(dtype) << " neox " << neox << " ");
+        std::mt19937_64 rng(13);
+        auto positions = testing::random_tensor({kTokens}, DataType::kInt64, rng,
+                                                Layout::kContiguous, 0, kMaxPos);
+        std::vector<double> pos = testing::to_doubles(positions);
+        pos[0] = 0, pos[1] = 1;  // sin = 0 for every frequency at position 0
+        testing::from_doubles(positions, pos);
+        auto cache = testing::rotary_cache(kMaxPos, s.rot_dim, dtype, Layout::kContiguous);
+        std::vector<double> table = testing::to_doubles(cache);
+        table[static_cast<std::size_t>(s.rot_dim + 1)] = NAN;  // position 1: a NaN cos
+        table[static_cast<std::size_t>(s.rot_dim + s.rot_dim / 2 + 3)] = INFINITY;  // an inf sin
+        testing::from_doubles(cache, table);
+        auto query = testing::random_nonfinite_tensor(operand_shape(s, s.heads), dtype, rng,
+                                                      Layout::kStrided, 16);
+        auto key = testing::random_nonfinite_tensor(operand_shape(s, s.kv_heads), dtype, rng,
+                                                    Layout::kContiguous, 16);
+        const auto expected_q =
+            testing::rotary_reference(query, positions, cache, s.head_size, neox);
+        const auto expected_k = testing::rotary_reference(key, positions, cache, s.head_size, neox);
+        auto q_out = testing::poisoned(query.view().shape(), dtype);
+        auto k_out = testing::poisoned(key.view().shape(), dtype);
+        const std::int64_t rotary_dim = s.rot_dim == s.head_size ? -1 : s.rot_dim;
+        rotary_embedding(positions, query, key, s.head_size, cache, neox, rotary_dim, q_out, k_out);
+        const auto tol = testing::tolerance_for(dtype);
+        EXPECT_EQ(testing::compare(q_out.view(), expected_q, tol), "");
+        EXPECT_EQ(testing::compare(k_out.view(), expected_k, tol), "");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tileops::ops

@@ -1,11 +1,13 @@
 // The SIMD kernels under the softmax operators: Exp against std::exp in ulps over the whole
 // float32 range where e^x is normal, exact zeros below it, and the row softmax on tails; each
-// on every SIMD target this CPU supports (Highway's dispatch mock), not only the best one.
+// on every SIMD target this CPU supports (Highway's dispatch mock), not only the best one; and
+// the attention kernels' online-softmax step with non-finite scores.
 #include "src/ops/cpu/simd/softmax_kernels.h"
 #include "src/ops/cpu/simd/softmax16_kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "src/ops/cpu/simd/attention_kernels.h"
 #include "tests/support/simd_targets.h"
 #include "tileops/core/float16.h"
 
@@ -290,6 +293,54 @@ TEST(ScaledMax, PropagatesNaNAnywhere) {
     const float inf_row[] = {1.0f, kInf};
     EXPECT_TRUE(std::isnan(scaled_max(inf_row, 0.0f, 2)));  // 0 · inf
     EXPECT_EQ(scaled_max(inf_row, -1.0f, 2), -1.0f);
+  });
+}
+
+// The online-softmax step of the attention kernels: a max that drops NaN must not turn a row
+// into a masked one. Rows: all -inf (masked: zeros, l stays 0, corr 1), -inf and one NaN, finite
+// and a NaN in the tail, all NaN, finite and a +inf, finite; then a finite step after it: the
+// NaN rows' l stays NaN, the others are finite. Both forms, every SIMD target.
+TEST(AttentionSoftmaxTile, NonFiniteScoresReachTheSums) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  constexpr std::int64_t kRows = 6, kCols = 37, kLd = 40, kPCols = 64;
+  for_each_simd_target([&] {
+    for (const bool bf16 : {false, true}) {
+      SCOPED_TRACE(bf16 ? "bfloat16 P" : "float32 P");
+      std::mt19937_64 rng(5);
+      std::uniform_real_distribution<float> any(-3.0f, 3.0f);
+      std::vector<float> s(kRows * kLd);
+      for (float& x : s) x = any(rng);
+      std::fill(s.begin(), s.begin() + 2 * kLd, -kInf);
+      s[kLd + 20] = kNaN, s[2 * kLd + 36] = kNaN;
+      std::fill(s.begin() + 3 * kLd, s.begin() + 4 * kLd, kNaN);
+      s[4 * kLd + 3] = kInf;
+      std::vector<float> m(kRows, -kInf), l(kRows, 0.0f), corr(kRows, -1.0f);
+      std::vector<std::uint16_t> p(16 * kPCols, 0xffff);
+      const auto step = [&](std::vector<float> scores) {
+        if (bf16) {
+          attention_softmax_tile_bf16(scores.data(), kLd, kRows, kCols, 0.5f, m.data(), l.data(),
+                                      corr.data(), p.data(), kPCols);
+        } else {
+          attention_softmax_tile(scores.data(), kLd, kRows, kCols, m.data(), l.data(), corr.data());
+        }
+        return scores;
+      };
+      const std::vector<float> out = step(s);
+      EXPECT_EQ(m[0], -kInf);
+      EXPECT_EQ(l[0], 0.0f);
+      EXPECT_EQ(corr[0], 1.0f);
+      if (!bf16) {
+        for (std::int64_t j = 0; j < kCols; ++j) EXPECT_EQ(out[j], 0.0f) << j;
+      }
+      for (std::int64_t r = 1; r <= 4; ++r) EXPECT_TRUE(std::isnan(l[r])) << "row " << r;
+      EXPECT_TRUE(std::isfinite(l[5]) && l[5] >= 1.0f) << l[5];
+      std::vector<float> finite(kRows * kLd);
+      for (float& x : finite) x = any(rng);
+      step(finite);
+      EXPECT_TRUE(std::isfinite(l[0]) && l[0] >= 1.0f) << l[0];
+      for (std::int64_t r = 1; r <= 4; ++r) EXPECT_TRUE(std::isnan(l[r])) << "row " << r;
+      EXPECT_TRUE(std::isfinite(l[5])) << l[5];
+    }
   });
 }
 

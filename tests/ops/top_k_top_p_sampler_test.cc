@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/expect_rejected.h"
@@ -226,6 +227,57 @@ TEST(TopKTopPSampler, RejectsBadInputs) {
   expect_rejected([&] { topk_topp_sampling(probs, 0, -1.0, 1, out32); }, out32, "topp");
   expect_rejected([&] { topk_topp_sampling(probs, 0, 1.0, 1, out); }, out, "out",
                   ErrorKind::kInvalidType);
+}
+
+// Non-finite logits and probabilities have a documented result in every dtype: logits rows
+// with a NaN (either sign), a +inf, or only -inf, and probs rows with a NaN or a +inf, are
+// kInvalidArgument naming the row, and nothing is written; -inf logits are never drawn.
+TEST(TopKTopPSampler, NonFiniteInputs) {
+  const double inf = INFINITY;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    SCOPED_TRACE(name_of(dtype));
+    std::mt19937_64 rng(61);
+    auto out = testing::poisoned({2}, DataType::kInt64);
+    auto out32 = testing::poisoned({2}, DataType::kInt32);
+    const auto logits_with = [&](std::int64_t i, double x) {
+      std::vector<double> v = testing::to_doubles(testing::random_tensor({2, 40}, dtype, rng));
+      v[static_cast<std::size_t>(i)] = x;
+      if (x == -inf) std::fill(v.begin() + 40, v.end(), -inf);  // row 1: only -inf
+      auto t = testing::poisoned({2, 40}, dtype);
+      testing::from_doubles(t, v);
+      return t;
+    };
+    for (const auto& [i, x, row] : {std::tuple<std::int64_t, double, const char*>{47, NAN, "row 1"},
+                                    {3, -NAN, "row 0"},
+                                    {45, inf, "row 1"},
+                                    {0, -inf, "row 1"}}) {
+      const auto logits = logits_with(i, x);
+      for (std::int64_t k : {0, 5}) {
+        expect_rejected([&] { top_k_top_p_sampler(logits, k, 0.9, 1, out); }, out, "logits",
+                        ErrorKind::kInvalidArgument, {row});
+      }
+    }
+    // -inf logits in a row with finite ones: never drawn.
+    std::vector<double> v(80, -inf);
+    v[7] = 1.0, v[40 + 33] = -3.0;
+    auto logits = testing::poisoned({2, 40}, dtype);
+    testing::from_doubles(logits, v);
+    for (std::uint64_t seed = 0; seed < 20; ++seed) {
+      top_k_top_p_sampler(logits, 0, 1.0, seed, out);
+      EXPECT_EQ(testing::to_doubles(out.view()), (std::vector<double>{7, 33}));
+    }
+    for (const auto& [i, x, row] : {std::tuple<std::int64_t, double, const char*>{41, NAN, "row 1"},
+                                    {2, -NAN, "row 0"},
+                                    {50, inf, "row 1"}}) {
+      std::vector<double> p = testing::to_doubles(
+          testing::random_tensor({2, 40}, dtype, rng, Layout::kContiguous, 0.0, 1.0));
+      p[static_cast<std::size_t>(i)] = x;
+      auto probs = testing::poisoned({2, 40}, dtype);
+      testing::from_doubles(probs, p);
+      expect_rejected([&] { topk_topp_sampling(probs, 0, 1.0, 1, out32); }, out32, "probs",
+                      ErrorKind::kInvalidArgument, {row});
+    }
+  }
 }
 
 }  // namespace

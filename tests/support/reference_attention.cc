@@ -13,6 +13,7 @@ std::vector<double> attention(const std::vector<double>& q, const std::vector<do
   const std::int64_t group = spec.heads / spec.kv_heads;
   std::vector<double> out(q.size(), 0.0);
   std::vector<double> scores;
+  std::vector<bool> visible;
   for (std::size_t b = 0; b + 1 < cu_q.size(); ++b) {
     const std::int64_t lq = cu_q[b + 1] - cu_q[b], lk = cu_kv[b + 1] - cu_kv[b];
     for (std::int64_t i = 0; i < lq; ++i) {
@@ -21,24 +22,37 @@ std::vector<double> attention(const std::vector<double>& q, const std::vector<do
         const std::int64_t kh = h / group;
         const double* qi = &q[((cu_q[b] + i) * h_count + h) * d];
         scores.assign(lk, -std::numeric_limits<double>::infinity());
+        visible.assign(lk, false);
+        // The max keeps NaN, so that a NaN score makes the whole row NaN; +inf and all -inf
+        // give NaN through e^(inf - inf).
         double best = -std::numeric_limits<double>::infinity();
+        bool any = false;
         for (std::int64_t j = 0; j < lk; ++j) {
-          const bool visible = (!spec.causal || j <= diagonal) &&
-                               (spec.window_left < 0 || j >= diagonal - spec.window_left) &&
-                               (spec.window_right < 0 || j <= diagonal + spec.window_right);
-          if (!visible) continue;
+          visible[j] = (!spec.causal || j <= diagonal) &&
+                       (spec.window_left < 0 || j >= diagonal - spec.window_left) &&
+                       (spec.window_right < 0 || j <= diagonal + spec.window_right);
+          if (!visible[j]) continue;
+          any = true;
           const double* kj = &k[((cu_kv[b] + j) * spec.kv_heads + kh) * d];
           double s = 0;
           for (std::int64_t c = 0; c < d; ++c) s += qi[c] * kj[c];
           scores[j] = s * spec.scale;
-          best = std::max(best, scores[j]);
+          if (std::isnan(scores[j]) || scores[j] > best) best = scores[j];
+          if (std::isnan(best)) break;
         }
-        if (best == -std::numeric_limits<double>::infinity()) continue;  // nothing visible
-        double total = 0;
-        for (double& s : scores) total += (s = std::exp(s - best));
+        if (!any) continue;  // nothing visible: zeros
         double* o = &out[((cu_q[b] + i) * h_count + h) * d];
+        if (std::isnan(best) || std::isinf(best)) {
+          std::fill(o, o + d, std::numeric_limits<double>::quiet_NaN());
+          continue;
+        }
+        double total = 0;
         for (std::int64_t j = 0; j < lk; ++j) {
-          if (scores[j] == 0) continue;
+          if (visible[j]) total += (scores[j] = std::exp(scores[j] - best));
+        }
+        // Every visible key's value counts, even at probability 0 (0·NaN is NaN, as in torch).
+        for (std::int64_t j = 0; j < lk; ++j) {
+          if (!visible[j]) continue;
           const double* vj = &v[((cu_kv[b] + j) * spec.kv_heads + kh) * d];
           for (std::int64_t c = 0; c < d; ++c) o[c] += scores[j] / total * vj[c];
         }

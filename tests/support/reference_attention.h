@@ -17,7 +17,9 @@ struct AttentionSpec {
 // q [Tq, H, D], k and v [Tkv, Hkv, D] row-major; sequence b has queries [cu_q[b], cu_q[b+1]) and
 // keys [cu_kv[b], cu_kv[b+1]). Query i of a sequence (Lq queries, Lk keys) sees key j when
 // j <= i + Lk - Lq (causal) and i + Lk - Lq - left <= j <= i + Lk - Lq + right (bounds >= 0);
-// a query that sees nothing gets zeros. Returns [Tq, H, D].
+// a query that sees nothing gets zeros. Non-finite inputs as the math gives: a NaN or +inf
+// score, or visible scores all -inf, make the row NaN; a NaN or Inf in a visible key's value
+// reaches the output (0·NaN is NaN), one in a masked key's value does not. Returns [Tq, H, D].
 std::vector<double> attention(const std::vector<double>& q, const std::vector<double>& k,
                               const std::vector<double>& v, const std::vector<std::int64_t>& cu_q,
                               const std::vector<std::int64_t>& cu_kv, const AttentionSpec& spec);

@@ -94,7 +94,8 @@ Values linear(const Tensor& input, const Tensor& weight, const Tensor* bias) {
   return linear(to_doubles(input), to_doubles(weight), bias != nullptr ? &b : nullptr, rows, n, k);
 }
 
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
+// silu(-inf) is its limit, -0 (x / (1 + e^-x) would give -inf / inf = NaN).
+double silu(double x) { return x == -INFINITY ? -0.0 : x / (1.0 + std::exp(-x)); }
 
 Values rms_norm(const Values& x, const Values& w, double eps, std::int64_t width) {
   Values y(x.size());

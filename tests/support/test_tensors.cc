@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "tileops/core/scalar.h"
@@ -59,12 +60,36 @@ TensorStorage random_tensor(const Dims& shape, DataType dtype, std::mt19937_64& 
   return storage;
 }
 
+TensorStorage random_nonfinite_tensor(const Dims& shape, DataType dtype, std::mt19937_64& rng,
+                                      Layout layout, int every) {
+  TensorStorage storage = random_tensor(shape, dtype, rng, layout);
+  const double specials[] = {
+      std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
+      std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  std::vector<double> values = to_doubles(storage.view());
+  std::uniform_int_distribution<int> pick(0, every - 1);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    // The first four elements get one special each, the others one in `every`.
+    if (i < 4 || pick(rng) == 0) values[i] = specials[i < 4 ? i : i % 4];
+  }
+  from_doubles(storage.view(), values);
+  return storage;
+}
+
 std::vector<double> to_doubles(const Tensor& t) {
   std::vector<double> values(static_cast<std::size_t>(t.numel()));
   for_each_element(t, [&](std::int64_t i, void* p) {
     values[static_cast<std::size_t>(i)] = read_as_double(p, t.dtype());
   });
   return values;
+}
+
+std::vector<std::uint64_t> element_bits(const Tensor& t) {
+  std::vector<std::uint64_t> bits(static_cast<std::size_t>(t.numel()), 0);
+  for_each_element(t, [&](std::int64_t i, void* p) {
+    std::memcpy(&bits[static_cast<std::size_t>(i)], p, t.element_size());
+  });
+  return bits;
 }
 
 void from_doubles(const Tensor& t, const std::vector<double>& values) {

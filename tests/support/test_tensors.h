@@ -32,8 +32,15 @@ TensorStorage poisoned(const Dims& shape, DataType dtype, Layout layout = Layout
 TensorStorage random_tensor(const Dims& shape, DataType dtype, std::mt19937_64& rng,
                             Layout layout = Layout::kContiguous, double lo = -2.0, double hi = 2.0);
 
+// random_tensor (floats) with about one element in `every` replaced by NaN (either sign), +inf
+// or -inf, and at least one of each when there is room: for the non-finite cases of the tests.
+TensorStorage random_nonfinite_tensor(const Dims& shape, DataType dtype, std::mt19937_64& rng,
+                                      Layout layout = Layout::kContiguous, int every = 8);
+
 // Row-major element values as float64.
 std::vector<double> to_doubles(const Tensor& t);
+// Row-major raw bits of the elements (NaN payloads and signs included), for exact copies.
+std::vector<std::uint64_t> element_bits(const Tensor& t);
 // Writes row-major values into t (rounded to its dtype).
 void from_doubles(const Tensor& t, const std::vector<double>& values);
 

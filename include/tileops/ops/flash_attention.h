@@ -31,7 +31,10 @@ struct AttentionAttributes {
 // bfloat16}; float32 scores, softmax state and accumulation. Query row i of a sequence with
 // Lq queries and Lk keys sees key j when j <= i + Lk - Lq (causal), and
 // i + Lk - Lq - window_left <= j <= i + Lk - Lq + window_right (for the bounds that are >= 0).
-// A row that sees no key gets zeros. Any strides; output must not overlap the inputs.
+// A row that sees no key gets zeros. Non-finite inputs as softmax(QKᵀ)·V in float64: a NaN or
+// +inf among a row's visible scores, or visible scores all -inf, make the row NaN; a NaN or Inf
+// in a visible key's value reaches that column (0·Inf included). Any strides; output must not
+// overlap the inputs.
 void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                      const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
                      const Tensor& block_table, const AttentionAttributes& attrs,

@@ -13,7 +13,8 @@ namespace tileops::ops {
 // output [B, H, D]. seq_lens_host / block_table_host: optional host mirrors of the same shape and
 // values (an undefined Tensor = none; on the CPU they are read instead of the device tensors).
 // The query sees every key of its sequence (attrs.causal is accepted and changes nothing; the
-// windows count back from the last key). A sequence of length 0 gets zeros. Long contexts over
+// windows count back from the last key). A sequence of length 0 gets zeros; NaN and Inf as in
+// flash_attention (a NaN score or an all-NaN cache gives NaN, not zeros). Long contexts over
 // few sequences are split over threads (split-KV) and merged by log-sum-exp. query, caches and
 // output share one float dtype; float32 softmax state.
 void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,

@@ -9,6 +9,7 @@ namespace tileops::ops {
 
 // input: [..., 2d, ...] with an even extent along `dim` (default last, negative allowed); out:
 // input's shape with d along `dim`; one dtype in {float32, float16, bfloat16}. Any strides.
+// NaN propagates; silu(+inf) = +inf and silu(-inf) = 0, its limit (torch gives NaN there).
 void silu_and_mul(const Tensor& input, int dim, const Tensor& out, const Context& ctx = {});
 
 // Class form: validated and specialised once for a geometry, then called on new data.

@@ -16,8 +16,9 @@ namespace tileops::ops {
 // p must be > 0 (else kInvalidArgument naming p, nothing written). Per row: probabilities
 // softmax(logits) (float32 exp, float64 sums); the top k by probability (ties: lower index
 // first); then the shortest prefix of those, by decreasing probability, whose mass is >= p
-// times their mass (the boundary token included); one draw from that set renormalised. A NaN
-// logit or a row of -inf is kInvalidArgument naming logits. Deterministic: the draw of row b
+// times their mass (the boundary token included); one draw from that set renormalised. A row
+// with a NaN or +inf logit, or of only -inf, is kInvalidArgument naming logits and the row
+// (nothing written); -inf logits are otherwise never drawn. Deterministic: the draw of row b
 // uses u_b = splitmix64(seed ^ splitmix64(b)) (see docs/decisions.md), so results do not
 // depend on the thread count; change the seed for each step to get fresh draws.
 void top_k_top_p_sampler(const Tensor& logits, const Tensor& k, const Tensor& p, std::uint64_t seed,

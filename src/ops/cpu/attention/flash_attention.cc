@@ -104,6 +104,7 @@ class FlashAttentionCpu final : public Operator {
     const KvRows keys(tensors[1], block_table, shape_.block_size);
     const KvRows values(tensors[2], block_table, shape_.block_size);
     // Phase 1: pack (sequence, kv head, key tile) items.
+    std::vector<std::uint8_t> nonfinite(total_tiles, 0);
     pool.parallel_claim(total_tiles, [&](int chunk, std::int64_t item) {
       const auto it = std::upper_bound(tile_offset.begin(), tile_offset.end(), item) - 1;
       const std::int64_t bh = it - tile_offset.begin();
@@ -111,12 +112,19 @@ class FlashAttentionCpu final : public Operator {
       const std::int64_t kt = first_tile[b] + (item - *it);
       const std::int64_t j0 = kt * kv_tile;
       const std::int64_t n = std::min(kv_tile, sequences[b].kv_len - j0);
+      float* tile = tiles + item * tile_floats;
       if (pairs) {
+        auto* bf16 = reinterpret_cast<std::uint16_t*>(tile);
         pack_kv_tile_bf16(keys, values, b, sequences[b], bh % kv_heads, j0, n, shape_.head_size,
-                          kv_tile, reinterpret_cast<std::uint16_t*>(tiles + item * tile_floats));
+                          kv_tile, bf16);
+        const std::int64_t key_elements = kv_tile * round_up(shape_.head_size, kAmxK);
+        nonfinite[item] = nonfinite_value_tile(shape_, sequences[b], j0, n, bf16 + key_elements,
+                                               kv_tile * shape_.head_size);
       } else {
-        pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0, n, packed_,
-                     tiles + item * tile_floats, thread_scratch + chunk * scratch);
+        pack_kv_tile(keys, values, dtype_, b, sequences[b], bh % kv_heads, j0, n, packed_, tile,
+                     thread_scratch + chunk * scratch);
+        nonfinite[item] = nonfinite_value_tile(shape_, sequences[b], j0, n,
+                                               tile + packed_.key_floats(), packed_.value_floats());
       }
     });
     // Phase 2: query tiles.
@@ -129,7 +137,8 @@ class FlashAttentionCpu final : public Operator {
                      tile_offset.data(),
                      first_tile.data(),
                      sequences.data(),
-                     bf16_block};
+                     bf16_block,
+                     nonfinite.data()};
     pool.parallel_claim(static_cast<std::int64_t>(work.size()), [&](int chunk, std::int64_t i) {
       if (pairs) {
         run_query_tile_bf16(call, work[i], thread_scratch + chunk * scratch);

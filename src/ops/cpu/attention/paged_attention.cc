@@ -104,12 +104,14 @@ class PagedAttentionCpu final : public Operator {
       float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
       const HeadState state{slot, slot + heads, slot + 2 * heads};
       run_item(query, keys, values, items[i], state, mine + state_floats);
-      if (items[i].partial < 0) finish(state, 1, 0, items[i].b, tensors[5]);
+      if (items[i].partial < 0) {
+        finish(state, 1, 0, items[i].b, items[i].k1 > items[i].k0, tensors[5]);
+      }
     });
     pool.parallel_for(static_cast<std::int64_t>(merge_batch.size()), [&](std::int64_t u) {
       float* slot = partial + merge_first[u] * state_floats;
       finish({slot, slot + heads, slot + 2 * heads}, merge_count[u], state_floats, merge_batch[u],
-             tensors[5]);
+             true, tensors[5]);
     });
   }
 
@@ -269,9 +271,10 @@ class PagedAttentionCpu final : public Operator {
   }
 
   // output = Σ_s e^(m_s - M)·o_s / Σ_s e^(m_s - M)·l_s over `count` states `stride` floats apart
-  // (one state: o / l). A head that saw no key (an empty sequence) gets zeros.
+  // (one state: o / l). A head that saw no key (an empty sequence) gets zeros; one whose scores
+  // held a NaN or +inf (l is NaN) or were all -inf (l is 0) gets NaN, as softmax gives.
   void finish(const HeadState& first, std::int64_t count, std::int64_t stride, std::int64_t b,
-              const Tensor& output) const {
+              bool sees_keys, const Tensor& output) const {
     const std::int64_t d = shape_.head_size;
     std::vector<float> row(d), natural(d);
     for (std::int64_t h = 0; h < shape_.heads; ++h) {
@@ -281,13 +284,15 @@ class PagedAttentionCpu final : public Operator {
       float total = 0.0f;
       for (std::int64_t s = 0; s < count && big != kNegInf; ++s) {
         const float m = first.m[s * stride + h];
-        if (m == kNegInf) continue;
+        if (m == kNegInf && !std::isnan(first.l[s * stride + h])) continue;
         const float w = count == 1 ? 1.0f : std::exp(m - big);
         total += w * first.l[s * stride + h];
         const float* o = first.o + s * stride + h * d;
         for (std::int64_t c = 0; c < d; ++c) row[c] += w * o[c];
       }
-      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+      const float inv = total > 0.0f                 ? 1.0f / total
+                        : sees_keys || total != 0.0f ? std::numeric_limits<float>::quiet_NaN()
+                                                     : 0.0f;
       for (float& x : row) x *= inv;
       decode_column_order(dtype_, row.data(), 1, d, natural.data(), /*to_kernel=*/false);
       store_f32(natural.data(), element(output, b, h), dtype_, output.stride(2), d);

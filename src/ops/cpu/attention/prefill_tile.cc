@@ -1,6 +1,7 @@
 #include "src/ops/cpu/attention/prefill_tile.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "src/ops/cpu/simd/attention_kernels.h"
@@ -29,6 +30,41 @@ void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, con
     std::fill(row, row + lo, kNegInf);
     std::fill(row + hi, row + width, kNegInf);
   }
+}
+
+namespace {
+
+// Exponent bits all ones: NaN or Inf.
+bool any_nonfinite(const float* x, std::int64_t count) {
+  std::uint32_t top = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    top = std::max(top, std::bit_cast<std::uint32_t>(x[i]) & 0x7f800000u);
+  }
+  return top == 0x7f800000u;
+}
+bool any_nonfinite(const std::uint16_t* bf16, std::int64_t count) {
+  std::uint16_t top = 0;
+  for (std::int64_t i = 0; i < count; ++i) top = std::max<std::uint16_t>(top, bf16[i] & 0x7f80u);
+  return top == 0x7f80u;
+}
+
+bool crosses_mask_edge(const AttentionShape& shape, const Sequence& seq, std::int64_t j0,
+                       std::int64_t n) {
+  // lo and hi never decrease with the row: the first row's hi and the last row's lo bound all.
+  return j0 < visible_keys(shape, seq, seq.q_len - 1).lo ||
+         j0 + n - 1 > visible_keys(shape, seq, 0).hi;
+}
+
+}  // namespace
+
+bool nonfinite_value_tile(const AttentionShape& shape, const Sequence& seq, std::int64_t j0,
+                          std::int64_t n, const float* values, std::int64_t count) {
+  return crosses_mask_edge(shape, seq, j0, n) && any_nonfinite(values, count);
+}
+
+bool nonfinite_value_tile(const AttentionShape& shape, const Sequence& seq, std::int64_t j0,
+                          std::int64_t n, const std::uint16_t* values, std::int64_t count) {
+  return crosses_mask_edge(shape, seq, j0, n) && any_nonfinite(values, count);
 }
 
 std::int64_t query_tile_scratch(const PackedTileShape& packed, std::int64_t rows) {
@@ -99,6 +135,8 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
   const TileKeys keys = tile_keys(shape, seq, tile, nk);
   const std::int64_t first_tile = keys.first, last_tile = keys.last;
   const std::int64_t lo_last = keys.lo_last, hi_first = keys.hi_first, hi_last = keys.hi_last;
+  const std::int64_t tile0 = call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] -
+                             call.first_tile[tile.sequence_index];  // index of key tile 0
   const float* tiles =
       call.packed_tiles +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * packed.tile_floats();
@@ -113,15 +151,23 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
     attention_tile_product(q, d, rows_pad / kAttentionMr, packed_tile, packed.key_strip(), strips,
                            nr, d, s, nk, false);
     // Interior tiles (every row sees every key) skip the mask.
-    if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
-      mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
-    }
+    const bool masked = width != n || j0 < lo_last || j0 + n - 1 > hi_first;
+    if (masked) mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
     attention_softmax_tile(s, nk, rows_pad, width, m, l, corr);
     attention_scale_rows(o, d_pad, rows_pad, d, corr);
+    const float* values = packed_tile + packed.key_floats();
+    if (masked && call.nonfinite_values[tile0 + kt] != 0) {
+      visible_value_product(
+          shape, seq, tile, j0, n, [&](std::int64_t r, std::int64_t j) { return s[r * nk + j]; },
+          [&](std::int64_t j, std::int64_t c) {
+            return values[c / nr * packed.value_strip() + j * nr + c % nr];
+          },
+          o, d_pad);
+      continue;
+    }
     // Only the head's d columns of the last value strip are computed (d_pad - d are padding).
-    attention_tile_product(s, nk, rows_pad / kAttentionMr, packed_tile + packed.key_floats(),
-                           packed.value_strip(), d_pad / nr, d - (d_pad - nr), width, o, d_pad,
-                           true);
+    attention_tile_product(s, nk, rows_pad / kAttentionMr, values, packed.value_strip(), d_pad / nr,
+                           d - (d_pad - nr), width, o, d_pad, true);
   }
 
   store_query_tile(call, tile, o, d_pad, l);
@@ -139,7 +185,12 @@ void store_query_tile(const PrefillCall& call, const QueryTile& tile, float* o, 
         static_cast<char*>(output.data()) + (t * output.stride(0) + head * output.stride(1)) *
                                                 static_cast<std::int64_t>(output.element_size());
     float* row = o + r * ldo;
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key gets zeros
+    // l is NaN after a NaN or +inf score, 0 when no key is visible (zeros) or when every visible
+    // score is -inf (NaN, as softmax gives).
+    const VisibleKeys vk = visible_keys(shape, seq, tile.first + r / shape.group);
+    const float inv = l[r] > 0.0f                      ? 1.0f / l[r]
+                      : vk.lo <= vk.hi || l[r] != 0.0f ? std::numeric_limits<float>::quiet_NaN()
+                                                       : 0.0f;
     for (std::int64_t c = 0; c < shape.head_size; ++c) row[c] *= inv;
     store_f32(row, dst, call.dtype, output.stride(2), shape.head_size);
   }

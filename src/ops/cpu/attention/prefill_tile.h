@@ -3,6 +3,7 @@
 // key/value tiles it can see, with the online softmax carried across tiles in float32.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "src/ops/cpu/attention/attention_plan.h"
@@ -32,7 +33,35 @@ struct PrefillCall {
   const Sequence* sequences = nullptr;
   // The bfloat16 path's block product (amx_bf16_block or dpbf16_block); null on the float32 path.
   Bf16BlockFn bf16_block = nullptr;
+  // Per packed tile: whether it crosses a mask edge of its sequence and its values hold a NaN or
+  // Inf (nonfinite_value_tile).
+  const std::uint8_t* nonfinite_values = nullptr;
 };
+
+// Whether the key tile [j0, j0 + n) crosses a mask edge of some query row of seq (some row sees
+// only part of it) and its packed values (float32, or bfloat16 bits) hold a NaN or Inf. Such a
+// tile's masked probabilities are exact zeros, but 0·NaN is NaN: visible_value_product keeps
+// its values from rows that do not see them. An integer max over the exponent bits: no branch.
+bool nonfinite_value_tile(const AttentionShape& shape, const Sequence& seq, std::int64_t j0,
+                          std::int64_t n, const float* values, std::int64_t count);
+bool nonfinite_value_tile(const AttentionShape& shape, const Sequence& seq, std::int64_t j0,
+                          std::int64_t n, const std::uint16_t* values, std::int64_t count);
+
+// o[r·ldo + c] += Σ p(r, j)·v(j, c) over the keys j of [j0, j0 + n) that row r sees (c < D):
+// the PV product of a masked tile whose values hold a NaN or Inf (rare; scalar).
+template <typename P, typename V>
+void visible_value_product(const AttentionShape& shape, const Sequence& seq, const QueryTile& tile,
+                           std::int64_t j0, std::int64_t n, P p, V v, float* o, std::int64_t ldo) {
+  for (std::int64_t r = 0; r < tile.positions * shape.group; ++r) {
+    const VisibleKeys vk = visible_keys(shape, seq, tile.first + r / shape.group);
+    float* out = o + r * ldo;
+    for (std::int64_t j = std::max<std::int64_t>(vk.lo - j0, 0); j <= std::min(vk.hi - j0, n - 1);
+         ++j) {
+      const float pj = p(r, j);
+      for (std::int64_t c = 0; c < shape.head_size; ++c) out[c] += pj * v(j, c);
+    }
+  }
+}
 
 // Floats of scratch run_query_tile needs for a tile of `rows` rows.
 std::int64_t query_tile_scratch(const PackedTileShape& packed, std::int64_t rows);

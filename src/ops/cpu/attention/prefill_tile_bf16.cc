@@ -4,6 +4,7 @@
 // softmax in float32 as on the vector path (prefill_tile.cc). P is rounded to bfloat16 for its
 // product as the softmax computes it (the sum l keeps the float32 probabilities).
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -146,6 +147,8 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
   const std::int64_t first_tile = keys.first, last_tile = keys.last;
   const std::int64_t lo_last = keys.lo_last, hi_first = keys.hi_first, hi_last = keys.hi_last;
   const std::int64_t tile_elements = bf16_kv_tile_elements(d, nk);
+  const std::int64_t tile0 = call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] -
+                             call.first_tile[tile.sequence_index];  // index of key tile 0
   const auto* tiles =
       reinterpret_cast<const std::uint16_t*>(call.packed_tiles) +
       call.tile_offset[tile.sequence_index * shape.kv_heads + tile.kv_head] * tile_elements;
@@ -161,15 +164,33 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
     // A positive scale is applied by the softmax, after the mask; a negative one first, as the
     // mask's -inf must stay -inf.
     if (!fold_scale) attention_scale_rows(s, nk, rows_pad, width, scale);
-    if (width != n || j0 < lo_last || j0 + n - 1 > hi_first) {
-      mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
-    }
+    const bool masked = width != n || j0 < lo_last || j0 + n - 1 > hi_first;
+    if (masked) mask_attention_scores(shape, seq, tile, j0, n, width, s, nk);
     // P as row tiles of bfloat16 over all nk keys (zeros past width: the values there are zero
     // but stale probabilities could be NaN).
     attention_softmax_tile_bf16(s, nk, rows_pad, width, fold_scale ? shape.scale : 1.0f, m, l, corr,
                                 p, nk);
     attention_scale_rows(o, d, rows_pad, d, corr);
-    call.bf16_block(p, rows_pad, nk, packed + nk * dk, d / kAmxCols, o, d, true);
+    const std::uint16_t* values = packed + nk * dk;
+    if (masked && call.nonfinite_values[tile0 + kt] != 0) {
+      // The layouts of P (attention_softmax_tile_bf16) and of the values (pack_kv_tile_bf16).
+      const auto bf16 = [](std::uint16_t x) {
+        return std::bit_cast<float>(std::uint32_t{x} << 16);
+      };
+      visible_value_product(
+          shape, seq, tile, j0, n,
+          [&](std::int64_t r, std::int64_t j) {
+            return bf16(p[r / kAmxRows * kAmxRows * nk + j / 32 * kAmxRows * 32 +
+                          r % kAmxRows * 32 + j % 32]);
+          },
+          [&](std::int64_t j, std::int64_t c) {
+            return bf16(values[c / kAmxCols * nk * kAmxCols + j / 2 * 2 * kAmxCols +
+                               2 * (c % kAmxCols) + j % 2]);
+          },
+          o, d);
+      continue;
+    }
+    call.bf16_block(p, rows_pad, nk, values, d / kAmxCols, o, d, true);
   }
 
   store_query_tile(call, tile, o, d, l);

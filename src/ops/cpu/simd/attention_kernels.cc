@@ -95,6 +95,17 @@ void TileProduct(const float* a, std::int64_t lda, std::int64_t m_strips, const 
   }
 }
 
+// Whether any of row[0, cols) is NaN (only asked of rows whose max is -inf).
+HWY_INLINE bool HasNaN(DF d, const float* row, std::int64_t cols) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  auto nan = hn::FirstN(d, 0);
+  std::int64_t j = 0;
+  for (; j + lanes <= cols; j += lanes) nan = hn::Or(nan, hn::IsNaN(hn::LoadU(d, row + j)));
+  bool any = !hn::AllFalse(d, nan);
+  for (; j < cols; ++j) any |= std::isnan(row[j]);
+  return any;
+}
+
 // The online-softmax step (attention_kernels.h) over scale·s (scale > 0). The probabilities go
 // to s_out (float32, the layout of s), or with kBF16 to P's bfloat16 row tiles (p, p_cols
 // columns, zeros from cols on).
@@ -122,9 +133,12 @@ HWY_INLINE void SoftmaxRows(const float* s, std::int64_t lds, std::int64_t rows,
     for (; j + lanes <= cols; j += lanes) vmax = hn::Max(vmax, hn::LoadU(d, row + j));
     float tile_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
     for (; j < cols; ++j) tile_max = std::max(tile_max, row[j]);
+    // Max drops NaN, but e^(NaN - m) is NaN: NaN scores reach l and the output through the
+    // sums below, whatever the max is.
     const float m_new = std::max(m[r], tile_max * scale);
-    // Nothing visible in this row yet.
-    if (m_new == kNegInf) {
+    // Nothing visible in this row yet (all -inf), unless the max dropped NaN scores: those go
+    // the general way, where -inf - 0 gives 0 and NaN stays NaN.
+    if (m_new == kNegInf && !HasNaN(d, row, cols)) {
       for (j = 0; j < (kBF16 ? p_cols : cols); ++j) {
         if constexpr (kBF16) {
           *p_at(j) = 0;
@@ -135,8 +149,9 @@ HWY_INLINE void SoftmaxRows(const float* s, std::int64_t lds, std::int64_t rows,
       corr[r] = 1.0f;
       continue;
     }
-    const auto vm = hn::Set(d, m_new);
-    const auto vscale2 = hn::Set(d, scale * kLog2E), vm2 = hn::Set(d, m_new * kLog2E);
+    const float m_sub = m_new == kNegInf ? 0.0f : m_new;
+    const auto vm = hn::Set(d, m_sub);
+    const auto vscale2 = hn::Set(d, scale * kLog2E), vm2 = hn::Set(d, m_sub * kLog2E);
     auto vsum = hn::Zero(d);
     for (j = 0; j + lanes <= cols; j += lanes) {
       const auto x = hn::LoadU(d, row + j);
@@ -152,7 +167,7 @@ HWY_INLINE void SoftmaxRows(const float* s, std::int64_t lds, std::int64_t rows,
     }
     float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
     for (; j < cols; ++j) {
-      const float e = row[j] == kNegInf ? 0.0f : std::exp(row[j] * scale - m_new);
+      const float e = row[j] == kNegInf ? 0.0f : std::exp(row[j] * scale - m_sub);
       sum += e;
       if constexpr (kBF16) {
         *p_at(j) = float_to_bfloat16(e);

@@ -9,6 +9,10 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "src/ops/cpu/simd/convert-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -72,14 +76,12 @@ void PackedHalfBlocksF32(const float* HWY_RESTRICT x0, const float* HWY_RESTRICT
   }
 }
 
+// LoadF16AsF32: Highway's emulated promotion (SSE4, SCALAR) turns Inf and NaN into finite values.
 void UnpackBlockF16(const void* src, std::int64_t steps, float* dst) {
   const DF d;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  const auto* h = static_cast<const hwy::float16_t*>(src);
+  const auto* h = static_cast<const std::uint16_t*>(src);
   const std::int64_t n = steps * 16, lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  for (std::int64_t i = 0; i < n; i += lanes) {
-    hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, h + i)), d, dst + i);
-  }
+  for (std::int64_t i = 0; i < n; i += lanes) hn::StoreU(LoadF16AsF32(d, h + i), d, dst + i);
 }
 
 // Pair (k, k + 1) of weight row j is one 32-bit lane: its low half is k, its high half k + 1.

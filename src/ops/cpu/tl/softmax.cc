@@ -178,12 +178,16 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
             for (tl::Value c : tl::range(full, chunks)) {
               exp_pass(c * kTile, lanes + c * kTile < visible);
             }
-            // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix.
+            // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix (also
+            // in the straddling chunk, where 0 · inv would be NaN for a NaN row).
             const tl::Value inv = 1.0 / sum;
-            for (tl::Value c : tl::range(chunks)) {
-              const tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
+            const auto normalise = [&](const tl::Value& c, const std::optional<tl::Value>& live) {
+              tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
+              if (live) p = tl::where(*live, p, 0.0f);
               tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
-            }
+            };
+            for (tl::Value c : tl::range(full)) normalise(c, std::nullopt);
+            for (tl::Value c : tl::range(full, chunks)) normalise(c, lanes + c * kTile < visible);
             const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
             for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
               tl::store(zero, to, {i0, i1, c * kTile});
