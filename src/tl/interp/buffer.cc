@@ -141,8 +141,8 @@ void Buffer::resize(DataType d, std::vector<std::int64_t> s) {
       f.clear();
     }
   } catch (const std::exception&) {  // bad_alloc, or length_error beyond max_size()
-    throw Error(ErrorKind::kOutOfMemory, "tl interp: a tile of " + std::to_string(n) +
-                                             " elements does not fit in memory");
+    throw Error(ErrorKind::kOutOfMemory,
+                "tl interp: a tile of " + std::to_string(n) + " elements does not fit in memory");
   }
 }
 

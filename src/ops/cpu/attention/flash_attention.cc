@@ -13,6 +13,7 @@
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -94,10 +95,10 @@ class FlashAttentionCpu final : public Operator {
                                 : query_tile_scratch(packed_, rows),
                           shape_.head_size),
                  16);
-    WorkspacePool::Lease lease =
-        ctx.workspace().acquire(kCpu, ctx.stream, 0,
-                                sizeof(float) * static_cast<std::size_t>(total_tiles * tile_floats +
-                                                                         threads * scratch + 16));
+    WorkspacePool::Lease lease = ctx.workspace().acquire(
+        kCpu, ctx.stream, 0,
+        workspace_bytes({{total_tiles, tile_floats}, {threads, scratch}, {16}}, sizeof(float),
+                        "flash_attention: argument 'query'"));
     float* tiles = lease.as<float>();
     float* thread_scratch = tiles + total_tiles * tile_floats;
 

@@ -20,6 +20,7 @@
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/decode_kernels.h"
+#include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -93,7 +94,8 @@ class PagedAttentionCpu final : public Operator {
         state_floats + heads * d + shape_.group * kChunk + 2 * heads + kChunk * d + 64;
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
-        sizeof(float) * static_cast<std::size_t>(partials * state_floats + threads * scratch));
+        workspace_bytes({{partials, state_floats}, {threads, scratch}}, sizeof(float),
+                        "paged_attention: argument 'query'"));
     float* partial = lease.as<float>();
     float* thread_scratch = partial + partials * state_floats;
     const KvRows keys(tensors[1], table, shape_.block_size);
