@@ -420,7 +420,7 @@ TEST_F(TlCpuCacheTrust, MalformedAndUnknownTargetsAreRefused) {
   EXPECT_EQ(kind, ErrorKind::kInvalidArgument) << what;
   EXPECT_NE(what.find("is not a target name"), std::string::npos) << what;
   what = launch_error(scale(false, {.backend = "cpu", .target = "no-such-cpu"}), &kind);
-  EXPECT_EQ(kind, ErrorKind::kInvalidArgument) << what;
+  EXPECT_EQ(kind, ErrorKind::kCompileError) << what;
   EXPECT_NE(what.find("the compiler rejects -march=no-such-cpu"), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(touched));
 }

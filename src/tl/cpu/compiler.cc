@@ -134,6 +134,8 @@ std::string target_problem(const std::string& target, ErrorKind& kind) {
   int status = 0;
   const std::set<std::string> wanted = isa_macros(*compiler, target, "", output, status);
   if (status != 0) {
+    // As any failed compile (the C API's TILEOPS_COMPILE_ERROR), with the compiler's words.
+    kind = ErrorKind::kCompileError;
     if (output.size() > 2000) output.resize(2000);
     return "the compiler rejects -march=" + target + ":\n" + output;
   }
