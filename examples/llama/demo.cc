@@ -30,15 +30,58 @@ std::int64_t parse_count(const std::string& name, const std::string& value) {
                        "'" + value + "'");
 }
 
-double parse_real(const std::string& name, const std::string& value) {
+// A number > 0 (NaN refused); the only real option is --top-p, where >= 1 turns the filter off.
+double parse_positive(const std::string& name, const std::string& value) {
   try {
     std::size_t used = 0;
     const double x = std::stod(value, &used);
-    if (used == value.size()) return x;
+    if (used == value.size() && x > 0) return x;
   } catch (const std::exception&) {
   }
-  throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, "a number",
-                       "'" + value + "'");
+  throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name,
+                       "a number > 0 (>= 1: no top-p filter)", "'" + value + "'");
+}
+
+// Physical memory in bytes (0 when unknown).
+double memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+// Refuses a run whose weights, KV cache and prefill activations would not fit in this
+// machine's memory (they would fail to allocate, or run it out of memory while filling them).
+void check_memory(const Config& config, const CacheGeometry& cache, std::int64_t prompt_tokens) {
+  const double gib = 1 << 30, element = static_cast<double>(size_of(config.dtype));
+  const double weights = config.parameters() * element;
+  // Per prefill token: residual, hidden, normed, attention, qkv, gate_up and act rows, and the
+  // token's id, position and slot (int64) and its entry in the prompts.
+  const double per_token =
+      (4.0 * static_cast<double>(config.hidden) + static_cast<double>(config.qkv_size()) +
+       3.0 * static_cast<double>(config.intermediate)) *
+          element +
+      32;
+  const double other = per_token * static_cast<double>(prompt_tokens);
+  const double total = weights + static_cast<double>(cache.bytes) + other;
+  const double memory = memory_bytes();
+  if (memory > 0 && total > memory) {
+    char text[240];
+    std::snprintf(text, sizeof(text),
+                  "tileops demo: the model's weights (%.3g GiB), KV cache (%.3g GiB) and "
+                  "activations (%.3g GiB) need more than this machine's %.3g GiB of memory",
+                  weights / gib, static_cast<double>(cache.bytes) / gib, other / gib, memory / gib);
+    throw Error(ErrorKind::kInvalidArgument, text);
+  }
+}
+
+// Creates the export directory, or says which option named a path it cannot use.
+void create_export_dir(const std::filesystem::path& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir, error)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --export " + dir.string() + ": cannot create the directory (" +
+                    (error ? error.message() : "not a directory") + ")");
+  }
 }
 
 // config.json next to the weights (or inside their directory), when there is one.
@@ -48,6 +91,14 @@ std::filesystem::path config_beside(const std::filesystem::path& weights) {
 }
 
 }  // namespace
+
+std::string one_line(std::string_view message) {
+  std::string line(message);
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return line;
+}
 
 const char* demo_options_help() {
   return "  decoder: --layers N --hidden N --heads N --kv-heads N --head-size N\n"
@@ -107,7 +158,7 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
     } else if (name == "--export") {
       o.export_dir = value;
     } else if (name == "--top-p") {
-      o.sampling.top_p = parse_real(name, value);
+      o.sampling.top_p = parse_positive(name, value);
     } else {
       o.sampling.seed = static_cast<std::uint64_t>(parse_count(name, value));
     }
@@ -127,44 +178,44 @@ int run_decoder_demo(const DemoOptions& options) {
                            std::to_string(value));
     }
   }
+  if (options.prompt_tokens + options.new_tokens > kMaxPositions) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --prompt-tokens + --new-tokens must be at most " +
+                    std::to_string(kMaxPositions) + "; got " +
+                    std::to_string(options.prompt_tokens + options.new_tokens));
+  }
   Config config = options.config;
   if (!options.weights.empty() && options.sizes_given) {
     std::fprintf(stderr,
                  "tileops demo: the model's sizes come from --weights (and its config.json); "
                  "the size options given are ignored\n");
   }
-  Weights weights;
-  std::string source = "synthetic weights (seed " + std::to_string(options.sampling.seed) + ")";
   if (!options.weights.empty()) {
     const auto config_path = config_beside(options.weights);
     if (std::filesystem::exists(config_path)) config = read_config_json(config_path, config);
+  }
+  config.validate();
+  const std::int64_t context = options.prompt_tokens + options.new_tokens;
+  config.max_positions = std::max(config.max_positions, context);
+  // Every size is checked before anything is allocated.
+  check_memory(config, cache_geometry(config, options.prompts, context, options.block_size),
+               options.prompts * options.prompt_tokens);
+  const std::filesystem::path export_dir = options.export_dir;
+  if (!export_dir.empty()) create_export_dir(export_dir);
+  Weights weights;
+  std::string source = "synthetic weights (seed " + std::to_string(options.sampling.seed) + ")";
+  if (!options.weights.empty()) {
     weights = load_safetensors_weights(config, options.weights);
     source = "weights from " + options.weights;
   } else {
-    config.validate();
-    const double gib = config.parameters() * static_cast<double>(size_of(config.dtype)) / (1 << 30);
-    const double memory_gib = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                              static_cast<double>(sysconf(_SC_PAGE_SIZE)) / (1 << 30);
-    if (memory_gib > 0 && gib > memory_gib) {
-      char text[160];
-      std::snprintf(text, sizeof(text),
-                    "tileops demo: the model's weights need %.3g GiB, more than this machine's "
-                    "%.3g GiB of memory",
-                    gib, memory_gib);
-      throw Error(ErrorKind::kInvalidArgument, text);
-    }
     weights = synthetic_weights(config, options.sampling.seed);
   }
-  const std::int64_t context = options.prompt_tokens + options.new_tokens;
-  config.max_positions = std::max(config.max_positions, context);
   source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
   std::printf("decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
               config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
               static_cast<long long>(options.prompt_tokens),
               static_cast<long long>(options.new_tokens));
-  const std::filesystem::path export_dir = options.export_dir;
   if (!export_dir.empty()) {
-    std::filesystem::create_directories(export_dir);
     write_safetensors(export_dir / "model.safetensors", checkpoint_tensors(config, weights));
     write_config_json(export_dir / "config.json", config);
   }
@@ -191,7 +242,12 @@ int run_decoder_demo(const DemoOptions& options) {
         {"top_k", options.sampling.top_k},
         {"top_p", options.sampling.top_p},
     };
-    std::ofstream(export_dir / "generation.json") << record.dump() << "\n";
+    std::ofstream out(export_dir / "generation.json");
+    out << record.dump() << "\n";
+    if (!out) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tileops demo: cannot write " + (export_dir / "generation.json").string());
+    }
   }
 
   std::printf("prefill: %lld tokens in %.3f s = %.1f tokens/s\n",

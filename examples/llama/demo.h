@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "examples/llama/config.h"
@@ -33,7 +34,11 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
 // Help text for the options above.
 const char* demo_options_help();
 
-// Builds the model, generates and prints the report. Returns 0.
+// `message` with its line breaks replaced by spaces: a CLI's error is one line on stderr.
+std::string one_line(std::string_view message);
+
+// Checks every option and size (against int64, the model's limits and this machine's memory),
+// then builds the model, generates and prints the report. Returns 0; throws on an error.
 int run_decoder_demo(const DemoOptions& options);
 
 }  // namespace tileops::llama

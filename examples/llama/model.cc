@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/ops.h"
 
@@ -14,15 +15,16 @@ constexpr DataType kI64 = DataType::kInt64;
 
 Tensor rows(const TensorStorage& s, std::int64_t n) { return s.view().slice(0, 0, n); }
 
-// vLLM's cos_sin_cache: row p holds cos(p·f_i) for the D/2 frequencies, then sin(p·f_i).
-TensorStorage rotary_table(const Config& c) {
+// vLLM's cos_sin_cache: row p holds cos(p·f_i) for the D/2 frequencies, then sin(p·f_i). Only
+// the `positions` rows a sequence of the model can reach (its max_context, not max_positions).
+TensorStorage rotary_table(const Config& c, std::int64_t positions) {
   const std::int64_t half = c.head_size / 2;
-  TensorStorage table({c.max_positions, c.head_size}, DataType::kFloat32);
+  TensorStorage table({positions, c.head_size}, DataType::kFloat32);
   float* t = table.view().data_as<float>();
   for (std::int64_t i = 0; i < half; ++i) {
     const double freq =
         std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_size));
-    for (std::int64_t p = 0; p < c.max_positions; ++p) {
+    for (std::int64_t p = 0; p < positions; ++p) {
       t[p * c.head_size + i] = static_cast<float>(std::cos(static_cast<double>(p) * freq));
       t[p * c.head_size + half + i] = static_cast<float>(std::sin(static_cast<double>(p) * freq));
     }
@@ -31,6 +33,36 @@ TensorStorage rotary_table(const Config& c) {
 }
 
 }  // namespace
+
+CacheGeometry cache_geometry(const Config& config, std::int64_t max_batch, std::int64_t max_context,
+                             std::int64_t block_size) {
+  constexpr std::int64_t kMaxInt32 = 0x7fffffff;
+  if (max_batch < 1 || max_context < 1 || max_context > config.max_positions || block_size < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "llama model: need max_batch >= 1, 1 <= max_context <= max_positions (" +
+                    std::to_string(config.max_positions) + ") and block_size >= 1; got " +
+                    std::to_string(max_batch) + ", " + std::to_string(max_context) + ", " +
+                    std::to_string(block_size));
+  }
+  constexpr std::string_view kWhat = "llama model: KV cache";
+  CacheGeometry g;
+  g.blocks_per_sequence = max_context / block_size + (max_context % block_size != 0 ? 1 : 0);
+  g.blocks = checked_mul(max_batch, g.blocks_per_sequence, kWhat);
+  // Prefill packs every sequence's tokens into one batch indexed by int32 cu_seqlens.
+  const std::int64_t tokens = checked_mul(max_batch, max_context, kWhat);
+  if (g.blocks > kMaxInt32 || tokens > kMaxInt32) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "llama model: max_batch " + std::to_string(max_batch) + " x max_context " +
+                    std::to_string(max_context) + " needs " + std::to_string(g.blocks) +
+                    " blocks and " + std::to_string(tokens) + " tokens; the int32 block table " +
+                    "and sequence offsets hold at most 2^31 - 1");
+  }
+  const std::int64_t extents[] = {g.blocks, block_size, config.kv_heads, config.head_size};
+  const std::int64_t per_layer =
+      checked_bytes(checked_product(extents, kWhat), size_of(config.dtype), kWhat);
+  g.bytes = checked_mul(checked_mul(2, per_layer, kWhat), config.layers, kWhat);
+  return g;
+}
 
 void Profile::add(const std::string& op, double seconds) {
   for (auto& entry : entries_) {
@@ -63,12 +95,14 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
       max_context_(max_context),
       block_size_(block_size) {
   config_.validate();
-  if (max_batch < 1 || max_context < 1 || max_context > config_.max_positions || block_size < 1) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "llama model: need max_batch >= 1, 1 <= max_context <= max_positions (" +
-                    std::to_string(config_.max_positions) + ") and block_size >= 1; got " +
-                    std::to_string(max_batch) + ", " + std::to_string(max_context) + ", " +
-                    std::to_string(block_size));
+  // Sizes first, before the weights are packed: the paged cache's geometry must fit int64 and
+  // the int32 block table, sequence lengths and cumulative lengths.
+  const CacheGeometry geometry = cache_geometry(config_, max_batch, max_context, block_size);
+  blocks_per_sequence_ = geometry.blocks_per_sequence;
+  if (static_cast<std::int64_t>(weights_.layers.size()) != config_.layers) {
+    throw_argument_error(ErrorKind::kInvalidArgument, "llama model", "weights",
+                         std::to_string(config_.layers) + " layers",
+                         std::to_string(weights_.layers.size()));
   }
   if (pack_weights) {
     const auto packed_of = [](const Tensor& w) {
@@ -89,9 +123,7 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
     packed_lm_head_ =
         weights_.lm_head.view().defined() ? pack(weights_.lm_head) : packed_of(weights_.embed);
   }
-  blocks_per_sequence_ = (max_context + block_size - 1) / block_size;
-  const std::int64_t blocks = max_batch * blocks_per_sequence_;
-  const Dims cache_shape{blocks, block_size, config_.kv_heads, config_.head_size};
+  const Dims cache_shape{geometry.blocks, block_size, config_.kv_heads, config_.head_size};
   for (std::int64_t l = 0; l < config_.layers; ++l) {
     key_cache_.emplace_back(cache_shape, config_.dtype);
     value_cache_.emplace_back(cache_shape, config_.dtype);
@@ -105,7 +137,7 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
       table[b * blocks_per_sequence_ + j] = static_cast<std::int32_t>(j * max_batch + b);
     }
   }
-  cos_sin_ = rotary_table(config_);
+  cos_sin_ = rotary_table(config_, max_context);
   seq_lens_ = TensorStorage({max_batch}, kI32);
   cu_seqlens_ = TensorStorage({max_batch + 1}, kI32);
   last_rows_ = TensorStorage({max_batch}, kI64);
@@ -125,7 +157,7 @@ void Model::reserve_tokens(std::int64_t tokens) {
   normed_ = TensorStorage({tokens, c.hidden}, c.dtype);
   qkv_ = TensorStorage({tokens, c.qkv_size()}, c.dtype);
   attn_ = TensorStorage({tokens, c.heads, c.head_size}, c.dtype);
-  gate_up_ = TensorStorage({tokens, 2 * c.intermediate}, c.dtype);
+  gate_up_ = TensorStorage({tokens, checked_mul(2, c.intermediate, "llama model")}, c.dtype);
   act_ = TensorStorage({tokens, c.intermediate}, c.dtype);
   capacity_ = tokens;
 }

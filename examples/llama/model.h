@@ -25,6 +25,15 @@ class Profile {
   std::vector<std::pair<std::string, double>> entries_;
 };
 
+// The paged KV cache of a Model: validated (Model's limits, counts checked against int64 and
+// the int32 indices), with its size, e.g. to check it against the memory before building.
+struct CacheGeometry {
+  std::int64_t blocks_per_sequence = 0, blocks = 0;
+  std::int64_t bytes = 0;  // keys and values of every layer
+};
+CacheGeometry cache_geometry(const Config& config, std::int64_t max_batch, std::int64_t max_context,
+                             std::int64_t block_size);
+
 class Model {
  public:
   // Room for `max_batch` sequences of up to `max_context` tokens each (prompt + generated).

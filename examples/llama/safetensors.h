@@ -7,16 +7,26 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tileops/core/tensor.h"
 
 namespace tileops::llama {
 
+// Validates a whole .safetensors file held in `file_bytes` and returns its tensors as views into
+// those bytes (writable only in type: the caller keeps them read-only and alive). Checked, with
+// kInvalidArgument naming `file_name` and the tensor: the header length (within the file and at
+// most 100 MiB), the header a JSON object, __metadata__ an object of strings, every entry an
+// object with a known dtype, a shape of at most kMaxRank non-negative integers whose element and
+// byte counts fit int64, and data_offsets [begin, end] with begin <= end, end inside the data
+// section and end - begin the shape's byte count; no two tensors' bytes overlap.
+std::map<std::string, Tensor> parse_safetensors(std::string_view file_bytes,
+                                                const std::string& file_name);
+
 class SafetensorsFile {
  public:
-  // Maps the file and validates its header (dtypes, shapes, offsets inside the data section);
-  // throws kInvalidArgument naming the file and the offending entry.
+  // Maps the file and validates it with parse_safetensors.
   explicit SafetensorsFile(const std::filesystem::path& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include "examples/llama/safetensors.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/ops/cast.h"
 
@@ -46,7 +48,7 @@ std::string layer_prefix(std::int64_t layer) {
 // Every .safetensors file of the checkpoint, looked up by tensor name.
 class Checkpoint {
  public:
-  explicit Checkpoint(const std::filesystem::path& file_or_dir) {
+  explicit Checkpoint(const std::filesystem::path& file_or_dir) : where_(file_or_dir.string()) {
     std::vector<std::filesystem::path> paths;
     if (std::filesystem::is_directory(file_or_dir)) {
       for (const auto& entry : std::filesystem::directory_iterator(file_or_dir)) {
@@ -60,33 +62,56 @@ class Checkpoint {
       throw Error(ErrorKind::kInvalidArgument,
                   "llama: no .safetensors file in " + file_or_dir.string());
     }
-    for (const auto& p : paths) files_.push_back(std::make_unique<SafetensorsFile>(p));
-  }
-
-  bool contains(const std::string& name) const {
-    return std::any_of(files_.begin(), files_.end(),
-                       [&](const auto& f) { return f->contains(name); });
-  }
-
-  // Converts the named tensor into `out` (any dtype to the model's), checking its shape.
-  void copy(const std::string& name, const Tensor& out) const {
-    for (const auto& f : files_) {
-      if (!f->contains(name)) continue;
-      const Tensor t = f->tensor(name);
-      if (!(t.shape() == out.shape())) {
-        throw_argument_error(ErrorKind::kInvalidArgument, "llama checkpoint", name,
-                             "shape " + out.shape().to_string(), t.shape().to_string());
+    for (const auto& p : paths) {
+      files_.push_back(std::make_unique<SafetensorsFile>(p));
+      for (const std::string& name : files_.back()->names()) {
+        const auto [it, added] = owner_.emplace(name, files_.back().get());
+        if (!added) {  // which copy would be used is not for the loader to guess
+          throw Error(ErrorKind::kInvalidArgument,
+                      "llama checkpoint: tensor '" + name + "' is in both " +
+                          it->second->path().string() + " and " + p.string());
+        }
       }
-      ops::cast(t, out);
-      return;
     }
-    throw Error(ErrorKind::kInvalidArgument, "llama checkpoint: tensor '" + name +
-                                                 "' is missing from " +
-                                                 files_.front()->path().parent_path().string());
+  }
+
+  bool contains(const std::string& name) const { return owner_.count(name) != 0; }
+
+  // The named tensors stacked along dim 0 into a new [sum of rows, ...] tensor of `dtype`
+  // (any dtype converted). Every shape is checked against the file before allocating, so a
+  // config can only ask for as much memory as the checkpoint holds.
+  TensorStorage load(const std::vector<std::pair<std::string, Dims>>& parts, DataType dtype) const {
+    std::vector<Tensor> sources;
+    std::int64_t rows = 0;
+    for (const auto& [name, shape] : parts) {
+      const auto it = owner_.find(name);
+      if (it == owner_.end()) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    "llama checkpoint: tensor '" + name + "' is missing from " + where_);
+      }
+      const Tensor t = it->second->tensor(name);
+      if (!(t.shape() == shape)) {
+        throw_argument_error(ErrorKind::kInvalidArgument, "llama checkpoint", name,
+                             "shape " + shape.to_string(), t.shape().to_string());
+      }
+      sources.push_back(t);
+      rows = checked_add(rows, shape[0], "llama checkpoint " + name);
+    }
+    Dims shape = parts.front().second;
+    shape[0] = rows;
+    TensorStorage out(shape, dtype);
+    std::int64_t row = 0;
+    for (const Tensor& t : sources) {
+      ops::cast(t, out.view().slice(0, row, t.size(0)));
+      row += t.size(0);
+    }
+    return out;
   }
 
  private:
+  std::string where_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> owner_;
 };
 
 }  // namespace
@@ -104,7 +129,8 @@ Weights synthetic_weights(const Config& config, std::uint64_t seed) {
     if (config.qkv_bias) lw.qkv_bias = uniform({config.qkv_size()}, dt, ++next, 0, 0.1);
     lw.o_proj = projection({config.hidden, config.q_size()}, dt, ++next);
     lw.post_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
-    lw.gate_up = projection({2 * config.intermediate, config.hidden}, dt, ++next);
+    lw.gate_up = projection(
+        {checked_mul(2, config.intermediate, "llama weights gate_up"), config.hidden}, dt, ++next);
     lw.down = projection({config.hidden, config.intermediate}, dt, ++next);
   }
   w.final_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
@@ -149,43 +175,34 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
   const DataType dt = config.dtype;
   const std::int64_t q = config.q_size(), kv = config.kv_size(), inter = config.intermediate;
   const std::int64_t h = config.hidden;
+  const auto one = [&](const std::string& name, const Dims& shape) {
+    return checkpoint.load({{name, shape}}, dt);
+  };
   Weights w;
-  w.embed = TensorStorage({config.vocab, h}, dt);
-  checkpoint.copy("model.embed_tokens.weight", w.embed);
+  w.embed = one("model.embed_tokens.weight", {config.vocab, h});
   for (std::int64_t l = 0; l < config.layers; ++l) {
     LayerWeights& lw = w.layers.emplace_back();
-    const std::string p = layer_prefix(l);
-    lw.input_norm = TensorStorage({h}, dt);
-    checkpoint.copy(p + "input_layernorm.weight", lw.input_norm);
-    lw.qkv = TensorStorage({config.qkv_size(), h}, dt);
-    const Tensor qkv = lw.qkv;
-    checkpoint.copy(p + "self_attn.q_proj.weight", qkv.slice(0, 0, q));
-    checkpoint.copy(p + "self_attn.k_proj.weight", qkv.slice(0, q, kv));
-    checkpoint.copy(p + "self_attn.v_proj.weight", qkv.slice(0, q + kv, kv));
+    const std::string p = layer_prefix(l) + "self_attn.";
+    lw.input_norm = one(layer_prefix(l) + "input_layernorm.weight", {h});
+    lw.qkv = checkpoint.load({{p + "q_proj.weight", {q, h}},
+                              {p + "k_proj.weight", {kv, h}},
+                              {p + "v_proj.weight", {kv, h}}},
+                             dt);
     if (config.qkv_bias) {
-      lw.qkv_bias = TensorStorage({config.qkv_size()}, dt);
-      const Tensor bias = lw.qkv_bias;
-      checkpoint.copy(p + "self_attn.q_proj.bias", bias.slice(0, 0, q));
-      checkpoint.copy(p + "self_attn.k_proj.bias", bias.slice(0, q, kv));
-      checkpoint.copy(p + "self_attn.v_proj.bias", bias.slice(0, q + kv, kv));
+      lw.qkv_bias = checkpoint.load(
+          {{p + "q_proj.bias", {q}}, {p + "k_proj.bias", {kv}}, {p + "v_proj.bias", {kv}}}, dt);
     }
-    lw.o_proj = TensorStorage({h, q}, dt);
-    checkpoint.copy(p + "self_attn.o_proj.weight", lw.o_proj);
-    lw.post_norm = TensorStorage({h}, dt);
-    checkpoint.copy(p + "post_attention_layernorm.weight", lw.post_norm);
-    lw.gate_up = TensorStorage({2 * inter, h}, dt);
-    const Tensor gate_up = lw.gate_up;
-    checkpoint.copy(p + "mlp.gate_proj.weight", gate_up.slice(0, 0, inter));
-    checkpoint.copy(p + "mlp.up_proj.weight", gate_up.slice(0, inter, inter));
-    lw.down = TensorStorage({h, inter}, dt);
-    checkpoint.copy(p + "mlp.down_proj.weight", lw.down);
+    lw.o_proj = one(p + "o_proj.weight", {h, q});
+    lw.post_norm = one(layer_prefix(l) + "post_attention_layernorm.weight", {h});
+    const std::string mlp = layer_prefix(l) + "mlp.";
+    lw.gate_up = checkpoint.load(
+        {{mlp + "gate_proj.weight", {inter, h}}, {mlp + "up_proj.weight", {inter, h}}}, dt);
+    lw.down = one(mlp + "down_proj.weight", {h, inter});
   }
-  w.final_norm = TensorStorage({h}, dt);
-  checkpoint.copy("model.norm.weight", w.final_norm);
+  w.final_norm = one("model.norm.weight", {h});
   // Some tied checkpoints still carry lm_head.weight; use it when present.
   if (!config.tie_embeddings || checkpoint.contains("lm_head.weight")) {
-    w.lm_head = TensorStorage({config.vocab, h}, dt);
-    checkpoint.copy("lm_head.weight", w.lm_head);
+    w.lm_head = one("lm_head.weight", {config.vocab, h});
   }
   return w;
 }

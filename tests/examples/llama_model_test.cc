@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <string>
@@ -305,6 +306,30 @@ TEST(LlamaModel, BadRequestsAreRejected) {
   const std::vector<std::int64_t> two{1, 2};
   model.decode(two);
   expect_error([&] { model.decode(two); }, "full");
+}
+
+// Sizes from the caller are checked before anything is allocated or packed: the block count
+// wrapped, (max_context + block_size - 1) overflowed, and the rotary table was built for all
+// max_positions (2^30 positions: 64 GiB) however short the contexts.
+TEST(LlamaModel, CacheSizesAreCheckedBeforeAllocating) {
+  Config config = tiny_config(DataType::kFloat32, false);
+  config.max_positions = kMaxPositions;
+  constexpr std::int64_t kHuge = std::numeric_limits<std::int64_t>::max();
+  expect_error([&] { (void)cache_geometry(config, 2, 16, kHuge); }, "overflows int64");
+  expect_error([&] { (void)cache_geometry(config, std::int64_t{1} << 40, 16, 16); }, "int32");
+  expect_error([&] { (void)cache_geometry(config, 1, std::int64_t{1} << 31, 16); },
+               "max_positions");
+  expect_error([&] { Model m(config, synthetic_weights(config, 1), std::int64_t{1} << 40, 16); },
+               "int32");
+  const CacheGeometry g = cache_geometry(config, 3, 40, 16);
+  EXPECT_EQ(g.blocks_per_sequence, 3);
+  EXPECT_EQ(g.blocks, 9);
+  EXPECT_EQ(g.bytes, 2 * config.layers * 9 * 16 * config.kv_heads * config.head_size * 4);
+  Model model(config, synthetic_weights(config, 1), 1, 8);  // a table of 8 positions
+  EXPECT_EQ(model.prefill({{1, 2, 3}}).size(1), config.vocab);
+  Config fewer = tiny_config(DataType::kFloat32, false);
+  fewer.layers = 1;
+  expect_error([&] { Model m(config, synthetic_weights(fewer, 1), 1, 8); }, "layers");
 }
 
 TEST(LlamaGenerate, TopKOneIsGreedyAndSeedsRepeat) {

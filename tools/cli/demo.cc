@@ -222,10 +222,8 @@ int run_demo(int argc, char** argv) {
     } else if (arg == "--decoder-only") {
       operators = false;
     } else {
-      std::fprintf(stderr,
-                   "tileops demo: unknown option '%s'\noptions: --quick --operators-only "
-                   "--decoder-only\n%s",
-                   arg.c_str(), llama::demo_options_help());
+      std::fprintf(stderr, "tileops demo: unknown option '%s' (try 'tileops help')\n",
+                   llama::one_line(arg).c_str());
       return 2;
     }
   }
@@ -237,7 +235,7 @@ int run_demo(int argc, char** argv) {
   }
   if (model && !decoder.weights.empty() && !std::filesystem::exists(decoder.weights)) {
     std::fprintf(stderr, "tileops demo: --weights %s: no such file or directory\n",
-                 decoder.weights.c_str());
+                 llama::one_line(decoder.weights).c_str());
     return 1;
   }
   if (quick) {  // fewer and shorter prompts

@@ -1,8 +1,10 @@
 // The `tileops` command line, shared by the executable (main.cc) and `python -m tileops`
-// (python/src/cli.cc): help, the subcommands, and errors as one line on stderr.
+// (python/src/cli.cc): help, the subcommands, and errors as one line on stderr: any exception
+// (tileops::Error, std::bad_alloc, std::filesystem_error, ...) is status 1, a usage error 2.
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "examples/llama/demo.h"
 #include "tileops/core/error.h"
@@ -28,13 +30,20 @@ int run(const char* program, int argc, char** argv) {
     if (std::strcmp(argv[0], "env") == 0) return run_env(argc - 1, argv + 1);
   } catch (const Error& e) {  // "tileops demo: ..." names the command already
     const bool named = std::strncmp(e.what(), "tileops", 7) == 0;
-    std::fprintf(stderr, "%s%s\n", named ? "" : "tileops: ", e.what());
+    std::fprintf(stderr, "%s%s\n", named ? "" : "tileops: ", llama::one_line(e.what()).c_str());
     return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tileops: unexpected error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tileops: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {  // std::filesystem_error, ...
+    std::fprintf(stderr, "tileops: %s\n", llama::one_line(e.what()).c_str());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "tileops: unknown error\n");
     return 1;
   }
-  std::fprintf(stderr, "tileops: unknown command '%s' (try '%s help')\n", argv[0], program);
+  std::fprintf(stderr, "tileops: unknown command '%s' (try '%s help')\n",
+               llama::one_line(argv[0]).c_str(), program);
   return 2;
 }
 
