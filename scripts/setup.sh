@@ -8,7 +8,8 @@ preset="${1:-release}"
 packages=(build-essential cmake g++ clang-format clang-tidy valgrind
           libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev libdlpack-dev
           libdnnl-dev libopenblas-dev
-          python3-numpy python3-torch libtorch-dev python3-pybind11 python3-pytest pybind11-dev)
+          python3-numpy python3-torch libtorch-dev python3-pybind11 python3-pytest python3-hypothesis
+          pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

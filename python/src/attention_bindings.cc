@@ -7,6 +7,7 @@
 
 #include "python/src/errors.h"
 #include "python/src/ops_bindings.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/core/tensor_storage.h"
 #include "tileops/ops.h"
@@ -25,23 +26,24 @@ Optional optional_tensor(py::handle obj, std::string_view op, std::string_view a
   return o;
 }
 
-std::int64_t dim_or(py::handle value, const Tensor& t, int dim) {
-  if (!value.is_none()) return value.cast<std::int64_t>();
+std::int64_t dim_or(py::handle value, const Tensor& t, int dim, std::string_view op,
+                    std::string_view arg) {
+  if (!value.is_none()) return int_arg(value, op, arg);
   return t.rank() > 0 && normalize_dim(dim, t.rank()) >= 0 ? t.size(dim) : 0;
 }
 
-ops::AttentionAttributes attributes(const Tensor& query, const Tensor& key, py::handle num_heads,
-                                    py::handle num_kv_heads, py::handle head_size, double scale,
-                                    bool causal, std::int64_t window_left,
-                                    std::int64_t window_right, std::int64_t block_size,
-                                    py::handle sliding_window) {
+ops::AttentionAttributes attributes(std::string_view op, const Tensor& query, const Tensor& key,
+                                    py::handle num_heads, py::handle num_kv_heads,
+                                    py::handle head_size, double scale, bool causal,
+                                    std::int64_t window_left, std::int64_t window_right,
+                                    std::int64_t block_size, py::handle sliding_window) {
   ops::AttentionAttributes a;
-  a.num_heads = dim_or(num_heads, query, -2);
-  a.num_kv_heads = dim_or(num_kv_heads, key, -2);
-  a.head_size = dim_or(head_size, query, -1);
+  a.num_heads = dim_or(num_heads, query, -2, op, "num_heads");
+  a.num_kv_heads = dim_or(num_kv_heads, key, -2, op, "num_kv_heads");
+  a.head_size = dim_or(head_size, query, -1, op, "head_size");
   a.scale = scale, a.causal = causal;
   a.window_left = window_left, a.window_right = window_right, a.block_size = block_size;
-  if (!sliding_window.is_none()) a.sliding_window = sliding_window.cast<std::int64_t>();
+  if (!sliding_window.is_none()) a.sliding_window = int_arg(sliding_window, op, "sliding_window");
   return a;
 }
 
@@ -72,8 +74,8 @@ FlashArgs flash_args(py::handle query, py::handle key, py::handle value, py::han
               optional_tensor(cu_seqlens_kv, kOp, "cu_seqlens_kv"),
               optional_tensor(block_table, kOp, "block_table"),
               {}};
-  a.attrs = attributes(a.query.view, a.key.view, num_heads, num_kv_heads, head_size, scale, causal,
-                       window_left, window_right, block_size, sliding_window);
+  a.attrs = attributes(kOp, a.query.view, a.key.view, num_heads, num_kv_heads, head_size, scale,
+                       causal, window_left, window_right, block_size, sliding_window);
   a.output = ::tileops::python::output(output, a.query.frontend, a.query.view.shape(),
                                        a.query.view.dtype(), kOp, "output");
   return a;
@@ -119,8 +121,8 @@ PagedArgs paged_args(py::handle query, py::handle key_cache, py::handle value_ca
               optional_tensor(seq_lens_host, kOp, "seq_lens_host"),
               optional_tensor(block_table_host, kOp, "block_table_host"),
               {}};
-  a.attrs = attributes(a.query.view, a.key_cache.view, num_heads, num_kv_heads, head_size, scale,
-                       false, window_left, -1, block_size, sliding_window);
+  a.attrs = attributes(kOp, a.query.view, a.key_cache.view, num_heads, num_kv_heads, head_size,
+                       scale, false, window_left, -1, block_size, sliding_window);
   a.output = ::tileops::python::output(output, a.query.frontend, a.query.view.shape(),
                                        a.query.view.dtype(), kOp, "output");
   return a;
@@ -166,7 +168,8 @@ py::object mha_varlen_fwd(py::handle q, py::handle k, py::handle v, py::handle o
   Optional ck = optional_tensor(cu_seqlens_k, kOp, "cu_seqlens_k");
   Optional table = optional_tensor(block_table, kOp, "block_table");
   PyTensor o = output(out, qt.frontend, qt.view.shape(), qt.view.dtype(), kOp, "out");
-  const double scale = softmax_scale.is_none() ? 0.0 : softmax_scale.cast<double>();
+  const double scale =
+      softmax_scale.is_none() ? 0.0 : float_arg(softmax_scale, kOp, "softmax_scale");
   run_released([&] {
     ops::mha_varlen_fwd(qt.view, kt.view, vt.view, o.view, cq.view(), ck.view(), table.view(),
                         max_seqlen_q, max_seqlen_k, scale, is_causal, window_size_left,
@@ -211,14 +214,20 @@ py::object mha_fwd_kvcache(py::handle q, py::handle kcache, py::handle vcache, p
   }
   if (!lens.tensor) {
     own_lens = TensorStorage(Dims{batch}, DataType::kInt32);
-    const std::int64_t capacity =
-        kc.view.size(1) * (table.tensor ? table.tensor->view.size(-1) : 1);
+    const std::int64_t capacity = checked_mul(
+        kc.view.size(1), table.tensor ? table.tensor->view.size(-1) : 1, "mha_fwd_kvcache: kcache");
+    if (capacity > INT32_MAX) {
+      throw_argument_error(ErrorKind::kInvalidArgument, kOp, "kcache",
+                           "a cache of at most 2^31 - 1 positions per sequence (or seqlens_k)",
+                           std::to_string(capacity) + " positions");
+    }
     for (std::int64_t b = 0; b < batch; ++b) {
       own_lens.view().data_as<std::int32_t>()[b] = static_cast<std::int32_t>(capacity);
     }
   }
   PyTensor o = output(out, qt.frontend, qt.view.shape(), qt.view.dtype(), kOp, "out");
-  const double scale = softmax_scale.is_none() ? 0.0 : softmax_scale.cast<double>();
+  const double scale =
+      softmax_scale.is_none() ? 0.0 : float_arg(softmax_scale, kOp, "softmax_scale");
   run_released([&] {
     ops::mha_fwd_kvcache(qt.view, kc.view, vc.view, lens.tensor ? lens.view() : own_lens.view(),
                          table.tensor ? table.view() : own_table.view(), o.view, scale, is_causal,

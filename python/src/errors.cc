@@ -42,6 +42,37 @@ void register_errors(py::module_& m) {
                                     py::arg("internal") = py::handle(PyExc_RuntimeError));
 }
 
+std::int64_t int_arg(py::handle obj, std::string_view op, std::string_view arg) {
+  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
+    throw_argument_error(ErrorKind::kInvalidType, op, arg, "an int",
+                         std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  auto index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) {
+    throw_argument_error(ErrorKind::kInvalidArgument, op, arg, "an int within int64",
+                         std::string(py::str(index)));
+  }
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return value;
+}
+
+double float_arg(py::handle obj, std::string_view op, std::string_view arg) {
+  if (PyBool_Check(obj.ptr()) || !(PyFloat_Check(obj.ptr()) || PyIndex_Check(obj.ptr()))) {
+    throw_argument_error(ErrorKind::kInvalidType, op, arg, "a real number",
+                         std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  const double value = PyFloat_AsDouble(obj.ptr());
+  if (value == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();  // an int beyond the float range
+    throw_argument_error(ErrorKind::kInvalidArgument, op, arg, "a value within float64 range",
+                         std::string(py::str(obj)));
+  }
+  return value;
+}
+
 Context make_context(std::string_view op, int implementation_index, py::handle stream) {
   if (!stream.is_none()) {
     throw_argument_error(ErrorKind::kInvalidArgument, op, "stream", "None on the CPU",

@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string_view>
 
 #include "tileops/runtime/context.h"
@@ -14,6 +15,14 @@ namespace py = pybind11;
 // kInvalidArgument -> ValueError, kInvalidType -> TypeError, kUnsupported ->
 // NotImplementedError, kOutOfMemory -> MemoryError, others -> RuntimeError; same message.
 void register_errors(py::module_& m);
+
+// A Python int (or an object with __index__, not a bool) for integer argument `arg` of `op`:
+// TypeError for other types, ValueError for a value beyond int64 (pybind's cast would say only
+// "Unable to cast Python instance").
+std::int64_t int_arg(py::handle obj, std::string_view op, std::string_view arg);
+
+// A Python real number for `arg` of `op` (TypeError otherwise).
+double float_arg(py::handle obj, std::string_view op, std::string_view arg);
 
 // The Context of one call; `stream` must be None on the CPU (kInvalidArgument otherwise).
 Context make_context(std::string_view op, int implementation_index, py::handle stream);

@@ -35,7 +35,7 @@ py::tuple rotary_embedding(py::handle positions, py::handle query, py::handle ke
   PyTensor cache = to_tensor(cos_sin_cache, kOp, "cos_sin_cache");
   PyTensor q_out = optional(query_out, kOp, "query_out", true);
   PyTensor k_out = optional(key_out, kOp, "key_out", true);
-  const std::int64_t rot = rotary_dim.is_none() ? 0 : rotary_dim.cast<std::int64_t>();
+  const std::int64_t rot = rotary_dim.is_none() ? 0 : int_arg(rotary_dim, kOp, "rotary_dim");
   run_released([&] {
     ops::rotary_embedding(pos.view, q.view, k.view, head_size, cache.view, is_neox_style, rot,
                           q_out.view, k_out.view, ctx);
@@ -90,7 +90,7 @@ void reshape_and_cache_combined(py::handle key, py::handle value, py::handle kv_
 void read_k(py::handle obj, std::string_view op, std::string_view arg, SamplerFilter& f) {
   if (obj.is_none()) return;
   if (PyLong_Check(obj.ptr())) {
-    f.k = obj.cast<std::int64_t>();
+    f.k = int_arg(obj, op, arg);
     if (f.k > 0) f.tensor.view = Tensor(&f.k, Dims{1}, DataType::kInt64);
     return;
   }
@@ -101,7 +101,7 @@ void read_p(py::handle obj, std::string_view op, std::string_view arg, SamplerFi
   if (obj.is_none()) return;
   if (PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr())) {
     // p <= 0 stays a tensor so that the operator reports it.
-    f.p = obj.cast<double>();
+    f.p = float_arg(obj, op, arg);
     if (f.p < 1.0 || !(f.p > 0.0)) f.tensor.view = Tensor(&f.p, Dims{1}, DataType::kFloat64);
     return;
   }
@@ -147,7 +147,7 @@ py::object top_k_top_p_sampler(py::handle logits, py::handle k, py::handle p, py
   return result_of(out, o);
 }
 
-py::object topk_topp_sampling(py::handle probs, std::int64_t topk, double topp, py::handle out,
+py::object topk_topp_sampling(py::handle probs, py::handle topk, py::handle topp, py::handle out,
                               std::uint64_t seed, py::handle generator, int index,
                               py::handle stream) {
   constexpr const char* kOp = "topk_topp_sampling";
@@ -156,7 +156,9 @@ py::object topk_topp_sampling(py::handle probs, std::int64_t topk, double topp, 
   PyTensor x = to_tensor(probs, kOp, "probs");
   PyTensor o =
       output(out, x.frontend, sampler_rows(x.view, kOp, "probs"), DataType::kInt32, kOp, "out");
-  run_released([&] { ops::topk_topp_sampling(x.view, topk, topp, seed, o.view, ctx); });
+  const std::int64_t k = int_arg(topk, kOp, "topk");
+  const double p = float_arg(topp, kOp, "topp");
+  run_released([&] { ops::topk_topp_sampling(x.view, k, p, seed, o.view, ctx); });
   return result_of(out, o);
 }
 

@@ -23,7 +23,8 @@ class RotaryEmbedding {
                   py::handle cache, bool is_neox_style, py::handle rotary_dim, py::handle query_out,
                   py::handle key_out, int index) {
     Views v = views(positions, query, key, cache, query_out, key_out);
-    const std::int64_t rot = rotary_dim.is_none() ? 0 : rotary_dim.cast<std::int64_t>();
+    const std::int64_t rot =
+        rotary_dim.is_none() ? 0 : int_arg(rotary_dim, "rotary_embedding", "rotary_dim");
     op_ = std::make_shared<ops::RotaryEmbedding>(v.pos.view, v.q.view, v.k.view, head_size,
                                                  v.cache.view, is_neox_style, rot, v.q_out.view,
                                                  v.k_out.view, index);
@@ -128,10 +129,12 @@ class TopKTopPSampler {
 
 class TopkToppSampling {
  public:
-  TopkToppSampling(py::handle probs, std::int64_t topk, double topp, py::handle out, int index) {
-    PyTensor x = to_tensor(probs, "topk_topp_sampling", "probs");
+  TopkToppSampling(py::handle probs, py::handle topk, py::handle topp, py::handle out, int index) {
+    constexpr const char* kOp = "topk_topp_sampling";
+    PyTensor x = to_tensor(probs, kOp, "probs");
     PyTensor o = out_of(out, x);
-    op_ = std::make_shared<ops::TopkToppSampling>(x.view, topk, topp, o.view, index);
+    op_ = std::make_shared<ops::TopkToppSampling>(x.view, int_arg(topk, kOp, "topk"),
+                                                  float_arg(topp, kOp, "topp"), o.view, index);
   }
   py::object call(py::handle probs, py::handle out, std::uint64_t seed, py::handle generator,
                   py::handle stream) const {
@@ -181,7 +184,7 @@ void bind_kv_classes(py::module_& m) {
            py::arg("p") = none, py::arg("out") = none, py::kw_only(), py::arg("seed") = 0,
            py::arg("generator") = none, stream);
   py::class_<TopkToppSampling>(m, "TopkToppSampling")
-      .def(py::init<py::handle, std::int64_t, double, py::handle, int>(), py::arg("probs"),
+      .def(py::init<py::handle, py::handle, py::handle, py::handle, int>(), py::arg("probs"),
            py::arg("topk") = 0, py::arg("topp") = 1.0, py::arg("out") = none, py::kw_only(), index)
       .def("__call__", &TopkToppSampling::call, py::arg("probs"), py::arg("out") = none,
            py::kw_only(), py::arg("seed") = 0, py::arg("generator") = none, stream);

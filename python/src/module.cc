@@ -28,5 +28,7 @@ PYBIND11_MODULE(_C, m) {
   tp::bind_cli(m);
   m.def("_torch_fast_path", &tp::torch_fast_path_active,
         "Whether torch tensors are read in C++ (needs torch imported and tileops._torch_view).");
+  m.def("_set_torch_fast_path", &tp::set_torch_fast_path, py::arg("enabled"),
+        "Tests only: read torch tensors through Python attributes (False) or in C++ (True).");
   m.attr("__version__") = TILEOPS_VERSION;
 }

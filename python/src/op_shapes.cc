@@ -1,6 +1,7 @@
 #include <string>
 
 #include "python/src/ops_bindings.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 
 namespace tileops::python {
@@ -70,7 +71,7 @@ Dims cat_shape(std::string_view op, const std::vector<Tensor>& tensors, int dim)
                            "tensors of rank " + std::to_string(shape.size()),
                            t.shape().to_string());
     }
-    shape[d] += t.shape()[d];
+    shape[d] = checked_add(shape[d], t.shape()[d], std::string(op) + ": argument 'tensors'");
   }
   return shape;
 }

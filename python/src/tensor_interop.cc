@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "python/src/dlpack_import.h"
 #include "python/src/torch_facts.h"
 #include "tileops/core/error.h"
 
@@ -89,20 +90,6 @@ Dims dims_of(py::handle tuple, std::string_view op, std::string_view arg) {
   return dims;
 }
 
-// Rejects negative strides; an empty tensor gets contiguous strides (libraries report any).
-void check_strides(const Dims& shape, Dims& strides, std::string_view op, std::string_view arg) {
-  if (shape.product() == 0) {
-    strides = contiguous_strides(shape);
-    return;
-  }
-  for (int i = 0; i < shape.size(); ++i) {
-    if (strides[i] < 0 && shape[i] > 1) {
-      fail(ErrorKind::kInvalidArgument, op, arg, "non-negative strides",
-           "strides " + strides.to_string() + " (make it contiguous first)");
-    }
-  }
-}
-
 [[noreturn]] void fail_device(py::handle obj, std::string_view op, std::string_view arg) {
   static PyObject* const kDevice = PyUnicode_InternFromString("device");
   std::string device = py::str(obj.attr(py::handle(kDevice)));
@@ -110,21 +97,49 @@ void check_strides(const Dims& shape, Dims& strides, std::string_view op, std::s
        "a tensor on " + device);
 }
 
-PyTensor from_torch(py::handle obj, const TorchApi& api, std::string_view op,
-                    std::string_view arg) {
-  if (TorchFacts facts; api.reader != nullptr && api.reader(obj.ptr(), &facts)) {
+bool fast_path_enabled = true;  // tests turn it off to exercise the Python path
+
+// A tensor with the negative or conjugate bit reads as the negation/conjugate of its memory.
+// An input is materialised (one copy, rare); an output is refused: raw writes into it would
+// come back with signs flipped.
+PyTensor resolve_bits(py::handle obj, bool neg, std::string_view op, std::string_view arg,
+                      bool writable) {
+  const char* bit = neg ? "negative" : "conjugate";
+  if (writable) {
+    fail(ErrorKind::kInvalidArgument, op, arg, "an output without the negative or conjugate bit",
+         std::string("a view with the ") + bit + " bit (write into a plain tensor, then copy)");
+  }
+  static PyObject* const kResolveNeg = PyUnicode_InternFromString("resolve_neg");
+  static PyObject* const kResolveConj = PyUnicode_InternFromString("resolve_conj");
+  py::object resolved = call_method(obj, kResolveConj, op, arg);
+  resolved = call_method(resolved, kResolveNeg, op, arg);
+  if (resolved.ptr() == obj.ptr()) {
+    fail(ErrorKind::kInvalidArgument, op, arg, "a tensor torch can resolve",
+         std::string("a view whose ") + bit + " bit stays set");
+  }
+  return to_tensor(resolved, op, arg, writable);
+}
+
+PyTensor from_torch(py::handle obj, const TorchApi& api, std::string_view op, std::string_view arg,
+                    bool writable) {
+  if (TorchFacts facts;
+      fast_path_enabled && api.reader != nullptr && api.reader(obj.ptr(), &facts)) {
     if (!facts.is_cpu) fail_device(obj, op, arg);
-    Dims shape(std::span<const std::int64_t>(facts.sizes, facts.rank));
-    Dims strides(std::span<const std::int64_t>(facts.strides, facts.rank));
-    check_strides(shape, strides, op, arg);
-    return {Tensor(facts.data, shape, strides, facts.dtype), Frontend::kTorch,
-            py::reinterpret_borrow<py::object>(obj)};
+    if (facts.is_neg || facts.is_conj) {
+      return resolve_bits(obj, facts.is_neg, op, arg, writable);
+    }
+    return {import_view(facts.data, Dims(std::span<const std::int64_t>(facts.sizes, facts.rank)),
+                        Dims(std::span<const std::int64_t>(facts.strides, facts.rank)), facts.dtype,
+                        op, arg),
+            Frontend::kTorch, py::reinterpret_borrow<py::object>(obj)};
   }
   static PyObject* const kIsCpu = PyUnicode_InternFromString("is_cpu");
   static PyObject* const kDtype = PyUnicode_InternFromString("dtype");
   static PyObject* const kDataPtr = PyUnicode_InternFromString("data_ptr");
   static PyObject* const kSize = PyUnicode_InternFromString("size");
   static PyObject* const kStride = PyUnicode_InternFromString("stride");
+  static PyObject* const kIsNeg = PyUnicode_InternFromString("is_neg");
+  static PyObject* const kIsConj = PyUnicode_InternFromString("is_conj");
   py::object is_cpu = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), kIsCpu));
   if (!is_cpu) throw py::error_already_set();
   if (is_cpu.ptr() != Py_True) fail_device(obj, op, arg);
@@ -135,11 +150,13 @@ PyTensor from_torch(py::handle obj, const TorchApi& api, std::string_view op,
   if (t == kTorchTypes.size()) {
     fail(ErrorKind::kInvalidType, op, arg, "a supported dtype", std::string(py::str(dtype)));
   }
+  const bool neg = call_method(obj, kIsNeg, op, arg).ptr() == Py_True;
+  const bool conj = call_method(obj, kIsConj, op, arg).ptr() == Py_True;
+  if (neg || conj) return resolve_bits(obj, neg, op, arg, writable);
   void* data = PyLong_AsVoidPtr(call_method(obj, kDataPtr, op, arg).ptr());
   Dims shape = dims_of(call_method(obj, kSize, op, arg), op, arg);
   Dims strides = dims_of(call_method(obj, kStride, op, arg), op, arg);
-  check_strides(shape, strides, op, arg);
-  return {Tensor(data, shape, strides, kTorchTypes[t]), Frontend::kTorch,
+  return {import_view(data, shape, strides, kTorchTypes[t], op, arg), Frontend::kTorch,
           py::reinterpret_borrow<py::object>(obj)};
 }
 
@@ -191,30 +208,13 @@ PyTensor from_numpy(py::handle obj, std::string_view op, std::string_view arg, b
                                            array.ndim()));
   Dims strides = element_strides(shape, reinterpret_cast<const std::int64_t*>(array.strides()),
                                  array.itemsize(), op, arg);
-  check_strides(shape, strides, op, arg);
-  return {Tensor(const_cast<void*>(array.data()), shape, strides, dtype), Frontend::kNumpy,
-          std::move(array)};
-}
-
-DataType dlpack_dtype(DLDataType type, std::string_view op, std::string_view arg) {
-  if (type.lanes == 1) {
-    if (type.code == kDLFloat && type.bits == 16) return DataType::kFloat16;
-    if (type.code == kDLFloat && type.bits == 32) return DataType::kFloat32;
-    if (type.code == kDLFloat && type.bits == 64) return DataType::kFloat64;
-    if (type.code == kDLBfloat && type.bits == 16) return DataType::kBFloat16;
-    if (type.code == kDLUInt && type.bits == 8) return DataType::kUInt8;
-    if (type.code == kDLInt && type.bits == 8) return DataType::kInt8;
-    if (type.code == kDLInt && type.bits == 16) return DataType::kInt16;
-    if (type.code == kDLInt && type.bits == 32) return DataType::kInt32;
-    if (type.code == kDLInt && type.bits == 64) return DataType::kInt64;
-  }
-  fail(ErrorKind::kInvalidType, op, arg, "a supported DLPack dtype",
-       "code " + std::to_string(type.code) + " bits " + std::to_string(type.bits) + " lanes " +
-           std::to_string(type.lanes));
+  return {import_view(const_cast<void*>(array.data()), shape, strides, dtype, op, arg),
+          Frontend::kNumpy, std::move(array)};
 }
 
 // `capsule`: a "dltensor" PyCapsule (from __dlpack__() or torch.utils.dlpack.to_dlpack).
-PyTensor from_dlpack(py::object capsule, std::string_view op, std::string_view arg) {
+// Legacy DLPack cannot say memory is read-only; exporters of read-only memory (numpy) refuse.
+PyTensor from_dlpack(py::object capsule, std::string_view op, std::string_view arg, bool writable) {
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (managed == nullptr) throw py::error_already_set();
   // The capsule is consumed: its deleter now runs when `holder` goes away.
@@ -223,22 +223,21 @@ PyTensor from_dlpack(py::object capsule, std::string_view op, std::string_view a
     auto* m = static_cast<DLManagedTensor*>(p);
     if (m->deleter != nullptr) m->deleter(m);
   });
-  const DLTensor& t = managed->dl_tensor;
-  if (t.device.device_type != kDLCPU) {
-    fail(ErrorKind::kInvalidArgument, op, arg, "a CPU tensor",
-         "DLPack device type " + std::to_string(t.device.device_type));
+  return {tensor_from_dltensor(managed->dl_tensor, op, arg, writable), Frontend::kNumpy,
+          std::move(holder)};
+}
+
+// Any other buffer-protocol object (bytes, bytearray, array.array, mmap): read through a
+// memoryview, so that bytes are uint8 and a read-only buffer is refused as an output.
+PyTensor from_buffer(py::handle obj, std::string_view op, std::string_view arg, bool writable) {
+  py::object view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(obj.ptr()));
+  if (!view) throw py::error_already_set();
+  if (writable && PyMemoryView_GET_BUFFER(view.ptr())->readonly) {
+    fail(ErrorKind::kInvalidArgument, op, arg, "writable memory",
+         "a read-only buffer of type " + type_name(obj));
   }
-  if (t.ndim > kMaxRank || t.ndim < 0) {
-    fail(ErrorKind::kInvalidArgument, op, arg, "rank <= " + std::to_string(kMaxRank),
-         "rank " + std::to_string(t.ndim));
-  }
-  DataType dtype = dlpack_dtype(t.dtype, op, arg);
-  Dims shape(std::span<const std::int64_t>(t.shape, t.ndim));
-  Dims strides = t.strides == nullptr ? contiguous_strides(shape)
-                                      : Dims(std::span<const std::int64_t>(t.strides, t.ndim));
-  check_strides(shape, strides, op, arg);
-  void* data = static_cast<char*>(t.data) + t.byte_offset;
-  return {Tensor(data, shape, strides, dtype), Frontend::kNumpy, std::move(holder)};
+  py::module_ numpy = py::module_::import("numpy");
+  return from_numpy(numpy.attr("asarray")(view), op, arg, writable);
 }
 
 }  // namespace
@@ -247,29 +246,34 @@ PyTensor to_tensor(py::handle obj, std::string_view op, std::string_view arg, bo
   if (const TorchApi* api = torch_api();
       api != nullptr &&
       PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(api->tensor_type))) {
-    return from_torch(obj, *api, op, arg);
+    return from_torch(obj, *api, op, arg, writable);
   }
   if (obj.is_none()) {
     fail(ErrorKind::kInvalidType, op, arg, "a tensor (torch.Tensor, numpy.ndarray or DLPack)",
          "None");
   }
   if (py::isinstance<py::array>(obj)) return from_numpy(obj, op, arg, writable);
-  if (py::hasattr(obj, "__dlpack__")) return from_dlpack(obj.attr("__dlpack__")(), op, arg);
-  if (PyCapsule_IsValid(obj.ptr(), "dltensor")) {
-    return from_dlpack(py::reinterpret_borrow<py::object>(obj), op, arg);
+  if (py::hasattr(obj, "__dlpack__")) {
+    return from_dlpack(obj.attr("__dlpack__")(), op, arg, writable);
   }
-  if (py::hasattr(obj, "__array_interface__") || PyObject_CheckBuffer(obj.ptr())) {
+  if (PyCapsule_IsValid(obj.ptr(), "dltensor")) {
+    return from_dlpack(py::reinterpret_borrow<py::object>(obj), op, arg, writable);
+  }
+  if (py::hasattr(obj, "__array_interface__")) {
     py::module_ numpy = py::module_::import("numpy");
     return from_numpy(numpy.attr("asarray")(obj), op, arg, writable);
   }
+  if (PyObject_CheckBuffer(obj.ptr())) return from_buffer(obj, op, arg, writable);
   fail(ErrorKind::kInvalidType, op, arg, "a tensor (torch.Tensor, numpy.ndarray or DLPack)",
        "an object of type " + type_name(obj));
 }
 
 bool torch_fast_path_active() {
   const TorchApi* api = torch_api();
-  return api != nullptr && api->reader != nullptr;
+  return fast_path_enabled && api != nullptr && api->reader != nullptr;
 }
+
+void set_torch_fast_path(bool enabled) { fast_path_enabled = enabled; }
 
 PyTensor allocate(Frontend frontend, const Dims& shape, DataType dtype, std::string_view op,
                   std::string_view arg) {

@@ -24,7 +24,8 @@ struct PyTensor {
 // Converts `obj` (argument `arg` of operator `op`) to a view. Throws tileops::Error:
 // kInvalidType for None, an unknown Python type or an unsupported dtype; kInvalidArgument for
 // negative strides, byte strides that are not a multiple of the itemsize, non-CPU memory, a rank
-// above kMaxRank, or (when `writable`) read-only memory.
+// above kMaxRank, sizes beyond int64 (import_view), or (when `writable`) read-only memory or a
+// torch view with the negative/conjugate bit. Such a view as an input is materialised.
 PyTensor to_tensor(py::handle obj, std::string_view op, std::string_view arg,
                    bool writable = false);
 
@@ -43,6 +44,9 @@ DataType parse_dtype(py::handle obj, std::string_view op, std::string_view arg);
 // Whether torch tensors are read in C++ (tileops._torch_view loaded) rather than through
 // Python calls. False when torch has not been imported.
 bool torch_fast_path_active();
+
+// Turns the C++ torch reader off (tests of the Python-attribute path) or back on.
+void set_torch_fast_path(bool enabled);
 
 // Reinterprets a view's element type: only between types of the same size.
 Tensor with_dtype(const Tensor& view, DataType dtype, std::string_view op, std::string_view arg);

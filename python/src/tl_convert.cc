@@ -135,7 +135,15 @@ std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view co
       fail_at(ErrorKind::kInvalidType, loc, construct,
               std::string(arg) + " must be an int or a sequence of ints, got " + type_name(item));
     }
-    ints.push_back(static_cast<int>(index_of(item)));
+    const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+    if (!index) throw py::error_already_set();
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) {  // a dim, not truncated to another
+      fail_at(ErrorKind::kInvalidArgument, loc, construct,
+              std::string(arg) + " out of range: " + std::string(py::repr(item)));
+    }
+    ints.push_back(static_cast<int>(v));
   };
   if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
     for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) one(item);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "python/src/errors.h"
 #include "python/src/tensor_interop.h"
 #include "python/src/tl_bindings.h"
 #include "tileops/core/error.h"
@@ -47,7 +48,7 @@ tl::Options parse_options(const py::dict& options) {
     if (PyBool_Check(value.ptr())) {
       parsed.set(name, value.cast<bool>());
     } else if (PyLong_Check(value.ptr())) {
-      parsed.set(name, value.cast<std::int64_t>());
+      parsed.set(name, int_arg(value, "tl.jit", "option " + name));
     } else if (py::isinstance<py::str>(value)) {
       parsed.set(name, value.cast<std::string>());
     } else {
@@ -83,10 +84,14 @@ tl::Argument scalar_argument(py::handle obj, const std::string& kernel, const st
 // ConstExprs arrive in canonical form (tileops/tl.py): bool, int, float, str, tuple of ints.
 tl::Argument constexpr_argument(py::handle obj, const std::string& kernel, const std::string& arg) {
   if (PyBool_Check(obj.ptr())) return obj.ptr() == Py_True;
-  if (PyLong_Check(obj.ptr())) return obj.cast<std::int64_t>();
+  if (PyLong_Check(obj.ptr())) return int_arg(obj, kernel, arg);
   if (PyFloat_Check(obj.ptr())) return obj.cast<double>();
   if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
-  if (py::isinstance<py::tuple>(obj)) return obj.cast<std::vector<std::int64_t>>();
+  if (py::isinstance<py::tuple>(obj)) {
+    std::vector<std::int64_t> values;
+    for (py::handle item : obj) values.push_back(int_arg(item, kernel, arg));
+    return values;
+  }
   throw_argument_error(ErrorKind::kInvalidType, kernel, arg,
                        "a bool, int, float, str or tuple of ints", std::string(py::repr(obj)));
 }

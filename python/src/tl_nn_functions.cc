@@ -2,6 +2,7 @@
 // programming-model queries (block_idx, block_num, ceildiv, num_tiles).
 #include <pybind11/stl.h>
 
+#include "python/src/errors.h"
 #include "python/src/tl_bindings.h"
 
 namespace tileops::python {
@@ -166,8 +167,8 @@ void bind_programming_model(py::module_& tl) {
         // Two Python ints stay a Python int: shapes computed from ConstExprs remain static.
         if (PyLong_Check(a.ptr()) && PyLong_Check(b.ptr()) && !PyBool_Check(a.ptr()) &&
             !PyBool_Check(b.ptr())) {
-          const auto n = a.cast<std::int64_t>(), d = b.cast<std::int64_t>();
-          if (d != 0) {
+          const auto n = int_arg(a, "tl.ceildiv", "a"), d = int_arg(b, "tl.ceildiv", "b");
+          if (d != 0 && !(d == -1 && n == INT64_MIN)) {  // INT64_MIN / -1 overflows
             const bool round_up = n % d != 0 && (n < 0) == (d < 0);
             return py::int_(n / d + (round_up ? 1 : 0));
           }

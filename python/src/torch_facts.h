@@ -16,6 +16,8 @@ struct TorchFacts {
   void* data = nullptr;
   int rank = 0;
   bool is_cpu = false;
+  bool is_neg = false;   // reads negate memory (x.conj().imag, torch._neg_view)
+  bool is_conj = false;  // reads conjugate memory
   DataType dtype = DataType::kFloat32;
   std::int64_t sizes[kMaxRank] = {};
   std::int64_t strides[kMaxRank] = {};

@@ -64,6 +64,8 @@ bool read_facts(PyObject* tensor, TorchFacts* facts) {
     facts->strides[i] = strides[i];
   }
   facts->is_cpu = impl->is_cpu();
+  facts->is_neg = impl->is_neg();
+  facts->is_conj = impl->is_conj();
   facts->data = facts->is_cpu ? impl->data() : nullptr;
   return true;
 }
