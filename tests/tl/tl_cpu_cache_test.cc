@@ -185,6 +185,8 @@ TEST_F(TlCpuCache, RacingBuildersLeaveAConsistentEntry) {
         while (ready.load() < kBuilders) std::this_thread::yield();
         tl::cpu::find_or_build(key, false, [&](const std::string& path) {
           std::ofstream(path, std::ios::binary)
+              << "\x7f"
+                 "ELF"
               << std::string(4096 + b, static_cast<char>('a' + b));
         });
       });
@@ -258,25 +260,6 @@ TEST_F(TlCpuCache, CopyLoopsStayLoops) {
   EXPECT_EQ(objects, 1);
 }
 
-TEST_F(TlCpuCache, CompileFailureNamesTheCompilerMessageAndSource) {
-  const tl::Kernel bad = scale(false, {.backend = "cpu", .target = "no-such-cpu"});
-  TensorStorage x({100}, DataType::kFloat32);
-  TensorStorage y = poisoned({100}, DataType::kFloat32);
-  try {
-    bad.launch(1, x, y, 100, 2.0, 64);
-    ADD_FAILURE() << "no compile error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kCompileError);
-    const std::string what = e.what();
-    EXPECT_NE(what.find("no-such-cpu"), std::string::npos) << what;  // the compiler's message
-    const std::size_t at = what.find("compile ");
-    ASSERT_NE(at, std::string::npos) << what;
-    const std::string source = what.substr(at + 8, what.find('\n') - at - 8);
-    EXPECT_TRUE(fs::exists(source)) << source;
-  }
-  EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
-}
-
 // A cache directory that cannot be made (here: below a regular file) fails the build of the
 // kernel, naming the directory and the variable that moves it; nothing is written.
 TEST_F(TlCpuCache, UnusableCacheDirectoryIsACompileError) {
@@ -299,8 +282,8 @@ TEST_F(TlCpuCache, UnusableCacheDirectoryIsACompileError) {
   EXPECT_EQ(snapshot(y), snapshot(poisoned({100}, DataType::kFloat32)));
 }
 
-// $TILEOPS_TL_TARGET stands in for an empty `target`: a name the compiler rejects fails the
-// compile. The option wins over the variable.
+// $TILEOPS_TL_TARGET stands in for an empty `target`: a name the compiler rejects is an error
+// naming it. The option wins over the variable. (Compile failures: tl_cpu_cache_trust_test.)
 TEST_F(TlCpuCache, TargetVariableAppliesWhenTheOptionIsEmpty) {
   const char* before = std::getenv("TILEOPS_TL_TARGET");
   const std::string saved = before != nullptr ? before : "";

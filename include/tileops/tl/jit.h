@@ -37,7 +37,8 @@ struct Options {
   std::string dump_dir = {};     // write <name>-<hash>.tlir (cpu: also .cc and .so) there;
                                  // empty: $TILEOPS_TL_DUMP_DIR when set
   bool fast_math = false;        // contraction, reciprocals, a cheaper exp (docs/tile-language.md)
-  std::string target = {};       // backend target override, e.g. "avx2" or "sm_90"
+  std::string target = {};       // backend target override, e.g. "haswell" or "sm_90": a name of
+                                 // letters, digits and . _ + - (cpu: a -march the CPU runs)
 
   // Sets an option by its Python/keyword name; unknown names or bad values are errors.
   using Setting = std::variant<bool, std::int64_t, std::string>;
@@ -175,6 +176,9 @@ struct ParamTraits<ConstExpr<T>> {
 };
 
 [[noreturn]] void throw_bad_constexpr(std::size_t index, const char* expected);
+// Whether `target` can be a target name: 1..64 of [A-Za-z0-9._+-], starting with a letter or
+// digit (it reaches a compiler's command line).
+bool valid_target_name(std::string_view target);
 
 // Converts a launch Argument to the C++ value a ConstExpr<T> parameter receives.
 template <typename T>

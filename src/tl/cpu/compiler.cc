@@ -14,8 +14,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
+
+#include "tileops/core/error.h"
 
 namespace tileops::tl::cpu {
 namespace {
@@ -28,14 +32,16 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-std::string run_capture(const std::string& command) {
+std::string run_capture(const std::string& command, int* status = nullptr) {
   std::string out;
+  int result = -1;
   if (FILE* p = popen(command.c_str(), "r")) {
     char buf[512];
     std::size_t n = 0;
     while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    pclose(p);
+    result = pclose(p);
   }
+  if (status != nullptr) *status = result;
   return out;
 }
 
@@ -89,7 +95,92 @@ const std::string& unreported_isa_flags() {
   return flags;
 }
 
+// The instruction-set macros (__AVX2__, __AMX_TILE__, ...) the compiler defines for `march`
+// plus `extra` flags; `status` is the compiler's exit status. Only the families a compiler emits
+// from ordinary code or the runtime's intrinsics count: a VM hiding, say, SGX or RDSEED from
+// CPUID must not make its own CPU model unusable.
+std::set<std::string> isa_macros(const std::string& march, const std::string& extra,
+                                 std::string& output, int& status) {
+  output = run_capture(
+      quote(*find_compiler()) + " -march=" + quote(march) + extra + " -dM -E -x c++ /dev/null 2>&1",
+      &status);
+  static constexpr const char* kFamilies[] = {
+      "__SSE",      "__AVX",      "__FMA",   "__F16C__",      "__BMI",    "__LZCNT__",
+      "__POPCNT__", "__MOVBE",    "__AMX",   "__GFNI__",      "__VAES__", "__XOP__",
+      "__AES__",    "__PCLMUL__", "__SHA__", "__VPCLMULQDQ__"};
+  std::set<std::string> macros;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("#define __", 0) != 0) continue;
+    const std::string name = line.substr(8, line.find(' ', 8) - 8);
+    if (name.find("_MATH__") != std::string::npos) continue;  // __SSE2_MATH__: FP evaluation
+    for (const char* family : kFamilies) {
+      if (name.rfind(family, 0) == 0) macros.insert(name);
+    }
+  }
+  return macros;
+}
+
+// "" when code for `target` runs on this CPU, else the error (kind in `kind`).
+std::string target_problem(const std::string& target, ErrorKind& kind) {
+  kind = ErrorKind::kInvalidArgument;
+  if (!tl::detail::valid_target_name(target)) {
+    return "is not a target name (letters, digits, '.', '_', '+', '-'; at most 64)";
+  }
+  if (target == "native" || !find_compiler()) return "";
+  std::string output;
+  int status = 0;
+  const std::set<std::string> wanted = isa_macros(target, "", output, status);
+  if (status != 0) {
+    if (output.size() > 2000) output.resize(2000);
+    return "the compiler rejects -march=" + target + ":\n" + output;
+  }
+#if defined(__x86_64__)
+  // What this process may run: the compiler's view of this CPU less what CPUID hides from us.
+  const std::set<std::string> have = isa_macros("native", unreported_isa_flags(), output, status);
+  std::string missing;
+  for (const std::string& m : wanted) {
+    if (have.count(m) == 0) missing += (missing.empty() ? "" : ", ") + m.substr(2, m.size() - 4);
+  }
+  if (status == 0 && !missing.empty()) {
+    kind = ErrorKind::kUnsupported;
+    return "needs instruction sets this CPU lacks (" + missing +
+           "): its kernels would die of SIGILL; use target 'native' or a CPU this one can stand "
+           "in for";
+  }
+#endif
+  return "";
+}
+
 }  // namespace
+
+std::string resolve_target(const Options& options) {
+  if (!options.target.empty()) return options.target;
+  const char* env = std::getenv("TILEOPS_TL_TARGET");  // read per compile
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string("native");
+}
+
+void check_target(const std::string& target, const std::string& kernel) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<ErrorKind, std::string>> checked;
+  std::pair<ErrorKind, std::string> result;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);  // held while the compiler runs: once a target
+    auto it = checked.find(target);
+    if (it == checked.end()) {
+      ErrorKind kind{};
+      std::string problem = target_problem(target, kind);
+      it = checked.emplace(target, std::make_pair(kind, std::move(problem))).first;
+    }
+    result = it->second;
+  }
+  if (!result.second.empty()) {
+    throw Error(result.first, "tl: kernel '" + kernel + "': cpu target '" + target +
+                                  "' (the target option, else $TILEOPS_TL_TARGET) " +
+                                  result.second);
+  }
+}
 
 const std::optional<std::string>& find_compiler() {
   static const std::optional<std::string> compiler = lookup();
@@ -121,12 +212,8 @@ std::string compile_flags(const Options& options) {
   std::string flags = "-std=c++17 -fPIC -shared -w -fno-exceptions -fno-rtti";
   flags += options.opt_level == 1 ? " -O1" : " -O3";
   if (options.opt_level == 3) flags += " -funroll-loops";
-  // The target: the option, else $TILEOPS_TL_TARGET (read per compile), else this CPU.
-  std::string target = options.target;
-  if (const char* env = std::getenv("TILEOPS_TL_TARGET"); target.empty() && env != nullptr) {
-    target = env;
-  }
-  if (target.empty() || target == "native") {
+  const std::string target = resolve_target(options);
+  if (target == "native") {
     flags += " -march=native" + unreported_isa_flags();
   } else {
     flags += " -march=" + quote(target);

@@ -19,6 +19,12 @@ const std::string& compiler_identity();
 // $TILEOPS_TL_TARGET when set, else native; native less the instruction sets this process's
 // CPUID does not report).
 std::string compile_flags(const Options& options);
+// The -march target `options` select: options.target, else $TILEOPS_TL_TARGET, else "native".
+std::string resolve_target(const Options& options);
+// Throws unless `target` is "native" or a well-formed -march name the compiler knows whose
+// instruction sets this CPU has (kInvalidArgument: malformed or unknown; kUnsupported: code for
+// it would die of SIGILL here). `kernel` names the kernel in the message. Cached per target.
+void check_target(const std::string& target, const std::string& kernel);
 // The host CPU (model and feature flags) code compiled with -march=native depends on.
 const std::string& cpu_identity();
 

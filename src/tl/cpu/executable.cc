@@ -4,10 +4,12 @@
 // float cast rounding, atomics) calls back into the interpreter's element functions through
 // TlRt, so both backends share one definition of those semantics.
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include "src/tl/cpu/codegen.h"
@@ -88,10 +90,13 @@ const TlRt kRuntime = {
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(void* handle, KernelFn fn, std::vector<cpu::RuntimeCheck> checks,
+  CpuExecutable(void* handle, int fd, KernelFn fn, std::vector<cpu::RuntimeCheck> checks,
                 std::vector<ParamKind> params)
-      : handle_(handle), fn_(fn), checks_(std::move(checks)), params_(std::move(params)) {}
-  ~CpuExecutable() override { dlclose(handle_); }
+      : handle_(handle), fd_(fd), fn_(fn), checks_(std::move(checks)), params_(std::move(params)) {}
+  ~CpuExecutable() override {
+    dlclose(handle_);
+    if (fd_ >= 0) ::close(fd_);
+  }
   CpuExecutable(const CpuExecutable&) = delete;
   CpuExecutable& operator=(const CpuExecutable&) = delete;
 
@@ -141,13 +146,33 @@ class CpuExecutable final : public Executable {
 
  private:
   void* handle_;
+  int fd_;  // the loaded file: open while loaded, so that its /proc/self/fd name stays unique
   KernelFn fn_;
   std::vector<cpu::RuntimeCheck> checks_;
   std::vector<ParamKind> params_;
 };
 
-void write_text(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream(p, std::ios::binary) << text;
+// The handle of the object `entry` verified, loaded through its descriptor so that the loader
+// maps the very file that was checked (by path when /proc is not mounted). Keeps the descriptor
+// open in `fd` while loaded. nullptr and `error` set when it does not load.
+void* load(cpu::CacheEntry& entry, int& fd, std::string& error) {
+  fd = entry.fd();
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  if (::access(path.c_str(), R_OK) != 0) path = entry.path();
+  // glibc finds loaded objects by name first: one still loaded under this name (left resident,
+  // its descriptor closed since) would be returned instead. Then the path is used instead.
+  if (void* stale = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(stale);
+    path = entry.path();
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* message = dlerror();
+    error = message != nullptr ? message : "dlopen failed";
+    return nullptr;
+  }
+  fd = entry.release();
+  return handle;
 }
 
 }  // namespace
@@ -155,6 +180,7 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
                                                       const Options& options,
                                                       const std::string& kernel_name) {
+  cpu::check_target(cpu::resolve_target(options), kernel_name);  // before anything runs
   const cpu::GeneratedSource source = cpu::generate(function);
   const std::string ir = print(function, false);
   char ir_hash[17];
@@ -164,48 +190,71 @@ std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
   const std::string key = cpu::digest(std::string("tileops ") + TILEOPS_VERSION + "\n" +
                                       cpu::compiler_identity() + "\n" + cpu::cpu_identity() + "\n" +
                                       cpu::compile_flags(options) + "\n" + ir + "\n" + source.text);
-  std::filesystem::path dump;
-  if (!options.dump_dir.empty()) {
-    std::filesystem::create_directories(options.dump_dir);
-    dump = std::filesystem::path(options.dump_dir) / (kernel_name + "-" + ir_hash);
-    write_text(dump.string() + ".cc", source.text);
-  }
-  const cpu::CacheEntry entry =
-      cpu::find_or_build(key, options.always_compile, [&](const std::string& object) {
-        std::string src = dump.empty() ? object + ".cc" : dump.string() + ".cc";
-        if (dump.empty()) write_text(src, source.text);
-        const std::string messages = cpu::compile(src, object, options);
-        if (!messages.empty()) {
-          if (dump.empty()) {  // keep the source for the user under a stable name
-            const auto kept = cpu::cache_dir() / (kernel_name + "-" + ir_hash + ".failed.cc");
-            std::filesystem::rename(src, kept);
-            src = kept.string();
-          }
-          throw Error(ErrorKind::kCompileError, "tl: kernel '" + kernel_name +
-                                                    "': the cpu backend failed to compile " + src +
-                                                    "\n" + messages);
-        }
-        if (dump.empty()) std::filesystem::remove(src);
-      });
-  if (!dump.empty()) {
-    std::filesystem::copy_file(entry.path, dump.string() + ".so",
-                               std::filesystem::copy_options::overwrite_existing);
-  }
-  void* handle = dlopen(entry.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (entry.temporary) std::filesystem::remove(entry.path);
-  if (handle == nullptr) {
-    throw Error(ErrorKind::kCompileError,
-                "tl: kernel '" + kernel_name + "': cannot load " + entry.path + ": " + dlerror());
-  }
-  auto fn = reinterpret_cast<KernelFn>(dlsym(handle, "tl_kernel"));
-  if (fn == nullptr) {
-    dlclose(handle);
-    throw Error(ErrorKind::kCompileError,
-                "tl: kernel '" + kernel_name + "': " + entry.path + " has no tl_kernel");
+  const std::string stem = file_stem(kernel_name) + "-" + ir_hash;
+  if (!options.dump_dir.empty()) write_dump(options.dump_dir, stem + ".cc", source.text);
+  const auto build = [&](const std::string& object) {
+    // With a dump_dir the dumped source is compiled (debug info names it), else a temporary.
+    const bool temporary = options.dump_dir.empty();
+    const std::string src =
+        temporary ? object + ".cc"
+                  : (std::filesystem::path(options.dump_dir) / (stem + ".cc")).string();
+    if (temporary && !cpu::write_file(src, source.text)) {
+      const std::string cause = std::strerror(errno);
+      throw Error(ErrorKind::kCompileError,
+                  "tl: kernel '" + kernel_name + "': cannot write its source " + src + " (" +
+                      cause + "); the JIT cache directory " +
+                      std::filesystem::path(object).parent_path().string() +
+                      " must be writable (or set TILEOPS_CACHE_DIR)");
+    }
+    const std::string messages = cpu::compile(src, object, options);
+    std::error_code ec;
+    if (messages.empty()) {
+      if (temporary) std::filesystem::remove(src, ec);
+      return;
+    }
+    std::string kept = src;  // kept for the user, under a stable name when it can be
+    if (temporary) {
+      const std::filesystem::path stable = cpu::cache_dir() / (stem + ".failed.cc");
+      std::filesystem::rename(src, stable, ec);
+      if (!ec) kept = stable.string();
+    }
+    throw Error(ErrorKind::kCompileError, "tl: kernel '" + kernel_name +
+                                              "': the cpu backend failed to compile " + kept +
+                                              "\n" + messages);
+  };
+  // A cached entry that matches its metadata but does not load (garbage that was given metadata,
+  // an object for another system) is discarded and built once more.
+  void* handle = nullptr;
+  int fd = -1;
+  KernelFn fn = nullptr;
+  std::string bytes;
+  for (int attempt = 0; fn == nullptr; ++attempt) {
+    cpu::CacheEntry entry = cpu::find_or_build(key, options.always_compile, build);
+    std::string error;
+    handle = load(entry, fd, error);
+    if (handle != nullptr) {
+      fn = reinterpret_cast<KernelFn>(dlsym(handle, "tl_kernel"));
+      if (fn == nullptr) {
+        error = "it has no tl_kernel";
+        dlclose(handle);
+        ::close(fd);
+      }
+    }
+    if (fn != nullptr) {
+      if (!options.dump_dir.empty()) bytes = entry.bytes();
+    } else if (!entry.cached() || attempt > 0) {
+      throw Error(ErrorKind::kCompileError,
+                  "tl: kernel '" + kernel_name + "': cannot load " + entry.path() + ": " + error);
+    } else {
+      cpu::discard(key);
+    }
   }
   std::vector<ParamKind> params;
   for (const Param& p : function.params) params.push_back(p.kind);
-  return std::make_shared<const CpuExecutable>(handle, fn, source.checks, std::move(params));
+  auto executable =
+      std::make_shared<const CpuExecutable>(handle, fd, fn, source.checks, std::move(params));
+  if (!options.dump_dir.empty()) write_dump(options.dump_dir, stem + ".so", bytes);
+  return executable;
 }
 
 }  // namespace tileops::tl

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "tileops/tl/ir.h"
 #include "tileops/tl/jit.h"
@@ -38,5 +39,13 @@ std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
                                                       const std::string& kernel_name);
 // The backend options.backend names ("auto" resolved: cpu with a compiler, else interp).
 std::string resolve_backend(const Options& options);
+
+// `kernel_name` as one safe file-name component (dump files, kept sources): letters, digits,
+// '_', '-' and '.' kept, anything else '_', no leading '.', at most 80 characters. A kernel name
+// is not a path: "../../x" stays in its directory.
+std::string file_stem(std::string_view kernel_name);
+// Writes `text` to dump_dir/`file` (dump_dir created on demand); throws kInvalidArgument naming
+// the dump_dir and the cause when it cannot.
+void write_dump(const std::string& dump_dir, const std::string& file, std::string_view text);
 
 }  // namespace tileops::tl

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <unordered_map>
 
@@ -72,6 +71,29 @@ std::string describe(const Argument& a) {
   return "'" + std::get<std::string>(a) + "'";
 }
 
+// The exact value of a ConstExpr argument as a key part that no other value shares and whose end
+// is known without a delimiter: numbers exactly (shortest round-trip text), strings
+// length-prefixed.
+std::string key_part(const Argument& a) {
+  if (const auto* s = std::get_if<std::string>(&a)) {
+    std::string part = std::to_string(s->size());
+    part.insert(0, 1, 's');
+    part += ':';
+    part += *s;
+    return part;
+  }
+  if (const auto* p = std::get_if<Pointer>(&a)) {  // refused when traced; keyed exactly anyway
+    char text[32];
+    std::snprintf(text, sizeof(text), "%p", p->data);
+    std::string part(name_of(p->dtype));
+    part.insert(0, 1, 'p');
+    part += '@';
+    part += text;
+    return part;
+  }
+  return describe(a);  // ints, floats, bools, shapes: digits, signs, brackets; no '|'
+}
+
 const char* param_kind_name(ParamKind k) {
   switch (k) {
     case ParamKind::kGlobalAddress:
@@ -133,11 +155,15 @@ void KernelImpl::check(std::span<const Argument> args) const {
 }
 
 std::string KernelImpl::key(std::span<const Argument> args) const {
+  // One self-delimiting part per argument (strings length-prefixed), so that no two argument
+  // lists share a key: ("x'|c:'y", "z") and ("x", "y'|c:'z") once did.
   std::string k;
   k.reserve(64 + options_key.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (params[i].constexpr_param) {
-      k += "c:" + describe(args[i]) + "|";
+      k += 'c';
+      k += key_part(args[i]);
+      k += '|';
     } else if (const auto* p = std::get_if<Pointer>(&args[i])) {
       k += std::string(name_of(p->dtype)) + "|";
     } else {
@@ -181,10 +207,11 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
     std::filesystem::create_directories(options.dump_dir);
     char hex[17];
     std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(spec->hash));
-    std::ofstream(std::filesystem::path(options.dump_dir) / (name + "-" + hex + ".tlir"))
-        << print(f, true);
+    write_dump(options.dump_dir, file_stem(name) + "-" + hex + ".tlir", print(f, true));
   }
-  const std::string exec_key = std::to_string(spec->hash) + "|" + options_key;
+  // The IR text itself, not its 64-bit hash: specialisations share an executable only when their
+  // code is the same.
+  const std::string exec_key = (options.debug ? print(f, false) : spec->ir) + "\n" + options_key;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = executables_.find(exec_key);

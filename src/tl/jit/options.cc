@@ -56,6 +56,11 @@ void Options::validate() const {
     throw_argument_error(ErrorKind::kInvalidArgument, "tl::jit", "backend",
                          "one of interp, cpu, cuda, auto", "'" + backend + "'");
   }
+  if (!target.empty() && !detail::valid_target_name(target)) {
+    throw_argument_error(ErrorKind::kInvalidArgument, "tl::jit", "target",
+                         "a target name (letters, digits, '.', '_', '+', '-'; at most 64)",
+                         "'" + target + "'");
+  }
 }
 
 std::string Options::key() const {
@@ -70,6 +75,16 @@ namespace detail {
 void throw_bad_constexpr(std::size_t index, const char* expected) {
   throw_argument_error(ErrorKind::kInvalidType, "tl::jit", "argument " + std::to_string(index),
                        std::string("ConstExpr of ") + expected, "another kind of value");
+}
+
+bool valid_target_name(std::string_view target) {
+  if (target.empty() || target.size() > 64) return false;
+  for (const char c : target) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (c != '.' && c != '_' && c != '+' && c != '-')) return false;
+  }
+  const char first = target[0];
+  return first != '.' && first != '_' && first != '+' && first != '-';
 }
 
 }  // namespace detail
