@@ -71,7 +71,9 @@ bool decode(FuzzInput& in, Descriptor& d, const Dims& suggested, std::int32_t dt
     Dims s;
     for (int i = 0; i < d.t.ndim; ++i) s.push_back(d.shape[i]);
     __int128 p = 1;
-    for (int i = 0; i < s.size(); ++i) p *= std::max<std::int64_t>(s[i], 1);
+    for (int i = 0; i < s.size() && p <= std::numeric_limits<std::int64_t>::max(); ++i) {
+      p *= std::max<std::int64_t>(s[i], 1);
+    }
     valid = p <= std::numeric_limits<std::int64_t>::max();
     if (valid) {
       std::int64_t step = 1;

@@ -125,6 +125,7 @@ std::int64_t span_bytes(const Dims& shape, const Dims& strides, DataType dtype) 
   for (int i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) return 0;
     last += static_cast<__int128>(shape[i] - 1) * strides[i];
+    if (last > std::numeric_limits<std::int64_t>::max()) return -1;  // stays within 128 bits
   }
   const __int128 bytes = (last + 1) * static_cast<__int128>(size_of(dtype));
   return bytes > std::numeric_limits<std::int64_t>::max() ? -1 : static_cast<std::int64_t>(bytes);

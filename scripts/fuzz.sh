@@ -43,9 +43,11 @@ for name in "${targets[@]}"; do
   corpus="$work/$name"
   mkdir -p "$corpus" "$work/findings"
   [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
+  options=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
+           -artifact_prefix="$work/findings/${name}-")
+  [[ -f "fuzz/$name.dict" ]] && options+=(-dict="fuzz/$name.dict")
   echo "fuzz: $name for ${seconds} s"
-  if ! "build/fuzz/fuzz/${name}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 \
-      -print_final_stats=1 -artifact_prefix="$work/findings/${name}-" "$corpus" \
+  if ! "build/fuzz/fuzz/${name}_fuzz" "${options[@]}" "$corpus" \
       >"$work/$name.log" 2>&1; then
     failed+=("$name")
     tail -n 60 "$work/$name.log"
