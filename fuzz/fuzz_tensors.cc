@@ -121,9 +121,11 @@ Dims fuzz_strides(FuzzInput& in, const Dims& shape) {
 }
 
 std::int64_t span_bytes(const Dims& shape, const Dims& strides, DataType dtype) {
-  __int128 last = 0;
   for (int i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) return 0;
+  }
+  __int128 last = 0;
+  for (int i = 0; i < shape.size(); ++i) {
     last += static_cast<__int128>(shape[i] - 1) * strides[i];
     if (last > std::numeric_limits<std::int64_t>::max()) return -1;  // stays within 128 bits
   }
