@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -43,6 +45,15 @@ TensorStorage projection(const Dims& shape, DataType dtype, std::uint64_t seed) 
 
 std::string layer_prefix(std::int64_t layer) {
   return "model.layers." + std::to_string(layer) + ".";
+}
+
+// The tensor, or an aligned copy when the file placed it off its element size's alignment
+// (the format does not require it; the operators read whole elements).
+Tensor aligned(const Tensor& t, TensorStorage& copy) {
+  if (reinterpret_cast<std::uintptr_t>(t.data()) % t.element_size() == 0) return t;
+  copy = TensorStorage(t.shape(), t.dtype());
+  std::memcpy(copy.view().data(), t.data(), copy.bytes());
+  return copy;
 }
 
 // Every .safetensors file of the checkpoint, looked up by tensor name.
@@ -102,7 +113,8 @@ class Checkpoint {
     TensorStorage out(shape, dtype);
     std::int64_t row = 0;
     for (const Tensor& t : sources) {
-      ops::cast(t, out.view().slice(0, row, t.size(0)));
+      TensorStorage copy;
+      ops::cast(aligned(t, copy), out.view().slice(0, row, t.size(0)));
       row += t.size(0);
     }
     return out;

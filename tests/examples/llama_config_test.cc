@@ -157,6 +157,25 @@ TEST(LlamaConfig, ParseNamesTheFileItIsGiven) {
   EXPECT_EQ(c.layers, 2);
 }
 
+TEST(LlamaConfig, WrittenConfigReadsBack) {
+  Config c;
+  c.layers = 3;
+  c.kv_heads = 4;
+  c.head_size = 64;
+  c.qkv_bias = true;
+  c.tie_embeddings = true;
+  c.rope_theta = 1e6;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("tileops_config_test_" + std::to_string(::getpid()) + ".json");
+  write_config_json(path, c);
+  const Config r = read_config_json(path, Config{});
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.describe(), c.describe());
+  EXPECT_TRUE(r.qkv_bias && r.tie_embeddings);
+  EXPECT_EQ(r.max_positions, c.max_positions);
+  EXPECT_DOUBLE_EQ(r.rope_theta, 1e6);
+}
+
 TEST(LlamaConfig, ValidateRefusesWhatTheFileReaderRefuses) {
   Config c;
   c.max_positions = std::int64_t{1} << 60;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -254,6 +255,32 @@ TEST(LlamaWeights, SafetensorsRoundTripGivesTheSameLogits) {
   EXPECT_EQ(testing::to_doubles(loaded.prefill(prompt)),
             testing::to_doubles(original.prefill(prompt)));
   std::filesystem::remove(path);
+}
+
+// The format does not align tensors: one more header byte puts every float32 tensor off its
+// alignment, which the loader copies aside before converting (UBSan would flag the reads).
+TEST(LlamaWeights, UnalignedTensorsLoadTheSameWeights) {
+  const Config config = tiny_config(DataType::kFloat32, false);
+  const Weights weights = synthetic_weights(config, 3);
+  const auto path = temp_path("unaligned.safetensors");
+  write_safetensors(path, checkpoint_tensors(config, weights));
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GE(bytes.size(), 8u);
+  std::uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[i]);
+  bytes.insert(8 + header, " ");  // JSON allows trailing space
+  ++header;
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header >> (8 * i));
+  std::ofstream(path, std::ios::binary) << bytes;
+  const Weights loaded = load_safetensors_weights(config, path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(testing::to_doubles(loaded.embed), testing::to_doubles(weights.embed));
+  EXPECT_EQ(testing::to_doubles(loaded.layers[1].qkv), testing::to_doubles(weights.layers[1].qkv));
+  EXPECT_EQ(testing::to_doubles(loaded.lm_head), testing::to_doubles(weights.lm_head));
 }
 
 TEST(LlamaWeights, ReadsHuggingFaceConfig) {
