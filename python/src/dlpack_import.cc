@@ -64,13 +64,16 @@ Tensor import_view(void* data, Dims shape, Dims strides, DataType dtype, std::st
   if (shape.product() == 0) {
     strides = contiguous_strides(shape);  // libraries report any strides for an empty tensor
   } else {
-    for (int i = 0; i < shape.size(); ++i) {
-      if (shape[i] == 1) {
-        strides[i] = 0;  // never stepped over; numpy reports negative ones after a flip
-      } else if (strides[i] < 0) {
+    // Inner dims first: a size-1 dim's negative stride (numpy reports one after a flip) is never
+    // stepped over; it becomes the packed stride over its inner neighbour.
+    for (int i = shape.size() - 1; i >= 0; --i) {
+      if (strides[i] >= 0) continue;
+      if (shape[i] != 1) {
         reject(ErrorKind::kInvalidArgument, op, arg, "non-negative strides",
                "strides " + strides.to_string() + " (make it contiguous first)");
       }
+      strides[i] =
+          i + 1 == shape.size() ? 1 : checked_mul(shape[i + 1], strides[i + 1], what_of(op, arg));
     }
   }
   check_view_geometry(shape, strides, dtype, what_of(op, arg));

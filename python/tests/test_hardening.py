@@ -181,3 +181,23 @@ def test_cat_extent_sum_overflow():
     big = torch.zeros(1, dtype=torch.int8).expand(2**62)
     with pytest.raises(ValueError, match="cat: argument 'tensors'.*overflows int64"):
         ops.cat([big, big])
+
+
+def test_tl_integer_arguments_beyond_their_range():
+    from tileops import tl
+
+    with pytest.raises(ValueError, match="tl.ceildiv: argument 'a'.*int64"):
+        tl.ceildiv(2**64, 3)
+    with pytest.raises(ValueError, match="called outside a kernel"):  # was SIGFPE
+        tl.ceildiv(-2**63, -1)
+
+    @tl.jit
+    def far_dim(x: tl.GlobalAddress, n: int):
+        t = tl.tensor(x, [n])
+        tl.store(tl.reduce_sum(tl.load(t, [4], offsets=[0]), dims=2**32, keep_dims=True), t,
+                 offsets=[0])  # dim 2**32 was truncated to dim 0
+
+    x = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="dims out of range"):
+        far_dim[1](x, 4)
+    np.testing.assert_array_equal(x, np.ones(4, np.float32))
