@@ -81,7 +81,8 @@ tl::Argument scalar_argument(py::handle obj, const std::string& kernel, const st
                        std::string("an object of type ") + Py_TYPE(obj.ptr())->tp_name);
 }
 
-// ConstExprs arrive in canonical form (tileops/tl.py): bool, int, float, str, tuple of ints.
+// ConstExprs arrive as their exact key text (tileops/tl.py, _key): the body reads the Python
+// values themselves. Other forms are still taken, for callers of the engine's own Kernel.
 tl::Argument constexpr_argument(py::handle obj, const std::string& kernel, const std::string& arg) {
   if (PyBool_Check(obj.ptr())) return obj.ptr() == Py_True;
   if (PyLong_Check(obj.ptr())) return int_arg(obj, kernel, arg);

@@ -18,7 +18,8 @@ and the kernel's Python line. Reference: docs/tile-language.md.
 Parameters (by annotation): ``tl.GlobalAddress`` (a numpy array, torch tensor or DLPack object,
 passed by pointer: never copied; it must be writable; ``tl.reinterpret(x, dtype)`` passes it
 as another dtype of the same size, e.g. 8-bit floats over uint8), ``tl.ConstExpr[T]`` (a
-trace-time Python value, part of the cache key: ints, floats, bools, strings, tuples), runtime
+trace-time Python value keyed exactly: numbers, strings, bools, None, dtypes, enums, tuples of
+those; anything else, e.g. an array, is a TypeError), runtime
 ``int``, ``float`` and ``bool`` scalars. Control flow: ``for i in tl.range(...)`` (runtime loop,
 its body traced once), ``tl.static_range(n)`` (unrolled), ``with tl.if_(cond):`` /
 ``with tl.else_():`` or ``tl.if_(cond, then, else_)`` (runtime branch on a scalar), ``tl.Var`` for
@@ -27,6 +28,7 @@ values that loops and branches update (``acc += v``, ``acc.set(v)``).
 
 import ast
 import builtins
+import enum
 import functools
 import inspect
 import os
@@ -151,21 +153,57 @@ def _param_kind(fn, param):
 
 
 def _canonical(value, kernel, name, type_):
-    """A ConstExpr as the cache-key form the engine takes (bool, int, float, str, int tuple)."""
+    """A ConstExpr as its specialisation key: text that no other value shares (see _key)."""
     if type_ in (int, float, bool, str, tuple) and not isinstance(value, type_):
         if not (type_ is float and isinstance(value, int) and not isinstance(value, bool)):
             raise TypeError(f"{kernel}: argument '{name}': expected ConstExpr["
                             f"{type_.__name__}], got {type(value).__name__} {value!r}")
-    if isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
-        return "str:" + value
-    if isinstance(value, (tuple, list)) and builtins.all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return tuple(value)
-    if isinstance(value, DataType):
-        return "dtype:" + str(value)
-    return f"py:{type(value).__qualname__}:{value!r}"
+    try:
+        return _key(value)
+    except TypeError:
+        text = repr(value)
+        raise TypeError(
+            f"{kernel}: argument '{name}': a ConstExpr must be a bool, int, float, complex, str, "
+            "None, dtype, enum member or a tuple/list of those (its exact value selects the "
+            f"traced specialisation), got {type(value).__name__} "
+            f"{text if len(text) <= 80 else text[:77] + '...'}") from None
+
+
+def _key(value):
+    """The exact key of a ConstExpr value: a type tag, then the value in a form whose end is
+    known (strings and sequences length-prefixed), so that no two values, nor two argument lists,
+    share a key. TypeError for values without one (arrays: their repr is truncated)."""
+    t = type(value)
+    if value is None:
+        return "N"
+    if t is bool:
+        return "b1" if value else "b0"
+    if t is int:
+        return f"i{value}"
+    if t is float:
+        return "f" + value.hex()  # exact; -0.0 and 0.0 differ
+    if t is complex:
+        return f"c{value.real.hex()},{value.imag.hex()}"
+    if t is str:
+        return f"s{len(value)}:{value}"
+    if t in (tuple, list):
+        parts = [_key(v) for v in value]
+        return f"{'t' if t is tuple else 'l'}{len(parts)}(" + ",".join(parts) + ")"
+    if t is DataType or isinstance(value, RoundMode):
+        return f"d{t.__name__}.{int(value)}"
+    if isinstance(value, enum.Enum):
+        qualname = f"{t.__module__}.{t.__qualname__}.{value.name}"
+        return f"e{len(qualname)}:{qualname}"
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        return f"n{value.dtype.str}:{value.tobytes().hex()}"  # the exact bits of its type
+    if np is not None and isinstance(value, np.dtype) and value.kind in "biufcmM" and \
+            value.names is None and value.subdtype is None:
+        return f"D{len(value.str)}:{value.str}"
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
+        return f"T{value}"
+    raise TypeError(t.__name__)
 
 
 # --- kernels ------------------------------------------------------------------------------
@@ -370,4 +408,4 @@ class _SourceChecker(ast.NodeVisitor):
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "ast", "builtins", "functools", "inspect", "os", "sys", "textwrap", "threading"}]
+    "ast", "builtins", "enum", "functools", "inspect", "os", "sys", "textwrap", "threading"}]

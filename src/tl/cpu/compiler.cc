@@ -99,10 +99,10 @@ const std::string& unreported_isa_flags() {
 // plus `extra` flags; `status` is the compiler's exit status. Only the families a compiler emits
 // from ordinary code or the runtime's intrinsics count: a VM hiding, say, SGX or RDSEED from
 // CPUID must not make its own CPU model unusable.
-std::set<std::string> isa_macros(const std::string& march, const std::string& extra,
-                                 std::string& output, int& status) {
+std::set<std::string> isa_macros(const std::string& compiler, const std::string& march,
+                                 const std::string& extra, std::string& output, int& status) {
   output = run_capture(
-      quote(*find_compiler()) + " -march=" + quote(march) + extra + " -dM -E -x c++ /dev/null 2>&1",
+      quote(compiler) + " -march=" + quote(march) + extra + " -dM -E -x c++ /dev/null 2>&1",
       &status);
   static constexpr const char* kFamilies[] = {
       "__SSE",      "__AVX",      "__FMA",   "__F16C__",      "__BMI",    "__LZCNT__",
@@ -128,20 +128,24 @@ std::string target_problem(const std::string& target, ErrorKind& kind) {
   if (!tl::detail::valid_target_name(target)) {
     return "is not a target name (letters, digits, '.', '_', '+', '-'; at most 64)";
   }
-  if (target == "native" || !find_compiler()) return "";
+  const std::optional<std::string>& compiler = find_compiler();
+  if (target == "native" || !compiler) return "";
   std::string output;
   int status = 0;
-  const std::set<std::string> wanted = isa_macros(target, "", output, status);
+  const std::set<std::string> wanted = isa_macros(*compiler, target, "", output, status);
   if (status != 0) {
     if (output.size() > 2000) output.resize(2000);
     return "the compiler rejects -march=" + target + ":\n" + output;
   }
 #if defined(__x86_64__)
   // What this process may run: the compiler's view of this CPU less what CPUID hides from us.
-  const std::set<std::string> have = isa_macros("native", unreported_isa_flags(), output, status);
+  const std::set<std::string> have =
+      isa_macros(*compiler, "native", unreported_isa_flags(), output, status);
   std::string missing;
   for (const std::string& m : wanted) {
-    if (have.count(m) == 0) missing += (missing.empty() ? "" : ", ") + m.substr(2, m.size() - 4);
+    if (have.count(m) != 0) continue;
+    if (!missing.empty()) missing += ", ";
+    missing.append(m, 2, m.size() - 4);  // AVX512ER for __AVX512ER__
   }
   if (status == 0 && !missing.empty()) {
     kind = ErrorKind::kUnsupported;
