@@ -56,6 +56,9 @@ for name in "${targets[@]}"; do
       saved="build/fuzz/findings/$(basename "$f")"
       mkdir -p build/fuzz/findings && cp "$f" "$saved"
       echo "fuzz: $name: input saved as $saved (reproduce: build/fuzz/fuzz/${name}_fuzz $saved)"
+      for seed in "fuzz/corpus/$name"/*; do
+        if cmp -s "$f" "$seed"; then echo "fuzz: $name: it is the corpus input $seed"; fi
+      done
     done
   else
     grep -E '^stat::number_of_executed_units' "$work/$name.log" | sed "s/^/fuzz: $name: /"
