@@ -339,8 +339,9 @@ void flash_attention(FuzzInput& in) {
     v = k ? arena.input(Dims{blocks, block, hkv, d}, dtype) : std::nullopt;
     std::vector<std::int32_t> table(static_cast<std::size_t>(batch * per));
     for (auto& e : table)
-      e = in.below(8) == 7 ? static_cast<std::int32_t>(fuzz_stride(in)) - 1
-                           : in.below(static_cast<int>(blocks));
+      e = in.below(8) == 7
+              ? static_cast<std::int32_t>(static_cast<std::uint32_t>(fuzz_stride(in)) - 1u)
+              : in.below(static_cast<int>(blocks));
     block_table = arena.int32_values(table, Dims{batch, per});
     cu_kv = arena.int32_values(
         fuzz_offsets(in, batch, std::min<std::int64_t>(tkv, batch * per * block)), Dims{batch + 1});
