@@ -7,6 +7,7 @@ start=$SECONDS
 ./scripts/setup.sh release
 ./scripts/lint.sh
 ctest --preset release -j "$(nproc)"
+./scripts/fuzz.sh 25  # libFuzzer targets (fuzz/): 25 s each from their seed corpora
 if [[ "${TILEOPS_TEST_ASAN:-0}" == 1 ]]; then
   ./scripts/setup.sh asan
   ctest --preset asan -j "$(nproc)"

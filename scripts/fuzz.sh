@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz preset: clang 14, ASan + UBSan) and runs each for the given
+# seconds (default 60) from its seed corpus in fuzz/corpus/<name>/. The corpus is copied to a
+# temporary directory, so new inputs never dirty the tree. Exits non-zero on any finding (crash,
+# sanitizer report, leak, timeout, out-of-memory) and prints where the input that caused it is.
+# FUZZ_TARGETS="framework c_api" selects targets; FUZZ_KEEP=1 keeps the work directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+
+packages=(cmake clang-14 libclang-rt-14-dev llvm-14 libhwy-dev nlohmann-json3-dev libdlpack-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "fuzz: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+jobs="${TILEOPS_BUILD_JOBS:-$(nproc)}"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+
+targets=()
+for src in fuzz/*_fuzz.cc; do
+  name="$(basename "$src" _fuzz.cc)"
+  [[ -x "build/fuzz/fuzz/${name}_fuzz" ]] && targets+=("$name")
+done
+read -r -a targets <<<"${FUZZ_TARGETS:-${targets[*]}}"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/tileops-fuzz.XXXXXX")"
+[[ "${FUZZ_KEEP:-0}" == 1 ]] || trap 'rm -rf "$work"' EXIT
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || true)}"
+failed=()
+for name in "${targets[@]}"; do
+  corpus="$work/$name"
+  mkdir -p "$corpus" "$work/findings"
+  [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
+  options=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
+           -artifact_prefix="$work/findings/${name}-")
+  [[ -f "fuzz/$name.dict" ]] && options+=(-dict="fuzz/$name.dict")
+  echo "fuzz: $name for ${seconds} s"
+  if ! "build/fuzz/fuzz/${name}_fuzz" "${options[@]}" "$corpus" \
+      >"$work/$name.log" 2>&1; then
+    failed+=("$name")
+    tail -n 60 "$work/$name.log"
+    for f in "$work/findings/${name}"-*; do
+      [[ -e "$f" ]] || continue
+      saved="build/fuzz/findings/$(basename "$f")"
+      mkdir -p build/fuzz/findings && cp "$f" "$saved"
+      echo "fuzz: $name: input saved as $saved (reproduce: build/fuzz/fuzz/${name}_fuzz $saved)"
+      for seed in "fuzz/corpus/$name"/*; do
+        if cmp -s "$f" "$seed"; then echo "fuzz: $name: it is the corpus input $seed"; fi
+      done
+    done
+  else
+    grep -E '^stat::number_of_executed_units' "$work/$name.log" | sed "s/^/fuzz: $name: /"
+  fi
+done
+if ((${#failed[@]})); then
+  echo "fuzz: findings in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} targets, ${seconds} s each, no findings"
