@@ -1,5 +1,6 @@
 #include "src/ops/contracts/attention_checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -7,6 +8,9 @@ namespace tileops::ops {
 namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
+
+// Problem attributes are doubles: integers are exact up to 2^53.
+constexpr std::int64_t kMaxExactAttribute = std::int64_t{1} << 53;
 
 }  // namespace
 
@@ -67,14 +71,23 @@ std::vector<double> resolve_attention_attributes(const ArgCheck& check,
   const double scale =
       attrs.scale != 0 ? attrs.scale : 1.0 / std::sqrt(static_cast<double>(attrs.head_size));
   std::vector<double> out(kAttrCount, 0.0);
-  out[kAttrHeads] = static_cast<double>(attrs.num_heads);
-  out[kAttrKvHeads] = static_cast<double>(attrs.num_kv_heads);
-  out[kAttrHeadSize] = static_cast<double>(attrs.head_size);
+  out[kAttrHeads] = exact_attribute(check, attrs.num_heads, "num_heads");
+  out[kAttrKvHeads] = exact_attribute(check, attrs.num_kv_heads, "num_kv_heads");
+  out[kAttrHeadSize] = exact_attribute(check, attrs.head_size, "head_size");
   out[kAttrScale] = scale;
   out[kAttrCausal] = attrs.causal ? 1.0 : 0.0;
-  out[kAttrWindowLeft] = static_cast<double>(left);
-  out[kAttrWindowRight] = static_cast<double>(right);
+  // A window of 2^53 keys or more sees every key of any sequence that memory can hold: stored
+  // as 2^53, it stays exact as a double (INT64_MAX would round to 2^63, beyond int64).
+  out[kAttrWindowLeft] = static_cast<double>(std::min(left, kMaxExactAttribute));
+  out[kAttrWindowRight] = static_cast<double>(std::min(right, kMaxExactAttribute));
   return out;
+}
+
+double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg) {
+  if (value > kMaxExactAttribute || value < -kMaxExactAttribute) {
+    check.fail(ErrorKind::kInvalidArgument, arg, "a magnitude of at most 2^53", str(value));
+  }
+  return static_cast<double>(value);
 }
 
 void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view arg,

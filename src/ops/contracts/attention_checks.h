@@ -23,6 +23,9 @@ std::vector<double> resolve_attention_attributes(const ArgCheck& check,
                                                  std::int64_t query_heads,
                                                  std::int64_t query_head_size);
 
+// `value` as a Problem attribute (a double): exact up to 2^53, refused above, naming `arg`.
+double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg);
+
 // An int32 tensor of exactly `shape` (any strides).
 void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view arg,
                         const Dims& shape, std::string_view why);

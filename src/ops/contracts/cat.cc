@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/ops/framework/arg_check.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::ops {
 namespace {
@@ -65,7 +66,8 @@ Problem make_problem(std::span<const Tensor> tensors, int dim, const Tensor& out
     expected[axis] = t.shape()[axis];
     check.shape_is(t, name, expected,
                    "tensors[0]'s extents except along dim " + std::to_string(axis));
-    out_shape[axis] += t.shape()[axis];
+    out_shape[axis] = checked_add(out_shape[axis], t.shape()[axis],
+                                  "cat: argument '" + name + "': the extents summed along dim");
   }
   check.dtype_is(out, "out", first.dtype(), "same as the tensors");
   check.shape_is(out, "out", out_shape, "the tensors' shape with their extents along dim summed");

@@ -107,7 +107,7 @@ Problem make_problem(const Tensor& query, const Tensor& key, const Tensor& value
     check.rank_is(block_table, "block_table", 2);
     check_index_tensor(check, block_table, "block_table", Dims{batch, block_table.size(1)},
                        "[B, max_blocks]");
-    attributes[kAttrBlockSize] = static_cast<double>(block_size);
+    attributes[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
   } else {
     check.rank_is(key, "key", 3);
     const Dims packed{key.size(0), kv_heads, d};

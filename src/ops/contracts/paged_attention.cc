@@ -79,7 +79,7 @@ Problem make_problem(const Tensor& query, const Tensor& key_cache, const Tensor&
                "0 or the key cache's block size " + str(block_size) + " (>= 1)",
                str(attrs.block_size));
   }
-  attributes[kAttrBlockSize] = static_cast<double>(block_size);
+  attributes[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
   check_index_tensor(check, seq_lens, "seq_lens", Dims{batch}, "[B], B = query.size(0)");
   check.rank_is(block_table, "block_table", 2);
   check_index_tensor(check, block_table, "block_table", Dims{batch, block_table.size(1)},

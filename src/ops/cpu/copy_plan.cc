@@ -8,6 +8,12 @@ namespace tileops::ops::cpu {
 CopyPlan plan_copy(const Dims& shape, const Dims& src_strides, const Dims& dst_strides) {
   CopyPlan plan;
   plan.numel = shape.product();
+  if (plan.numel == 0) {  // nothing to copy; an empty view's strides are unbounded: merge none
+    plan.shape.push_back(0);
+    plan.src_strides.push_back(1);
+    plan.dst_strides.push_back(1);
+    return plan;
+  }
   for (int i = 0; i < shape.size(); ++i) {
     const std::int64_t n = shape[i];
     if (n == 1) continue;

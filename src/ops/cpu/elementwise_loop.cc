@@ -11,12 +11,16 @@ constexpr std::int64_t kMinElementsPerThread = 16384;
 }  // namespace
 
 ElementwiseLoop::ElementwiseLoop(const Dims& shape, const std::array<Dims, kOperands>& strides) {
+  // An empty view's extents and strides are unbounded (it reaches no byte): merging them could
+  // overflow, and there is nothing to run.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    inner_ = 0;
+    return;
+  }
   // Merged dims, innermost first. Extent-1 dims are dropped: their strides never matter.
   Dims extents;
   std::array<Dims, kOperands> merged;
-  bool empty = false;
   for (int d = shape.size() - 1; d >= 0; --d) {
-    if (shape[d] == 0) empty = true;
     if (shape[d] == 1) continue;
     const int last = extents.size() - 1;
     bool mergeable = last >= 0;
@@ -29,10 +33,6 @@ ElementwiseLoop::ElementwiseLoop(const Dims& shape, const std::array<Dims, kOper
     }
     extents.push_back(shape[d]);
     for (int i = 0; i < kOperands; ++i) merged[i].push_back(strides[i][d]);
-  }
-  if (empty) {
-    inner_ = 0;
-    return;
   }
   if (extents.empty()) return;  // a single element: inner_ = 1, strides 0
   inner_ = extents[0];

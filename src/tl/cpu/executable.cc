@@ -243,8 +243,9 @@ std::shared_ptr<const Executable> make_cpu_executable(const Function& function,
     if (fn != nullptr) {
       if (!options.dump_dir.empty()) bytes = entry.bytes();
     } else if (!entry.cached() || attempt > 0) {
-      throw Error(ErrorKind::kCompileError,
-                  "tl: kernel '" + kernel_name + "': cannot load " + entry.path() + ": " + error);
+      std::string message = "tl: kernel '" + kernel_name + "': cannot load ";
+      message.append(entry.path()).append(": ").append(error);
+      throw Error(ErrorKind::kCompileError, message);
     } else {
       cpu::discard(key);
     }

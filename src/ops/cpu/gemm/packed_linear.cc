@@ -87,6 +87,8 @@ class PackLinearWeightCpu final : public Operator {
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     const Tensor& weight = tensors[0];
     const Geometry geo(weight.size(0), weight.size(1), weight.dtype());
+    // An empty K packs nothing; walking N's groups (up to 2^59 of them) would only take time.
+    if (geo.k == 0) return;
     void* packed = tensors[1].data();
     ctx.threads().parallel_range(geo.groups, 1, [&](int, std::int64_t g0, std::int64_t g1) {
       if (weight.element_size() == 4) {
