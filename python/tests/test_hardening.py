@@ -201,3 +201,18 @@ def test_tl_integer_arguments_beyond_their_range():
     with pytest.raises(ValueError, match="dims out of range"):
         far_dim[1](x, 4)
     np.testing.assert_array_equal(x, np.ones(4, np.float32))
+
+
+# Item 14: an output whose elements overlap each other is refused, the buffer untouched; a
+# transposed or sliced output is still fine.
+def test_self_overlapping_outputs_are_refused():
+    x = torch.ones(4, 4)
+    base = torch.full((16,), float("nan"))
+    with pytest.raises(ValueError, match="add: argument 'out'.*overlap"):
+        ops.add(x, x, base.as_strided((4, 4), (1, 1)))
+    with pytest.raises(ValueError, match="rms_norm: argument 'out'.*overlap"):
+        ops.rms_norm(x, torch.ones(4), 1e-6, base.as_strided((4, 4), (2, 1)))
+    assert torch.isnan(base).all()
+    t = torch.empty(4, 4).t()
+    ops.add(x, x, t)
+    torch.testing.assert_close(t, 2 * x)
