@@ -283,7 +283,8 @@ void cat(FuzzInput& in) {
   run(
       arena, [&] { ops::cat(parts, dim, *out); },
       [&] {
-        if (arena.aliased() || Arena::self_overlapping(*out)) return;
+        // An empty result's extents are unbounded: nothing to compare, no product to form.
+        if (arena.aliased() || Arena::self_overlapping(*out) || out->numel() == 0) return;
         const int d = normalize_dim(dim, out->rank());
         std::int64_t inner = 1;
         for (int i = d + 1; i < out->rank(); ++i) inner *= out->shape()[i];

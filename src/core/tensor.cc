@@ -52,6 +52,7 @@ std::int64_t Tensor::stride(int dim) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // covers no element: any strides will do
   std::int64_t expected = 1;
   for (int i = rank() - 1; i >= 0; --i) {
     if (shape_[i] != 1 && strides_[i] != expected) return false;

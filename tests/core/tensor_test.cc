@@ -122,6 +122,14 @@ TEST(CheckedSize, OverflowIsAnInvalidArgumentNamingTheCaller) {
   }
 }
 
+// An empty view covers no element, so it is contiguous whatever its strides (the safetensors
+// loader's views of [5, 0] tensors were not, by the old count).
+TEST(Tensor, EmptyViewsAreContiguous) {
+  EXPECT_TRUE(Tensor(nullptr, Dims{5, 0}, DataType::kInt64).is_contiguous());
+  EXPECT_TRUE(Tensor(nullptr, Dims{0, 3}, Dims{7, 2}, DataType::kFloat32).is_contiguous());
+  EXPECT_FALSE(Tensor(nullptr, Dims{2, 3}, Dims{1, 2}, DataType::kFloat32).is_contiguous());
+}
+
 TEST(Error, MessageNamesEverything) {
   try {
     throw_argument_error(ErrorKind::kInvalidType, "rms_norm", "weight", "dtype float32", "int8");

@@ -37,7 +37,7 @@ class Tensor {
   std::size_t element_size() const { return size_of(dtype_); }
   bool defined() const { return data_ != nullptr || numel() == 0; }
 
-  // True when the view covers numel() consecutive elements in row-major order.
+  // True when the view covers numel() consecutive elements in row-major order (always when empty).
   bool is_contiguous() const;
   // Address of the element at a multi-index (no bounds checks).
   void* element_ptr(const std::int64_t* index) const;
