@@ -9,18 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 
 packages=(cmake clang-14 libclang-rt-14-dev llvm-14 libhwy-dev nlohmann-json3-dev libdlpack-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "fuzz: installing ${missing[*]}"
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
-fi
+./scripts/apt_install.sh "${packages[@]}"
 
 jobs="${TILEOPS_BUILD_JOBS:-$(nproc)}"
 cmake --preset fuzz >/dev/null

@@ -117,7 +117,8 @@ def test_negative_stride_on_size1_dim_is_ignored():
 def torch_reader(request):
     """Runs a test through tileops._torch_view and through the Python-attribute path."""
     if request.param == "cpp" and not tileops._C._torch_fast_path():
-        pytest.skip("tileops._torch_view not built")
+        pytest.fail("tileops._torch_view is not built (it needs torch's headers: Debian's "
+                    "libtorch-dev, which scripts/setup.sh installs)")
     tileops._C._set_torch_fast_path(request.param == "cpp")
     yield request.param
     tileops._C._set_torch_fast_path(True)
