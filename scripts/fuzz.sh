@@ -3,7 +3,9 @@
 # seconds (default 60) from its seed corpus in fuzz/corpus/<name>/. The corpus is copied to a
 # temporary directory, so new inputs never dirty the tree. Exits non-zero on any finding (crash,
 # sanitizer report, leak, timeout, out-of-memory) and prints where the input that caused it is.
-# FUZZ_TARGETS="framework c_api" selects targets; FUZZ_KEEP=1 keeps the work directory.
+# FUZZ_TARGETS="framework c_api" selects targets; FUZZ_KEEP=1 keeps the work directory;
+# FUZZ_SEED=N fixes libFuzzer's random seed (CI's run then explores the same inputs each time, so
+# an unrelated change never fails on a newly found input; longer unseeded runs look for new ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -35,6 +37,7 @@ for name in "${targets[@]}"; do
   options=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
            -artifact_prefix="$work/findings/${name}-")
   [[ -f "fuzz/$name.dict" ]] && options+=(-dict="fuzz/$name.dict")
+  [[ -n "${FUZZ_SEED:-}" ]] && options+=(-seed="$FUZZ_SEED")
   echo "fuzz: $name for ${seconds} s"
   if ! "build/fuzz/fuzz/${name}_fuzz" "${options[@]}" "$corpus" \
       >"$work/$name.log" 2>&1; then

@@ -1,6 +1,7 @@
 // Regression tests of the fuzz targets' findings (fuzz/corpus/*/finding-*): empty views whose
 // extents and strides are unbounded, attributes beyond a double's exact integers, an extent sum
-// beyond int64, and packing an empty weight of 2^62 rows. Each ran into signed overflow (seen
+// beyond int64, packing an empty weight of 2^62 rows, and rounding extents of INT64_MAX up to
+// whole blocks (n + 15 wrapped where ceil_div does not). Each ran into signed overflow (seen
 // by UBSan in the asan build), a wrong window or a loop of 2^58 steps before its fix.
 #include <gtest/gtest.h>
 
@@ -72,6 +73,25 @@ TEST(FuzzFindings, PackingAnEmptyWeightIsImmediate) {
   const auto start = std::chrono::steady_clock::now();
   ops::pack_linear_weight(weight, packed);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// Extents of INT64_MAX in an empty weight or in broadcast rows are counted in whole blocks
+// without forming INT64_MAX + 15.
+TEST(FuzzFindings, Int64MaxExtentsRoundUpWithoutOverflow) {
+  constexpr std::int64_t kMax = INT64_MAX;
+  float cell = 0.0f;
+  for (const DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    const Tensor no_rows(&cell, Dims{0, kMax}, Dims{0, 0}, dtype);
+    const Tensor no_columns(&cell, Dims{kMax, 0}, Dims{0, 0}, dtype);
+    const Tensor packed(&cell, Dims{0}, dtype);
+    ops::pack_linear_weight(no_rows, packed);
+    ops::pack_linear_weight(no_columns, packed);
+    // As many broadcast rows as int64 bytes allow, against N = 0: nothing to compute.
+    const Tensor input(&cell, Dims{kMax / 4, 1}, Dims{0, 0}, dtype);
+    const Tensor out(&cell, Dims{kMax / 4, 0}, Dims{0, 1}, dtype);
+    ops::linear_packed(input, packed, Tensor(), out);
+  }
+  EXPECT_EQ(cell, 0.0f);
 }
 
 }  // namespace

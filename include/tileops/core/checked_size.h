@@ -21,6 +21,12 @@ class Dims;
 std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what);
 std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what);
 
+// ceil(a / b) for a >= 0 and b > 0, without forming a + b - 1 (which wraps for a near int64's
+// maximum, as broadcast extents can be).
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
 // The product of non-negative extents (1 for none). A zero extent makes the product 0 without
 // checking the others: an empty tensor of any shape holds no bytes.
 std::int64_t checked_product(std::span<const std::int64_t> extents, std::string_view what);

@@ -16,6 +16,7 @@ bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 // packed_linear_weight_numel for validated n, k >= 0 and a float dtype; a count (or its bytes)
 // beyond int64 is an InvalidArgument naming `what`, never a wrapped size for the packed buffer.
 std::int64_t packed_numel(std::int64_t n, std::int64_t k, DataType dtype, std::string_view what) {
+  if (n == 0 || k == 0) return 0;  // an empty weight packs to nothing, whatever the other extent
   const std::int64_t n_padded = checked_mul(n / 16 + (n % 16 != 0 ? 1 : 0), 16, what);
   const std::int64_t k_padded = dtype == DataType::kBFloat16 ? checked_add(k, k % 2, what) : k;
   const std::int64_t numel = checked_mul(n_padded, k_padded, what);

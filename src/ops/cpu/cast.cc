@@ -14,6 +14,7 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops::ops::cpu {
@@ -91,7 +92,7 @@ class CastCpu final : public Operator {
     const std::int64_t in_stride = geometry_.in_strides.back();
     const std::int64_t out_stride = geometry_.out_strides.back();
     const std::int64_t block = std::min(width, kBlock);
-    const std::int64_t blocks_per_row = (width + block - 1) / block;
+    const std::int64_t blocks_per_row = ceil_div(width, block);
     const std::int64_t items = in_rows.rows() * blocks_per_row;
     ctx.threads().parallel_range(
         items, std::max<std::int64_t>(1, kMinPerThread / block),

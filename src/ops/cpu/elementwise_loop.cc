@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tileops/core/checked_size.h"
+
 namespace tileops::ops::cpu {
 namespace {
 
@@ -46,7 +48,7 @@ ElementwiseLoop::ElementwiseLoop(const Dims& shape, const std::array<Dims, kOper
 void ElementwiseLoop::run(ThreadPool& pool, BlockFn fn) const {
   const std::int64_t rows = outer_shape_.product();
   if (rows == 0 || inner_ == 0) return;
-  const std::int64_t per_row = (inner_ + kBlock - 1) / kBlock;
+  const std::int64_t per_row = ceil_div(inner_, kBlock);
   const std::int64_t min_blocks =
       std::max<std::int64_t>(1, kMinElementsPerThread / std::min(inner_, kBlock));
   pool.parallel_range(rows * per_row, min_blocks,

@@ -21,6 +21,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/decode_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -64,11 +65,13 @@ class PagedAttentionCpu final : public Operator {
       max_len = std::max<std::int64_t>(max_len, index_at(lens, b));
     }
     std::int64_t split = std::numeric_limits<std::int64_t>::max();
-    if (batch < kItemsPerThread * threads / 2) {
-      const std::int64_t want =
-          (max_len * batch + kItemsPerThread * threads - 1) / (kItemsPerThread * threads);
-      split = std::max(kMinSplit,
-                       (want + shape_.block_size - 1) / shape_.block_size * shape_.block_size);
+    if (batch > 0 && batch < kItemsPerThread * threads / 2) {
+      // Saturated: only the split length follows from the product.
+      const std::int64_t total = max_len > std::numeric_limits<std::int64_t>::max() / batch
+                                     ? std::numeric_limits<std::int64_t>::max()
+                                     : max_len * batch;
+      const std::int64_t want = ceil_div(total, kItemsPerThread * threads);
+      split = std::max(kMinSplit, ceil_div(want, shape_.block_size) * shape_.block_size);
     }
     std::vector<DecodeItem> items;
     std::vector<std::int64_t> merge_batch, merge_first, merge_count;
@@ -79,7 +82,7 @@ class PagedAttentionCpu final : public Operator {
       const std::int64_t lo =
           shape_.window_left < 0 ? 0 : std::max<std::int64_t>(0, len - 1 - shape_.window_left);
       const std::int64_t n = len - lo;
-      const std::int64_t splits = n <= split ? 1 : (n + split - 1) / split;
+      const std::int64_t splits = n <= split ? 1 : ceil_div(n, split);
       if (splits > 1) {
         merge_batch.push_back(b), merge_first.push_back(partials), merge_count.push_back(splits);
       }

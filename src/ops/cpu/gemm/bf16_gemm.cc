@@ -17,6 +17,7 @@
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -41,7 +42,6 @@ constexpr std::int64_t kMcMax = 192;
 constexpr std::int64_t kLinearKc = 1024;
 constexpr std::int64_t kLinearGroupTiles = 32;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 std::uint16_t bits_at(const MatrixRef& m, std::int64_t row, std::int64_t col) {

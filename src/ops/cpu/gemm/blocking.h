@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tileops/core/checked_size.h"
+
 namespace tileops::ops::cpu {
 
 // Row blocks of at most max_rows rows (a multiple of `step`), as many as a multiple of the
@@ -14,22 +16,22 @@ struct RowBlocks {
   std::int64_t mc = 0, blocks = 0, n_split = 1;
 
   RowBlocks(std::int64_t m, int threads, std::int64_t max_rows, std::int64_t step) {
-    const std::int64_t want = std::max<std::int64_t>(1, (m + max_rows - 1) / max_rows);
-    const std::int64_t m_blocks = (want + threads - 1) / threads * threads;
+    const std::int64_t want = std::max<std::int64_t>(1, ceil_div(m, max_rows));
+    const std::int64_t m_blocks = ceil_div(want, threads) * threads;
     const auto rows_for = [&](std::int64_t b) {
-      return ((m + b - 1) / b + step - 1) / step * step;
+      return ceil_div(ceil_div(m, b), step) * step;
     };
     // Rounding to `step` can leave a count the threads cannot share (2048 rows, 2 threads, step
     // 32: 11 blocks of 192; each block would be split, its A block packed by both threads): up to
     // twice as many smaller blocks are taken if their count divides evenly.
     mc = rows_for(m_blocks);
     for (std::int64_t b = m_blocks; b <= 2 * m_blocks; b += threads) {
-      if ((m + rows_for(b) - 1) / rows_for(b) % threads == 0) {
+      if (ceil_div(m, rows_for(b)) % threads == 0) {
         mc = rows_for(b);
         break;
       }
     }
-    blocks = (m + mc - 1) / mc;
+    blocks = ceil_div(m, mc);
     n_split = blocks % threads == 0 ? 1 : threads;
   }
 

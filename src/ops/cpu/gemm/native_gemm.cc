@@ -14,6 +14,7 @@
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -108,7 +109,6 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0
   }
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 // decode_gemm over chunks of 16 rows and the rest (17 rows as 16 + 1 ran 5-10% faster than 9 + 8:

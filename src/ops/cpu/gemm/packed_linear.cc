@@ -37,10 +37,10 @@ struct Geometry {
   std::int64_t n, k, groups, k_padded, blocks, pair;
 
   Geometry(std::int64_t n_, std::int64_t k_, DataType dtype)
-      : n(n_), k(k_), groups((n_ + kRows - 1) / kRows) {
+      : n(n_), k(k_), groups(ceil_div(n_, kRows)) {
     pair = dtype == DataType::kBFloat16 ? 2 : 1;
-    k_padded = (k + pair - 1) / pair * pair;
-    blocks = (k_padded + kBlockK - 1) / kBlockK;
+    k_padded = ceil_div(k, pair) * pair;  // k + 1 was checked for a non-empty weight
+    blocks = ceil_div(k_padded, kBlockK);
   }
   std::int64_t block_k(std::int64_t kb) const { return std::min(kBlockK, k_padded - kb * kBlockK); }
   // Element offset of group g's part of K block kb.
@@ -86,9 +86,10 @@ class PackLinearWeightCpu final : public Operator {
  public:
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     const Tensor& weight = tensors[0];
+    // An empty weight packs nothing (its other extent is unchecked: up to INT64_MAX), and
+    // walking N's groups (up to 2^59 of them) for an empty K would only take time.
+    if (weight.numel() == 0) return;
     const Geometry geo(weight.size(0), weight.size(1), weight.dtype());
-    // An empty K packs nothing; walking N's groups (up to 2^59 of them) would only take time.
-    if (geo.k == 0) return;
     void* packed = tensors[1].data();
     ctx.threads().parallel_range(geo.groups, 1, [&](int, std::int64_t g0, std::int64_t g1) {
       if (weight.element_size() == 4) {
@@ -115,6 +116,7 @@ class Carve {
     return at;
   }
   std::int64_t bytes() const { return used_; }
+  std::string_view what() const { return what_; }
 
  private:
   std::string_view what_;
@@ -134,13 +136,14 @@ class LinearPackedCpu final : public Operator {
     // float16 or bfloat16 weight blocks are widened into L1 before use.
     const bool dp = dtype == DataType::kBFloat16 && dpbf16_enabled();
     const std::size_t x_size = dp ? 2 : 4;
-    const std::int64_t chunks = (m + kRows - 1) / kRows;
-    const std::int64_t ld_row = (geo.k_padded + 31) / 32 * 32 + 32;  // off multiples of 4 KiB
+    Carve carve("linear_packed: argument 'input': its workspace");
+    const std::int64_t chunks = ceil_div(m, kRows);
+    const std::int64_t ld_row =  // off multiples of 4 KiB
+        checked_add(checked_mul(ceil_div(geo.k_padded, 32), 32, carve.what()), 32, carve.what());
     const std::int64_t ld_out = geo.groups * kRows;
     ThreadPool& pool = ctx.threads();
     const int threads = pool.num_threads();
 
-    Carve carve("linear_packed: argument 'input': its workspace");
     const std::int64_t rows_at = carve.take({chunks, kRows, ld_row}, x_size);
     const std::int64_t xp_at = carve.take({chunks, geo.k_padded, kRows}, x_size);
     const std::int64_t acc_at = carve.take({chunks, ld_out, kRows}, sizeof(float));
