@@ -1,11 +1,13 @@
 // Control flow for Python kernels: `for i in tl.range(...)` (an iterator that yields the
-// induction Value once and closes the loop when the body ends), `tl.if_(cond, then, else_)` and
-// `with tl.mask(count):`.
+// induction Value once and closes the loop when the body ends), `tl.if_(cond, then, else_)`,
+// `with tl.mask(count):`, and the pieces the AST front-end (tileops/_frontend.py) builds
+// loop-carried names and runtime `if` statements from.
 #include <pybind11/functional.h>
 
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "python/src/tl_bindings.h"
@@ -30,16 +32,22 @@ class PyRange {
   tl::Value next() {
     if (range_ == nullptr || done_) throw py::stop_iteration();
     if (!it_) {
+      if (!front_end_) watch_locals();
       it_.emplace(range_->begin());
       g_open.push_back(this);
+      induction_ = (**it_).id();
       return **it_;
     }
     done_ = true;
     forget();
     ++*it_;
     (void)(*it_ != tl::Range::Sentinel{});  // closes the loop's region
+    check_no_rebinding();
     throw py::stop_iteration();
   }
+
+  // The AST front-end carries the names this loop rebinds itself.
+  void set_front_end() { front_end_ = true; }
 
   // Ends a loop left open (break, an exception): the tl::Range marks the trace broken.
   void abandon() {
@@ -50,9 +58,81 @@ class PyRange {
  private:
   void forget() { g_open.erase(std::remove(g_open.begin(), g_open.end(), this), g_open.end()); }
 
+  // A loop the front-end did not compile (the kernel's source is unavailable, or a plain helper
+  // function): names of the iterating frame are remembered, so that a rebinding in the body,
+  // which a loop traced once cannot carry, is an error instead of a silent wrong answer.
+  void watch_locals() {
+    PyFrameObject* frame = PyEval_GetFrame();
+    if (frame == nullptr) return;
+    frame_ = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(frame));
+    const py::object locals = frame_.attr("f_locals");
+    if (!PyDict_Check(locals.ptr())) return;
+    before_ = py::reinterpret_steal<py::dict>(PyDict_Copy(locals.ptr()));  // a snapshot
+    loc_ = caller_loc();
+  }
+
+  static bool carryable(py::handle v) {
+    return (py::isinstance<tl::Value>(v) && !py::isinstance<tl::Var>(v)) ||
+           PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr());
+  }
+
+  void check_no_rebinding() {
+    if (!frame_ || !before_) return;
+    const py::object locals = frame_.attr("f_locals");
+    frame_ = py::object();
+    if (!PyDict_Check(locals.ptr())) return;
+    const py::dict after = py::reinterpret_borrow<py::dict>(locals);
+    for (const auto& [name, old] : before_) {
+      if (!after.contains(name)) continue;
+      const py::object now = after[name];
+      if (now.is(old) || !carryable(old) || !carryable(now)) continue;
+      if (py::isinstance<tl::Value>(now) && py::cast<const tl::Value&>(now).id() == induction_) {
+        continue;  // the loop's own target
+      }
+      fail_at(ErrorKind::kInvalidArgument, loc_, "range",
+              "'" + py::str(name).cast<std::string>() +
+                  "' is bound before this loop and rebound in its body, in code that tileops.tl "
+                  "did not compile from source (no source file, or a plain helper function): a "
+                  "runtime loop is traced once, so the new value would not carry to the next "
+                  "iteration. Define the kernel in a file, make the helper a @tl.jit "
+                  "sub-kernel, or use tl.Var (v = tl.Var(init); v.set(...))");
+    }
+  }
+
   std::unique_ptr<tl::Range> range_;
   std::optional<tl::Range::Iterator> it_;
   bool done_ = false;
+  bool front_end_ = false;
+  int induction_ = -1;
+  py::object frame_;
+  py::dict before_ = py::reinterpret_steal<py::dict>(py::handle());
+  tl::Loc loc_;
+};
+
+// tl::Branch for the front-end: its phases as methods, and adopt() for names first assigned
+// inside a branch. The Vars it adopts are kept alive here until the branch is finished.
+class PyBranch {
+ public:
+  explicit PyBranch(py::object cond) {
+    const tl::Loc loc = caller_loc();
+    branch_ = std::make_unique<tl::Branch>(to_operand(cond, loc, "if", "condition"), loc);
+  }
+  void then_begin() { branch_->then_begin(); }
+  void then_end() { branch_->then_end(); }
+  void else_begin() { branch_->else_begin(); }
+  void else_end() { branch_->else_end(); }
+  void finish() {
+    branch_->finish();
+    adopted_.clear();
+  }
+  void adopt(py::object var) {
+    branch_->adopt(py::cast<tl::Var&>(var));
+    adopted_.push_back(std::move(var));
+  }
+
+ private:
+  std::unique_ptr<tl::Branch> branch_;
+  std::vector<py::object> adopted_;
 };
 
 class PyMask {
@@ -147,7 +227,19 @@ void abandon_ranges(std::size_t keep) {
 void bind_tl_control(py::module_& tl) {
   py::class_<PyRange>(tl, "_Range")
       .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &PyRange::next);
+      .def("__next__", &PyRange::next)
+      .def("_set_front_end", &PyRange::set_front_end);
+  py::class_<PyBranch>(tl, "_Branch")
+      .def(py::init<py::object>(), py::arg("cond"))
+      .def("then_begin", &PyBranch::then_begin)
+      .def("then_end", &PyBranch::then_end)
+      .def("else_begin", &PyBranch::else_begin)
+      .def("else_end", &PyBranch::else_end)
+      .def("finish", &PyBranch::finish)
+      .def("adopt", &PyBranch::adopt, py::arg("var"));
+  tl.def(
+      "_value_id", [](const tl::Value& v) { return v.id(); },
+      "The id of a Value in its trace (ids grow as the trace goes on).");
   tl.def(
       "range",
       [](py::handle start, py::handle stop, py::handle step, int unroll_factor, bool parallel) {

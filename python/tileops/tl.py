@@ -36,7 +36,7 @@ import sys
 import textwrap
 import threading
 
-from tileops import _C
+from tileops import _C, _frontend
 from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arange, argmax,
                            argmin, atomic_add, atomic_max, atomic_min, bitwise_not, block_idx,
                            block_num, broadcast_to, ceil, ceildiv, concat, copy, cos, cosh,
@@ -242,12 +242,20 @@ class JitFunction:
                 for i, (_, kind, _) in enumerate(self._params)]
         _state.depth = getattr(_state, "depth", 0) + 1
         try:
-            result = self.fn(*args)
+            result = self._body()(*args)
         finally:
             _state.depth -= 1
         if result is not None:
             raise TypeError(f"tl: kernel '{self.fn.__name__}' returned {type(result).__name__}; "
                             "a launched kernel returns nothing (write results with tl.store)")
+
+    def _body(self):
+        """The kernel as the AST front-end rewrote it (_frontend.py): Python control flow with
+        asc2's meaning; the function itself when its source is unavailable."""
+        body = getattr(self, "_rewritten", None)
+        if body is None:
+            body = self._rewritten = _frontend.compile_kernel(self.fn) or self.fn
+        return body
 
     def _arguments(self, args, kwargs):
         try:
@@ -289,7 +297,10 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         if tracing():  # a sub-kernel: traced inline, specialised by its caller's values
-            return self.fn(*args, **kwargs)
+            if not self._checked:
+                _check_source(self.fn)
+                self._checked = True
+            return self._body()(*args, **kwargs)
         return self.launch(0, *args, **kwargs)
 
     def ir(self, *args, **kwargs):

@@ -107,6 +107,10 @@ class Branch {
   void else_end();
   void finish();
   void reopen_else(Loc loc = Loc::current());
+  // Makes `var`, which had no value before the branch (a name first assigned inside it), a
+  // candidate result: it becomes one if both branches set it; otherwise finish() leaves it
+  // unset (invalid). Call it inside a branch, before that branch's *_end().
+  void adopt(Var& var);
 
  private:
   void begin();
@@ -121,6 +125,7 @@ class Branch {
   std::size_t position_ = 0;  // of the appended op in the enclosing region
   bool finished_ = false;
   bool has_else_ = false;
+  bool then_done_ = false;
 };
 
 // A runtime branch on a bool (or integer, meaning != 0) scalar; when `cond` is a trace-time

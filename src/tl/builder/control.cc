@@ -144,8 +144,14 @@ Region Branch::end() {
 void Branch::then_begin() { begin(); }
 void Branch::else_begin() { begin(); }
 
+void Branch::adopt(Var& var) {
+  before_.emplace_back(&var, -1);
+  if (then_done_) then_ids_.push_back(-1);  // adopted in the else branch: then never set it
+}
+
 void Branch::then_end() {
   then_ = end();
+  then_done_ = true;
   then_ids_.clear();
   for (auto& [v, id] : before_) {
     then_ids_.push_back(v->id());
@@ -174,6 +180,7 @@ void Branch::finish() {
   std::vector<Var*> changed;
   for (std::size_t i = 0; i < before_.size(); ++i) {
     if (then_ids_[i] == before_[i].second && else_ids_[i] == before_[i].second) continue;
+    if (then_ids_[i] < 0 || else_ids_[i] < 0) continue;  // adopted, set on one path only
     then_region.yields.push_back(then_ids_[i]);
     else_region.yields.push_back(else_ids_[i]);
     changed.push_back(before_[i].first);
