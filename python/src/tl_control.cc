@@ -72,8 +72,8 @@ class PyRange {
   }
 
   static bool carryable(py::handle v) {
-    return (py::isinstance<tl::Value>(v) && !py::isinstance<tl::Var>(v)) ||
-           PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr());
+    return (py::isinstance<tl::Value>(v) && !py::isinstance<tl::Var>(v)) || PyLong_Check(v.ptr()) ||
+           PyFloat_Check(v.ptr());
   }
 
   void check_no_rebinding() {
