@@ -51,6 +51,16 @@ tl::Options parse_options(const py::dict& options) {
       parsed.set(name, int_arg(value, "tl.jit", "option " + name));
     } else if (py::isinstance<py::str>(value)) {
       parsed.set(name, value.cast<std::string>());
+    } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+      std::vector<std::string> items;
+      for (py::handle item : value) {
+        if (!py::isinstance<py::str>(item)) {
+          throw_argument_error(ErrorKind::kInvalidType, "tl.jit", "option " + name,
+                               "a list of strings", std::string(py::repr(value)));
+        }
+        items.push_back(item.cast<std::string>());
+      }
+      parsed.set(name, items);
     } else {
       parsed.set(name, std::string(py::repr(value)));  // rejected with the option's name
     }
