@@ -5,6 +5,7 @@ Run: python3 matmul_f16.py [-r Model|NPU] [-v PLATFORM]   (Model -> interp, NPU 
 """
 import argparse
 
+import numpy as np
 import torch
 
 from tileops import asc
@@ -50,8 +51,8 @@ def test_matmul_f16():
     a = torch.rand((64, 48), dtype=torch.float32).to(torch.float16)
     b = torch.rand((48, 32), dtype=torch.float32).to(torch.float16)
     c = matmul_launch(a, b)
-    torch.testing.assert_close(c, a.to(torch.float32) @ b.to(torch.float32),
-                               atol=1e-2, rtol=1e-2)
+    expected = a.numpy().astype(np.float64) @ b.numpy().astype(np.float64)
+    np.testing.assert_allclose(c.numpy(), expected, atol=1e-2, rtol=1e-2)
 
 
 def main(argv=None):

@@ -2,7 +2,10 @@
 run on both of asc's backends as tileops maps them: Model -> interp, NPU -> cpu."""
 
 import importlib.util
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -62,3 +65,11 @@ def test_examples_import_only_tileops_asc_and_asc2():
             if "tileops" in line and line.startswith(("import", "from")):
                 assert line in ("from tileops import asc", "from tileops import asc2",
                                 "import tileops.asc.runtime.config as config"), (path.name, line)
+
+
+def test_an_example_runs_as_a_script():
+    path = [str(EXAMPLES.parents[1] / "python")] + [os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+    done = subprocess.run([sys.executable, str(EXAMPLES / "abs_f16.py"), "-r", "Model"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "abs_f16: PASS" in done.stdout, done.stderr
