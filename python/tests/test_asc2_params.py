@@ -1,6 +1,8 @@
 """asc2 kernel parameters: unannotated ones take their kind from the launch arguments (part of
 the specialisation), numpy scalars stand for Python numbers, ConstExpr stays an annotation."""
 
+import concurrent.futures
+
 import numpy as np
 import pytest
 import torch
@@ -150,3 +152,28 @@ def test_tl_typed_constexprs_take_numpy_scalars_as_python_numbers():
     assert seen == [(4, 0.5, True)] and [type(v) for v in seen[0]] == [int, float, bool]
     with pytest.raises(TypeError, match=r"argument 'n': expected ConstExpr\[int\], got float32"):
         typed[1](x, np.float32(4), 0.5, True)
+
+
+def test_tl_options_take_numpy_scalars():
+    kernel = tl.jit(opt_level=np.int64(3), debug=np.bool_(True))(lambda x: None)
+    assert kernel.options == {"opt_level": 3, "debug": True}
+    with pytest.raises(TypeError, match="'debug': expected a bool"):
+        tl.jit(debug=np.array([True, False]))(lambda x: None)
+    with pytest.raises(TypeError, match="'opt_level': expected an integer"):
+        tl.jit(opt_level=np.array([3, 3]))(lambda x: None)
+
+
+def test_concurrent_launches_with_different_kinds():
+    kernel = asc2.jit(backend="interp")(affine.fn)
+    x = np.arange(30, dtype=np.float32)
+    outputs = [np.zeros_like(x) for _ in range(8)]
+    scales = [2, 2.5, 3, 0.5, 1, 1.5, 4, 0.25]  # ints and floats: two kinds, two engines
+
+    def launch(i):
+        kernel[2](x, outputs[i], 30, scales[i], 0.0, False, 8)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(launch, range(8)))
+    for out, scale in zip(outputs, scales):
+        np.testing.assert_allclose(out, reference(x, scale, 0.0, False))
+    assert kernel.num_specialisations == 2
