@@ -55,6 +55,7 @@ from tileops._C.tl import add, div, mul, sub  # noqa: F401  (function forms of +
 for _name in ("TileLocation", "TraceError"):
     if hasattr(_C.tl, _name):
         globals()[_name] = getattr(_C.tl, _name)
+del _name
 
 _C.tl._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
