@@ -41,16 +41,37 @@ ParamSpec parse_param(const py::handle& item) {
   return p;
 }
 
+// A numpy scalar (or 0-d array): a dtype and no dimensions.
+bool is_numpy_scalar(py::handle obj) {
+  return py::hasattr(obj, "dtype") && py::hasattr(obj, "ndim") && obj.attr("ndim").cast<int>() == 0;
+}
+
+bool is_numpy_bool(py::handle obj) {
+  return is_numpy_scalar(obj) && py::str(obj.attr("dtype")).cast<std::string>() == "bool";
+}
+
 tl::Options parse_options(const py::dict& options) {
   tl::Options parsed;
   for (auto [key, value] : options) {
     const std::string name = py::str(key);
-    if (PyBool_Check(value.ptr())) {
-      parsed.set(name, value.cast<bool>());
-    } else if (PyLong_Check(value.ptr())) {
+    // numpy bools and integers count as the Python values they hold.
+    if (PyBool_Check(value.ptr()) || is_numpy_bool(value)) {
+      parsed.set(name, truth_of(value));
+    } else if (PyLong_Check(value.ptr()) ||
+               (PyIndex_Check(value.ptr()) && is_numpy_scalar(value))) {
       parsed.set(name, int_arg(value, "tl.jit", "option " + name));
     } else if (py::isinstance<py::str>(value)) {
       parsed.set(name, value.cast<std::string>());
+    } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+      std::vector<std::string> items;
+      for (py::handle item : value) {
+        if (!py::isinstance<py::str>(item)) {
+          throw_argument_error(ErrorKind::kInvalidType, "tl.jit", "option " + name,
+                               "a list of strings", std::string(py::repr(value)));
+        }
+        items.push_back(item.cast<std::string>());
+      }
+      parsed.set(name, items);
     } else {
       parsed.set(name, std::string(py::repr(value)));  // rejected with the option's name
     }

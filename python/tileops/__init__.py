@@ -2,7 +2,8 @@
 
 Operators live in :mod:`tileops.ops`; they take CPU tensors without copying them (any
 non-negative strides) and return the output they allocate when ``out`` is omitted. Kernels of
-your own are written in the tile language, :mod:`tileops.tl` (``@tl.jit``).
+your own are written in the tile language, :mod:`tileops.tl` (``@tl.jit``); pyasc asc2 programs
+run by importing :mod:`tileops.asc2` and :mod:`tileops.asc` instead of pyasc's modules.
 """
 
 import os as _os
@@ -21,7 +22,9 @@ except ImportError as _error:
         "TILEOPS_EXTENSION_DIR to the python/tileops folder of another build") from _error
 from tileops import ops
 from tileops import tl
+from tileops import asc
+from tileops import asc2
 
 __version__ = _C.__version__
 
-__all__ = ["ops", "tl", "__version__"]
+__all__ = ["ops", "tl", "asc", "asc2", "__version__"]

@@ -28,6 +28,7 @@ values that loops and branches update (``acc += v``, ``acc.set(v)``).
 
 import ast
 import builtins
+import contextlib
 import enum
 import functools
 import inspect
@@ -39,7 +40,7 @@ import threading
 from tileops import _C, _frontend
 from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arange, argmax,
                            argmin, atomic_add, atomic_max, atomic_min, bitwise_not, block_idx,
-                           block_num, broadcast_to, ceil, ceildiv, concat, copy, cos, cosh,
+                           block_num, broadcast_to, ceil, concat, copy, cos, cosh,
                            cumsum, erf, exp, exp2, expand_dims, expm1, floor, floordiv, full,
                            full_like, gelu, if_, else_, isinf, isnan, layer_norm, load, log, log1p,
                            log2, logical_and, logical_not, logical_or, mask, matmul, matmul_acc,
@@ -49,6 +50,12 @@ from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arang
                            sinh, softmax, softplus, sqrt, squeeze, store, tan, tanh, tensor,
                            transpose, trunc, where, zeros, zeros_like)
 from tileops._C.tl import add, div, mul, sub  # noqa: F401  (function forms of + / * -)
+
+# Bound by newer engines (tile-location hints, the trace-error class): exported when present.
+for _name in ("TileLocation", "TraceError"):
+    if hasattr(_C.tl, _name):
+        globals()[_name] = getattr(_C.tl, _name)
+del _name
 
 _C.tl._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
@@ -118,6 +125,18 @@ def static_range(*args):
     return builtins.range(*args)
 
 
+def ceildiv(a, b):
+    """ceil(a / b). Two integers (Python or numpy, e.g. ``ceildiv(np.prod(shape), 256)``) give a
+    Python int, on the host too, so shapes computed from them stay static; a traced value on
+    either side gives a traced value."""
+    np = sys.modules.get("numpy")
+    if np is not None:  # numpy integers as the Python ints they hold
+        a, b = (int(v) if isinstance(v, np.integer) else v for v in (a, b))
+    if type(a) is int and type(b) is int and b == 0 and not tracing():
+        raise ZeroDivisionError(f"tl.ceildiv: b must not be 0 (a = {a})")
+    return _C.tl.ceildiv(a, b)
+
+
 def tracing():
     """Whether a kernel is being traced on this thread (tl calls are legal)."""
     return getattr(_state, "depth", 0) > 0
@@ -128,7 +147,7 @@ def tracing():
 _SCALARS = {int: "int", float: "float", bool: "bool"}
 
 
-def _param_kind(fn, param):
+def _param_kind(fn, param, infer_kinds=False):
     name, annotation = param.name, param.annotation
     if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
         raise TypeError(f"tl.jit: kernel '{fn.__name__}': *args/**kwargs parameters are not "
@@ -147,9 +166,57 @@ def _param_kind(fn, param):
         return "constexpr", annotation.type
     if annotation in _SCALARS:
         return _SCALARS[annotation], None
+    if infer_kinds and annotation is inspect.Parameter.empty:
+        return "auto", None
     raise TypeError(f"tl.jit: kernel '{fn.__name__}', parameter '{name}': annotate it as "
                     f"tl.GlobalAddress, tl.ConstExpr[T], int, float or bool (got "
                     f"{'nothing' if annotation is inspect.Parameter.empty else annotation!r})")
+
+
+def _argument_kind(value, kernel, name):
+    """The runtime kind of an unannotated parameter from its launch argument: 'ptr' for memory
+    (arrays, torch tensors, DLPack objects, tl.reinterpret), 'bool', 'int' (Python or numpy
+    integers), 'float' (Python or numpy floats)."""
+    np = sys.modules.get("numpy")
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+        return "bool"
+    if np is not None and isinstance(value, np.generic):  # before the array test: scalars have
+        if value.dtype.kind in "iu":                      # __array_interface__ too
+            return "int"
+        if value.dtype.kind == "f":
+            return "float"
+    elif isinstance(value, _Reinterpreted) or hasattr(value, "__dlpack__") or \
+            hasattr(value, "__array_interface__"):
+        return "ptr"
+    elif isinstance(value, int):
+        return "int"
+    elif isinstance(value, float):
+        return "float"
+    raise TypeError(f"{kernel}: argument '{name}': an unannotated parameter takes its kind from "
+                    "its argument, which must be an array, torch tensor or DLPack object "
+                    "(GlobalAddress), an int, a float or a bool; got "
+                    f"{type(value).__name__} (annotate the parameter, e.g. tl.ConstExpr[...])")
+
+
+def _python_number(value, type_):
+    """A numpy scalar given for ConstExpr[int | float | bool] as the Python number it stands
+    for (np.int64(4) selects the trace of 4), so that the kernel sees plain Python values."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, np.generic):
+        return value
+    kind = value.dtype.kind
+    if (type_ is bool and kind == "b") or (type_ in (int, float) and kind in "iu") or \
+            (type_ is float and kind == "f"):
+        return value.item()
+    return value  # refused by _canonical with the expected type
+
+
+def _shape_tuple(value):
+    """torch.Size (a tuple subclass) as the plain tuple of ints it is, so shapes key exactly."""
+    torch = sys.modules.get("torch")
+    if torch is not None and type(value) is torch.Size:
+        return tuple(value)
+    return value
 
 
 def _canonical(value, kernel, name, type_):
@@ -211,27 +278,58 @@ def _key(value):
 
 class JitFunction:
     """A @tl.jit kernel: ``kernel[core_num](*args)`` launches, ``kernel(*args)`` launches on
-    every core (or, inside another kernel's trace, inlines the function)."""
+    every core (or, inside another kernel's trace, inlines the function).
 
-    def __init__(self, fn, options):
+    ``infer_kinds``: unannotated parameters take their kind from each launch's arguments
+    (asc2.jit); the kinds select the engine kernel, so they are part of the specialisation."""
+
+    def __init__(self, fn, options, infer_kinds=False):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._signature = inspect.signature(fn)
         self.options = dict(options)
         self._checked = False
         self._params = self._kernel = None
+        # Engine kernels by (runtime kinds, launch-time option overrides); most kernels have one.
+        self._kernels = {}
+        self._kernels_lock = threading.Lock()
         try:
-            self._params = [(p.name, *_param_kind(fn, p))
+            self._params = [(p.name, *_param_kind(fn, p, infer_kinds))
                             for p in self._signature.parameters.values()]
         except TypeError as e:
             # A sub-kernel (only called from kernels) may take untyped Values: the parameter
             # kinds are needed, and checked, when it is launched.
             self._param_error = e
-        if self._params is not None:
-            self._kernel = _C.tl.Kernel(fn.__name__, [(n, k) for n, k, _ in self._params],
-                                        self._trace, self.options)
+        if self._params is not None and builtins.all(k != "auto" for _, k, _ in self._params):
+            self._kernel = self._engine(tuple(k for _, k, _ in self._params), ())
         else:
             _C.tl.Kernel(fn.__name__, [], self._trace, self.options)  # validates the options
+
+    def _trace_body(self):
+        """What the engine calls to trace: the Python function with tileops' integer division
+        (asc2 wraps it with its own)."""
+        trace = self._trace
+
+        def body(values):
+            with _int_division("default"):
+                trace(values)
+        return body
+
+    def _option_overrides(self):
+        """Options decided per launch rather than at decoration (asc2: the configured backend),
+        as sorted (name, value) pairs."""
+        return ()
+
+    def _engine(self, kinds, overrides):
+        key = (kinds, overrides)
+        with self._kernels_lock:
+            kernel = self._kernels.get(key)
+            if kernel is None:
+                params = [(name, kind) for (name, _, _), kind in zip(self._params, kinds)]
+                kernel = _C.tl.Kernel(self.fn.__name__, params, self._trace_body(),
+                                      {**self.options, **dict(overrides)})
+                self._kernels[key] = kernel
+            return kernel
 
     def _trace(self, values):
         if not self._checked:
@@ -249,6 +347,13 @@ class JitFunction:
             raise TypeError(f"tl: kernel '{self.fn.__name__}' returned {type(result).__name__}; "
                             "a launched kernel returns nothing (write results with tl.store)")
 
+    def _inline(self, *args, **kwargs):
+        """Traces the kernel's body into the kernel being traced (a sub-kernel call)."""
+        if not self._checked:
+            _check_source(self.fn)
+            self._checked = True
+        return self._body()(*args, **kwargs)
+
     def _body(self):
         """The kernel as the AST front-end rewrote it (_frontend.py): Python control flow with
         asc2's meaning; the function itself when its source is unavailable."""
@@ -263,30 +368,43 @@ class JitFunction:
         except TypeError as e:
             raise TypeError(f"{self.fn.__name__}: {e}") from None
         bound.apply_defaults()
-        values = list(bound.arguments.values())
+        values = [self._constexpr_value(v, t) if kind == "constexpr" else v
+                  for v, (_, kind, t) in zip(bound.arguments.values(), self._params)]
         engine = [_canonical(v, self.fn.__name__, name, t) if kind == "constexpr" else v
                   for v, (name, kind, t) in zip(values, self._params)]
         return values, engine
 
+    def _constexpr_value(self, value, type_):
+        """A ConstExpr argument as the kernel sees it: numpy scalars for ConstExpr[int | float |
+        bool] become Python numbers, torch.Size a tuple; a bare ConstExpr keeps a numpy scalar's
+        exact type (it changes promotions in the kernel)."""
+        value = _shape_tuple(value)
+        return _python_number(value, type_) if type_ in (int, float, bool) else value
+
+    def _kernel_for(self, values):
+        overrides = self._option_overrides()
+        if self._kernel is not None and not overrides:
+            return self._kernel
+        kinds = tuple(_argument_kind(v, self.fn.__name__, name) if kind == "auto" else kind
+                      for v, (name, kind, _) in zip(values, self._params))
+        return self._engine(kinds, overrides)
+
     def _run(self, action, args, kwargs):
-        if self._kernel is None:
+        if self._params is None:
             raise self._param_error
         values, engine = self._arguments(args, kwargs)
+        kernel = self._kernel_for(values)
         previous = getattr(_state, "launch_args", None)
         _state.launch_args = values
         try:
-            return action(engine)
+            return action(kernel, engine)
         finally:
             _state.launch_args = previous
 
     def launch(self, core_num, *args, **kwargs):
         """Runs the kernel on ``core_num`` blocks (0 = every core) with the GIL released."""
-        if not isinstance(core_num, int) or isinstance(core_num, bool):
-            raise TypeError(f"{self.fn.__name__}: core_num must be an int, got {core_num!r}")
-        if not 0 <= core_num < 2**63:
-            raise ValueError(f"{self.fn.__name__}: core_num must be in [0, 2**63) (0 = every "
-                             f"core), got {core_num}")
-        self._run(lambda engine: self._kernel.launch(core_num, engine), args, kwargs)
+        core_num = _core_num(core_num, self.fn.__name__)
+        self._run(lambda kernel, engine: kernel.launch(core_num, engine), args, kwargs)
 
     def __getitem__(self, launch):
         core_num, stream = (launch if isinstance(launch, tuple) else (launch, None))
@@ -297,26 +415,55 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         if tracing():  # a sub-kernel: traced inline, specialised by its caller's values
-            if not self._checked:
-                _check_source(self.fn)
-                self._checked = True
-            return self._body()(*args, **kwargs)
+            with _int_division("default"):  # its own '/', even inside an asc2 kernel
+                return self._inline(*args, **kwargs)
         return self.launch(0, *args, **kwargs)
 
     def ir(self, *args, **kwargs):
         """The IR (after passes) of the specialisation these arguments select."""
-        return self._run(self._kernel.ir, args, kwargs)
+        return self._run(lambda kernel, engine: kernel.ir(engine), args, kwargs)
 
     @property
     def num_specialisations(self):
-        """Specialisations traced so far (the size of the kernel's cache)."""
-        return self._kernel.num_specialisations
+        """Specialisations traced so far (the size of the kernel's caches)."""
+        with self._kernels_lock:
+            kernels = list(self._kernels.values())
+        return sum(k.num_specialisations for k in kernels)
+
+
+@contextlib.contextmanager
+def _int_division(mode):
+    """Integer '/' semantics while tracing ('default': true division, 'trunc': asc2's), set
+    through the engine's thread-local hook; without the hook nothing changes."""
+    hook = getattr(_C.tl, "_set_int_division", None)
+    if hook is None:
+        yield
+        return
+    previous = hook(mode)
+    try:
+        yield
+    finally:
+        hook(previous)
+
+
+def _core_num(core_num, kernel):
+    """core_num as a Python int: ints and numpy integers (not bools) in [0, 2**63)."""
+    np = sys.modules.get("numpy")
+    if isinstance(core_num, bool) or not (
+            isinstance(core_num, int) or (np is not None and isinstance(core_num, np.integer))):
+        raise TypeError(f"{kernel}: core_num must be an int, got {core_num!r}")
+    core_num = int(core_num)
+    if not 0 <= core_num < 2**63:
+        raise ValueError(f"{kernel}: core_num must be in [0, 2**63) (0 = every core), got "
+                         f"{core_num}")
+    return core_num
 
 
 def jit(fn=None, **options):
     """``@tl.jit`` or ``@tl.jit(opt_level=3, print_ir=True, ...)``. Options (unknown names and
-    bad values are errors): always_compile, opt_level (1..3), debug, print_ir, backend
-    (interp | cpu | cuda | auto), dump_dir, fast_math, target."""
+    bad values are errors): always_compile, opt_level (1..3), debug, print_ir,
+    print_ir_before_all, run_passes, strip_loc, backend (interp | cpu | cuda | auto), dump_dir,
+    fast_math, target, compiler_args (docs/tile-language.md)."""
     if fn is None:
         return lambda f: JitFunction(f, options)
     if options:
@@ -419,4 +566,5 @@ class _SourceChecker(ast.NodeVisitor):
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "ast", "builtins", "enum", "functools", "inspect", "os", "sys", "textwrap", "threading"}]
+    "ast", "builtins", "contextlib", "enum", "functools", "inspect", "os", "sys", "textwrap",
+    "threading"}]

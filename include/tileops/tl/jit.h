@@ -39,9 +39,15 @@ struct Options {
   bool fast_math = false;        // contraction, reciprocals, a cheaper exp (docs/tile-language.md)
   std::string target = {};       // backend target override, e.g. "haswell" or "sm_90": a name of
                                  // letters, digits and . _ + - (cpu: a -march the CPU runs)
+  bool run_passes = true;        // false: the traced IR runs as traced (no optimisation passes)
+  bool strip_loc = false;        // printed and dumped IR carry no source locations
+  bool print_ir_before_all = false;  // print the IR to stderr before each pass (and the last one)
+  // Extra arguments for the cpu backend's compiler command line, after tileops' own flags (each
+  // one argument, never split or interpreted by a shell): asc2's bisheng_options.
+  std::vector<std::string> compiler_args = {};
 
   // Sets an option by its Python/keyword name; unknown names or bad values are errors.
-  using Setting = std::variant<bool, std::int64_t, std::string>;
+  using Setting = std::variant<bool, std::int64_t, std::string, std::vector<std::string>>;
   Options& set(std::string_view name, const Setting& value);
   // Throws when a value is out of range or the backend is unknown.
   void validate() const;

@@ -190,24 +190,37 @@ std::shared_ptr<Specialisation> KernelImpl::trace(std::span<const Argument> args
   }
   Function f = tracer.finish();
   verify(f);
-  if (options.print_ir)
-    std::fprintf(stderr, "// tl IR of %s after tracing\n%s", name.c_str(), print(f, true).c_str());
-  for (const Pass& pass : pipeline(options.opt_level)) {
+  const bool locations = !options.strip_loc;
+  if (options.print_ir) {
+    std::fprintf(stderr, "// tl IR of %s after tracing\n%s", name.c_str(),
+                 print(f, locations).c_str());
+  }
+  const std::vector<Pass> passes =
+      options.run_passes ? pipeline(options.opt_level) : std::vector<Pass>{};
+  for (const Pass& pass : passes) {
+    if (options.print_ir_before_all) {
+      std::fprintf(stderr, "// tl IR of %s before %s\n%s", name.c_str(), pass.name,
+                   print(f, locations).c_str());
+    }
     pass.run(f);
     if (options.debug) verify(f);
     if (options.print_ir) {
       std::fprintf(stderr, "// tl IR of %s after %s\n%s", name.c_str(), pass.name,
-                   print(f, true).c_str());
+                   print(f, locations).c_str());
     }
   }
+  if (options.print_ir_before_all) {  // what the backend receives
+    std::fprintf(stderr, "// tl IR of %s before codegen\n%s", name.c_str(),
+                 print(f, locations).c_str());
+  }
   auto spec = std::make_shared<Specialisation>();
-  spec->ir = print(f, options.debug);
+  spec->ir = print(f, options.debug && locations);
   spec->hash = hash_ir(f);
   if (!options.dump_dir.empty()) {
     std::filesystem::create_directories(options.dump_dir);
     char hex[17];
     std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(spec->hash));
-    write_dump(options.dump_dir, file_stem(name) + "-" + hex + ".tlir", print(f, true));
+    write_dump(options.dump_dir, file_stem(name) + "-" + hex + ".tlir", print(f, locations));
   }
   // The IR text itself, not its 64-bit hash: specialisations share an executable only when their
   // code is the same.
