@@ -200,8 +200,6 @@ def test_bisheng_options_never_reach_a_shell(tmp_path):
     assert not os.path.exists(marker)
 
 
-@pytest.mark.xfail(strict=True, reason="needs src/tl/cpu/compiler.cc to pass Options::"
-                   "compiler_args to the compiler as argv")
 def test_bisheng_options_reach_the_compiler():
     kernel = asc2.jit(bisheng_options=("-fno-such-option-tileops",), always_compile=True,
                       backend="cpu")(body)

@@ -283,8 +283,16 @@ def carries_a_list(y: GA, n: int):
         parts = parts + [t]
 
 
+def early_return(y: GA, flag: int):
+    if flag > 0:
+        tl.store(tl.full([4], 1.0, tl.float32), tl.tensor(y, [4]), offsets=[0])
+        return
+    tl.store(tl.full([4], 2.0, tl.float32), tl.tensor(y, [4]), offsets=[0])
+
+
 # covers: trace_errors
 @pytest.mark.parametrize("fn,exc,words", [
+    (early_return, ValueError, ["'return' inside a runtime if"]),
     (changes_type, ValueError, ["'acc' changes type", "tl.full", "test_tl_frontend.py:"]),
     (first_assigned_in_loop, ValueError, ["'last' is first assigned", "may run zero times"]),
     (one_branch_only, ValueError, ["'z' is assigned in only one branch"]),

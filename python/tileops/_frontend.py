@@ -210,7 +210,7 @@ class If:
     """An ``if`` statement of the kernel: a Python branch at trace time, or, on a traced
     scalar, a runtime branch whose `results` (names used after it) become the if's results."""
 
-    def __init__(self, test, names, results, values, where):
+    def __init__(self, test, names, results, values, where, exit_=None):
         self.names, self.results, self.where = names, results, where
         self.runtime = isinstance(test, _Value)
         if not self.runtime:
@@ -220,6 +220,10 @@ class If:
             raise _error(where, "if", f"the condition is a {_describe(test)}; a runtime if "
                          "needs a scalar (reduce the tile first, or use tl.where per element)",
                          TypeError)
+        if exit_ is not None:
+            raise _error(where, exit_, f"'{exit_}' inside a runtime if (a condition on a traced "
+                         "value) is not supported: both branches are traced and the IR has no "
+                         "early exit; assign the results and let both paths continue")
         self.before = list(values)
         self.vars, self.lost = [None] * len(names), [None] * len(names)
         self.types = [_type(v) if _carryable(v) else None for v in values]
@@ -374,6 +378,28 @@ def _target_names(target):
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     return set()
+
+
+def _exit(stmts):
+    """The first return / break / continue that would leave `stmts` early, or None."""
+    def visit(node, in_loop):
+        if isinstance(node, ast.Return) or (not in_loop and isinstance(node, (ast.Break,
+                                                                              ast.Continue))):
+            return node
+        if isinstance(node, _SCOPES):
+            return None
+        loop = in_loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        for child in ast.iter_child_nodes(node):
+            found = visit(child, loop)
+            if found is not None:
+                return found
+        return None
+
+    for s in stmts:
+        found = visit(s, False)
+        if found is not None:
+            return found
+    return None
 
 
 def assigned(stmts):
@@ -607,8 +633,10 @@ class _Rewriter:
         then_names = assigned(s.body) - self.fixed
         body, orelse = self.block(s.body), self.block(s.orelse)
         runtime = ast.Attribute(value=_name(tag), attr="runtime", ctx=ast.Load())
+        exit_ = _exit(s.body + s.orelse)
         make = _assign(tag, _call(_fe("If"), self.expr(s.test, test=True), _strs(names),
-                                  _strs(results), _peeks(names), ast.Constant(self.where(s))))
+                                  _strs(results), _peeks(names), ast.Constant(self.where(s)),
+                                  ast.Constant(type(exit_).__name__.lower() if exit_ else None)))
         restore = [_assign(n, _method(tag, "before_value", ast.Constant(i)))
                    for i, n in enumerate(names) if n in then_names]
         then_part = _if(_method(tag, "take_then"),

@@ -20,10 +20,11 @@ passed by pointer: never copied; it must be writable; ``tl.reinterpret(x, dtype)
 as another dtype of the same size, e.g. 8-bit floats over uint8), ``tl.ConstExpr[T]`` (a
 trace-time Python value keyed exactly: numbers, strings, bools, None, dtypes, enums, tuples of
 those; anything else, e.g. an array, is a TypeError), runtime
-``int``, ``float`` and ``bool`` scalars. Control flow: ``for i in tl.range(...)`` (runtime loop,
-its body traced once), ``tl.static_range(n)`` (unrolled), ``with tl.if_(cond):`` /
-``with tl.else_():`` or ``tl.if_(cond, then, else_)`` (runtime branch on a scalar), ``tl.Var`` for
-values that loops and branches update (``acc += v``, ``acc.set(v)``).
+``int``, ``float`` and ``bool`` scalars. Control flow, compiled from the kernel's AST as asc2 does (_frontend.py): ``for i in
+tl.range(...)`` is a runtime loop whose rebound names (``acc = acc + v``) are loop-carried;
+``if`` on a traced scalar is a runtime branch whose rebound names are its results;
+``tl.static_range(n)`` and Python ``range`` unroll. The explicit forms stay: ``tl.Var``,
+``with tl.if_(cond):`` / ``with tl.else_():`` and ``tl.if_(cond, then, else_)``.
 """
 
 import ast

@@ -189,6 +189,32 @@ TEST(TlControl, BranchReopenedForAnElse) {
                   {"directly follow"});
 }
 
+// A Var first set inside a branch (a name the Python front-end sees assigned there): adopted, it
+// is the if's result when both branches set it, and stays unset when only one does.
+// covers: if_ Var
+TEST(TlControl, AdoptedVarsAreResultsOnlyWhenBothBranchesSetThem) {
+  const tl::Kernel k = tl::jit("adopt", [](tl::GlobalAddress out, tl::Int n) {
+    tl::Branch b(n > 5);
+    b.then_begin();
+    tl::Var both(tl::Value(2.0) * 5);
+    b.adopt(both);
+    tl::Var then_only(tl::Value(7.0) + 0);
+    b.adopt(then_only);
+    b.then_end();
+    b.else_begin();
+    both = tl::Value(-3.0) + 0;
+    b.else_end();
+    b.finish();
+    EXPECT_FALSE(then_only.valid()) << "a Var set on one path became a result";
+    tl::store(both, tl::tensor(out, {1}), {0});
+  });
+  for (int n : {2, 9}) {
+    TensorStorage out = poisoned({1}, f32);
+    k.launch(1, out, n);
+    EXPECT_EQ(compare(out, {n > 5 ? 10.0 : -3.0}, {0, 0}), "") << n;
+  }
+}
+
 // covers: block_idx block_num num_tiles
 TEST(TlControl, BlockIndicesAndNumTiles) {
   const tl::Kernel k = tl::jit("blocks", [](tl::GlobalAddress x, tl::GlobalAddress out, tl::Int n) {

@@ -1,9 +1,15 @@
-// Running the system C++ compiler (see compiler.h). It runs through /bin/sh with its output
+// Running the system C++ compiler (see compiler.h). A compile runs as an argv, without a shell
+// (asc2's bisheng_options reach it as arguments, never as shell text), with its output
 // redirected to a file next to the object, so that a failure can be reported verbatim.
 #include "src/tl/cpu/compiler.h"
 
+#include <fcntl.h>
 #include <gnu/libc-version.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -18,8 +24,11 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "tileops/core/error.h"
+
+extern char** environ;  // NOLINT: POSIX declares it only here
 
 namespace tileops::tl::cpu {
 namespace {
@@ -43,6 +52,29 @@ std::string run_capture(const std::string& command, int* status = nullptr) {
   }
   if (status != nullptr) *status = result;
   return out;
+}
+
+// Runs `argv` (argv[0] looked up on PATH) with stdout and stderr into `log`, no shell between:
+// each argument reaches the program as given. The exit status, or -1 when it did not run or died.
+int run_argv(const std::vector<std::string>& argv, const std::string& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 std::optional<std::string> lookup() {
@@ -214,7 +246,9 @@ const std::string& cpu_identity() {
   return identity;
 }
 
-std::string compile_flags(const Options& options) {
+// The compiler arguments `options` select, one argv entry each: ours, then options.compiler_args
+// (asc2's bisheng_options) so that the user's can override ours.
+std::vector<std::string> compile_arguments(const Options& options) {
   std::string flags = "-std=c++17 -fPIC -shared -w -fno-exceptions -fno-rtti";
   flags += options.opt_level == 1 ? " -O1" : " -O3";
   if (options.opt_level == 3) flags += " -funroll-loops";
@@ -222,7 +256,7 @@ std::string compile_flags(const Options& options) {
   if (target == "native") {
     flags += " -march=native" + unreported_isa_flags();
   } else {
-    flags += " -march=" + quote(target);
+    flags += " -march=" + target;  // a valid_target_name: no spaces, nothing to quote
   }
   // Exactly the interpreter's rounding unless fast_math: no contraction into FMAs. Neither errno
   // nor FP exception flags are observable in a kernel, and ignoring them lets loops vectorise.
@@ -247,6 +281,19 @@ std::string compile_flags(const Options& options) {
   if (options.debug) flags += " -g";
   static const bool libmvec = have_libmvec();
   if (libmvec) flags += " -DTL_LIBMVEC=1";
+  std::vector<std::string> arguments;  // our flags are space-free tokens
+  std::istringstream tokens(flags);
+  for (std::string token; tokens >> token;) arguments.push_back(token);
+  arguments.insert(arguments.end(), options.compiler_args.begin(), options.compiler_args.end());
+  return arguments;
+}
+
+std::string compile_flags(const Options& options) {
+  std::string flags;
+  for (const std::string& a : compile_arguments(options)) {
+    if (!flags.empty()) flags += ' ';
+    flags += quote(a);  // quoted: the text keys the disk cache, and two lists never read alike
+  }
   return flags;
 }
 
@@ -256,15 +303,21 @@ std::string compile(const std::string& source_path, const std::string& output_pa
   if (!cc) return "no C++ compiler found";
   ++g_compiles;
   const std::string log = output_path + ".log";
-  const std::string command = quote(*cc) + " " + compile_flags(options) + " -o " +
-                              quote(output_path) + " " + quote(source_path) +
-                              (have_libmvec() ? " -lmvec" : "") + " > " + quote(log) + " 2>&1";
-  const int status = std::system(command.c_str());
+  std::vector<std::string> argv = {*cc};
+  for (std::string& a : compile_arguments(options)) argv.push_back(std::move(a));
+  argv.insert(argv.end(), {"-o", output_path, source_path});
+  if (have_libmvec()) argv.emplace_back("-lmvec");
+  const int status = run_argv(argv, log);
   std::ostringstream messages;
   messages << std::ifstream(log).rdbuf();
   std::error_code ignored;
   std::filesystem::remove(log, ignored);
   if (status == 0 && std::filesystem::exists(output_path)) return "";
+  std::string command;
+  for (const std::string& a : argv) {
+    if (!command.empty()) command += ' ';
+    command += quote(a);
+  }
   return "`" + command + "` failed (status " + std::to_string(status) + "):\n" + messages.str();
 }
 
