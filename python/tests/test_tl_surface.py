@@ -92,7 +92,8 @@ def surface(x: GA, out: GA, n: int):
         offset += r.size
 
 
-# covers: tile_methods sum max min mean prod transpose reshape broadcast_to varargs keep_dims
+# covers: reduce_sum reduce_max reduce_min reduce_mean reduce_prod argmax argmin keep_dims
+# covers: transpose reshape broadcast_to
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tile_methods_and_varargs_forms_match_numpy(backend):
     x = np.random.default_rng(3).uniform(0.5, 1.5, (4, 8)).astype(np.float32)
@@ -130,7 +131,7 @@ def _positional_bool(x: GA, form: tl.ConstExpr[str]):
         v.sum(dims=0, axis=1)  # line: both
 
 
-# covers: keep_dims_keyword_only reduce_axis_bool_is_type_error
+# covers: keep_dims trace_errors
 @pytest.mark.parametrize("form,tag,exc,words", [
     ("reduce_sum", "bool-reduce", TypeError, ["keep_dims is keyword-only", "got bool True"]),
     ("method", "bool-method", TypeError, ["keep_dims is keyword-only", "got bool"]),
@@ -185,7 +186,7 @@ def layer_norm_forms(x: GA, g: GA, b: GA, y: GA, stats: GA, scalars: GA, rows: t
     tl.store(row_rstd, tsc, offsets=[1])
 
 
-# covers: layer_norm layer_norm_stats_shapes
+# covers: layer_norm
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_layer_norm_returns_out_mean_rstd_as_asc2(backend, dtype):
@@ -236,7 +237,7 @@ def _c_division(a, b):
     return q.astype(np.float64)
 
 
-# covers: int_division_trunc int_division_default set_int_division
+# covers: div
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_integer_division_truncates_in_asc2_mode_only(backend):
     a, b = _int_division_inputs()
@@ -305,7 +306,7 @@ def located_matmul(a: GA, b: GA, c: GA, bias: GA, out: GA):
     tl.store(tl.expand_dims(tl.matmul(x, w.T, bias=bt), 0), tout, offsets=[1, 0, 0])
 
 
-# covers: tile_location load_location matmul
+# covers: load matmul matmul_acc matmul_bias
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tile_locations_are_recorded_and_change_no_result(backend):
     rng = np.random.default_rng(9)
@@ -346,7 +347,7 @@ def _misplaced(a: GA, out: GA, case: tl.ConstExpr[str]):
         tl.load(ta, [8, 8], offsets=[0, 0], location="L0A")  # line: not-enum
 
 
-# covers: tile_location_verify
+# covers: load trace_errors
 @pytest.mark.parametrize("case,exc,words", [
     ("l0a-right", ValueError, ["TileLocation.L0A", "the right operand of a matmul",
                                "only the left operand"]),
@@ -371,25 +372,28 @@ def test_misplaced_tiles_are_trace_errors_naming_the_line(case, exc, words):
 
 
 def numpy_numbers(x: GA, out: GA):
-    tx, to = tl.tensor(x, [np.int64(4), np.int32(8)]), tl.tensor(out, [6, 4, 8])
+    tx, to = tl.tensor(x, [np.int64(4), np.int32(8)]), tl.tensor(out, [7, 4, 8])
     v = tl.load(tx, [np.int64(4), np.int32(8)], offsets=[np.int64(0), np.int32(0)])
     rows = [v + np.float32(1.5), np.float64(2.0) * v, v * np.int32(3),
             tl.maximum(v, np.float32(0)), tl.where(v > np.float16(0), v, np.float64(-1)),
             tl.broadcast_to(v.sum(np.int64(1), keep_dims=True), np.int64(4), np.int32(8)) +
-            tl.full([np.int64(4), 8], np.float32(0.5), tl.float32)]
+            tl.full([np.int64(4), 8], np.float32(0.5), tl.float32),
+            tl.concat([tl.copy(v, [2, 8], [np.int64(0), 0]), tl.copy(v, [2, 8], [2, np.int32(0)])],
+                      np.int64(0)) + tl.arange(np.int64(8), tl.int32).to(tl.float32)]
     for k, r in enumerate(rows):
         tl.store(tl.expand_dims(r, np.int64(0)), to, offsets=[np.int64(k), 0, 0])
 
 
-# covers: numpy_scalars ceildiv_host
+# covers: scalar_operands
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_numpy_scalars_work_as_python_numbers(backend):
     x = np.random.default_rng(2).uniform(-2, 2, (4, 8)).astype(np.float32)
-    out = np.full((6, 4, 8), np.nan, np.float32)
+    out = np.full((7, 4, 8), np.nan, np.float32)
     jit(numpy_numbers, backend)[1](x, out)
     xs = x.astype(np.float64)
     check(out, np.stack([xs + 1.5, 2 * xs, 3 * xs, np.maximum(xs, 0), np.where(xs > 0, xs, -1),
-                         np.broadcast_to(xs.sum(1, keepdims=True), (4, 8)) + 0.5]), "float32")
+                         np.broadcast_to(xs.sum(1, keepdims=True), (4, 8)) + 0.5,
+                         xs + np.arange(8)]), "float32")
 
 
 def test_host_ceildiv_of_numpy_ints_is_a_python_int():
@@ -414,7 +418,7 @@ def _bad_type(x: GA):
     tl.store(tl.load(t, [8], offsets=[0]) << 1, t, offsets=[0])  # line: type
 
 
-# covers: trace_error_runtime_error
+# covers: trace_errors ceildiv
 def test_trace_errors_derive_from_runtime_error_and_name_the_line():
     assert issubclass(TraceError, ValueError) and issubclass(TraceError, RuntimeError)
     assert issubclass(TraceTypeError, TypeError) and issubclass(TraceTypeError, RuntimeError)
