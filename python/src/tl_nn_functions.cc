@@ -45,8 +45,13 @@ void bind_reductions(py::module_& tl) {
     const char* construct = name;
     tl.def(
         name,
-        [arg_op, construct](py::handle x, py::handle dim, bool keep_dims) {
+        [arg_op, construct](py::handle x, py::handle dim, const py::args& extra, bool keep_dims) {
           const tl::Loc loc = caller_loc();
+          if (!extra.empty()) {
+            fail_at(ErrorKind::kInvalidType, loc, construct,
+                    "takes one dim, got " + std::to_string(extra.size() + 1) +
+                        " positional; keep_dims is keyword-only: write keep_dims=True");
+          }
           if (is_bool(dim)) {
             fail_at(ErrorKind::kInvalidType, loc, construct,
                     "dim must be an int, got bool; keep_dims is keyword-only: write "
@@ -55,7 +60,7 @@ void bind_reductions(py::module_& tl) {
           return tl::reduce(arg_op, to_value(x, loc, construct, "x"),
                             {to_int(dim, loc, construct, "dim")}, keep_dims, loc);
         },
-        py::arg("x"), py::arg("dim"), py::kw_only(), py::arg("keep_dims") = false);
+        py::arg("x"), py::arg("dim"), py::arg("keep_dims") = false);
   }
   tl.def(
       "cumsum",

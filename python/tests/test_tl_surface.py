@@ -152,10 +152,13 @@ def test_positional_bool_is_never_keep_dims(form, tag, exc, words):
 def test_keep_dims_cannot_be_given_positionally_to_argmax():
     def kernel(x: GA):
         v = tl.load(tl.tensor(x, [4, 8]), [4, 8], offsets=[0, 0])
-        tl.argmax(v, 1, True)
+        tl.argmin(v, 1, True)  # line: argmin-positional
 
-    with pytest.raises(TypeError, match="keep_dims"):
+    with pytest.raises(TraceTypeError) as info:
         jit(kernel, "interp")[1](np.zeros((4, 8), np.float32))
+    message = str(info.value)
+    assert f"test_tl_surface.py:{line_of('argmin-positional')}:" in message, message
+    assert "keep_dims is keyword-only" in message, message
 
 
 # --- 3: layer_norm --------------------------------------------------------------------------
