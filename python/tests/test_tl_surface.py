@@ -375,14 +375,15 @@ def test_misplaced_tiles_are_trace_errors_naming_the_line(case, exc, words):
 
 
 def numpy_numbers(x: GA, out: GA):
-    tx, to = tl.tensor(x, [np.int64(4), np.int32(8)]), tl.tensor(out, [7, 4, 8])
+    tx, to = tl.tensor(x, [np.int64(4), np.int32(8)]), tl.tensor(out, [8, 4, 8])
     v = tl.load(tx, [np.int64(4), np.int32(8)], offsets=[np.int64(0), np.int32(0)])
     rows = [v + np.float32(1.5), np.float64(2.0) * v, v * np.int32(3),
             tl.maximum(v, np.float32(0)), tl.where(v > np.float16(0), v, np.float64(-1)),
             tl.broadcast_to(v.sum(np.int64(1), keep_dims=True), np.int64(4), np.int32(8)) +
             tl.full([np.int64(4), 8], np.float32(0.5), tl.float32),
             tl.concat([tl.copy(v, [2, 8], [np.int64(0), 0]), tl.copy(v, [2, 8], [2, np.int32(0)])],
-                      np.int64(0)) + tl.arange(np.int64(8), tl.int32).to(tl.float32)]
+                      np.int64(0)) + tl.arange(np.int64(8), tl.int32).to(tl.float32),
+            tl.where(tl.logical_and(v > 0, np.True_), v, np.float64(0))]  # a bool, not 1
     for k, r in enumerate(rows):
         tl.store(tl.expand_dims(r, np.int64(0)), to, offsets=[np.int64(k), 0, 0])
 
@@ -391,12 +392,12 @@ def numpy_numbers(x: GA, out: GA):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_numpy_scalars_work_as_python_numbers(backend):
     x = np.random.default_rng(2).uniform(-2, 2, (4, 8)).astype(np.float32)
-    out = np.full((7, 4, 8), np.nan, np.float32)
+    out = np.full((8, 4, 8), np.nan, np.float32)
     jit(numpy_numbers, backend)[1](x, out)
     xs = x.astype(np.float64)
     check(out, np.stack([xs + 1.5, 2 * xs, 3 * xs, np.maximum(xs, 0), np.where(xs > 0, xs, -1),
                          np.broadcast_to(xs.sum(1, keepdims=True), (4, 8)) + 0.5,
-                         xs + np.arange(8)]), "float32")
+                         xs + np.arange(8), np.where(xs > 0, xs, 0)]), "float32")
 
 
 def test_host_ceildiv_of_numpy_ints_is_a_python_int():
