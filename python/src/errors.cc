@@ -1,12 +1,23 @@
 #include "python/src/errors.h"
 
 #include <string>
+#include <string_view>
 
 #include "tileops/core/error.h"
 
 namespace tileops::python {
 
 namespace {
+
+PyObject* g_trace_error = nullptr;       // owned for the life of the process
+PyObject* g_trace_type_error = nullptr;  // (pybind's translators outlive any module object)
+
+// A tileops::Error raised while tracing a tile-language kernel: the tl builder, verifier and
+// bindings all start their messages with "tl: " (tl::trace_error, python::fail_at).
+bool is_trace_error(const Error& e) {
+  return std::string_view(e.what()).starts_with("tl: ") &&
+         (e.kind() == ErrorKind::kInvalidArgument || e.kind() == ErrorKind::kInvalidType);
+}
 
 PyObject* exception_for(ErrorKind kind) {
   switch (kind) {
@@ -23,16 +34,36 @@ PyObject* exception_for(ErrorKind kind) {
   }
 }
 
+PyObject* exception_for(const Error& e) {
+  if (is_trace_error(e)) {
+    return e.kind() == ErrorKind::kInvalidType ? g_trace_type_error : g_trace_error;
+  }
+  return exception_for(e.kind());
+}
+
+// class `name`(base, RuntimeError) in module tileops._C.tl.
+PyObject* new_trace_class(const char* name, PyObject* base, const char* doc) {
+  const py::tuple bases = py::make_tuple(py::handle(base), py::handle(PyExc_RuntimeError));
+  PyObject* type = PyErr_NewExceptionWithDoc(name, doc, bases.ptr(), nullptr);
+  if (type == nullptr) throw py::error_already_set();
+  return type;
+}
+
 }  // namespace
 
 void register_errors(py::module_& m) {
+  g_trace_error =
+      new_trace_class("tileops._C.tl.TraceError", PyExc_ValueError,
+                      "A kernel trace error (bad value, shape, construct); names file:line.");
+  g_trace_type_error = new_trace_class("tileops._C.tl.TraceTypeError", PyExc_TypeError,
+                                       "A kernel trace error about a type; names file:line.");
   // pybind11 wants a plain function pointer taking the exception_ptr by value.
   // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      PyErr_SetString(exception_for(e.kind()), e.what());
+      PyErr_SetString(exception_for(e), e.what());
     }
   });
   m.attr("_error_kinds") = py::dict(py::arg("invalid_argument") = py::handle(PyExc_ValueError),
@@ -40,6 +71,11 @@ void register_errors(py::module_& m) {
                                     py::arg("unsupported") = py::handle(PyExc_NotImplementedError),
                                     py::arg("out_of_memory") = py::handle(PyExc_MemoryError),
                                     py::arg("internal") = py::handle(PyExc_RuntimeError));
+}
+
+void add_trace_errors(py::module_& tl) {
+  tl.attr("TraceError") = py::handle(g_trace_error);
+  tl.attr("TraceTypeError") = py::handle(g_trace_type_error);
 }
 
 std::int64_t int_arg(py::handle obj, std::string_view op, std::string_view arg) {

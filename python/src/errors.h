@@ -16,6 +16,12 @@ namespace py = pybind11;
 // NotImplementedError, kOutOfMemory -> MemoryError, others -> RuntimeError; same message.
 void register_errors(py::module_& m);
 
+// Errors of a kernel trace ("tl: file.py:12: 'construct': ...") raise these subclasses, which
+// derive from RuntimeError as asc2's errors do and still from ValueError / TypeError as before:
+// TraceError(ValueError, RuntimeError), TraceTypeError(TypeError, RuntimeError). Made by
+// register_errors; added to tileops._C.tl by add_trace_errors.
+void add_trace_errors(py::module_& tl);
+
 // A Python int (or an object with __index__, not a bool) for integer argument `arg` of `op`:
 // TypeError for other types, ValueError for a value beyond int64 (pybind's cast would say only
 // "Unable to cast Python instance").

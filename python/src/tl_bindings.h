@@ -52,6 +52,28 @@ double to_number(py::handle obj, const tl::Loc& loc, std::string_view construct,
 // An int or a sequence of ints (reduction dims, permutations); None gives an empty list.
 std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view construct,
                          std::string_view arg);
+// One int (a dim, an axis): Python or numpy ints; a bool, float or sequence is a TypeError.
+int to_int(py::handle obj, const tl::Loc& loc, std::string_view construct, std::string_view arg);
+// asc2's varargs lists (`reshape(x, 4, 16)`, `transpose(x, 1, 0)`, `reduce_sum(x, 0, 1)`): the
+// positional `items`, or the keyword argument (None when absent) that may replace them. One item
+// is returned as it is (an int or a sequence), several as a tuple, none as None; both given is a
+// ValueError.
+py::object one_list(const py::args& items, py::handle keyword, std::string_view keyword_name,
+                    const tl::Loc& loc, std::string_view construct);
+// Axes (reduction dims, a permutation) from one_list; a bool among the positional items is a
+// TypeError saying that keep_dims is keyword-only. None or nothing gives an empty list.
+std::vector<int> to_axes(const py::args& axes, py::handle keyword, std::string_view keyword_name,
+                         const tl::Loc& loc, std::string_view construct);
+// A Python bool or numpy.bool_ (which numpy still lets pass as an index).
+bool is_bool(py::handle obj);
+
+// The asc2 call forms shared by the tl functions and the Value methods (tl_nn_functions.cc):
+// reductions over axes given as varargs, an int, a sequence or dims=/axis= (keep_dims keyword
+// only), transpose by varargs or a permutation, reshape by varargs or a shape.
+tl::Value reduce_call(tl::ReduceOp op, py::handle x, const py::args& axes, py::handle dims,
+                      py::handle axis, bool keep_dims);
+tl::Value transpose_call(py::handle x, const py::args& axes, py::handle permutation);
+tl::Value reshape_call(py::handle x, const py::args& shape, py::handle shape_kw);
 
 // The Ranges of the trace running on this thread that are still open: a kernel body that
 // raised (or kept a tl.range iterator past `break`) leaves some; the kernel closes them while

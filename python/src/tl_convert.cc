@@ -40,7 +40,15 @@ bool inside_package(const char* file) {
 
 std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
 
+// numpy.bool_ has __index__ (deprecated): without this check it would read as the int 0 or 1.
+bool is_numpy_bool(py::handle obj) {
+  const std::string_view name = Py_TYPE(obj.ptr())->tp_name;
+  return name == "numpy.bool_" || name == "numpy.bool";
+}
+
 }  // namespace
+
+bool is_bool(py::handle obj) { return PyBool_Check(obj.ptr()) || is_numpy_bool(obj); }
 
 void set_package_dir(std::string_view dir) {
   const std::lock_guard<std::mutex> lock(g_names_mutex);
@@ -79,7 +87,7 @@ void fail_at(ErrorKind kind, const tl::Loc& loc, std::string_view construct,
 tl::Operand to_operand(py::handle obj, const tl::Loc& loc, std::string_view construct,
                        std::string_view arg) {
   if (py::isinstance<tl::Value>(obj)) return tl::Operand(py::cast<const tl::Value&>(obj), loc);
-  if (PyBool_Check(obj.ptr())) return tl::Operand(obj.ptr() == Py_True, loc);
+  if (is_bool(obj)) return tl::Operand(truth_of(obj), loc);
   if (PyLong_Check(obj.ptr()) || (PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()))) {
     int overflow = 0;
     const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
@@ -92,9 +100,6 @@ tl::Operand to_operand(py::handle obj, const tl::Loc& loc, std::string_view cons
     return tl::Operand(static_cast<std::int64_t>(v), loc);
   }
   if (PyFloat_Check(obj.ptr()) || py::hasattr(obj, "__float__")) {
-    if (py::hasattr(obj, "dtype") && py::str(obj.attr("dtype")).cast<std::string>() == "bool") {
-      return tl::Operand(truth_of(obj), loc);  // numpy.bool_
-    }
     return tl::Operand(float_of(obj), loc);
   }
   fail_at(ErrorKind::kInvalidType, loc, construct,
@@ -131,7 +136,7 @@ std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view co
   std::vector<int> ints;
   if (obj.is_none()) return ints;
   auto one = [&](py::handle item) {
-    if (!PyIndex_Check(item.ptr()) || PyBool_Check(item.ptr())) {
+    if (!PyIndex_Check(item.ptr()) || is_bool(item)) {
       fail_at(ErrorKind::kInvalidType, loc, construct,
               std::string(arg) + " must be an int or a sequence of ints, got " + type_name(item));
     }
@@ -151,6 +156,41 @@ std::vector<int> to_ints(py::handle obj, const tl::Loc& loc, std::string_view co
     one(obj);
   }
   return ints;
+}
+
+int to_int(py::handle obj, const tl::Loc& loc, std::string_view construct, std::string_view arg) {
+  if (py::isinstance<py::sequence>(obj) || obj.is_none()) {
+    fail_at(ErrorKind::kInvalidType, loc, construct,
+            std::string(arg) + " must be an int, got " + type_name(obj));
+  }
+  return to_ints(obj, loc, construct, arg).at(0);
+}
+
+py::object one_list(const py::args& items, py::handle keyword, std::string_view keyword_name,
+                    const tl::Loc& loc, std::string_view construct) {
+  if (!items.empty() && !keyword.is_none()) {
+    fail_at(ErrorKind::kInvalidArgument, loc, construct,
+            "give " + std::string(keyword_name) + " once: positionally or as " +
+                std::string(keyword_name) + "=, not both");
+  }
+  if (!keyword.is_none()) return py::reinterpret_borrow<py::object>(keyword);
+  if (items.size() == 1) return items[0];
+  if (items.empty()) return py::none();
+  return items;
+}
+
+std::vector<int> to_axes(const py::args& axes, py::handle keyword, std::string_view keyword_name,
+                         const tl::Loc& loc, std::string_view construct) {
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (is_bool(axes[i])) {
+      fail_at(ErrorKind::kInvalidType, loc, construct,
+              "axis argument " + std::to_string(i + 1) + " must be an int, got bool " +
+                  std::string(py::repr(axes[i])) +
+                  "; keep_dims is keyword-only: write keep_dims=True");
+    }
+  }
+  return to_ints(one_list(axes, keyword, keyword_name, loc, construct), loc, construct,
+                 keyword_name);
 }
 
 double to_number(py::handle obj, const tl::Loc& loc, std::string_view construct,

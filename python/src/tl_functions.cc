@@ -28,17 +28,28 @@ void with_offsets(const char* construct, const tl::Loc& loc, py::handle offsets,
   }
 }
 
+tl::TileLocation to_location(py::handle obj, const tl::Loc& loc) {
+  if (obj.is_none()) return tl::TileLocation::kAny;
+  if (!py::isinstance<tl::TileLocation>(obj)) {
+    fail_at(ErrorKind::kInvalidType, loc, "load",
+            "location must be a tl.TileLocation (UB, L1, L0A, L0B, L0C, BT, FB), got " +
+                std::string(py::repr(obj)));
+  }
+  return py::cast<tl::TileLocation>(obj);
+}
+
 tl::Value load(py::handle t, py::handle shape, py::handle offsets, py::handle tile_id,
-               py::handle pad_value) {
+               py::handle pad_value, py::handle location) {
   const tl::Loc loc = caller_loc();
   const tl::Value tensor = to_value(t, loc, "load", "tensor");
   const tl::Shape s = to_operands(shape, loc, "load", "shape");
   const tl::Operand pad = to_operand(pad_value, loc, "load", "pad_value");
+  const tl::TileLocation where = to_location(location, loc);
   tl::Value result;
   with_offsets(
       "load", loc, offsets, tile_id,
-      [&](const tl::IndexList& o) { result = tl::load(tensor, s, o, pad, loc); },
-      [&](const tl::TileId& id) { result = tl::load(tensor, s, id, pad, loc); });
+      [&](const tl::IndexList& o) { result = tl::load(tensor, s, o, pad, where, loc); },
+      [&](const tl::TileId& id) { result = tl::load(tensor, s, id, pad, where, loc); });
   return result;
 }
 
@@ -80,7 +91,10 @@ void bind_memory(py::module_& tl) {
       "A global view of a GlobalAddress with runtime extents (strides in elements).");
   tl.def("load", &load, py::arg("tensor"), py::arg("shape"), py::arg("offsets") = py::none(),
          py::arg("tile_id") = py::none(), py::arg("pad_value") = 0,
-         "A tile of static shape; out-of-bounds lanes read pad_value, never memory.");
+         py::arg("location") = py::none(),
+         "A tile of static shape; out-of-bounds lanes read pad_value, never memory. location= "
+         "(tl.TileLocation) is asc2's placement hint: checked against the tile's uses, no "
+         "effect on results.");
   tl.def("prefetch", &prefetch, py::arg("tensor"), py::arg("shape"), py::arg("offsets"),
          "A hint that the tile at offsets will be loaded soon; no effect on results.");
   tl.def("store", &store, py::arg("value"), py::arg("tensor"), py::arg("offsets") = py::none(),

@@ -21,39 +21,53 @@ constexpr NamedReduce kReductions[] = {
     {"any", ReduceOp::kAny},
 };
 
+// Value for arguments that a Python number may also fill (broadcast_to of a scalar).
+tl::Value value_or_number(py::handle x, const tl::Loc& loc, const char* construct) {
+  return to_operand(x, loc, construct, "x").value;
+}
+
 void bind_reductions(py::module_& tl) {
   for (const NamedReduce& r : kReductions) {
     const ReduceOp op = r.op;
     tl.def(
         r.name,
-        [op](py::handle x, py::handle dims, bool keep_dims) {
-          const tl::Loc loc = caller_loc();
-          const char* name = tl::name_of(op);
-          return tl::reduce(op, to_value(x, loc, name, "x"), to_ints(dims, loc, name, "dims"),
-                            keep_dims, loc);
+        [op](py::handle x, const py::args& axes, py::handle dims, py::handle axis, bool keep_dims) {
+          return reduce_call(op, x, axes, dims, axis, keep_dims);
         },
-        py::arg("x"), py::arg("dims") = py::none(), py::arg("keep_dims") = false,
-        "Over `dims` (an int or a sequence; None = everything, giving a scalar).");
+        py::arg("x"), py::arg("dims") = py::none(), py::arg("axis") = py::none(),
+        py::arg("keep_dims") = false,
+        "Over the axes given as ints (reduce_sum(x, 0, 1)), one int or sequence, or dims=/axis=; "
+        "none or None = everything, giving a scalar. keep_dims is keyword-only.");
+  }
+  for (const auto& [name, op] :
+       {std::pair{"argmax", ReduceOp::kArgmax}, std::pair{"argmin", ReduceOp::kArgmin}}) {
+    const ReduceOp arg_op = op;
+    const char* construct = name;
+    tl.def(
+        name,
+        [arg_op, construct](py::handle x, py::handle dim, const py::args& extra, bool keep_dims) {
+          const tl::Loc loc = caller_loc();
+          if (!extra.empty()) {
+            fail_at(ErrorKind::kInvalidType, loc, construct,
+                    "takes one dim, got " + std::to_string(extra.size() + 1) +
+                        " positional; keep_dims is keyword-only: write keep_dims=True");
+          }
+          if (is_bool(dim)) {
+            fail_at(ErrorKind::kInvalidType, loc, construct,
+                    "dim must be an int, got bool; keep_dims is keyword-only: write "
+                    "keep_dims=True");
+          }
+          return tl::reduce(arg_op, to_value(x, loc, construct, "x"),
+                            {to_int(dim, loc, construct, "dim")}, keep_dims, loc);
+        },
+        py::arg("x"), py::arg("dim"), py::arg("keep_dims") = false);
   }
   tl.def(
-      "argmax",
-      [](py::handle x, int dim, bool keep_dims) {
-        const tl::Loc loc = caller_loc();
-        return tl::argmax(to_value(x, loc, "argmax", "x"), dim, keep_dims, loc);
-      },
-      py::arg("x"), py::arg("dim"), py::arg("keep_dims") = false);
-  tl.def(
-      "argmin",
-      [](py::handle x, int dim, bool keep_dims) {
-        const tl::Loc loc = caller_loc();
-        return tl::argmin(to_value(x, loc, "argmin", "x"), dim, keep_dims, loc);
-      },
-      py::arg("x"), py::arg("dim"), py::arg("keep_dims") = false);
-  tl.def(
       "cumsum",
-      [](py::handle x, int axis) {
+      [](py::handle x, py::handle axis) {
         const tl::Loc loc = caller_loc();
-        return tl::cumsum(to_value(x, loc, "cumsum", "x"), axis, loc);
+        return tl::cumsum(to_value(x, loc, "cumsum", "x"), to_int(axis, loc, "cumsum", "axis"),
+                          loc);
       },
       py::arg("x"), py::arg("axis") = -1);
 }
@@ -61,12 +75,11 @@ void bind_reductions(py::module_& tl) {
 void bind_shape(py::module_& tl) {
   tl.def(
       "reshape",
-      [](py::handle x, py::handle shape) {
-        const tl::Loc loc = caller_loc();
-        return tl::reshape(to_value(x, loc, "reshape", "x"),
-                           to_operands(shape, loc, "reshape", "shape"), loc);
+      [](py::handle x, const py::args& shape, py::handle shape_kw) {
+        return reshape_call(x, shape, shape_kw);
       },
-      py::arg("x"), py::arg("shape"));
+      py::arg("x"), py::arg("shape") = py::none(),
+      "reshape(x, [4, 16]) or reshape(x, 4, 16): the same elements in row-major order.");
   tl.def(
       "ravel",
       [](py::handle x) {
@@ -76,42 +89,48 @@ void bind_shape(py::module_& tl) {
       py::arg("x"));
   tl.def(
       "expand_dims",
-      [](py::handle x, int axis) {
+      [](py::handle x, py::handle axis) {
         const tl::Loc loc = caller_loc();
-        return tl::expand_dims(to_value(x, loc, "expand_dims", "x"), axis, loc);
+        return tl::expand_dims(to_value(x, loc, "expand_dims", "x"),
+                               to_int(axis, loc, "expand_dims", "axis"), loc);
       },
       py::arg("x"), py::arg("axis"));
   tl.def(
       "squeeze",
-      [](py::handle x, int axis) {
+      [](py::handle x, py::handle axis) {
         const tl::Loc loc = caller_loc();
-        return tl::squeeze(to_value(x, loc, "squeeze", "x"), axis, loc);
+        return tl::squeeze(to_value(x, loc, "squeeze", "x"), to_int(axis, loc, "squeeze", "axis"),
+                           loc);
       },
       py::arg("x"), py::arg("axis"));
   tl.def(
       "broadcast_to",
-      [](py::handle x, py::handle shape) {
+      [](py::handle x, const py::args& shape, py::handle shape_kw) {
         const tl::Loc loc = caller_loc();
-        return tl::broadcast_to(to_operand(x, loc, "broadcast_to", "x").value,
-                                to_operands(shape, loc, "broadcast_to", "shape"), loc);
+        const py::object s = one_list(shape, shape_kw, "shape", loc, "broadcast_to");
+        if (s.is_none())
+          fail_at(ErrorKind::kInvalidArgument, loc, "broadcast_to", "no shape given");
+        return tl::broadcast_to(value_or_number(x, loc, "broadcast_to"),
+                                to_operands(s, loc, "broadcast_to", "shape"), loc);
       },
-      py::arg("x"), py::arg("shape"));
+      py::arg("x"), py::arg("shape") = py::none(),
+      "broadcast_to(x, [4, 8]) or broadcast_to(x, 4, 8) (NumPy rules; a scalar fills a tile).");
   tl.def(
       "transpose",
-      [](py::handle x, py::handle permutation) {
-        const tl::Loc loc = caller_loc();
-        return tl::transpose(to_value(x, loc, "transpose", "x"),
-                             to_ints(permutation, loc, "transpose", "permutation"), loc);
+      [](py::handle x, const py::args& axes, py::handle permutation) {
+        return transpose_call(x, axes, permutation);
       },
-      py::arg("x"), py::arg("permutation") = py::none());
+      py::arg("x"), py::arg("permutation") = py::none(),
+      "transpose(x) reverses the dims; transpose(x, 1, 0) or transpose(x, [1, 0]) permutes.");
 }
 
 void bind_builtins(py::module_& tl) {
   tl.def(
       "softmax",
-      [](py::handle x, int axis) {
+      [](py::handle x, py::handle axis) {
         const tl::Loc loc = caller_loc();
-        return tl::softmax(to_value(x, loc, "softmax", "x"), axis, loc);
+        return tl::softmax(to_value(x, loc, "softmax", "x"), to_int(axis, loc, "softmax", "axis"),
+                           loc);
       },
       py::arg("x"), py::arg("axis") = -1);
   tl.def(
@@ -125,19 +144,25 @@ void bind_builtins(py::module_& tl) {
       py::arg("x"), py::arg("gamma"), py::arg("eps") = 1e-6);
   tl.def(
       "layer_norm",
-      [](py::handle x, py::handle gamma, py::handle beta, py::handle eps,
-         bool return_stats) -> py::object {
+      [](py::handle x, py::handle gamma, py::handle beta, py::handle eps, bool keep_dims,
+         py::handle return_stats) -> py::object {
         const tl::Loc loc = caller_loc();
-        const tl::LayerNorm ln = tl::layer_norm(to_value(x, loc, "layer_norm", "x"),
-                                                to_value(gamma, loc, "layer_norm", "gamma"),
-                                                to_value(beta, loc, "layer_norm", "beta"),
-                                                to_number(eps, loc, "layer_norm", "eps"), loc);
-        if (!return_stats) return py::cast(ln.out);
+        // return_stats (before asc2's form): False gives out alone, True the stats with the
+        // last dim kept.
+        const bool legacy = !return_stats.is_none();
+        const bool stats = !legacy || truth_of(return_stats);
+        const tl::LayerNorm ln = tl::layer_norm(
+            to_value(x, loc, "layer_norm", "x"), to_value(gamma, loc, "layer_norm", "gamma"),
+            to_value(beta, loc, "layer_norm", "beta"), to_number(eps, loc, "layer_norm", "eps"),
+            keep_dims || legacy, loc);
+        if (!stats) return py::cast(ln.out);
         return py::make_tuple(ln.out, ln.mean, ln.rstd);
       },
-      py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("eps") = 1e-5,
-      py::arg("return_stats") = false,
-      "out, or (out, mean, rstd) with return_stats=True (mean/rstd float32, last dim kept).");
+      py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("eps") = 1e-5, py::kw_only(),
+      py::arg("keep_dims") = false, py::arg("return_stats") = py::none(),
+      "(out, mean, rstd) as asc2: mean and rstd float32 (float64 for float64 x) with the "
+      "normalised last dim removed ([R, C] -> [R]), or kept as 1 with keep_dims=True. "
+      "return_stats=False gives out alone (return_stats=True: the stats with the dim kept).");
   tl.def(
       "matmul",
       [](py::handle a, py::handle b, py::handle bias) {
@@ -164,9 +189,12 @@ void bind_programming_model(py::module_& tl) {
   tl.def(
       "ceildiv",
       [](py::handle a, py::handle b) -> py::object {
-        // Two Python ints stay a Python int: shapes computed from ConstExprs remain static.
-        if (PyLong_Check(a.ptr()) && PyLong_Check(b.ptr()) && !PyBool_Check(a.ptr()) &&
-            !PyBool_Check(b.ptr())) {
+        // Two ints (Python or numpy) give a Python int: host-side tiling math, and shapes
+        // computed from ConstExprs inside a kernel stay static.
+        const auto host_int = [](py::handle v) {
+          return PyIndex_Check(v.ptr()) && !is_bool(v) && !py::isinstance<tl::Value>(v);
+        };
+        if (host_int(a) && host_int(b)) {
           const auto n = int_arg(a, "tl.ceildiv", "a"), d = int_arg(b, "tl.ceildiv", "b");
           if (d != 0 && !(d == -1 && n == INT64_MIN)) {  // INT64_MIN / -1 overflows
             const bool round_up = n % d != 0 && (n < 0) == (d < 0);
@@ -180,14 +208,43 @@ void bind_programming_model(py::module_& tl) {
       py::arg("a"), py::arg("b"));
   tl.def(
       "num_tiles",
-      [](py::handle t, int axis, std::int64_t tile) {
+      [](py::handle t, py::handle axis, py::handle tile) {
         const tl::Loc loc = caller_loc();
-        return tl::num_tiles(to_value(t, loc, "num_tiles", "tensor"), axis, tile, loc);
+        return tl::num_tiles(to_value(t, loc, "num_tiles", "tensor"),
+                             to_int(axis, loc, "num_tiles", "axis"),
+                             int_arg(tile, "tl.num_tiles", "tile"), loc);
       },
       py::arg("tensor"), py::arg("axis"), py::arg("tile"));
 }
 
 }  // namespace
+
+tl::Value reduce_call(ReduceOp op, py::handle x, const py::args& axes, py::handle dims,
+                      py::handle axis, bool keep_dims) {
+  const tl::Loc loc = caller_loc();
+  const char* name = tl::name_of(op);
+  if (!dims.is_none() && !axis.is_none()) {
+    fail_at(ErrorKind::kInvalidArgument, loc, name, "give dims= or axis=, not both");
+  }
+  const bool by_axis = !axis.is_none();
+  return tl::reduce(op, to_value(x, loc, name, "x"),
+                    to_axes(axes, by_axis ? axis : dims, by_axis ? "axis" : "dims", loc, name),
+                    keep_dims, loc);
+}
+
+tl::Value transpose_call(py::handle x, const py::args& axes, py::handle permutation) {
+  const tl::Loc loc = caller_loc();
+  return tl::transpose(to_value(x, loc, "transpose", "x"),
+                       to_axes(axes, permutation, "permutation", loc, "transpose"), loc);
+}
+
+tl::Value reshape_call(py::handle x, const py::args& shape, py::handle shape_kw) {
+  const tl::Loc loc = caller_loc();
+  const py::object s = one_list(shape, shape_kw, "shape", loc, "reshape");
+  if (s.is_none()) fail_at(ErrorKind::kInvalidArgument, loc, "reshape", "no shape given");
+  return tl::reshape(to_value(x, loc, "reshape", "x"), to_operands(s, loc, "reshape", "shape"),
+                     loc);
+}
 
 void bind_tl_nn_functions(py::module_& tl) {
   bind_reductions(tl);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "python/src/errors.h"
 #include "python/src/tl_bindings.h"
 #include "tileops/core/error.h"
 
@@ -61,6 +62,16 @@ constexpr BinaryDunder kInPlace[] = {
     {"__ilshift__", nullptr, BinaryOp::kShl},        {"__irshift__", nullptr, BinaryOp::kShr},
 };
 
+// Tile methods named as asc2's (x.sum(), x.max(), ...).
+struct NamedReduce {
+  const char* name;
+  tl::ReduceOp op;
+};
+constexpr NamedReduce kMethodReductions[] = {
+    {"sum", tl::ReduceOp::kSum},   {"max", tl::ReduceOp::kMax},   {"min", tl::ReduceOp::kMin},
+    {"mean", tl::ReduceOp::kMean}, {"prod", tl::ReduceOp::kProd},
+};
+
 // `if v:`, `while v:`, `and`/`or`/`not`, int(v): a traced value is not known while tracing.
 [[noreturn]] void no_python_value(const char* what) {
   fail_at(ErrorKind::kInvalidArgument, caller_loc(), what,
@@ -103,12 +114,38 @@ void bind_enums(py::module_& tl) {
                  tl::RoundMode::kTrunc, tl::RoundMode::kHalfAway}) {
     mode.value(tl::name_of(m), m);
   }
+  py::enum_<tl::TileLocation> location(
+      tl, "TileLocation",
+      "asc2's tile placement hint for tl.load(location=): UB (vector buffer), L1 (cube staging), "
+      "L0A / L0B (a matmul's left / right operand), L0C (its accumulator), BT (its bias), FB "
+      "(fixpipe). Checked against the tile's uses; no effect on CPU code.");
+  for (auto l : {tl::TileLocation::kUB, tl::TileLocation::kL1, tl::TileLocation::kL0A,
+                 tl::TileLocation::kL0B, tl::TileLocation::kL0C, tl::TileLocation::kBT,
+                 tl::TileLocation::kFB}) {
+    location.value(tl::name_of(l), l);
+  }
 }
 
 }  // namespace
 
 void bind_tl_values(py::module_& tl) {
   bind_enums(tl);
+  add_trace_errors(tl);
+  tl.def(
+      "_set_int_division",
+      [](const std::string& mode) {
+        tl::IntDivision next = tl::IntDivision::kTrue;
+        if (mode == "trunc") {
+          next = tl::IntDivision::kTrunc;
+        } else if (mode != "default") {
+          throw_argument_error(ErrorKind::kInvalidArgument, "tl._set_int_division", "mode",
+                               "'trunc' or 'default'", "'" + mode + "'");
+        }
+        return tl::set_int_division(next) == tl::IntDivision::kTrunc ? "trunc" : "default";
+      },
+      py::arg("mode"),
+      "This thread's integer `/` while tracing: 'trunc' (asc2: an integer quotient truncated "
+      "toward zero) or 'default' (true division in float32). Returns the previous mode.");
   py::class_<tl::Value> value(tl, "Value",
                               "A traced scalar, tile (static shape) or global tensor. Valid only "
                               "while the kernel that made it is being traced.");
@@ -141,6 +178,10 @@ void bind_tl_values(py::module_& tl) {
           "dim", [](const tl::Value& v, int axis) { return v.dim(axis, caller_loc()); },
           py::arg("axis"), "A global tensor's runtime extent along `axis` (an int64 scalar).")
       .def("__repr__", &repr)
+      .def("transpose", &transpose_call, py::arg("permutation") = py::none(),
+           "x.transpose() reverses the dims; x.transpose(1, 0) or x.transpose([1, 0]).")
+      .def("reshape", &reshape_call, py::arg("shape") = py::none(),
+           "x.reshape(4, 16) or x.reshape([4, 16]).")
       .def("__bool__", [](const tl::Value&) -> bool { no_python_value("bool"); })
       .def("__index__", [](const tl::Value&) -> std::int64_t { no_python_value("int"); })
       .def("__float__", [](const tl::Value&) -> double { no_python_value("float"); })
@@ -156,6 +197,17 @@ void bind_tl_values(py::module_& tl) {
       .def("__rmatmul__", [](const tl::Value& b, const tl::Value& a) {
         return tl::matmul(a, b, tl::Value(), caller_loc());
       });
+  for (const NamedReduce& r : kMethodReductions) {
+    const tl::ReduceOp op = r.op;
+    value.def(
+        r.name,
+        [op](py::handle x, const py::args& axes, py::handle dims, py::handle axis, bool keep_dims) {
+          return reduce_call(op, x, axes, dims, axis, keep_dims);
+        },
+        py::arg("dims") = py::none(), py::arg("axis") = py::none(), py::arg("keep_dims") = false,
+        "Reduction over the axes given as ints (x.sum(0, 1)), one int or sequence, or "
+        "dims=/axis=; none = everything (a scalar). keep_dims is keyword-only.");
+  }
   for (const BinaryDunder& d : kBinaryDunders) {
     const BinaryOp op = d.op;
     value.def(d.name, [op](py::handle a, py::handle b) { return binary(op, a, b); });

@@ -39,7 +39,7 @@ enum class OpKind : std::uint8_t {
   kBlockNum,   // result int64 scalar
   kTensor,     // operands: ptr, shape..., [strides...]; attrs: ints[0] = rank, flag has_strides
   kTensorDim,  // operands: tensor; attrs: axis; result int64 scalar
-  kLoad,       // operands: tensor, offsets..., pad (scalar); attrs: shape
+  kLoad,       // operands: tensor, offsets..., pad (scalar); attrs: shape, location
   kStore,      // operands: value, tensor, offsets..., [mask count]; flag: has mask
   kAtomic,     // operands: value, tensor, offsets..., [mask count]; sub: AtomicOp
   kPrefetch,   // operands: tensor, offsets...; attrs: shape (a hint; no result)
@@ -124,6 +124,11 @@ enum class BinaryOp : std::uint8_t {
 enum class ReduceOp : std::uint8_t { kSum, kMax, kMin, kProd, kMean, kArgmax, kArgmin, kAll, kAny };
 enum class AtomicOp : std::uint8_t { kAdd, kMax, kMin };
 enum class RoundMode : std::uint8_t { kRint, kFloor, kCeil, kTrunc, kHalfAway };
+// Where a loaded tile lives on an Ascend core (asc2's TileLocation): the vector unit's buffer
+// (UB), the cube's staging buffer (L1), its left/right operand buffers (L0A, L0B), its
+// accumulator (L0C), the bias table (BT) and the fixpipe buffer (FB). kAny: not given. A hint:
+// the verifier checks it against the tile's uses; no backend here changes its code for it.
+enum class TileLocation : std::uint8_t { kAny, kUB, kL1, kL0A, kL0B, kL0C, kBT, kFB };
 
 const char* name_of(OpKind kind);
 const char* name_of(UnaryOp op);
@@ -131,6 +136,7 @@ const char* name_of(BinaryOp op);
 const char* name_of(ReduceOp op);
 const char* name_of(AtomicOp op);
 const char* name_of(RoundMode mode);
+const char* name_of(TileLocation location);  // "UB", "L0A", ... ("any" for kAny)
 
 struct Region;
 
@@ -147,6 +153,7 @@ struct Op {
   std::vector<int> results;
   std::vector<Region> regions;
   SourceLoc loc;
+  TileLocation location = TileLocation::kAny;  // kLoad: the location= hint
 };
 
 struct Region {
@@ -183,8 +190,9 @@ std::string print(const Function& function, bool locations = false);
 std::uint64_t hash_ir(const Function& function);
 
 // Checks SSA scoping (every operand defined before use, in an enclosing region), every op's
-// operand types and attributes, and loop/branch result types. Throws tileops::Error naming the
-// construct and the source location of the first offending op.
+// operand types and attributes, loop/branch result types, and that tiles loaded with a
+// TileLocation are used as that memory allows (L0A/L0B: a matmul's left/right operand). Throws
+// tileops::Error naming the construct and the source location of the first offending op.
 void verify(const Function& function);
 
 // Ops that only compute values (removable when unused); stores, atomics, loops, ifs are not.

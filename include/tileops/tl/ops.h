@@ -26,6 +26,13 @@ Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
            const Operand& pad_value = Operand(0), Loc loc = Loc::current());
 Value load(const Value& tensor, const Shape& shape, const TileId& tile_id,
            const Operand& pad_value = Operand(0), Loc loc = Loc::current());
+// The same, with asc2's TileLocation hint recorded on the load (ir.h): the verifier checks the
+// tile's uses against it (an L0A tile feeds only a matmul's left operand, ...); no effect on
+// results.
+Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
+           const Operand& pad_value, TileLocation location, Loc loc = Loc::current());
+Value load(const Value& tensor, const Shape& shape, const TileId& tile_id, const Operand& pad_value,
+           TileLocation location, Loc loc = Loc::current());
 // A hint that the tile at `offsets` will be loaded soon: no effect on results, any offsets
 // (out-of-bounds parts are ignored). The cpu backend fetches a tile that lies in the tensor,
 // contiguous in memory, into the cache a few lines at a time during the vector loops that
@@ -85,6 +92,14 @@ Value operator>>(const Operand& a, const Operand& b);
 Value operator-(const Operand& x);
 Value operator~(const Operand& x);
 Value operator!(const Operand& x);
+
+// What `/` means between two integer operands on this thread: kTrue (the default, Python's true
+// division, computed in float32) or kTrunc (asc2's: an integer quotient truncated toward zero,
+// as C; a zero divisor gives 0 as floordiv does). The asc2 front-end sets kTrunc for the length
+// of a trace; set_int_division returns the previous mode so that it can be restored.
+enum class IntDivision : std::uint8_t { kTrue, kTrunc };
+IntDivision set_int_division(IntDivision mode);
+IntDivision int_division();
 
 Value floordiv(const Operand& a, const Operand& b, Loc loc = Loc::current());
 Value maximum(const Operand& a, const Operand& b, Loc loc = Loc::current());
@@ -163,11 +178,15 @@ Value softmax(const Value& x, int axis = -1, Loc loc = Loc::current());
 // Normalises the last dim; gamma (and beta) are 1-D tiles of its width. Computed in float32 (or
 // float64 for float64 x) and rounded to x's dtype.
 Value rms_norm(const Value& x, const Value& gamma, double eps, Loc loc = Loc::current());
+// mean and rstd are float32 (float64 for float64 x), of x's shape with the last dim kept as 1,
+// or removed with keep_dims = false (asc2's form; a 1-D x gives scalars).
 struct LayerNorm {
-  Value out, mean, rstd;  // mean, rstd: float32 (float64 for float64 x), last dim kept as 1
+  Value out, mean, rstd;
 };
 LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, double eps,
                      Loc loc = Loc::current());
+LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, double eps,
+                     bool keep_dims, Loc loc = Loc::current());
 
 // --- matmul --------------------------------------------------------------------------------
 // 2-D tiles [M, K] @ [K, N] (float32/float16/bfloat16/fp8 in, float32 out); bias broadcasts

@@ -25,7 +25,45 @@ int not_zero(Tracer& t, int x, const Loc& loc) {
   return t.append1(std::move(ne));
 }
 
+thread_local IntDivision g_int_division = IntDivision::kTrue;
+
+bool is_int(DataType dtype) { return !is_floating(dtype) && dtype != DataType::kBool; }
+
+// a / b truncated toward zero from the floor quotient q: q + 1 where the division is inexact
+// and q is negative (the operands' signs differ). A zero divisor gives 0 (floordiv's 0, mod's 0).
+Value truncating_division(Tracer& t, int ia, int ib, const Loc& loc) {
+  const Operand a(Value::from_id(ia), loc), b(Value::from_id(ib), loc);
+  const auto ca = t.constant_value(ia);
+  const auto cb = t.constant_value(ib);
+  if (ca && cb) {  // trace-time extents stay static
+    const auto x = static_cast<std::int64_t>(*ca);
+    const auto y = static_cast<std::int64_t>(*cb);
+    std::int64_t q = 0;
+    if (y == -1) {
+      q = static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x));  // wraps as the kernel
+    } else if (y != 0) {
+      q = x / y;
+    }
+    return Value::from_id(t.constant(static_cast<long double>(q), t.type_of(ia).dtype,
+                                     t.is_weak(ia) && t.is_weak(ib), to_loc(loc)));
+  }
+  const Operand zero(0, loc), one(1, loc);
+  const Value q = binary(BinaryOp::kFloorDiv, a, b, loc);
+  const Value inexact = binary(BinaryOp::kNe, binary(BinaryOp::kMod, a, b, loc), zero, loc);
+  const Value round_up =
+      binary(BinaryOp::kLogicalAnd, inexact, binary(BinaryOp::kLt, q, zero, loc), loc);
+  return where(round_up, binary(BinaryOp::kAdd, q, one, loc), q, loc);
+}
+
 }  // namespace
+
+IntDivision set_int_division(IntDivision mode) {
+  const IntDivision previous = g_int_division;
+  g_int_division = mode;
+  return previous;
+}
+
+IntDivision int_division() { return g_int_division; }
 
 Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
   const char* construct = name_of(op);
@@ -34,6 +72,9 @@ Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
   need_value(t, b, construct);
   auto [ia, ib] = promote(t, a, b, loc);
   const DataType dtype = t.type_of(ia).dtype;
+  if (op == BinaryOp::kDiv && g_int_division == IntDivision::kTrunc && is_int(dtype)) {
+    return truncating_division(t, ia, ib, loc);
+  }
   // True division and pow of integers compute in float32 (Python semantics).
   if ((op == BinaryOp::kDiv || op == BinaryOp::kPow) && !is_floating(dtype)) {
     ia = coerce(t, ia, DataType::kFloat32, loc);

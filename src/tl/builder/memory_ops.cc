@@ -87,8 +87,24 @@ Value Value::dim(int axis, Loc loc) const {
 
 Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
            const Operand& pad_value, Loc loc) {
+  return load(tensor, shape, offsets, pad_value, TileLocation::kAny, loc);
+}
+
+Value load(const Value& tensor, const Shape& shape, const TileId& tile_id, const Operand& pad_value,
+           Loc loc) {
+  return load(tensor, shape, tile_id, pad_value, TileLocation::kAny, loc);
+}
+
+Value load(const Value& tensor, const Shape& shape, const TileId& tile_id, const Operand& pad_value,
+           TileLocation location, Loc loc) {
+  return load(tensor, shape, tile_offsets(shape, tile_id, "load", loc), pad_value, location, loc);
+}
+
+Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
+           const Operand& pad_value, TileLocation location, Loc loc) {
   Tracer& t = Tracer::current("load", loc);
   Op op = make_op(OpKind::kLoad, loc);
+  op.location = location;
   op.ints = static_shape(t, shape, "load");
   op.operands = {tensor.id()};
   for (int o : offsets_of(t, tensor, offsets, "load", loc)) op.operands.push_back(o);
@@ -98,11 +114,6 @@ Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
   }
   op.operands.push_back(coerce(t, pad, t.type_of(tensor.id()).dtype, loc));
   return Value::from_id(t.append1(std::move(op)));
-}
-
-Value load(const Value& tensor, const Shape& shape, const TileId& tile_id, const Operand& pad_value,
-           Loc loc) {
-  return load(tensor, shape, tile_offsets(shape, tile_id, "load", loc), pad_value, loc);
 }
 
 void prefetch(const Value& tensor, const Shape& shape, const IndexList& offsets, Loc loc) {

@@ -27,6 +27,12 @@ void need_row_vector(const Value& x, const Value& v, const char* what, const cha
   }
 }
 
+// [..., 1] without its last dim; [1] becomes a scalar (as a full reduction gives).
+Value squeeze_last(const Value& v, const Loc& loc) {
+  if (v.shape().size() == 1) return reduce_sum(v, {}, false, loc);
+  return squeeze(v, -1, loc);
+}
+
 }  // namespace
 
 Value matmul(const Value& a, const Value& b, const Value& bias, Loc loc) {
@@ -67,6 +73,11 @@ Value rms_norm(const Value& x, const Value& gamma, double eps, Loc loc) {
 }
 
 LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, double eps, Loc loc) {
+  return layer_norm(x, gamma, beta, eps, true, loc);
+}
+
+LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, double eps,
+                     bool keep_dims, Loc loc) {
   need_float_tile(x, "layer_norm", loc);
   need_row_vector(x, gamma, "gamma", "layer_norm", loc);
   need_row_vector(x, beta, "beta", "layer_norm", loc);
@@ -77,7 +88,9 @@ LayerNorm layer_norm(const Value& x, const Value& gamma, const Value& beta, doub
   const Value rstd = rsqrt(reduce_mean(centred * centred, {-1}, true, loc) + eps, loc);
   const Value y =
       centred * rstd * gamma.to(ct, RoundMode::kRint, loc) + beta.to(ct, RoundMode::kRint, loc);
-  return LayerNorm{y.to(x.dtype(), RoundMode::kRint, loc), mean, rstd};
+  if (keep_dims) return LayerNorm{y.to(x.dtype(), RoundMode::kRint, loc), mean, rstd};
+  return LayerNorm{y.to(x.dtype(), RoundMode::kRint, loc), squeeze_last(mean, loc),
+                   squeeze_last(rstd, loc)};
 }
 
 }  // namespace tileops::tl

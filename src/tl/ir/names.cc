@@ -56,6 +56,11 @@ const char* name_of(RoundMode mode) {
   return pick(kNames, static_cast<std::size_t>(mode));
 }
 
+const char* name_of(TileLocation location) {
+  static const char* const kNames[] = {"any", "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"};
+  return pick(kNames, static_cast<std::size_t>(location));
+}
+
 const char* name_of(const Op& op) {
   switch (op.kind) {
     case OpKind::kUnary:

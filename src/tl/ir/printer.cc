@@ -123,6 +123,11 @@ class Printer {
       case OpKind::kPrefetch:
         a.push_back("shape=" + list(op.ints));
         break;
+      case OpKind::kLoad:
+        if (op.location != TileLocation::kAny) {
+          a.push_back(std::string("location=") + name_of(op.location));
+        }
+        break;
       case OpKind::kMatmul:
         if (op.flag) a.emplace_back("acc");
         break;

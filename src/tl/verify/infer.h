@@ -32,4 +32,8 @@ std::vector<std::int64_t> broadcast_shapes(const std::vector<std::int64_t>& a,
 // its results. Regions of for/if are checked for their argument and yield types only.
 std::vector<Type> infer_result_types(const Function& function, const Op& op);
 
+// Checks the uses of every tile loaded with a TileLocation against what that memory allows
+// (tile_locations.cc); throws naming the offending use's construct and source location.
+void verify_tile_locations(const Function& function);
+
 }  // namespace tileops::tl

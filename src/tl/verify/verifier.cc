@@ -83,6 +83,9 @@ class Verifier {
 
 }  // namespace
 
-void verify(const Function& function) { Verifier(function).run(); }
+void verify(const Function& function) {
+  Verifier(function).run();
+  verify_tile_locations(function);
+}
 
 }  // namespace tileops::tl
