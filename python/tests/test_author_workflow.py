@@ -256,3 +256,83 @@ def test_environment_names_the_package_for_the_executable():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     result = executable("check", "--json", str(Path(__file__)), env=env)
     assert result.returncode == 1 and json.loads(result.stdout)["errors"] >= 1, result.stderr
+
+
+# --- the capability matrix (scripts/capabilities.py) ---------------------------------------
+
+CAPABILITIES = Path(__file__).resolve().parents[2] / "scripts" / "capabilities.py"
+
+
+def junit(path, cases, ctest=False):
+    """A JUnit file of (name, classname, outcome) cases, as CTest or pytest write them."""
+    rows = []
+    for name, classname, outcome in cases:
+        child = {"fail": '<failure message="x"/>', "skip": '<skipped message="x"/>'}.get(
+            outcome, "")
+        status = f' status="{"fail" if outcome == "fail" else "run"}"' if ctest else ""
+        rows.append(f'<testcase name="{name}" classname="{classname}"{status}>{child}</testcase>')
+    path.write_text(f'<?xml version="1.0"?><testsuite tests="{len(rows)}">{"".join(rows)}'
+                    "</testsuite>")
+    return path
+
+
+def capabilities(*args, cwd=None):
+    return subprocess.run([sys.executable, str(CAPABILITIES), *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def cells(text):
+    """(construct, dtype) -> [interp, cpu, cuda] of the matrix's rows."""
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            parts = [p.strip() for p in line.strip("|").split("|")]
+            rows[(parts[0].strip("`"), parts[1])] = parts[2:]
+    return rows
+
+
+def test_capability_matrix_maps_test_names_to_cells(tmp_path):
+    ctest = junit(tmp_path / "ctest.xml", [
+        ("tl/tl_golden_test", "tl/tl_golden_test", "pass"),
+        ("tl/tl_golden_test_cpu", "tl/tl_golden_test_cpu", "fail"),
+        ("python/pytest", "python/pytest", "fail"),  # not tile-language evidence
+    ], ctest=True)
+    pytest_xml = junit(tmp_path / "pytest.xml", [
+        ("test_unary[exp]", "python.tests.test_tl_ops", "pass"),
+        ("test_unary[log]", "python.tests.test_tl_ops", "fail"),
+        ("test_unary[sin]", "python.tests.test_tl_ops", "skip"),
+        ("test_vadd[float16-1000]", "python.tests.test_tl_golden", "pass"),
+        ("test_directed_rounding_into_hifloat8_steps_by_value[interp]",
+         "python.tests.test_tl_ops", "pass"),
+    ])
+    out = tmp_path / "capabilities.md"
+    result = capabilities("--ctest", ctest, "--pytest", pytest_xml, "--output", out)
+    assert result.returncode == 0, result.stderr
+    rows = cells(out.read_text())
+    assert rows[("exp", "any")] == ["untested", "pass", "untested"]  # auto: cpu
+    assert rows[("log", "any")] == ["untested", "**FAIL**", "untested"]
+    assert rows[("sin", "any")] == ["untested", "untested", "untested"]  # a skip is no evidence
+    assert rows[("add", "float16")][1] == "pass"  # the dtype from the id
+    # tl_golden_test covers jit: passed on interp, failed on cpu.
+    assert rows[("jit", "any")] == ["pass", "**FAIL**", "untested"]
+    assert ("exp", "float32") not in rows and ("cuda", "any") not in rows
+
+
+def test_capability_matrix_is_deterministic_and_checked(tmp_path):
+    cases = [(f"test_unary[{n}]", "test_tl_ops", "pass") for n in ("exp", "tanh", "abs")]
+    a = junit(tmp_path / "a.xml", cases)
+    b = junit(tmp_path / "b.xml", cases[::-1])
+    ctest = junit(tmp_path / "ctest.xml", [], ctest=True)
+    out = tmp_path / "capabilities.md"
+    assert capabilities("--ctest", ctest, "--pytest", a, "--output", out).returncode == 0
+    first = out.read_text()
+    assert capabilities("--ctest", ctest, "--pytest", b, "--check", "--output",
+                        out).returncode == 0
+    assert cells(first)[("abs", "any")] == ["untested", "pass", "untested"]
+    failed = [(n, c, "fail" if "exp" in n else o) for n, c, o in cases]
+    stale = capabilities("--ctest", ctest, "--pytest", junit(tmp_path / "c.xml", failed),
+                         "--check", "--output", out)
+    assert stale.returncode == 1 and "is stale" in stale.stderr
+    assert "scripts/capabilities.py --ctest" in stale.stderr
+    missing = capabilities("--ctest", tmp_path / "none.xml", "--pytest", a, "--check")
+    assert missing.returncode == 2 and "run the tests first" in missing.stderr
