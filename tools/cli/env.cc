@@ -189,6 +189,7 @@ struct Facts {
   std::map<std::string, std::string> python_versions;
   std::vector<std::string> simd_targets;
   std::string simd_dispatch;
+  std::string jit_target;  // -march of the cpu backend's kernels
   int threads = 0;
   std::vector<Problem> problems;
 };
@@ -209,6 +210,7 @@ Facts gather() {
   f.python_versions = probe_python(f.python);
   f.simd_targets = cpu_simd_targets();
   f.simd_dispatch = cpu_best_simd_target();
+  f.jit_target = tl::cpu::resolve_target(tl::Options{});
   f.threads = ThreadPool::global().num_threads();
   auto& p = f.problems;
   if (f.compiler.empty()) {
@@ -252,7 +254,7 @@ std::string to_json(const Facts& f) {
   std::string targets;
   for (const std::string& t : f.simd_targets) targets += (targets.empty() ? "" : ", ") + quoted(t);
   j += "  \"cpu\": {\"simd_targets\": [" + targets + "], \"dispatch\": " + quoted(f.simd_dispatch) +
-       ", \"threads\": " + std::to_string(f.threads) +
+       ", \"jit_target\": " + quoted(f.jit_target) + ", \"threads\": " + std::to_string(f.threads) +
        ", \"amx_bf16\": " + (cpu_amx_bf16() ? "true" : "false") + "},\n";
   j += "  \"python\": {\"executable\": " + quoted(f.python) +
        ", \"version\": " + version_or_null(f.python_versions, "python") +
@@ -290,8 +292,9 @@ void print_author_facts(const Facts& f) {
   if (f.compiler.empty()) {
     std::printf("compiler: none\n");
   } else {
-    std::printf("compiler: %s (%s); test compile of a tl kernel: %s (%.2f s)\n", f.compiler.c_str(),
-                f.compiler_version.c_str(), f.cpu.ok ? "ok" : "FAILED", f.cpu.seconds);
+    std::printf("compiler: %s (%s); test compile of a tl kernel for -march=%s: %s (%.2f s)\n",
+                f.compiler.c_str(), f.compiler_version.c_str(), f.jit_target.c_str(),
+                f.cpu.ok ? "ok" : "FAILED", f.cpu.seconds);
   }
   std::printf("cache: %s (%s)\n", f.cache.path.empty() ? "-" : f.cache.path.c_str(),
               f.cache.error.empty() ? "private, writable" : "REFUSED");
