@@ -115,11 +115,16 @@ std::map<std::string, std::string> probe_python(const std::string& python) {
   static const char* const kScript =
       "import platform\n"
       "print('python', platform.python_version())\n"
-      "for m in ('numpy', 'torch', 'pytest'):\n"
+      "for m in ('numpy', 'pytest'):\n"
       "    try:\n"
       "        print(m, __import__(m).__version__)\n"
       "    except Exception:\n"
-      "        print(m, '-')\n";
+      "        print(m, '-')\n"
+      "try:\n"  // torch is optional: its metadata, not a 3-second import
+      "    from importlib import metadata\n"
+      "    print('torch', metadata.version('torch'))\n"
+      "except Exception:\n"
+      "    print('torch', '-')\n";
   std::map<std::string, std::string> found;
   int fds[2];
   if (::pipe(fds) != 0) return found;

@@ -7,6 +7,7 @@ each run (what ``backend="auto"`` picks; an explicit ``backend=`` in the code st
 
 import ast
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -42,11 +43,15 @@ def _first_line(argv):
 
 def versions():
     found = {"python": platform.python_version(), "executable": sys.executable}
-    for module in ("tileops", "numpy", "torch", "pytest"):
+    for module in ("tileops", "numpy", "pytest"):
         try:
             found[module] = __import__(module).__version__
         except Exception:  # noqa: BLE001 - absent or broken: recorded, not fatal
             found[module] = None
+    try:  # optional: its metadata rather than a slow import
+        found["torch"] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        found["torch"] = None
     compiler = find_compiler()
     found["compiler"] = _first_line([compiler, "--version"]) if compiler else None
     return found
