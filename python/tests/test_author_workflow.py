@@ -132,10 +132,12 @@ def test_check_finds_each_planted_error(tmp_path, rule, severity, old, planted, 
     assert f"{path}:{expected}: {severity}: " in result.stdout and f"[{rule}]" in result.stdout
 
 
-def test_constexpr_shapes_and_tile_attributes_are_accepted(tmp_path):
+def test_constexpr_shapes_tile_attributes_and_branch_lambdas_are_accepted(tmp_path):
     source = KERNEL.replace("tl.load(tb, [tile], offsets=[i * tile])",
                             "tl.reshape(tl.load(tb, [tile // 2, 2], offsets=[i * tile, 0]), "
                             "xs.shape)")
+    source = source.replace(LOOP, LOOP + "\n        tl.if_(n > 0, lambda: tl.store(xs, ty, "
+                            "offsets=[i * tile]))")
     path = tmp_path / "kernel.py"
     path.write_text(source)
     assert check.check_file(path) == []

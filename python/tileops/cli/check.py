@@ -5,8 +5,9 @@ Each finding is ``file:line: error|warning: message [rule]``; errors make the ex
 Rules (docs/author-workflow.md explains each):
   syntax         the file is valid Python
   jit-kernel     a function decorated with @tl.jit (or @jit, @asc2.jit)
-  banned         no print/input/open, try, break, continue, lambda, import, yield, await,
-                 global/nonlocal inside a kernel; no asc v1 APIs (data_copy, set_flag, ...)
+  banned         no print/input/open, try, break, continue, lambda (but as a tl.if_ branch),
+                 import, yield, await, global/nonlocal inside a kernel; no asc v1 APIs
+                 (data_copy, set_flag, ...)
   python-range   (warning) Python range() in a kernel unrolls at trace time: say tl.range or
                  tl.static_range
   store          a kernel stores its result (store or atomic_*)
@@ -86,6 +87,7 @@ class _KernelChecker(ast.NodeVisitor):
     def __init__(self, report, kernel):
         self.report, self.kernel = report, kernel
         self.loads = self.stores = 0
+        self.branch_lambdas = set()  # ids of lambdas passed to tl.if_: its branch callbacks
         self.runtime = self._runtime_names(kernel)
         # Global tensor views: their .shape is a runtime extent, unlike a tile's.
         self.tensors = {name for node in ast.walk(kernel) if isinstance(node, ast.Assign)
@@ -155,6 +157,8 @@ class _KernelChecker(ast.NodeVisitor):
         if name in ASC_V1_APIS:
             self.error(node, "banned", f"{name} is an asc v1 API; use tl.tensor, tl.load and "
                        "tl.store")
+        if name == "if_":
+            self.branch_lambdas |= {id(a) for a in node.args if isinstance(a, ast.Lambda)}
         if name == "load":
             self.loads += 1
         if name in STORES:
@@ -178,7 +182,10 @@ class _KernelChecker(ast.NodeVisitor):
         return visit
 
     def visit_Lambda(self, node):  # noqa: N802
-        self._banned("lambda", "define a helper @tl.jit function")(node)
+        if id(node) in self.branch_lambdas:
+            self.generic_visit(node)
+        else:
+            self._banned("lambda", "only as a tl.if_ branch; else define a helper function")(node)
 
     def visit_Try(self, node):  # noqa: N802
         self._banned("try/except", "nothing can be caught at run time")(node)
