@@ -338,3 +338,40 @@ def test_capability_matrix_is_deterministic_and_checked(tmp_path):
     assert "scripts/capabilities.py --ctest" in stale.stderr
     missing = capabilities("--ctest", tmp_path / "none.xml", "--pytest", a, "--check")
     assert missing.returncode == 2 and "run the tests first" in missing.stderr
+
+
+ASC2_PROGRAM = '''import numpy as np
+import asc
+import asc2
+
+
+@asc2.jit(always_compile=True)
+def abs_kernel(x_ptr: asc.GlobalAddress, out_ptr: asc.GlobalAddress, size: int,
+               tile_size: asc.ConstExpr[int], tile_per_block: asc.ConstExpr[int]):
+    x_gm = asc2.tensor(x_ptr, [size])
+    out_gm = asc2.tensor(out_ptr, [size])
+    base_offset = asc2.block_idx() * tile_size * tile_per_block
+    for i in asc2.range(tile_per_block, unroll_factor=2, parallel=True):
+        tile_offset = base_offset + i * tile_size
+        x = asc2.load(x_gm, [tile_size], offsets=[tile_offset])
+        asc2.store(asc2.abs(x), out_gm, offsets=[tile_offset])
+
+
+def test_abs():
+    x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    out = np.zeros_like(x)
+    abs_kernel[16](x, out, x.size, 128, asc.ceildiv(asc.ceildiv(x.size, 128), 16))
+    np.testing.assert_allclose(out, np.abs(x))
+
+
+if __name__ == "__main__":
+    test_abs()
+'''
+
+
+def test_an_asc2_program_of_the_seeds_passes_check(tmp_path):
+    path = tmp_path / "abs_f16.py"
+    path.write_text(ASC2_PROGRAM)
+    assert check.check_file(path) == []
+    path.write_text(ASC2_PROGRAM.replace("[tile_size], offsets", "[size], offsets"))
+    assert [f.rule for f in check.check_file(path)] == ["constexpr-shape"]
