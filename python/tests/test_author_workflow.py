@@ -36,7 +36,7 @@ def line_of(source, text):
 
 
 def test_scaffold_passes_new_check_verify_through_the_executable(tmp_path):
-    """The acceptance: `tileops new k && tileops check k/kernel.py && tileops verify k/kernel.py`."""
+    """The acceptance: tileops new k && tileops check k/kernel.py && tileops verify ..."""
     assert executable("new", "k", cwd=tmp_path).returncode == 0
     result = executable("check", "k/kernel.py", cwd=tmp_path)
     assert result.returncode == 0 and "0 error(s), 0 warning(s)" in result.stdout, result

@@ -6,7 +6,7 @@ import keyword
 import os
 import sys
 
-KERNEL = '''"""{name}: y = alpha * x + b, one tile per loop step, a grid-stride loop over the blocks.
+KERNEL = '''"""{name}: y = alpha * x + b, tile by tile; the blocks stride over the tiles.
 
 Run: python kernel.py [--backend interp|cpu|auto]  (checks the result against numpy)
 """
