@@ -1,16 +1,8 @@
-"""``python -m tileops demo|env``: the ``tileops`` command, run inside the extension."""
+"""``python -m tileops <command>``: the ``tileops`` command (see tileops.cli)."""
 
 import sys
 
-from tileops import _C
-
-
-def main(argv=None):
-    """Runs a CLI command and returns its exit status."""
-    args = sys.argv[1:] if argv is None else list(argv)
-    sys.stdout.flush()
-    return _C.run_cli(args)
-
+from tileops.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

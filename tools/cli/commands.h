@@ -3,7 +3,8 @@
 
 namespace tileops::cli {
 
-// Runs `program <command> [options]` given argv without the program name: help, demo or env.
+// Runs `program <command> [options]` given argv without the program name: help, demo or env
+// (new, check and verify are Python's: tileops.cli).
 // Returns the exit status (2 for a usage error); errors go to stderr as one line.
 int run(const char* program, int argc, char** argv);
 
