@@ -12,8 +12,6 @@ import pytest
 import tileops.asc.runtime.config as config
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "asc2"
-NEEDS_TILE_LOCATION = pytest.mark.xfail(
-    strict=True, reason="needs asc2.TileLocation and load(location=) (surface helper)")
 # (script, extra arguments, marks)
 CASES = [
     ("abs_f16.py", [], []),
@@ -22,7 +20,7 @@ CASES = [
     ("leaky_relu.py", [], []),
     ("reduce_sum.py", [], []),
     ("softmax.py", [], []),
-    ("matmul_f16.py", [], [NEEDS_TILE_LOCATION]),
+    ("matmul_f16.py", [], []),
     ("rms_norm.py", ["--case", "full_row"], []),
     ("rms_norm.py", ["--case", "split_d"], []),
 ]

@@ -143,7 +143,6 @@ def test_asc2_traces_with_truncating_division(monkeypatch):
     assert hook.mode == "default"  # restored after each trace
 
 
-@pytest.mark.xfail(strict=True, reason="needs _C.tl._set_int_division (surface helper)")
 @pytest.mark.parametrize("backend", ["interp", "cpu"])
 def test_integer_division_truncates_in_asc2(backend):
     @asc2.jit(backend=backend)

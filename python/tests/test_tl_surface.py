@@ -9,14 +9,13 @@ import threading
 import numpy as np
 import pytest
 
-from tileops import _C, tl
+from tileops import _C, asc2, tl
 from tl_support import check
 
 BACKENDS = ["interp", "cpu"]
 GA = tl.GlobalAddress
-# Exposed by tileops.tl as tl.TileLocation / tl.TraceError once tl.py re-exports them.
-TileLocation = _C.tl.TileLocation
-TraceError, TraceTypeError = _C.tl.TraceError, _C.tl.TraceTypeError
+TileLocation = tl.TileLocation
+TraceError, TraceTypeError = tl.TraceError, tl.TraceTypeError
 SOURCE = pathlib.Path(__file__).read_text().splitlines()
 
 
@@ -93,7 +92,7 @@ def surface(x: GA, out: GA, n: int):
 
 
 # covers: reduce_sum reduce_max reduce_min reduce_mean reduce_prod argmax argmin keep_dims
-# covers: transpose reshape broadcast_to
+# covers: transpose reshape broadcast_to tile_methods
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tile_methods_and_varargs_forms_match_numpy(backend):
     x = np.random.default_rng(3).uniform(0.5, 1.5, (4, 8)).astype(np.float32)
@@ -240,17 +239,13 @@ def _c_division(a, b):
     return q.astype(np.float64)
 
 
-# covers: div
+# covers: div int_division
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_integer_division_truncates_in_asc2_mode_only(backend):
     a, b = _int_division_inputs()
     out = np.full((4, 16), np.nan)
-    previous = _C.tl._set_int_division("trunc")
-    try:
-        assert previous == "default"
-        jit(int_division, backend)[1](a, b, out, 16, -3)
-    finally:
-        assert _C.tl._set_int_division(previous) == "trunc"
+    asc2.jit(backend=backend)(int_division)[1](a, b, out, 16, -3)  # traced in "trunc" mode
+    assert _C.tl._set_int_division("default") == "default"  # and the mode is restored
     check(out, np.stack([_c_division(a, b), _c_division(a, 3), _c_division(-7, b),
                          _c_division(a, -3)]), "float64")
 
@@ -286,11 +281,7 @@ def test_trunc_mode_changes_integer_division_only():
 
     x = np.arange(8, dtype=np.float32)
     out = np.full(8, np.nan, np.float32)
-    previous = _C.tl._set_int_division("trunc")
-    try:
-        jit(kernel, "interp")[1](x, out)
-    finally:
-        _C.tl._set_int_division(previous)
+    asc2.jit(backend="interp")(kernel)[1](x, out)
     check(out, x / 2.0 - 3.0, "float32")
 
 
@@ -309,7 +300,7 @@ def located_matmul(a: GA, b: GA, c: GA, bias: GA, out: GA):
     tl.store(tl.expand_dims(tl.matmul(x, w.T, bias=bt), 0), tout, offsets=[1, 0, 0])
 
 
-# covers: load matmul matmul_acc matmul_bias
+# covers: load matmul matmul_acc matmul_bias tile_location
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tile_locations_are_recorded_and_change_no_result(backend):
     rng = np.random.default_rng(9)
@@ -350,7 +341,7 @@ def _misplaced(a: GA, out: GA, case: tl.ConstExpr[str]):
         tl.load(ta, [8, 8], offsets=[0, 0], location="L0A")  # line: not-enum
 
 
-# covers: load trace_errors
+# covers: load trace_errors tile_location
 @pytest.mark.parametrize("case,exc,words", [
     ("l0a-right", ValueError, ["TileLocation.L0A", "the right operand of a matmul",
                                "only the left operand"]),
@@ -388,7 +379,7 @@ def numpy_numbers(x: GA, out: GA):
         tl.store(tl.expand_dims(r, np.int64(0)), to, offsets=[np.int64(k), 0, 0])
 
 
-# covers: scalar_operands
+# covers: scalar_operands numpy_scalars
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_numpy_scalars_work_as_python_numbers(backend):
     x = np.random.default_rng(2).uniform(-2, 2, (4, 8)).astype(np.float32)

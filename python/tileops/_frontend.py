@@ -36,6 +36,7 @@ _Value, _Var, _Range, _Branch = _tl.Value, _tl.Var, _tl._Range, _tl._Branch
 
 
 def _error(where, construct, message, exc=ValueError):
+    exc = {ValueError: _tl.TraceError, TypeError: _tl.TraceTypeError}[exc]
     return exc(f"tl: {where}: '{construct}': {message}")
 
 
@@ -61,7 +62,7 @@ class _Unavailable:
         object.__setattr__(self, "_message", message)
 
     def _fail(self, *_args, **_kwargs):
-        raise ValueError(self._message)
+        raise _tl.TraceError(self._message)
 
     def __getattr__(self, _name):
         self._fail()

@@ -29,7 +29,6 @@ import re
 import sys
 import traceback
 
-from tileops import _C
 from tileops import tl as _tl
 from tileops.tl import *  # noqa: F401,F403  (the asc2 names are tileops.tl's)
 from tileops.asc import ConstExpr, GlobalAddress  # noqa: F401
@@ -51,8 +50,7 @@ _LOCATED = re.compile(r"^tl: [^\s:]+:\d+: ")
 
 def _located(error):
     """Whether ``error`` is one of tileops' own trace errors, which name file:line already."""
-    trace_error = getattr(_tl, "TraceError", None) or getattr(_C.tl, "TraceError", None)
-    if isinstance(trace_error, type) and isinstance(error, trace_error):
+    if isinstance(error, (_tl.TraceError, _tl.TraceTypeError)):
         return True
     return bool(_LOCATED.match(str(error)))
 

@@ -51,12 +51,9 @@ from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arang
                            sinh, softmax, softplus, sqrt, squeeze, store, tan, tanh, tensor,
                            transpose, trunc, where, zeros, zeros_like)
 from tileops._C.tl import add, div, mul, sub  # noqa: F401  (function forms of + / * -)
-
-# Bound by newer engines (tile-location hints, the trace-error class): exported when present.
-for _name in ("TileLocation", "TraceError"):
-    if hasattr(_C.tl, _name):
-        globals()[_name] = getattr(_C.tl, _name)
-del _name
+# Tile-location hints; trace errors: ValueError / TypeError that also derive from RuntimeError
+# (as asc2's), naming file:line.
+from tileops._C.tl import TileLocation, TraceError, TraceTypeError
 
 _C.tl._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
@@ -78,6 +75,7 @@ def _where():
 
 
 def _fail(construct, message, exc=ValueError, where=None):
+    exc = {ValueError: TraceError, TypeError: TraceTypeError}.get(exc, exc)
     raise exc(f"tl: {where or _where()}: '{construct}': {message}")
 
 
@@ -435,11 +433,8 @@ class JitFunction:
 @contextlib.contextmanager
 def _int_division(mode):
     """Integer '/' semantics while tracing ('default': true division, 'trunc': asc2's), set
-    through the engine's thread-local hook; without the hook nothing changes."""
-    hook = getattr(_C.tl, "_set_int_division", None)
-    if hook is None:
-        yield
-        return
+    through the engine's thread-local hook."""
+    hook = _C.tl._set_int_division
     previous = hook(mode)
     try:
         yield

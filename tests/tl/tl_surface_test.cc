@@ -23,7 +23,7 @@ class DivisionMode {
 
 std::int64_t c_division(std::int64_t a, std::int64_t b) { return b == 0 ? 0 : a / b; }
 
-// covers: div
+// covers: div int_division
 TEST(TlSurface, IntegerDivisionTruncatesTowardZeroInTheAsc2Mode) {
   const tl::Kernel k = tl::jit("int_div", [](GA a, GA b, GA out, tl::Int n) {
     const tl::Value x = tl::load(tl::tensor(a, {n}), {12}, {0});
@@ -50,7 +50,7 @@ TEST(TlSurface, IntegerDivisionTruncatesTowardZeroInTheAsc2Mode) {
   EXPECT_EQ(tl::int_division(), tl::IntDivision::kTrue);
 }
 
-// covers: div
+// covers: div int_division
 TEST(TlSurface, IntegerDivisionIsTrueDivisionByDefault) {
   const tl::Kernel k = tl::jit("int_true_div", [](GA a, GA out, tl::Int n) {
     const tl::Value x = tl::load(tl::tensor(a, {n}), {4}, {0});
@@ -63,7 +63,7 @@ TEST(TlSurface, IntegerDivisionIsTrueDivisionByDefault) {
   EXPECT_EQ(to_doubles(out), (std::vector<double>{3.5, -3.5, 0.5, 0}));
 }
 
-// covers: load matmul
+// covers: load matmul tile_location
 TEST(TlSurface, TileLocationsAreRecordedAndLeaveResultsAlone) {
   const tl::Kernel k = tl::jit("located", [](GA a, GA b, GA out) {
     const tl::Value x =
@@ -90,7 +90,7 @@ TEST(TlSurface, TileLocationsAreRecordedAndLeaveResultsAlone) {
   EXPECT_NE(ir.find("location=L0B"), std::string::npos) << ir;
 }
 
-// covers: load trace_errors
+// covers: load trace_errors tile_location
 TEST(TlSurface, AnL0ATileFeedingTheRightOperandIsRejectedAtItsLine) {
   static int line;
   const tl::Kernel k = tl::jit("misplaced", [](GA a, GA out) {

@@ -44,6 +44,8 @@ CONSTRUCTS = [
     # control flow and programming model
     "block_idx", "block_num", "num_tiles", "ceildiv", "range", "unroll_factor", "parallel",
     "static_range", "if_", "if_trace_time", "Var", "trace_errors",
+    # asc2's surface
+    "tile_location", "int_division", "tile_methods", "numpy_scalars",
     # the AST front-end of the Python kernels
     "loop_carried", "runtime_if", "bool_ops", "ifexp", "nested_function", "sub_kernel",
     "no_source",
@@ -51,7 +53,7 @@ CONSTRUCTS = [
 # Constructs of the Python front-end alone (its AST rewrite): their tests are Python tests that
 # run every kernel on interp and cpu.
 PYTHON_ONLY = {"loop_carried", "runtime_if", "bool_ops", "ifexp", "nested_function",
-               "sub_kernel", "no_source"}
+               "sub_kernel", "no_source", "tile_methods", "numpy_scalars"}
 BACKENDS = ["interp", "cpu", "cuda"]
 CPU_ONLY = {"tl_cpu_cache_test"}
 
