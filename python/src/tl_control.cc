@@ -17,6 +17,8 @@ namespace {
 
 class PyRange;
 thread_local std::vector<PyRange*> g_open;  // ranges of this thread's trace, innermost last
+// _frontend.py's predicate: whether a code object is one it compiled (set once at import).
+py::object* g_front_end_code = nullptr;
 
 class PyRange {
  public:
@@ -65,6 +67,13 @@ class PyRange {
     PyFrameObject* frame = PyEval_GetFrame();
     if (frame == nullptr) return;
     frame_ = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(frame));
+    if (g_front_end_code != nullptr && (*g_front_end_code)(frame_.attr("f_code")).cast<bool>()) {
+      // Compiled code iterates it, but not as a `for` statement's own iterable.
+      fail_at(ErrorKind::kInvalidArgument, caller_loc(), "range",
+              "a runtime loop must be the iterable of a `for` statement itself (`for i in "
+              "tl.range(n):`), not wrapped in enumerate, zip, a generator or a comprehension: "
+              "its body is traced once, and only a for statement's body can carry names");
+    }
     const py::object locals = frame_.attr("f_locals");
     if (!PyDict_Check(locals.ptr())) return;
     before_ = py::reinterpret_steal<py::dict>(PyDict_Copy(locals.ptr()));  // a snapshot
@@ -237,6 +246,14 @@ void bind_tl_control(py::module_& tl) {
       .def("else_end", &PyBranch::else_end)
       .def("finish", &PyBranch::finish)
       .def("adopt", &PyBranch::adopt, py::arg("var"));
+  tl.def(
+      "_set_front_end_code_check",
+      [](py::object check) {
+        static py::object* held = new py::object();  // never destroyed: outlives interpreter exit
+        *held = std::move(check);
+        g_front_end_code = held;
+      },
+      "Sets the predicate telling code the AST front-end compiled (tileops/_frontend.py).");
   tl.def(
       "_value_id", [](const tl::Value& v) { return v.id(); },
       "The id of a Value in its trace (ids grow as the trace goes on).");

@@ -27,12 +27,21 @@ import inspect
 import os
 import sys
 import textwrap
+import threading
 import types
 
 from tileops import _C
 
 _tl = _C.tl
 _Value, _Var, _Range, _Branch = _tl.Value, _tl.Var, _tl._Range, _tl._Branch
+
+
+_state = threading.local()  # runtime loops open on this thread (their bodies are being traced)
+_REWRITTEN = set()  # code objects this front-end compiled (and the ones nested in them)
+
+
+def _runtime_depth():
+    return getattr(_state, "depth", 0)
 
 
 def _error(where, construct, message, exc=ValueError):
@@ -119,7 +128,7 @@ def _carryable(v):
 def _type(v):
     """(tile?, dtype, shape) of a traced value; None for numbers (they adopt the type)."""
     if isinstance(v, _Value):
-        return (v.is_tile, str(v.dtype), tuple(v.shape))
+        return (v.is_tile, str(v.dtype).rsplit(".", 1)[-1], tuple(v.shape))
     return None
 
 
@@ -153,7 +162,25 @@ class Loop:
                 self.vars.append(None)
 
     def __iter__(self):
-        return iter(self.iterable)
+        return self._steps() if self.runtime else iter(self.iterable)
+
+    def _steps(self):
+        """The runtime loop's single traced iteration; the body must reach its end (where the
+        rewritten code calls leave), or the ops after a `continue` would silently vanish."""
+        steps = iter(self.iterable)
+        self.left = False
+        _state.depth = _runtime_depth() + 1
+        try:
+            value = next(steps)  # opens the loop
+            yield value
+        finally:
+            _state.depth -= 1
+        if not self.left:
+            raise _error(self.where, "range", "the body of a runtime loop was left before its "
+                         "end ('continue'): a runtime loop is traced once, so the rest of the "
+                         "body would never run; guard it with an if instead")
+        for _ in steps:  # closes the loop
+            pass
 
     def carries(self, i):
         v = self.vars[i]
@@ -164,6 +191,7 @@ class Loop:
 
     def leave(self, values):
         """At the end of the body: the carried names' new values become the Vars'."""
+        self.left = True
         for i, now in enumerate(values):
             name, var, before = self.names[i], self.vars[i], self.before[i]
             if var is None:
@@ -211,7 +239,9 @@ class If:
     """An ``if`` statement of the kernel: a Python branch at trace time, or, on a traced
     scalar, a runtime branch whose `results` (names used after it) become the if's results."""
 
-    def __init__(self, test, names, results, values, where, exit_=None):
+    def __init__(self, test, names, results, fresh, values, where, exit_=None):
+        """`fresh`: results both branches assign on every path, so their value before the if
+        cannot reach after it (its type does not bind them)."""
         self.names, self.results, self.where = names, results, where
         self.runtime = isinstance(test, _Value)
         if not self.runtime:
@@ -226,12 +256,16 @@ class If:
                          "value) is not supported: both branches are traced and the IR has no "
                          "early exit; assign the results and let both paths continue")
         self.before = list(values)
+        self.fresh = [n in fresh and not isinstance(v, _Var) for n, v in zip(names, values)]
         self.vars, self.lost = [None] * len(names), [None] * len(names)
-        self.types = [_type(v) if _carryable(v) else None for v in values]
+        self.types = [_type(v) if _carryable(v) and not f else None
+                      for v, f in zip(values, self.fresh)]
         for i, (name, v) in enumerate(zip(names, values)):
-            if name in results and isinstance(v, _Var):
+            if name not in results or self.fresh[i]:
+                continue
+            if isinstance(v, _Var):
                 self.vars[i] = v
-            elif name in results and _carryable(v):
+            elif _carryable(v):
                 self.vars[i] = _Var(v)  # made before the branch opens: a candidate result
         self.branch = _Branch(test)
 
@@ -272,7 +306,7 @@ class If:
             if name not in self.results:
                 continue
             var, before = self.vars[i], self.before[i]
-            if now is before or now is var or _unbound(now):
+            if now is var or _unbound(now) or (now is before and not self.fresh[i]):
                 continue
             if not _carryable(now):
                 self.lost[i] = f"it is assigned a {type(now).__name__} in the {side} branch"
@@ -298,7 +332,7 @@ class If:
                                 f"runtime if: {self.lost[i]} (only tiles, scalars and numbers "
                                 "can)")
         if var is None:
-            return now if not _unbound(self.before[i]) else _Unavailable(
+            return now if not (_unbound(self.before[i]) or self.fresh[i]) else _Unavailable(
                 f"tl: {self.where}: 'if': '{name}' has no value after this runtime if")
         if var is self.before[i]:
             return var
@@ -307,6 +341,16 @@ class If:
                                 "branch of this runtime if, so it has no value after it "
                                 "(assign it before the if or in both branches)")
         return var.value
+
+
+def stored(value, where):
+    """The value of an assignment to a subscript or attribute: a traced value stored into an
+    object inside a runtime loop could not carry to the next iteration."""
+    if isinstance(value, _Value) and _runtime_depth() > 0:
+        raise _error(where, "range", "a traced value is stored into a container or attribute "
+                     "inside a runtime loop; only names carry values from one iteration to the "
+                     "next (assign it to a name)")
+    return value
 
 
 def condition(v, where, construct):
@@ -351,8 +395,20 @@ def not_(v):
 def select(cond, then, otherwise):
     """``a if c else b``: tl.where on a traced condition (both sides evaluated)."""
     if isinstance(cond, _Value):
-        return _tl.where(cond, then(), otherwise())
+        a, b = then(), otherwise()
+        ta, tb = _type(a), _type(b)
+        if ta is not None and tb is not None and ta != tb:
+            raise _error(where_of(cond), "where", f"the two sides of `a if c else b` on a traced "
+                         f"condition are a {_type_text(ta)} and a {_type_text(tb)}; they must "
+                         "have one type (both are evaluated and selected per lane)", TypeError)
+        return _tl.where(cond, a, b)
     return then() if cond else otherwise()
+
+
+def where_of(_value):
+    """file:line of the user's line being traced."""
+    file, line, _ = _tl._caller_location()
+    return f"{os.path.basename(file)}:{line}"
 
 
 # --- liveness -------------------------------------------------------------------------------
@@ -382,10 +438,10 @@ def _target_names(target):
 
 
 def _exit(stmts):
-    """The first return / break / continue that would leave `stmts` early, or None."""
+    """The first return / raise / break / continue that would leave `stmts` early, or None."""
     def visit(node, in_loop):
-        if isinstance(node, ast.Return) or (not in_loop and isinstance(node, (ast.Break,
-                                                                              ast.Continue))):
+        if isinstance(node, (ast.Return, ast.Raise)) or \
+                (not in_loop and isinstance(node, (ast.Break, ast.Continue))):
             return node
         if isinstance(node, _SCOPES):
             return None
@@ -403,6 +459,42 @@ def _exit(stmts):
     return None
 
 
+def definite(stmts):
+    """Names every path through `stmts` that reaches their end assigns."""
+    names = set()
+    for s in stmts:
+        if isinstance(s, ast.Assign):
+            names.update(*(_target_names(t) for t in s.targets))
+        elif isinstance(s, (ast.AugAssign, ast.AnnAssign)) and \
+                (not isinstance(s, ast.AnnAssign) or s.value is not None):
+            names.update(_target_names(s.target))
+        elif isinstance(s, ast.If):
+            names.update(definite(s.body) & definite(s.orelse))
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            names.update(definite(s.body))
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(s.name)
+        elif isinstance(s, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+            break
+    return names
+
+
+def _declared(fdef):
+    """Names `fdef` itself declares global or nonlocal."""
+    names = set()
+
+    def visit(node):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _SCOPES):
+                visit(child)
+
+    for s in fdef.body:
+        visit(s)
+    return names
+
+
 def assigned(stmts):
     """Names bound anywhere in `stmts`, not counting nested scopes."""
     names = set()
@@ -416,6 +508,8 @@ def assigned(stmts):
             names.add(node.name)
             return
         if isinstance(node, _SCOPES):
+            if not isinstance(node, ast.Lambda):  # a walrus in a comprehension binds here
+                names.update(n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
             return
         for child in ast.iter_child_nodes(node):
             visit(child)
@@ -476,6 +570,10 @@ class _Liveness:
                 if s.handlers else set()
             live = self.block(s.body, self.block(s.orelse, after) | handlers) | handlers
             return live | after
+        if isinstance(s, ast.Match):
+            cases = set().union(*(self.block(c.body, out) | _loads(c.pattern) | _loads(c.guard)
+                                  for c in s.cases)) if s.cases else set()
+            return _loads(s.subject) | cases | set(out)
         if isinstance(s, ast.Break):
             return set(self.loops[-1][0]) if self.loops else set(out)
         if isinstance(s, ast.Continue):
@@ -545,15 +643,13 @@ class _Rewriter:
     def __init__(self, file, line_offset):
         self.file, self.line_offset = file, line_offset
         self.counter = 0
+        self.in_loop = False  # inside the body of a for statement
 
     def function(self, fdef):
         live = _Liveness()
         live.block(fdef.body, set())
         self.live = live
-        self.fixed = set()  # global / nonlocal names: not the function's to carry
-        for node in ast.walk(fdef):
-            if isinstance(node, (ast.Global, ast.Nonlocal)):
-                self.fixed.update(node.names)
+        self.outer = _declared(fdef)  # global / nonlocal: live beyond the function
         fdef.body = self.block(fdef.body)
         return fdef
 
@@ -572,10 +668,16 @@ class _Rewriter:
 
     def stmt(self, s):
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            saved = (self.live, self.fixed)
+            saved = (self.live, self.outer)
             self.function(s)
-            self.live, self.fixed = saved
+            self.live, self.outer = saved
             return [s]
+        if isinstance(s, ast.ClassDef):
+            return [s]  # a class body runs as Python, while tracing
+        if isinstance(s, ast.Match):
+            for case in s.cases:
+                case.body = self.block(case.body)
+            return [_Expressions(self).visit(s)]
         if isinstance(s, ast.For):
             return self.loop(s)
         if isinstance(s, ast.If):
@@ -591,11 +693,19 @@ class _Rewriter:
         if isinstance(s, ast.Try):
             for h in s.handlers:
                 h.body = self.block(h.body)
+        if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and s.value is not None \
+                and self.in_loop:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if any(not isinstance(t, ast.Name) for t in targets):  # into an object
+                s.value = ast.copy_location(
+                    _call(_fe("stored"), s.value, ast.Constant(self.where(s))), s.value)
         return [_Expressions(self).visit(s)]
 
     def expr(self, e, test=False):
         """An expression with `a if c else b` rewritten; in a condition (`test`), also
-        and / or / not."""
+        and / or / not. Not around a walrus, which must bind in the function, not a lambda."""
+        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(e)):
+            return e
         if test and isinstance(e, ast.BoolOp):
             lams = [ast.Lambda(args=_no_args(), body=self.expr(v, test=True)) for v in e.values]
             return ast.copy_location(
@@ -607,8 +717,10 @@ class _Rewriter:
     def loop(self, s):
         tag = self.fresh("loop")
         targets = _target_names(s.target)
-        names = sorted((assigned(s.body) & self.live.head[id(s)]) - targets - self.fixed)
+        names = sorted((assigned(s.body) & (self.live.head[id(s)] | self.outer)) - targets)
+        saved, self.in_loop = self.in_loop, True
         body = self.block(s.body)
+        self.in_loop = saved
         orelse = self.block(s.orelse)
         enter = [_if(_method(tag, "carries", ast.Constant(i)),
                      [_assign(n, _method(tag, "get", ast.Constant(i)))])
@@ -620,23 +732,27 @@ class _Rewriter:
         make = _assign(tag, _call(_fe("Loop"), self.expr(s.iter), _strs(names),
                                   _peeks(names), ast.Constant(self.where(s))))
         s.iter = _name(tag)
-        if names:
-            s.body = [_if(runtime, enter)] + body + [_if(runtime, [leave])]
-            s.orelse = ([_if(runtime, final)] + orelse) if orelse else []
-            return [make, s, _if(runtime, final)]
-        s.body, s.orelse = body, orelse
-        return [make, s]
+        s.body = ([_if(runtime, enter)] if enter else []) + body + [_if(runtime, [leave])]
+        # Its Vars go now, not when the tag is next rebound (C++ loops and branches opened
+        # meanwhile would hold them).
+        done = ast.Delete(targets=[ast.Name(id=tag, ctx=ast.Del())])
+        if orelse:  # a runtime loop has no break: its else always runs, after the results
+            s.orelse = ([_if(runtime, final)] if final else []) + orelse
+            return [make, s, done]
+        return [make, s] + ([_if(runtime, final)] if final else []) + [done]
 
     def branch(self, s):
         tag = self.fresh("if")
-        names = sorted((assigned(s.body) | assigned(s.orelse)) - self.fixed)
-        results = sorted(set(names) & self.live.after[id(s)])
-        then_names = assigned(s.body) - self.fixed
+        names = sorted(assigned(s.body) | assigned(s.orelse))
+        results = sorted(set(names) & (self.live.after[id(s)] | self.outer))
+        fresh = sorted(set(results) & definite(s.body) & definite(s.orelse))
+        then_names = assigned(s.body)
         body, orelse = self.block(s.body), self.block(s.orelse)
         runtime = ast.Attribute(value=_name(tag), attr="runtime", ctx=ast.Load())
         exit_ = _exit(s.body + s.orelse)
         make = _assign(tag, _call(_fe("If"), self.expr(s.test, test=True), _strs(names),
-                                  _strs(results), _peeks(names), ast.Constant(self.where(s)),
+                                  _strs(results), _strs(fresh), _peeks(names),
+                                  ast.Constant(self.where(s)),
                                   ast.Constant(type(exit_).__name__.lower() if exit_ else None)))
         restore = [_assign(n, _method(tag, "before_value", ast.Constant(i)))
                    for i, n in enumerate(names) if n in then_names]
@@ -650,6 +766,7 @@ class _Rewriter:
         out = [make, then_part, else_part]
         if after:
             out.append(_if(runtime, after))
+        out.append(ast.Delete(targets=[ast.Name(id=tag, ctx=ast.Del())]))
         for node in out:
             ast.copy_location(node, s)
         return out
@@ -667,6 +784,8 @@ class _Expressions(ast.NodeTransformer):
         self.rewriter = rewriter
 
     def visit_IfExp(self, node):  # noqa: N802 - ast.NodeTransformer naming
+        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
+            return node  # a walrus must bind in the kernel, not in a helper lambda
         self.generic_visit(node)
         lam = [ast.Lambda(args=_no_args(), body=v) for v in (node.body, node.orelse)]
         return ast.copy_location(_call(_fe("select"), self.rewriter.expr(node.test, True),
@@ -688,7 +807,7 @@ def compile_kernel(fn):
     fdef = tree.body[0]
     fdef.decorator_list = []
     _Rewriter(os.path.basename(path), start - 1).function(fdef)
-    free = list(fn.__code__.co_freevars)
+    free = [n for n in fn.__code__.co_freevars if n != "__tl_fe"]  # a kernel nested in one
     factory = ast.FunctionDef(
         name="__tl_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in free + ["__tl_fe"]],
@@ -707,4 +826,21 @@ def compile_kernel(fn):
                                  tuple(cells[n] for n in code.co_freevars))
     rebuilt.__kwdefaults__ = fn.__kwdefaults__
     rebuilt.__qualname__ = fn.__qualname__
+    _remember(code)
     return rebuilt
+
+
+def _remember(code):
+    """Marks `code` and the code nested in it (lambdas, comprehensions, generators, nested
+    functions) as the front-end's, for tl.range's check of who iterates it."""
+    _REWRITTEN.add(code)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _remember(const)
+
+
+def _iterated_by_rewritten_code(code):
+    return code in _REWRITTEN
+
+
+_tl._set_front_end_code_check(_iterated_by_rewritten_code)

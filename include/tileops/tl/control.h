@@ -101,6 +101,9 @@ inline StaticRange static_range(int n) { return StaticRange(n); }
 class Branch {
  public:
   Branch(const Operand& cond, Loc loc = Loc::current());
+  ~Branch();
+  Branch(const Branch&) = delete;
+  Branch& operator=(const Branch&) = delete;
   void then_begin();
   void then_end();
   void else_begin();
@@ -111,6 +114,8 @@ class Branch {
   // candidate result: it becomes one if both branches set it; otherwise finish() leaves it
   // unset (invalid). Call it inside a branch, before that branch's *_end().
   void adopt(Var& var);
+  // A Var destroyed while the branch is open (Python drops Vars in any order): it is left out.
+  void forget(const Var* var);
 
  private:
   void begin();

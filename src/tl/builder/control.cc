@@ -2,6 +2,9 @@
 // values / branch results: on entry every Var is rebound to a fresh region argument; on exit the
 // ones the body did not reassign are substituted back by their outer value and dropped.
 #include "tileops/tl/control.h"
+
+#include <algorithm>
+
 #include "src/tl/builder/tracer.h"
 #include "tileops/tl/ops.h"
 
@@ -17,15 +20,51 @@ void substitute(Region& region, int from, int to) {
 }
 
 struct Carried {
-  Var* var;
+  Var* var;  // null once destroyed; `last` is then its final id
   int init;
   int arg;
+  int last = -1;
 };
 
 // Vars of the loops being traced, innermost last (a Range object may not move).
 thread_local std::vector<std::vector<Carried>> g_carried;
+// The branches open on this thread.
+thread_local std::vector<Branch*> g_branches;
+
+// Two values that meet as a loop-carried value or a branch result: a number (a weak constant)
+// takes the dtype of the scalar on the other side, as in an expression (`s = 1` where `s` is a
+// float32 sum); two numbers take the floating one's. The converted constant is made in the
+// current (enclosing) region, which every use dominates.
+void adopt_numbers(Tracer& t, int& a, int& b, const Loc& loc) {
+  const Type ta = t.type_of(a);
+  const Type tb = t.type_of(b);
+  if (ta == tb || ta.kind != TypeKind::kScalar || tb.kind != TypeKind::kScalar) return;
+  const bool wa = t.is_weak(a);
+  const bool wb = t.is_weak(b);
+  if (wa && !wb) {
+    a = coerce(t, a, tb.dtype, loc);
+  } else if (wb && !wa) {
+    b = coerce(t, b, ta.dtype, loc);
+  } else if (wa && wb) {
+    const DataType dtype = is_floating(ta.dtype) ? ta.dtype : tb.dtype;
+    a = coerce(t, a, dtype, loc);
+    b = coerce(t, b, dtype, loc);
+  }
+}
 
 }  // namespace
+
+void forget_var(const Var* var) {
+  for (std::vector<Carried>& level : g_carried) {
+    for (Carried& c : level) {
+      if (c.var == var) {
+        c.last = c.var->id();
+        c.var = nullptr;
+      }
+    }
+  }
+  for (Branch* b : g_branches) b->forget(var);
+}
 
 Range::Range(const Operand& start, const Operand& stop, const Operand& step, RangeOptions options,
              Loc loc)
@@ -93,20 +132,27 @@ void Range::close() {
   std::vector<int> args = {body.args[0]};
   std::vector<Var*> changed;
   for (const Carried& c : carried) {
-    if (c.var->id() == c.arg) {
+    int now = c.var != nullptr ? c.var->id() : c.last;
+    if (now != c.arg && t.is_weak(now)) {  // a number set in the body takes the carried type
+      int arg = c.arg;
+      adopt_numbers(t, arg, now, loc_);
+    }
+    if (now == c.arg) {
       substitute(body, c.arg, c.init);  // not reassigned: not carried
-      c.var->rebind(c.init);
+      if (c.var != nullptr) c.var->rebind(c.init);
       continue;
     }
     args.push_back(c.arg);
     op.operands.push_back(c.init);
-    body.yields.push_back(c.var->id());
-    changed.push_back(c.var);
+    body.yields.push_back(now);
+    changed.push_back(c.var);  // null: destroyed in the body, its result unused
   }
   body.args = std::move(args);
   op.regions.push_back(std::move(body));
   const std::vector<int> results = t.append(std::move(op));
-  for (std::size_t i = 0; i < changed.size(); ++i) changed[i]->rebind(results[i]);
+  for (std::size_t i = 0; i < changed.size(); ++i) {
+    if (changed[i] != nullptr) changed[i]->rebind(results[i]);
+  }
 }
 
 Range range(const Operand& stop, Loc loc) { return Range(0, stop, 1, {}, loc); }
@@ -129,6 +175,17 @@ Branch::Branch(const Operand& cond, Loc loc) : loc_(loc) {
     if (v->valid()) before_.emplace_back(v, v->id());
   }
   depth_ = t.depth();
+  g_branches.push_back(this);
+}
+
+Branch::~Branch() {
+  g_branches.erase(std::remove(g_branches.begin(), g_branches.end(), this), g_branches.end());
+}
+
+void Branch::forget(const Var* var) {
+  for (auto& entry : before_) {
+    if (entry.first == var) entry.first = nullptr;
+  }
 }
 
 void Branch::begin() { Tracer::current("if_", loc_).open_region({}); }
@@ -154,8 +211,8 @@ void Branch::then_end() {
   then_done_ = true;
   then_ids_.clear();
   for (auto& [v, id] : before_) {
-    then_ids_.push_back(v->id());
-    v->rebind(id);
+    then_ids_.push_back(v != nullptr ? v->id() : -1);
+    if (v != nullptr) v->rebind(id);
   }
 }
 
@@ -164,8 +221,8 @@ void Branch::else_end() {
   else_ = end();
   else_ids_.clear();
   for (auto& [v, id] : before_) {
-    else_ids_.push_back(v->id());
-    v->rebind(id);
+    else_ids_.push_back(v != nullptr ? v->id() : -1);
+    if (v != nullptr) v->rebind(id);
   }
 }
 
@@ -179,8 +236,10 @@ void Branch::finish() {
   Region then_region = then_, else_region = else_;  // kept for reopen_else
   std::vector<Var*> changed;
   for (std::size_t i = 0; i < before_.size(); ++i) {
+    if (before_[i].first == nullptr) continue;  // destroyed while the branch was open
     if (then_ids_[i] == before_[i].second && else_ids_[i] == before_[i].second) continue;
     if (then_ids_[i] < 0 || else_ids_[i] < 0) continue;  // adopted, set on one path only
+    adopt_numbers(t, then_ids_[i], else_ids_[i], loc_);
     then_region.yields.push_back(then_ids_[i]);
     else_region.yields.push_back(else_ids_[i]);
     changed.push_back(before_[i].first);
@@ -200,7 +259,9 @@ void Branch::reopen_else(Loc loc) {
                 "must directly follow its if_ block (nothing traced in between, one else)");
   }
   t.pop_last_op();
-  for (auto& [v, id] : before_) v->rebind(id);  // the else branch sees the values before the if
+  for (auto& [v, id] : before_) {
+    if (v != nullptr) v->rebind(id);  // the else branch sees the values before the if
+  }
   else_ids_.clear();
   finished_ = false;
 }

@@ -117,6 +117,7 @@ Var::~Var() {
     auto& vars = t->vars();
     vars.erase(std::remove(vars.begin(), vars.end(), this), vars.end());
   }
+  forget_var(this);  // open loops and branches that hold it
 }
 
 Var& Var::operator=(const Value& value) {

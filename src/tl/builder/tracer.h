@@ -80,6 +80,10 @@ Op make_op(OpKind kind, const Loc& loc);
 std::pair<int, int> promote(Tracer& t, const Operand& a, const Operand& b, const Loc& loc);
 // Converts a value to `dtype` (constants are re-emitted, others cast with rint).
 int coerce(Tracer& t, int id, DataType dtype, const Loc& loc);
+
+// A Var is being destroyed: the loops and branches being traced that hold it let it go
+// (control.cc). Python front-ends destroy Vars in any order.
+void forget_var(const Var* var);
 // A trace-time integer (an extent, a ConstExpr); throws naming `construct` otherwise.
 std::int64_t static_int(Tracer& t, const Operand& v, const char* construct, const char* what);
 std::vector<std::int64_t> static_shape(Tracer& t, const std::vector<Operand>& shape,

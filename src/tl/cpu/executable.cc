@@ -4,6 +4,7 @@
 // float cast rounding, atomics) calls back into the interpreter's element functions through
 // TlRt, so both backends share one definition of those semantics.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <vector>
 
 #include "src/tl/cpu/codegen.h"
 #include "src/tl/cpu/compiler.h"
@@ -156,22 +158,52 @@ class CpuExecutable final : public Executable {
 // maps the very file that was checked (by path when /proc is not mounted). Keeps the descriptor
 // open in `fd` while loaded. nullptr and `error` set when it does not load.
 void* load(cpu::CacheEntry& entry, int& fd, std::string& error) {
-  fd = entry.fd();
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const int original = entry.fd();
+  int used = original;
+  std::vector<int> copies;  // descriptor numbers tried after the original
+  std::string path = "/proc/self/fd/" + std::to_string(used);
   if (::access(path.c_str(), R_OK) != 0) path = entry.path();
   // glibc finds loaded objects by name first: one still loaded under this name (left resident,
-  // its descriptor closed since) would be returned instead. Then the path is used instead.
+  // its descriptor closed since) would be returned instead. Then the path is used instead; a
+  // fresh build has none (it is unlinked once open), so a copy of its descriptor under another
+  // number gives it a fresh name.
   if (void* stale = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
     dlclose(stale);
     path = entry.path();
+    bool named = ::access(path.c_str(), F_OK) == 0;
+    for (int tries = 0; !named && tries < 64; ++tries) {
+      const int copy = ::fcntl(original, F_DUPFD_CLOEXEC, used + 1);
+      if (copy < 0) break;
+      copies.push_back(copy);
+      used = copy;
+      path = "/proc/self/fd/" + std::to_string(used);
+      void* taken = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+      named = taken == nullptr;
+      if (taken != nullptr) dlclose(taken);
+    }
+    if (!named) {
+      for (const int copy : copies) ::close(copy);
+      fd = original;
+      error = "no name to load it under (an older object holds each)";
+      return nullptr;
+    }
   }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  for (const int copy : copies) {
+    if (copy != used || handle == nullptr) ::close(copy);
+  }
+  fd = original;
   if (handle == nullptr) {
     const char* message = dlerror();
     error = message != nullptr ? message : "dlopen failed";
     return nullptr;
   }
-  fd = entry.release();
+  if (used != original) {
+    ::close(entry.release());  // the copy whose name the loader holds stays open instead
+    fd = used;
+  } else {
+    fd = entry.release();
+  }
   return handle;
 }
 
