@@ -1,6 +1,8 @@
 // Control flow on the interp backend: runtime loops with loop-carried tl::Vars (scalars and
 // tiles, nested), unroll_factor and parallel, static_range, runtime and trace-time if_, block
 // indices and num_tiles.
+#include <memory>
+
 #include "tests/support/expect_rejected.h"
 #include "tests/tl/tl_test_util.h"
 
@@ -212,6 +214,36 @@ TEST(TlControl, AdoptedVarsAreResultsOnlyWhenBothBranchesSetThem) {
     TensorStorage out = poisoned({1}, f32);
     k.launch(1, out, n);
     EXPECT_EQ(compare(out, {n > 5 ? 10.0 : -3.0}, {0, 0}), "") << n;
+  }
+}
+
+// Python destroys Vars in any order: one destroyed while a loop or a branch that holds it is
+// open is let go (no result, nothing touched after it is gone), and the others carry on.
+// covers: range if_ Var
+TEST(TlControl, VarsDestroyedInsideOpenLoopsAndBranches) {
+  const tl::Kernel k = tl::jit("drop", [](tl::GlobalAddress out, tl::Int n) {
+    tl::Var kept = 1.0;
+    auto dropped = std::make_unique<tl::Var>(tl::Value(5.0) + 0);
+    for (const tl::Value i : tl::range(n)) {
+      (void)i;
+      *dropped = *dropped + 1;
+      dropped.reset();  // gone before the loop closes
+      kept = kept * 2;
+    }
+    auto in_branch = std::make_unique<tl::Var>(tl::Value(3.0) + 0);
+    tl::Branch b(n > 2);
+    b.then_begin();
+    *in_branch = *in_branch * 7;
+    in_branch.reset();
+    kept = kept + 10;
+    b.then_end();
+    b.finish();
+    tl::store(kept, tl::tensor(out, {1}), {0});
+  });
+  for (int n : {0, 3}) {
+    TensorStorage out = poisoned({1}, f32);
+    k.launch(1, out, n);
+    EXPECT_EQ(compare(out, {(1 << n) + (n > 2 ? 10.0 : 0.0)}, {0, 0}), "") << n;
   }
 }
 
