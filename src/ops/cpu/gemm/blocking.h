@@ -18,9 +18,7 @@ struct RowBlocks {
   RowBlocks(std::int64_t m, int threads, std::int64_t max_rows, std::int64_t step) {
     const std::int64_t want = std::max<std::int64_t>(1, ceil_div(m, max_rows));
     const std::int64_t m_blocks = ceil_div(want, threads) * threads;
-    const auto rows_for = [&](std::int64_t b) {
-      return ceil_div(ceil_div(m, b), step) * step;
-    };
+    const auto rows_for = [&](std::int64_t b) { return ceil_div(ceil_div(m, b), step) * step; };
     // Rounding to `step` can leave a count the threads cannot share (2048 rows, 2 threads, step
     // 32: 11 blocks of 192; each block would be split, its A block packed by both threads): up to
     // twice as many smaller blocks are taken if their count divides evenly.
