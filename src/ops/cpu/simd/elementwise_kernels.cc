@@ -237,13 +237,18 @@ void silu_f32(const float* x, std::int64_t n, float* out) {
   if (n > 0) TILEOPS_DYNAMIC_DISPATCH(SiluF32)(x, n, out);
 }
 
+namespace {
+
+// Inside the export's namespace: HWY_DYNAMIC_DISPATCH takes an unqualified name.
+std::int64_t compiled_target() { return TILEOPS_DYNAMIC_DISPATCH(CompiledTarget)(); }
+
+}  // namespace
+
 }  // namespace tileops::ops::cpu
 
 namespace tileops {
 
-std::string simd_dispatched_target() {
-  return hwy::TargetName(TILEOPS_DYNAMIC_DISPATCH(ops::cpu::CompiledTarget)());
-}
+std::string simd_dispatched_target() { return hwy::TargetName(ops::cpu::compiled_target()); }
 
 }  // namespace tileops
 #endif  // HWY_ONCE
