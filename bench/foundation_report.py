@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Runs bench/ops_bench and the same operators in torch, both on 2 threads, and writes
 bench/results/cpu-foundation.md: each memory-bound operator as a fraction of the copy bandwidth
-measured in the same run. Usage: /usr/bin/python3 bench/foundation_report.py [build_dir]"""
+measured in the same run. Usage: /usr/bin/python3 bench/foundation_report.py [--target T]
+[build_dir] (T: TILEOPS_SIMD_TARGET for ops_bench; the file is then cpu-foundation-T.md)."""
 import datetime
 import json
 import os
@@ -12,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from report_util import cpu_name, time_it  # noqa: E402
+from target_option import result_name, take_target  # noqa: E402
 
 THREADS = 2
 ROWS, COLS = 4096, 4096
@@ -20,6 +22,7 @@ MIN_TIME = 2  # seconds per case: about 100 (operator, copy) pairs
 OPS = ("add", "mul", "rms_norm", "add_rms_norm", "swiglu", "silu_and_mul", "scaled_softmax",
        "causal_softmax")
 HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = take_target(sys.argv)
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build", "release")
 
 
@@ -76,6 +79,7 @@ def main():
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs; {THREADS} threads for tileops "
         f"(TILEOPS_NUM_THREADS) and torch {torch.__version__} (set_num_threads). "
+        f"SIMD target: {TARGET} (TILEOPS_SIMD_TARGET, tileops only). "
         f"Date: {datetime.date.today()}.",
         "",
         "Copy kernel (memcpy of 64 MiB split over the thread pool, read + write bytes/s) = the "
@@ -96,7 +100,7 @@ def main():
         failed += not ok
         lines.append(f"| {op} | {dtype} | {copy:.2f} | {gbs:.2f} | {gbs / copy:.2f} | {t:.2f} | "
                      f"{t / copy:.2f} | {gbs / t:.1f}× | {'pass' if ok else 'FAIL'} |")
-    out_path = os.path.join(HERE, "results", "cpu-foundation.md")
+    out_path = os.path.join(HERE, "results", result_name("cpu-foundation", TARGET))
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

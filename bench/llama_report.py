@@ -9,6 +9,7 @@ bench/results/cpu-llama.md: prefill and decode tokens/s of both, their ratio, an
 greedy tokens agree (bfloat16 rounding differs between the two, so late tokens may diverge).
 
 Usage: /usr/bin/python3 bench/llama_report.py [--preset 1b|tiny] [--threads 2] [--out FILE]
+[--target T]
 """
 import argparse
 import json
@@ -22,6 +23,7 @@ import time
 import torch
 
 from report_util import cpu_name, cpu_simd  # noqa: E402
+from target_option import TARGETS, result_name  # noqa: E402
 
 PRESETS = {
     # TinyLlama-1.1B's shape: 22 layers, hidden 2048, 32/4 heads of 64, intermediate 5632.
@@ -160,12 +162,21 @@ def main():
     parser.add_argument("--preset", choices=sorted(PRESETS), default="1b")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--binary", default="build/release/examples/llama_generate")
-    parser.add_argument("--out", default="bench/results/cpu-llama.md")
+    parser.add_argument("--out", default=None,
+                        help="default bench/results/cpu-llama.md, cpu-llama-T.md for --target T")
+    parser.add_argument("--target", choices=TARGETS, default=None,
+                        help="TILEOPS_SIMD_TARGET for llama_generate (default: the variable, "
+                        "else native)")
     parser.add_argument("--torch-dtype", choices=["auto", "float32", "bfloat16"], default="auto",
                         help="torch's compute dtype; auto: whichever `linear` runs faster here "
                         "(bfloat16 is 80x slower than float32 without AVX512-BF16, 17x faster "
                         "with AMX)")
     args = parser.parse_args()
+    if args.target is not None:
+        os.environ["TILEOPS_SIMD_TARGET"] = args.target
+    target = os.environ.get("TILEOPS_SIMD_TARGET") or "native"
+    if args.out is None:
+        args.out = os.path.join("bench", "results", result_name("cpu-llama", target))
     p = PRESETS[args.preset]
     if not os.path.exists(args.binary):
         raise SystemExit(f"{args.binary} not found: build the release preset first")
@@ -214,7 +225,8 @@ def main():
         "",
         f"Machine: {cpu_name()} ({cpu_simd()}), {os.cpu_count()} logical CPUs; "
         f"{args.threads} threads for both (TILEOPS_NUM_THREADS, torch.set_num_threads); "
-        f"torch {torch.__version__}. Date: {time.strftime('%Y-%m-%d')}.",
+        f"torch {torch.__version__}. SIMD target: {target} (TILEOPS_SIMD_TARGET, tileops only). "
+        f"Date: {time.strftime('%Y-%m-%d')}.",
         "",
         f"Model: {described[len('decoder:'):].strip()}; synthetic weights (seed 0) exported by "
         "`llama_generate --export` and loaded by both. "

@@ -5,7 +5,8 @@ bench/results/tl-ops.md: the throughput of each implementation and the ratio tl 
 >= 0.8), each the median over repetitions of a repetition's median call. Alternating calls put
 both sides of a ratio in the same minutes of this shared machine, whose speed moves by 30%
 between benchmarks run seconds apart.
-Usage: /usr/bin/python3 bench/tl_ops_report.py [build_dir] [repetitions]"""
+Usage: /usr/bin/python3 bench/tl_ops_report.py [--target T] [build_dir] [repetitions]
+(T: TILEOPS_SIMD_TARGET for tl_ops_bench, which also picks the tl code's -march)."""
 import json
 import os
 import platform
@@ -13,9 +14,12 @@ import statistics
 import subprocess
 import sys
 
+from target_option import take_target  # noqa: E402
+
 THREADS = 2
 BAR = 0.8
 HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = take_target(sys.argv)
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build", "release")
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 
@@ -45,7 +49,7 @@ def main():
             cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    print(f"{cpu}, {THREADS} threads, load average {os.getloadavg()[0]:.1f}, "
+    print(f"{cpu}, SIMD target {TARGET}, {THREADS} threads, load average {os.getloadavg()[0]:.1f}, "
           f"median of {REPS} repetitions\n")
     print("| operator | dtype | native | tl | tl / native | bar 0.8 |")
     print("|---|---|---|---|---|---|")

@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <string_view>
 
 #include "hwy/highway.h"
 #include "hwy/targets.h"
+#include "tileops/core/error.h"
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -15,6 +18,103 @@
 #endif
 
 namespace tileops {
+
+namespace {
+
+// Highway's always-available fallbacks; every forced mask keeps them.
+constexpr std::int64_t kHwyScalarTargets = HWY_SCALAR | HWY_EMU128;
+
+struct NamedTarget {
+  std::string_view name;
+  SimdTarget target;
+  std::int64_t required;  // the Highway target the CPU must run (0: none)
+  std::int64_t allowed;   // the Highway targets the kernels may then dispatch to
+};
+
+#if HWY_ARCH_X86
+constexpr std::int64_t kHwySse4Down = HWY_SSE4 | HWY_SSSE3 | kHwyScalarTargets;
+constexpr std::int64_t kHwyAvx2Down = HWY_AVX2 | kHwySse4Down;
+constexpr NamedTarget kNamedTargets[] = {
+    {"native", SimdTarget::kNative, 0, 0},
+    {"avx512", SimdTarget::kAvx512, HWY_AVX3, HWY_AVX3 | HWY_AVX3_DL | kHwyAvx2Down},
+    {"avx2", SimdTarget::kAvx2, HWY_AVX2, kHwyAvx2Down},
+    {"sse4", SimdTarget::kSse4, HWY_SSE4, kHwySse4Down},
+    {"scalar", SimdTarget::kScalar, 0, kHwyScalarTargets},
+};
+constexpr const char* kAcceptedTargets = "native, avx512, avx2, sse4, scalar";
+#else
+constexpr NamedTarget kNamedTargets[] = {
+    {"native", SimdTarget::kNative, 0, 0},
+    {"scalar", SimdTarget::kScalar, 0, kHwyScalarTargets},
+};
+constexpr const char* kAcceptedTargets = "native, scalar";
+#endif
+
+// Applies the choice to Highway before the first dispatch (the library's static initialisation
+// runs before main); the per-call check then only reads the result.
+[[maybe_unused]] const bool kSimdTargetApplied = [] {
+  (void)simd_target_choice();
+  return true;
+}();
+
+}  // namespace
+
+SimdTargetChoice parse_simd_target(const char* value, std::int64_t supported) {
+  SimdTargetChoice choice;
+  choice.reason = "detected";
+  if (value == nullptr || *value == '\0') return choice;
+  const std::string_view text(value);
+  for (const NamedTarget& named : kNamedTargets) {
+    if (named.name != text) continue;
+    choice.target = named.target;
+    choice.name = std::string(named.name);
+    if (named.target == SimdTarget::kNative) {
+      choice.reason = "detected (TILEOPS_SIMD_TARGET=native)";
+      return choice;
+    }
+    if (named.required != 0 && (supported & named.required) == 0) {
+      choice.reason = "unusable";
+      choice.error = "this CPU lacks it (it runs " +
+                     std::string(hwy::TargetName(supported & ~(supported - 1))) + " at best)";
+      return choice;
+    }
+    choice.forced = true;
+    choice.reason = "forced by TILEOPS_SIMD_TARGET=" + choice.name;
+    choice.hwy_mask = (supported & named.allowed) | kHwyScalarTargets;
+    return choice;
+  }
+  choice.name = std::string(text);
+  choice.reason = "unusable";
+  choice.error = "unknown target";
+  return choice;
+}
+
+const SimdTargetChoice& simd_target_choice() {
+  static const SimdTargetChoice choice = [] {
+    SimdTargetChoice parsed =
+        parse_simd_target(std::getenv("TILEOPS_SIMD_TARGET"), hwy::SupportedTargets());
+    // Highway dispatches by SupportedTargets(); narrowing it is what its test hook is for.
+    if (parsed.error.empty() && parsed.forced) hwy::SetSupportedTargetsForTest(parsed.hwy_mask);
+    return parsed;
+  }();
+  return choice;
+}
+
+const SimdTargetChoice& simd_target() {
+  const SimdTargetChoice& choice = simd_target_choice();
+  if (!choice.error.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "TILEOPS_SIMD_TARGET='" + choice.name +
+                                                 "': " + choice.error + "; expected one of " +
+                                                 kAcceptedTargets +
+                                                 " (a target this CPU runs), or unset for native");
+  }
+  return choice;
+}
+
+bool simd_target_allows_avx512() {
+  const SimdTarget target = simd_target_choice().target;
+  return target == SimdTarget::kNative || target == SimdTarget::kAvx512;
+}
 
 std::vector<std::string> cpu_simd_targets() {
   std::vector<std::string> names;

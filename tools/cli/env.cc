@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "examples/llama/demo.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/tl/cpu/compiler.h"
 #include "src/tl/cpu/disk_cache.h"
 #include "tileops/core/error.h"
@@ -194,7 +196,12 @@ struct Facts {
   std::map<std::string, std::string> python_versions;
   std::vector<std::string> simd_targets;
   std::string simd_dispatch;
-  std::string jit_target;  // -march of the cpu backend's kernels
+  std::string simd_target;         // TILEOPS_SIMD_TARGET's effective value ("native", "avx2")
+  std::string simd_target_reason;  // forced by TILEOPS_SIMD_TARGET, or detected
+  std::string simd_target_error;   // the variable's value is unusable (why)
+  bool dpbf16 = false;             // bfloat16 products on VDPBF16PS
+  bool amx = false;                // bfloat16 products on AMX tiles
+  std::string jit_target;          // -march of the cpu backend's kernels
   int threads = 0;
   std::vector<Problem> problems;
 };
@@ -213,11 +220,29 @@ Facts gather() {
   if (!f.compiler.empty()) f.cpu = probe_backend("cpu");
   f.python = python_executable();
   f.python_versions = probe_python(f.python);
+  const SimdTargetChoice& choice = simd_target_choice();
+  f.simd_target = choice.name;
+  f.simd_target_reason = choice.reason;
+  try {
+    (void)simd_target();
+  } catch (const Error& e) {
+    f.simd_target_error = e.what();
+  }
   f.simd_targets = cpu_simd_targets();
-  f.simd_dispatch = cpu_best_simd_target();
-  f.jit_target = tl::cpu::resolve_target(tl::Options{});
+  if (f.simd_target_error.empty()) {
+    f.simd_dispatch = simd_dispatched_target();
+    f.jit_target = tl::cpu::resolve_target(tl::Options{});
+    f.dpbf16 = ops::cpu::dpbf16_enabled();
+    f.amx = ops::cpu::amx_bf16_enabled();
+  } else {
+    f.simd_dispatch = "none";
+    f.jit_target = "none";
+  }
   f.threads = ThreadPool::global().num_threads();
   auto& p = f.problems;
+  if (!f.simd_target_error.empty()) {
+    p.push_back({f.simd_target_error, "unset TILEOPS_SIMD_TARGET, or name a target this CPU runs"});
+  }
   if (f.compiler.empty()) {
     p.push_back({"no C++ compiler for the cpu backend (c++ on PATH or $TILEOPS_CXX)",
                  "apt-get install g++ (or set TILEOPS_CXX to a C++17 compiler)"});
@@ -260,7 +285,12 @@ std::string to_json(const Facts& f) {
   for (const std::string& t : f.simd_targets) targets += (targets.empty() ? "" : ", ") + quoted(t);
   j += "  \"cpu\": {\"simd_targets\": [" + targets + "], \"dispatch\": " + quoted(f.simd_dispatch) +
        ", \"jit_target\": " + quoted(f.jit_target) + ", \"threads\": " + std::to_string(f.threads) +
-       ", \"amx_bf16\": " + (cpu_amx_bf16() ? "true" : "false") + "},\n";
+       ", \"amx_bf16\": " + (cpu_amx_bf16() ? "true" : "false") +
+       ", \"simd_target\": " + quoted(f.simd_target) +
+       ", \"simd_target_reason\": " + quoted(f.simd_target_reason) + ", \"simd_target_error\": " +
+       (f.simd_target_error.empty() ? "null" : quoted(f.simd_target_error)) +
+       ", \"dpbf16_in_use\": " + (f.dpbf16 ? "true" : "false") +
+       ", \"amx_bf16_in_use\": " + (f.amx ? "true" : "false") + "},\n";
   j += "  \"python\": {\"executable\": " + quoted(f.python) +
        ", \"version\": " + version_or_null(f.python_versions, "python") +
        ", \"numpy\": " + version_or_null(f.python_versions, "numpy") +
@@ -290,6 +320,23 @@ void print_build(const Facts& f) {
               : amx != nullptr && std::strcmp(amx, "0") == 0
                   ? "present, turned off by TILEOPS_AMX=0"
                   : "in use for bfloat16 matrix products (TILEOPS_AMX=0 turns it off)");
+  if (f.simd_target_error.empty()) {
+    std::printf(
+        "cpu: SIMD target %s, %s (TILEOPS_SIMD_TARGET=native|avx512|avx2|sse4|scalar "
+        "forces one)\n",
+        f.simd_target.c_str(), f.simd_target_reason.c_str());
+  } else {
+    std::printf("cpu: SIMD target unusable: %s\n", f.simd_target_error.c_str());
+  }
+  std::printf("cpu: bfloat16 products: VDPBF16PS %s, AMX %s\n",
+              f.dpbf16                       ? "on"
+              : !cpu_avx512_bf16()           ? "off (absent)"
+              : !f.simd_target_error.empty() ? "off"
+                                             : "off (below the avx512 target)",
+              f.amx                          ? "on"
+              : !cpu_amx_bf16()              ? "off (absent)"
+              : !simd_target_allows_avx512() ? "off (below the avx512 target)"
+                                             : "off");
   std::printf("cuda: not built\n");
 }
 

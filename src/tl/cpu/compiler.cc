@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 
 extern char** environ;  // NOLINT: POSIX declares it only here
 
@@ -196,7 +197,24 @@ std::string target_problem(const std::string& target, ErrorKind& kind) {
 std::string resolve_target(const Options& options) {
   if (!options.target.empty()) return options.target;
   const char* env = std::getenv("TILEOPS_TL_TARGET");  // read per compile
-  return env != nullptr && *env != '\0' ? std::string(env) : std::string("native");
+  if (env != nullptr && *env != '\0') return env;
+  // Generated code follows a forced TILEOPS_SIMD_TARGET (which throws when unusable).
+  switch (simd_target().target) {
+    case SimdTarget::kAvx2:
+      return "haswell";
+    case SimdTarget::kSse4:
+      return "x86-64-v2";
+    case SimdTarget::kScalar:
+#if defined(__x86_64__)
+      return "x86-64";
+#else
+      break;
+#endif
+    case SimdTarget::kNative:
+    case SimdTarget::kAvx512:
+      break;
+  }
+  return "native";
 }
 
 void check_target(const std::string& target, const std::string& kernel) {
@@ -214,9 +232,10 @@ void check_target(const std::string& target, const std::string& kernel) {
     result = it->second;
   }
   if (!result.second.empty()) {
-    throw Error(result.first, "tl: kernel '" + kernel + "': cpu target '" + target +
-                                  "' (the target option, else $TILEOPS_TL_TARGET) " +
-                                  result.second);
+    throw Error(result.first,
+                "tl: kernel '" + kernel + "': cpu target '" + target +
+                    "' (the target option, else $TILEOPS_TL_TARGET, else $TILEOPS_SIMD_TARGET) " +
+                    result.second);
   }
 }
 

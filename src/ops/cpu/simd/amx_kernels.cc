@@ -125,7 +125,8 @@ TILEOPS_AMX_TARGET void configure_tiles() {
 
 bool amx_bf16_enabled() {
   const char* env = std::getenv("TILEOPS_AMX");
-  return cpu_amx_bf16() && (env == nullptr || std::strcmp(env, "0") != 0);
+  return cpu_amx_bf16() && simd_target_allows_avx512() &&
+         (env == nullptr || std::strcmp(env, "0") != 0);
 }
 
 // Pairs of B strips outside (2·kc·64 bytes, 32 KiB at kc = 256, stay in L1), pairs of A row

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tileops/core/float16.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/attention_kernels.cc"
@@ -223,31 +224,31 @@ HWY_EXPORT(SoftmaxTileBF16);
 HWY_EXPORT(ScaleRows);
 
 std::int64_t attention_nr() {
-  static const std::int64_t nr = HWY_DYNAMIC_DISPATCH(AttentionNr)();
+  static const std::int64_t nr = TILEOPS_DYNAMIC_DISPATCH(AttentionNr)();
   return nr;
 }
 
 void attention_tile_product(const float* a, std::int64_t lda, std::int64_t m_strips, const float* b,
                             std::int64_t b_strip, std::int64_t n_strips, std::int64_t last_cols,
                             std::int64_t kc, float* c, std::int64_t ldc, bool accumulate) {
-  const auto product = HWY_DYNAMIC_DISPATCH(TileProduct);
+  const auto product = TILEOPS_DYNAMIC_DISPATCH(TileProduct);
   product(a, lda, m_strips, b, b_strip, n_strips, last_cols, kc, c, ldc, accumulate);
 }
 
 void attention_softmax_tile(float* s, std::int64_t lds, std::int64_t rows, std::int64_t cols,
                             float* m, float* l, float* corr) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxTile)(s, lds, rows, cols, m, l, corr);
+  TILEOPS_DYNAMIC_DISPATCH(SoftmaxTile)(s, lds, rows, cols, m, l, corr);
 }
 
 void attention_softmax_tile_bf16(const float* s, std::int64_t lds, std::int64_t rows,
                                  std::int64_t cols, float scale, float* m, float* l, float* corr,
                                  std::uint16_t* p, std::int64_t p_cols) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxTileBF16)(s, lds, rows, cols, scale, m, l, corr, p, p_cols);
+  TILEOPS_DYNAMIC_DISPATCH(SoftmaxTileBF16)(s, lds, rows, cols, scale, m, l, corr, p, p_cols);
 }
 
 void attention_scale_rows(float* o, std::int64_t ldo, std::int64_t rows, std::int64_t cols,
                           const float* factor) {
-  HWY_DYNAMIC_DISPATCH(ScaleRows)(o, ldo, rows, cols, factor);
+  TILEOPS_DYNAMIC_DISPATCH(ScaleRows)(o, ldo, rows, cols, factor);
 }
 
 }  // namespace tileops::ops::cpu

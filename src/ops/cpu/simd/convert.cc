@@ -6,6 +6,7 @@
 
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/convert.cc"
@@ -79,10 +80,10 @@ void load_f32(const void* src, DataType dtype, std::int64_t stride, std::int64_t
         std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
         return;
       case DataType::kFloat16:
-        HWY_DYNAMIC_DISPATCH(LoadF16)(static_cast<const std::uint16_t*>(src), n, dst);
+        TILEOPS_DYNAMIC_DISPATCH(LoadF16)(static_cast<const std::uint16_t*>(src), n, dst);
         return;
       case DataType::kBFloat16:
-        HWY_DYNAMIC_DISPATCH(LoadBF16)(static_cast<const std::uint16_t*>(src), n, dst);
+        TILEOPS_DYNAMIC_DISPATCH(LoadBF16)(static_cast<const std::uint16_t*>(src), n, dst);
         return;
       default:
         break;
@@ -119,10 +120,10 @@ void store_f32(const float* src, void* dst, DataType dtype, std::int64_t stride,
         }
         return;
       case DataType::kFloat16:
-        HWY_DYNAMIC_DISPATCH(StoreF16)(src, n, static_cast<std::uint16_t*>(dst));
+        TILEOPS_DYNAMIC_DISPATCH(StoreF16)(src, n, static_cast<std::uint16_t*>(dst));
         return;
       case DataType::kBFloat16:
-        HWY_DYNAMIC_DISPATCH(StoreBF16)(src, n, static_cast<std::uint16_t*>(dst));
+        TILEOPS_DYNAMIC_DISPATCH(StoreBF16)(src, n, static_cast<std::uint16_t*>(dst));
         return;
       default:
         break;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/decode_kernels.cc"
@@ -372,11 +373,11 @@ void decode_scores(const float* q, std::int64_t groups, const CacheRows& k, Data
                    std::int64_t head_size, float* s, std::int64_t lds, const PrefetchRows& next) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ScoresF32)(q, groups, k, head_size, s, lds, next);
+      return TILEOPS_DYNAMIC_DISPATCH(ScoresF32)(q, groups, k, head_size, s, lds, next);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScoresBF16)(q, groups, k, head_size, s, lds, next);
+      return TILEOPS_DYNAMIC_DISPATCH(ScoresBF16)(q, groups, k, head_size, s, lds, next);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScoresF16)(q, groups, k, head_size, s, lds, next);
+      return TILEOPS_DYNAMIC_DISPATCH(ScoresF16)(q, groups, k, head_size, s, lds, next);
     default:
       throw_internal_error("decode_scores", "dtype is not a float dtype");
   }
@@ -387,11 +388,11 @@ void decode_values(const float* p, std::int64_t ldp, const float* corr, std::int
                    const PrefetchRows& next) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ValuesF32)(p, ldp, corr, groups, v, head_size, o, next);
+      return TILEOPS_DYNAMIC_DISPATCH(ValuesF32)(p, ldp, corr, groups, v, head_size, o, next);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ValuesBF16)(p, ldp, corr, groups, v, head_size, o, next);
+      return TILEOPS_DYNAMIC_DISPATCH(ValuesBF16)(p, ldp, corr, groups, v, head_size, o, next);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ValuesF16)(p, ldp, corr, groups, v, head_size, o, next);
+      return TILEOPS_DYNAMIC_DISPATCH(ValuesF16)(p, ldp, corr, groups, v, head_size, o, next);
     default:
       throw_internal_error("decode_values", "dtype is not a float dtype");
   }
@@ -401,11 +402,11 @@ void decode_column_order(DataType dtype, const float* in, std::int64_t rows, std
                          float* out, bool to_kernel) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ColumnOrderF32)(in, rows, head_size, out, to_kernel);
+      return TILEOPS_DYNAMIC_DISPATCH(ColumnOrderF32)(in, rows, head_size, out, to_kernel);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ColumnOrderBF16)(in, rows, head_size, out, to_kernel);
+      return TILEOPS_DYNAMIC_DISPATCH(ColumnOrderBF16)(in, rows, head_size, out, to_kernel);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ColumnOrderF16)(in, rows, head_size, out, to_kernel);
+      return TILEOPS_DYNAMIC_DISPATCH(ColumnOrderF16)(in, rows, head_size, out, to_kernel);
     default:
       throw_internal_error("decode_column_order", "dtype is not a float dtype");
   }

@@ -233,7 +233,10 @@ TILEOPS_DPBF16_TARGET void packed_half_blocks(const std::uint16_t* x0, const std
 }  // namespace
 
 bool dpbf16_enabled() {
-  return cpu_avx512_bf16() && (hwy::SupportedTargets() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+  // Off when TILEOPS_SIMD_TARGET forces a target below AVX-512 (the dispatch mask then lacks
+  // AVX3 too, but the hand-written path must not depend on that).
+  return cpu_avx512_bf16() && simd_target_allows_avx512() &&
+         (hwy::SupportedTargets() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
 }
 
 // Triples of B strips outside (3·kc·64 bytes, 48 KiB at kc = 256, from L1 or L2), the row tiles'

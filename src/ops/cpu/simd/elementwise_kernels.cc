@@ -6,6 +6,7 @@
 
 #include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/elementwise_kernels.cc"
@@ -166,6 +167,9 @@ void SiluF32(const float* x, std::int64_t n, float* out) {
   Rows<SiluOp, float>(x, x, n, out, false);
 }
 
+// The target this copy was compiled for: what dispatch picked, for simd_dispatched_target().
+std::int64_t CompiledTarget() { return HWY_TARGET; }
+
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -182,6 +186,7 @@ HWY_EXPORT(SwigluF32);
 HWY_EXPORT(SwigluF16);
 HWY_EXPORT(SwigluBF16);
 HWY_EXPORT(SiluF32);
+HWY_EXPORT(CompiledTarget);
 
 namespace {
 
@@ -206,17 +211,17 @@ RowsFn select(ElementwiseOp op, DataType dtype) {
   }
   switch (op) {
     case ElementwiseOp::kAdd:
-      return column == 0   ? HWY_DYNAMIC_DISPATCH(AddF32)
-             : column == 1 ? HWY_DYNAMIC_DISPATCH(AddF16)
-                           : HWY_DYNAMIC_DISPATCH(AddBF16);
+      return column == 0   ? TILEOPS_DYNAMIC_DISPATCH(AddF32)
+             : column == 1 ? TILEOPS_DYNAMIC_DISPATCH(AddF16)
+                           : TILEOPS_DYNAMIC_DISPATCH(AddBF16);
     case ElementwiseOp::kMul:
-      return column == 0   ? HWY_DYNAMIC_DISPATCH(MulF32)
-             : column == 1 ? HWY_DYNAMIC_DISPATCH(MulF16)
-                           : HWY_DYNAMIC_DISPATCH(MulBF16);
+      return column == 0   ? TILEOPS_DYNAMIC_DISPATCH(MulF32)
+             : column == 1 ? TILEOPS_DYNAMIC_DISPATCH(MulF16)
+                           : TILEOPS_DYNAMIC_DISPATCH(MulBF16);
     case ElementwiseOp::kSwiglu:
-      return column == 0   ? HWY_DYNAMIC_DISPATCH(SwigluF32)
-             : column == 1 ? HWY_DYNAMIC_DISPATCH(SwigluF16)
-                           : HWY_DYNAMIC_DISPATCH(SwigluBF16);
+      return column == 0   ? TILEOPS_DYNAMIC_DISPATCH(SwigluF32)
+             : column == 1 ? TILEOPS_DYNAMIC_DISPATCH(SwigluF16)
+                           : TILEOPS_DYNAMIC_DISPATCH(SwigluBF16);
   }
   throw_internal_error("cpu elementwise kernels", "unknown operation");
 }
@@ -229,8 +234,21 @@ void elementwise_rows(ElementwiseOp op, DataType dtype, const void* a, const voi
 }
 
 void silu_f32(const float* x, std::int64_t n, float* out) {
-  if (n > 0) HWY_DYNAMIC_DISPATCH(SiluF32)(x, n, out);
+  if (n > 0) TILEOPS_DYNAMIC_DISPATCH(SiluF32)(x, n, out);
 }
 
+namespace {
+
+// Inside the export's namespace: HWY_DYNAMIC_DISPATCH takes an unqualified name.
+std::int64_t compiled_target() { return TILEOPS_DYNAMIC_DISPATCH(CompiledTarget)(); }
+
+}  // namespace
+
 }  // namespace tileops::ops::cpu
+
+namespace tileops {
+
+std::string simd_dispatched_target() { return hwy::TargetName(ops::cpu::compiled_target()); }
+
+}  // namespace tileops
 #endif  // HWY_ONCE

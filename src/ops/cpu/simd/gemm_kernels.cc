@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/gemm_kernels.cc"
@@ -306,21 +307,21 @@ HWY_EXPORT(DotRowsBF16);
 HWY_EXPORT(DotRowsF16);
 
 // Not cached: tests switch the dispatch target between calls.
-std::int64_t gemm_nr() { return HWY_DYNAMIC_DISPATCH(GemmNr)(); }
+std::int64_t gemm_nr() { return TILEOPS_DYNAMIC_DISPATCH(GemmNr)(); }
 
 void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
                        std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
+  TILEOPS_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
 }
 
 void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
                        std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(EpilogueRow)(acc, alpha, c, beta, bias, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(EpilogueRow)(acc, alpha, c, beta, bias, n, out);
 }
 
 void gemm_transpose_rows(const float* const* rows, std::int64_t n_rows, std::int64_t count,
                          float* out, std::int64_t ld) {
-  HWY_DYNAMIC_DISPATCH(TransposeRows)(rows, n_rows, count, out, ld);
+  TILEOPS_DYNAMIC_DISPATCH(TransposeRows)(rows, n_rows, count, out, ld);
 }
 
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
@@ -329,11 +330,11 @@ void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void
   if (m > 16) throw_internal_error("gemm_dot_rows", "at most 16 rows of x");  // partial sums
   switch (w_dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(DotRowsF32)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+      return TILEOPS_DYNAMIC_DISPATCH(DotRowsF32)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(DotRowsBF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+      return TILEOPS_DYNAMIC_DISPATCH(DotRowsBF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(DotRowsF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+      return TILEOPS_DYNAMIC_DISPATCH(DotRowsF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
     default:
       throw_internal_error("gemm_dot_rows", "weights must be float32, float16 or bfloat16");
   }

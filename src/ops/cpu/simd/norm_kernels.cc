@@ -3,6 +3,7 @@
 #include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/norm_kernels.cc"
@@ -306,25 +307,25 @@ namespace {
 }  // namespace
 
 float sum_of_squares(const float* x, std::int64_t n) {
-  return HWY_DYNAMIC_DISPATCH(SumOfSquares)(x, n);
+  return TILEOPS_DYNAMIC_DISPATCH(SumOfSquares)(x, n);
 }
 
 void add_rows(const float* a, const float* b, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(AddRows)(a, b, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(AddRows)(a, b, n, out);
 }
 
 void scale_by_weight(const float* x, const float* w, float scale, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(ScaleByWeight)(x, w, scale, n, out, false);
+  TILEOPS_DYNAMIC_DISPATCH(ScaleByWeight)(x, w, scale, n, out, false);
 }
 
 float row_sum_of_squares(const void* x, DataType dtype, std::int64_t n) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(SumOfSquares)(static_cast<const float*>(x), n);
+      return TILEOPS_DYNAMIC_DISPATCH(SumOfSquares)(static_cast<const float*>(x), n);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(SumOfSquaresF16)(x, n);
+      return TILEOPS_DYNAMIC_DISPATCH(SumOfSquaresF16)(x, n);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(SumOfSquaresBF16)(x, n);
+      return TILEOPS_DYNAMIC_DISPATCH(SumOfSquaresBF16)(x, n);
     default:
       not_a_float_row();
   }
@@ -334,11 +335,11 @@ float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std:
                               void* sum) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(AddRowsSumOfSquaresF32)(a, b, n, sum);
+      return TILEOPS_DYNAMIC_DISPATCH(AddRowsSumOfSquaresF32)(a, b, n, sum);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(AddRowsSumOfSquaresF16)(a, b, n, sum);
+      return TILEOPS_DYNAMIC_DISPATCH(AddRowsSumOfSquaresF16)(a, b, n, sum);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(AddRowsSumOfSquaresBF16)(a, b, n, sum);
+      return TILEOPS_DYNAMIC_DISPATCH(AddRowsSumOfSquaresBF16)(a, b, n, sum);
     default:
       not_a_float_row();
   }
@@ -348,14 +349,14 @@ void scale_row_by_weight(const void* x, const float* w, float scale, DataType dt
                          void* out, bool stream, const void* next, std::int64_t next_bytes) {
   switch (dtype) {
     case DataType::kFloat32:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF32)(x, w, scale, n, out, stream, next,
-                                                       next_bytes);
+      return TILEOPS_DYNAMIC_DISPATCH(ScaleRowByWeightF32)(x, w, scale, n, out, stream, next,
+                                                           next_bytes);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightF16)(x, w, scale, n, out, stream, next,
-                                                       next_bytes);
+      return TILEOPS_DYNAMIC_DISPATCH(ScaleRowByWeightF16)(x, w, scale, n, out, stream, next,
+                                                           next_bytes);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(ScaleRowByWeightBF16)(x, w, scale, n, out, stream, next,
-                                                        next_bytes);
+      return TILEOPS_DYNAMIC_DISPATCH(ScaleRowByWeightBF16)(x, w, scale, n, out, stream, next,
+                                                            next_bytes);
     default:
       not_a_float_row();
   }

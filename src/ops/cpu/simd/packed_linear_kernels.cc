@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/packed_linear_kernels.cc"
@@ -114,20 +115,20 @@ HWY_EXPORT(UnpackBlockBF16);
 
 void packed_block_f32(const float* x, const float* w, std::int64_t steps, float* acc,
                       bool accumulate, bool fetch) {
-  HWY_DYNAMIC_DISPATCH(PackedBlockF32)(x, w, steps, acc, accumulate, fetch);
+  TILEOPS_DYNAMIC_DISPATCH(PackedBlockF32)(x, w, steps, acc, accumulate, fetch);
 }
 
 void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, std::int64_t steps,
                             float* acc0, float* acc1, bool accumulate, bool fetch) {
-  HWY_DYNAMIC_DISPATCH(PackedHalfBlocksF32)(x0, x1, w, steps, acc0, acc1, accumulate, fetch);
+  TILEOPS_DYNAMIC_DISPATCH(PackedHalfBlocksF32)(x0, x1, w, steps, acc0, acc1, accumulate, fetch);
 }
 
 void unpack_block_f32(const void* src, DataType dtype, std::int64_t steps, float* dst) {
   switch (dtype) {
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(UnpackBlockF16)(src, steps, dst);
+      return TILEOPS_DYNAMIC_DISPATCH(UnpackBlockF16)(src, steps, dst);
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(UnpackBlockBF16)(src, steps, dst);
+      return TILEOPS_DYNAMIC_DISPATCH(UnpackBlockBF16)(src, steps, dst);
     default:
       throw_internal_error("unpack_block_f32", "float16 or bfloat16 blocks only");
   }

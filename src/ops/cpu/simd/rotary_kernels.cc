@@ -1,4 +1,5 @@
 #include "src/ops/cpu/simd/rotary_kernels.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/rotary_kernels.cc"
@@ -63,11 +64,11 @@ HWY_EXPORT(RotateHalves);
 HWY_EXPORT(RotatePairs);
 
 void rotate_halves(const float* x, const float* c, const float* s, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(RotateHalves)(x, c, s, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(RotateHalves)(x, c, s, n, out);
 }
 
 void rotate_pairs(const float* x, const float* c, const float* s, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(RotatePairs)(x, c, s, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(RotatePairs)(x, c, s, n, out);
 }
 
 }  // namespace tileops::ops::cpu

@@ -13,6 +13,7 @@
 #include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax16_kernels.cc"
@@ -246,9 +247,9 @@ void softmax_rows_16(DataType dtype, const Row16* rows, std::int64_t count, floa
                      float* scratch, bool stream) {
   switch (dtype) {
     case DataType::kBFloat16:
-      return HWY_DYNAMIC_DISPATCH(SoftmaxRowsBF16)(rows, count, scale, scratch, stream);
+      return TILEOPS_DYNAMIC_DISPATCH(SoftmaxRowsBF16)(rows, count, scale, scratch, stream);
     case DataType::kFloat16:
-      return HWY_DYNAMIC_DISPATCH(SoftmaxRowsF16)(rows, count, scale, scratch, stream);
+      return TILEOPS_DYNAMIC_DISPATCH(SoftmaxRowsF16)(rows, count, scale, scratch, stream);
     default:
       throw_internal_error("softmax_rows_16", "dtype is not float16/bfloat16");
   }

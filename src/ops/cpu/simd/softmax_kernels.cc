@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "src/ops/cpu/streaming.h"
+#include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax_kernels.cc"
@@ -205,29 +206,29 @@ HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(ExpNonPositiveRow);
 
 void exp_non_positive_row(const float* x, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(ExpNonPositiveRow)(x, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(ExpNonPositiveRow)(x, n, out);
 }
 
 void exp_row(const float* x, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(ExpRow)(x, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(ExpRow)(x, n, out);
 }
 
 float scaled_max(const float* x, float scale, std::int64_t n) {
-  return HWY_DYNAMIC_DISPATCH(ScaledMax)(x, scale, n);
+  return TILEOPS_DYNAMIC_DISPATCH(ScaledMax)(x, scale, n);
 }
 
 float scaled_exp_sum(const float* x, float scale, float shift, std::int64_t n, float* out,
                      const void* next, std::int64_t next_bytes) {
-  return HWY_DYNAMIC_DISPATCH(ScaledExpSum)(x, scale, shift, n, out, next, next_bytes);
+  return TILEOPS_DYNAMIC_DISPATCH(ScaledExpSum)(x, scale, shift, n, out, next, next_bytes);
 }
 
 void scale_row(const float* x, float factor, std::int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(ScaleRow)(x, factor, n, out);
+  TILEOPS_DYNAMIC_DISPATCH(ScaleRow)(x, factor, n, out);
 }
 
 void softmax_row(const float* x, float scale, std::int64_t n, float* out, const void* next,
                  std::int64_t next_bytes, bool stream) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, scale, n, out, next, next_bytes, stream);
+  TILEOPS_DYNAMIC_DISPATCH(SoftmaxRow)(x, scale, n, out, next, next_bytes, stream);
 }
 
 }  // namespace tileops::ops::cpu
