@@ -15,11 +15,13 @@ namespace tileops::tl::cpu {
 const std::optional<std::string>& find_compiler();
 // `<compiler> --version`, once per process ("" without a compiler).
 const std::string& compiler_identity();
-// The flags `options` select (opt_level, debug, fast_math, target; an empty target takes
-// $TILEOPS_TL_TARGET when set, else native; native less the instruction sets this process's
-// CPUID does not report).
+// The flags `options` select (opt_level, debug, fast_math, target as resolve_target gives it;
+// native less the instruction sets this process's CPUID does not report), then
+// options.compiler_args.
 std::string compile_flags(const Options& options);
-// The -march target `options` select: options.target, else $TILEOPS_TL_TARGET, else "native".
+// The -march target `options` select: options.target, else $TILEOPS_TL_TARGET, else the one a
+// forced $TILEOPS_SIMD_TARGET implies (avx2: haswell, sse4: x86-64-v2, scalar: x86-64), else
+// "native". Throws Error (kInvalidArgument) when $TILEOPS_SIMD_TARGET is unusable.
 std::string resolve_target(const Options& options);
 // Throws unless `target` is "native" or a well-formed -march name the compiler knows whose
 // instruction sets this CPU has (kInvalidArgument: malformed or unknown; kUnsupported: code for
