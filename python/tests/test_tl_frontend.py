@@ -459,7 +459,7 @@ def test_a_temporary_redefined_in_both_branches_takes_their_type(backend, flag):
 
 
 def skips_with_continue(x: GA, y: GA, n: int):
-    tx, ty = tl.tensor(x, [12]), tl.tensor(y, [4])
+    tx = tl.tensor(x, [12])
     acc = tl.zeros([4], tl.float32)
     r = tl.range(n)
     for t in r:

@@ -398,14 +398,14 @@ def select(cond, then, otherwise):
         a, b = then(), otherwise()
         ta, tb = _type(a), _type(b)
         if ta is not None and tb is not None and ta != tb:
-            raise _error(where_of(cond), "where", f"the two sides of `a if c else b` on a traced "
+            raise _error(_caller(), "where", f"the two sides of `a if c else b` on a traced "
                          f"condition are a {_type_text(ta)} and a {_type_text(tb)}; they must "
                          "have one type (both are evaluated and selected per lane)", TypeError)
         return _tl.where(cond, a, b)
     return then() if cond else otherwise()
 
 
-def where_of(_value):
+def _caller():
     """file:line of the user's line being traced."""
     file, line, _ = _tl._caller_location()
     return f"{os.path.basename(file)}:{line}"
@@ -656,7 +656,7 @@ class _Rewriter:
     def where(self, node):
         return f"{self.file}:{node.lineno + self.line_offset}"
 
-    def fresh(self, kind):
+    def tag(self, kind):
         self.counter += 1
         return f"__tl_{kind}{self.counter}"
 
@@ -715,7 +715,7 @@ class _Rewriter:
         return _Expressions(self).visit(e)
 
     def loop(self, s):
-        tag = self.fresh("loop")
+        tag = self.tag("loop")
         targets = _target_names(s.target)
         names = sorted((assigned(s.body) & (self.live.head[id(s)] | self.outer)) - targets)
         saved, self.in_loop = self.in_loop, True
@@ -742,7 +742,7 @@ class _Rewriter:
         return [make, s] + ([_if(runtime, final)] if final else []) + [done]
 
     def branch(self, s):
-        tag = self.fresh("if")
+        tag = self.tag("if")
         names = sorted(assigned(s.body) | assigned(s.orelse))
         results = sorted(set(names) & (self.live.after[id(s)] | self.outer))
         fresh = sorted(set(results) & definite(s.body) & definite(s.orelse))
