@@ -122,7 +122,7 @@ class PyRange {
 // inside a branch. The Vars it adopts are kept alive here until the branch is finished.
 class PyBranch {
  public:
-  explicit PyBranch(py::object cond) {
+  explicit PyBranch(const py::object& cond) {
     const tl::Loc loc = caller_loc();
     branch_ = std::make_unique<tl::Branch>(to_operand(cond, loc, "if", "condition"), loc);
   }
