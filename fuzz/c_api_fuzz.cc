@@ -85,13 +85,15 @@ bool decode(FuzzInput& in, Descriptor& d, const Dims& suggested, std::int32_t dt
     }
   }
   const std::size_t esize = valid ? size_of(static_cast<DataType>(d.t.dtype)) : 1;
+  // Divided, not multiplied: one extent and stride past the limit reach about 2^126, and
+  // times the element size that would overflow even 128 bits.
+  const __int128 limit = std::numeric_limits<std::int64_t>::max() / static_cast<__int128>(esize);
   for (int i = 0; valid && !empty && i < d.t.ndim; ++i) {
     numel *= d.shape[i];
     last += static_cast<__int128>(d.shape[i] - 1) * d.strides[i];
-    valid = numel * esize <= std::numeric_limits<std::int64_t>::max() &&
-            (last + 1) * esize <= std::numeric_limits<std::int64_t>::max();
+    valid = numel <= limit && last + 1 <= limit;
   }
-  const __int128 bytes = empty ? 0 : (last + 1) * static_cast<__int128>(esize);
+  const __int128 bytes = empty || !valid ? 0 : (last + 1) * static_cast<__int128>(esize);
   if (valid && bytes > kMaxBytes) return false;
   d.size = valid ? static_cast<std::int64_t>(bytes) : 16;
   d.bytes.reset(new unsigned char[d.size > 0 ? d.size : 1]);
