@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "python/src/cli.h"
+#include "python/src/declared_bindings.h"
 #include "python/src/errors.h"
 #include "python/src/ops_bindings.h"
 #include "python/src/tensor_interop.h"
@@ -13,6 +14,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "tileops C++ extension; use the tileops package.";
   tp::register_errors(m);
   py::module_ ops = m.def_submodule("ops", "tileops operators");
+  tp::bind_declared_ops(ops);
   tp::bind_op_functions(ops);
   tp::bind_op_classes(ops);
   tp::bind_gemm_ops(ops);

@@ -170,28 +170,6 @@ class Embedding {
   OutSpec spec_;
 };
 
-class RmsNorm {
- public:
-  RmsNorm(py::handle input, py::handle weight, double eps, py::handle out, int index) {
-    PyTensor x = to_tensor(input, "rms_norm", "input");
-    PyTensor w = to_tensor(weight, "rms_norm", "weight");
-    PyTensor o = ctor_output(out, x.frontend, x.view.shape(), x.view.dtype(), "rms_norm", spec_);
-    op_ = std::make_shared<ops::RmsNorm>(x.view, w.view, eps, o.view, index);
-  }
-  py::object call(py::handle input, py::handle weight, py::handle out, py::handle stream) const {
-    Context ctx = make_context("rms_norm", 0, stream);
-    PyTensor x = to_tensor(input, "rms_norm", "input");
-    PyTensor w = to_tensor(weight, "rms_norm", "weight");
-    PyTensor o = spec_.get(out, x.frontend, "rms_norm");
-    run_released([&] { (*op_)(x.view, w.view, o.view, ctx); });
-    return result_of(out, o);
-  }
-
- private:
-  std::shared_ptr<const ops::RmsNorm> op_;
-  OutSpec spec_;
-};
-
 // Omitted outputs mean in place, at construction and at each call.
 class AddRmsNorm {
  public:
@@ -286,11 +264,6 @@ void bind_op_classes(py::module_& m) {
            py::arg("weight"), py::arg("out") = none, py::kw_only(), index)
       .def("__call__", &Embedding::call, py::arg("input_ids"), py::arg("weight"),
            py::arg("out") = none, py::kw_only(), stream);
-  py::class_<RmsNorm>(m, "RmsNorm")
-      .def(py::init<py::handle, py::handle, double, py::handle, int>(), py::arg("input"),
-           py::arg("weight"), py::arg("eps") = 1e-6, py::arg("out") = none, py::kw_only(), index)
-      .def("__call__", &RmsNorm::call, py::arg("input"), py::arg("weight"), py::arg("out") = none,
-           py::kw_only(), stream);
   py::class_<AddRmsNorm>(m, "AddRmsNorm")
       .def(py::init<py::handle, py::handle, py::handle, double, py::handle, py::handle, int>(),
            py::arg("input"), py::arg("residual"), py::arg("weight"), py::arg("eps") = 1e-6,

@@ -90,17 +90,6 @@ py::object embedding(py::handle input_ids, py::handle weight, py::handle out, in
   return result_of(out, o);
 }
 
-py::object rms_norm(py::handle input, py::handle weight, double eps, py::handle out, int index,
-                    py::handle stream) {
-  constexpr const char* kOp = "rms_norm";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor x = to_tensor(input, kOp, "input");
-  PyTensor w = to_tensor(weight, kOp, "weight");
-  PyTensor o = output(out, x.frontend, x.view.shape(), x.view.dtype(), kOp, "out");
-  run_released([&] { ops::rms_norm(x.view, w.view, eps, o.view, ctx); });
-  return result_of(out, o);
-}
-
 // Omitted outputs are written in place (vLLM fused_add_rms_norm): out into input, residual_out
 // into residual. Returns (out, residual_out).
 py::tuple add_rms_norm(py::handle input, py::handle residual, py::handle weight, double eps,
@@ -181,9 +170,6 @@ void bind_op_functions(py::module_& m) {
         py::arg("out") = none, py::kw_only(), index, stream);
   m.def("embedding", &embedding, "out[i..., :] = weight[input_ids[i...], :].", py::arg("input_ids"),
         py::arg("weight"), py::arg("out") = none, py::kw_only(), index, stream);
-  m.def("rms_norm", &rms_norm, "out = input / sqrt(mean(input^2) + eps) * weight (last dim).",
-        py::arg("input"), py::arg("weight"), py::arg("eps") = 1e-6, py::arg("out") = none,
-        py::kw_only(), index, stream);
   m.def("add_rms_norm", &add_rms_norm,
         "residual_out = input + residual; out = rms_norm(residual_out). Omitted outputs are "
         "written into input / residual. Returns (out, residual_out).",

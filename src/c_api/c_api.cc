@@ -150,16 +150,6 @@ tileops_status tileops_linear_packed(const tileops_tensor* input, const tileops_
   });
 }
 
-tileops_status tileops_rms_norm(const tileops_tensor* input, const tileops_tensor* weight,
-                                double eps, const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("rms_norm", "input", input);
-    const Tensor w = to_tensor("rms_norm", "weight", weight);
-    const Tensor y = to_tensor("rms_norm", "out", out);
-    ops::rms_norm(x, w, eps, y, to_context(ctx));
-  });
-}
-
 tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_tensor* residual,
                                     const tileops_tensor* weight, double eps,
                                     const tileops_tensor* out, const tileops_tensor* residual_out,

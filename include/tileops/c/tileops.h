@@ -73,7 +73,9 @@ typedef struct tileops_context { /* NOLINT(readability-identifier-naming): C nam
  * valid until the next failing call on this thread. */
 const char* tileops_last_error(void);
 
-/* The contracts are those of include/tileops/ops/<op>.h. */
+/* The contracts are those of include/tileops/ops/<op>.h. The entries of the declared operators
+ * are generated from their declarations: */
+#include "tileops/c/tileops_ops.h"  // IWYU pragma: export
 
 /* out = input + other / input * other, NumPy broadcasting of input and other. */
 tileops_status tileops_add(const tileops_tensor* input, const tileops_tensor* other,
@@ -89,8 +91,6 @@ tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, in
 /* out[i..., :] = weight[input_ids[i...], :]; an id outside [0, rows of weight) fails. */
 tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_tensor* weight,
                                  const tileops_tensor* out, const tileops_context* ctx);
-tileops_status tileops_rms_norm(const tileops_tensor* input, const tileops_tensor* weight,
-                                double eps, const tileops_tensor* out, const tileops_context* ctx);
 /* residual_out = input + residual; out = rms_norm(residual_out). With out and residual_out both
  * NULL: the in-place form, writing out into input and residual_out into residual. */
 tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_tensor* residual,

@@ -106,6 +106,11 @@ void ArgCheck::dtype_is(const Tensor& t, std::string_view arg, DataType expected
 
 void ArgCheck::dtype_in(const Tensor& t, std::string_view arg,
                         std::initializer_list<DataType> allowed) const {
+  dtype_in(t, arg, std::span<const DataType>(allowed.begin(), allowed.size()));
+}
+
+void ArgCheck::dtype_in(const Tensor& t, std::string_view arg,
+                        std::span<const DataType> allowed) const {
   std::string e = "dtype in {";
   bool first = true;
   for (DataType d : allowed) {
@@ -181,25 +186,29 @@ void ArgCheck::writable(const Tensor& t, std::string_view arg) const {
   }
 }
 
+void ArgCheck::output_apart_from_input(const Named& out, const Named& in, bool in_place) const {
+  if (in_place && same_view(out.tensor, in.tensor)) return;
+  if (byte_ranges_intersect(out.tensor, in.tensor)) {
+    fail(ErrorKind::kInvalidArgument, out.name,
+         "memory apart from '" + std::string(in.name) + "'" +
+             (in_place ? " (or exactly its view, in place)" : ""),
+         "an overlapping view " + out.tensor.describe());
+  }
+}
+
+void ArgCheck::outputs_apart(const Named& out, const Named& other) const {
+  if (byte_ranges_intersect(out.tensor, other.tensor)) {
+    fail(ErrorKind::kInvalidArgument, out.name,
+         "memory apart from '" + std::string(other.name) + "'",
+         "an overlapping view " + out.tensor.describe());
+  }
+}
+
 void ArgCheck::outputs_do_not_overlap(std::initializer_list<Named> inputs,
                                       std::initializer_list<Named> outputs, bool in_place) const {
   for (auto out = outputs.begin(); out != outputs.end(); ++out) {
-    for (const Named& in : inputs) {
-      if (in_place && same_view(out->tensor, in.tensor)) continue;
-      if (byte_ranges_intersect(out->tensor, in.tensor)) {
-        fail(ErrorKind::kInvalidArgument, out->name,
-             "memory apart from '" + std::string(in.name) + "'" +
-                 (in_place ? " (or exactly its view, in place)" : ""),
-             "an overlapping view " + out->tensor.describe());
-      }
-    }
-    for (auto other = outputs.begin(); other != out; ++other) {
-      if (byte_ranges_intersect(out->tensor, other->tensor)) {
-        fail(ErrorKind::kInvalidArgument, out->name,
-             "memory apart from '" + std::string(other->name) + "'",
-             "an overlapping view " + out->tensor.describe());
-      }
-    }
+    for (const Named& in : inputs) output_apart_from_input(*out, in, in_place);
+    for (auto other = outputs.begin(); other != out; ++other) outputs_apart(*out, *other);
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,7 @@ class ArgCheck {
                 std::string_view why = {}) const;
   void dtype_in(const Tensor& t, std::string_view arg,
                 std::initializer_list<DataType> allowed) const;
+  void dtype_in(const Tensor& t, std::string_view arg, std::span<const DataType> allowed) const;
   void standard_float(const Tensor& t, std::string_view arg) const;
   void rank_is(const Tensor& t, std::string_view arg, int rank) const;
   void rank_at_least(const Tensor& t, std::string_view arg, int rank) const;
@@ -45,6 +47,9 @@ class ArgCheck {
   // ranges intersect count as overlapping even when their elements interleave.
   void outputs_do_not_overlap(std::initializer_list<Named> inputs,
                               std::initializer_list<Named> outputs, bool in_place = true) const;
+  // Its two steps: one output against one input, and two outputs.
+  void output_apart_from_input(const Named& out, const Named& in, bool in_place) const;
+  void outputs_apart(const Named& out, const Named& other) const;
 
   std::string_view op() const { return op_; }
 

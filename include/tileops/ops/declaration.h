@@ -1,0 +1,146 @@
+// An operator's declaration: its arguments in order with their kind, dtypes, ranks and shape
+// relations, defaults and names. It is plain constexpr data (src/ops/contracts/<op>.decl.h), so
+// that one description drives the contract's validation (DeclaredOp) and the generator
+// (tools/opgen) that writes the C API entry, the Python function and class, and the docs row.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+
+#include "tileops/core/data_type.h"
+
+namespace tileops::ops {
+
+enum class ArgKind : std::uint8_t {
+  kInput,          // a tensor that is read
+  kOptionalInput,  // a tensor or none (C: NULL; Python: None)
+  kOutput,         // a tensor that is written; Python allocates it when omitted
+  kFloat,          // attributes: C double, Python float
+  kInt,            // C int32_t, Python int
+  kInt64,          // C int64_t, Python int
+  kBool,           // C int32_t (nonzero = true), Python bool
+};
+
+constexpr bool is_tensor(ArgKind kind) { return kind <= ArgKind::kOutput; }
+
+// Allowed dtypes, in the order an error lists them; or the dtype of another argument.
+struct DtypeRule {
+  std::array<DataType, 6> allowed{};
+  int count = 0;
+  int same_as = -1;  // index of the argument whose dtype this one must have
+};
+
+constexpr DtypeRule dtype_in(std::initializer_list<DataType> dtypes) {
+  DtypeRule rule;
+  for (DataType d : dtypes) rule.allowed[rule.count++] = d;
+  return rule;
+}
+constexpr DtypeRule kStandardFloat =
+    dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
+constexpr DtypeRule kArithmetic = dtype_in({DataType::kFloat32, DataType::kFloat16,
+                                            DataType::kBFloat16, DataType::kInt32,
+                                            DataType::kInt64});
+constexpr DtypeRule kIndex = dtype_in({DataType::kInt32, DataType::kInt64});
+constexpr DtypeRule dtype_of(int arg) { return DtypeRule{{}, 0, arg}; }
+
+enum class ShapeKind : std::uint8_t {
+  kAny,        // checked by the contract's own hook, if at all
+  kSameAs,     // exactly the shape of argument `arg`
+  kLastDimOf,  // [size(-1) of argument `arg`]
+  kBroadcast,  // the NumPy broadcast of arguments `arg` and `other` (outputs only)
+};
+
+struct ShapeRule {
+  ShapeKind kind = ShapeKind::kAny;
+  int arg = -1;
+  int other = -1;
+};
+
+constexpr ShapeRule same_shape_as(int arg) { return {ShapeKind::kSameAs, arg, -1}; }
+constexpr ShapeRule last_dim_of(int arg) { return {ShapeKind::kLastDimOf, arg, -1}; }
+constexpr ShapeRule broadcast_of(int a, int b) { return {ShapeKind::kBroadcast, a, b}; }
+
+enum class ValueRule : std::uint8_t {
+  kAny,
+  kFiniteNonNegative,  // "a finite value >= 0"
+  kFiniteFloat32,      // finite once rounded to float32: the math is float32
+};
+
+struct ArgDecl {
+  std::string_view name;
+  ArgKind kind = ArgKind::kInput;
+  DtypeRule dtype{};
+  int rank = -1;     // exact rank, -1 = any
+  int min_rank = 0;  // rank at least
+  ShapeRule shape{};
+  std::string_view shape_why;  // said in the error when the shape relation fails
+  ValueRule value = ValueRule::kAny;
+  double default_value = 0.0;  // attributes, when has_default
+  bool has_default = false;
+
+  // Refinements that read like the contract: input("weight", kStandardFloat).rank_is(1).
+  constexpr ArgDecl rank_is(int r) const { return copy([&](ArgDecl& a) { a.rank = r; }); }
+  constexpr ArgDecl rank_at_least(int r) const {
+    return copy([&](ArgDecl& a) { a.min_rank = r; });
+  }
+  constexpr ArgDecl shape_is(ShapeRule rule, std::string_view why) const {
+    return copy([&](ArgDecl& a) { a.shape = rule, a.shape_why = why; });
+  }
+  constexpr ArgDecl values(ValueRule rule) const {
+    return copy([&](ArgDecl& a) { a.value = rule; });
+  }
+  constexpr ArgDecl defaults_to(double v) const {
+    return copy([&](ArgDecl& a) { a.default_value = v, a.has_default = true; });
+  }
+
+ private:
+  template <typename Edit>
+  constexpr ArgDecl copy(Edit edit) const {
+    ArgDecl a = *this;
+    edit(a);
+    return a;
+  }
+};
+
+constexpr ArgDecl argument(std::string_view name, ArgKind kind, DtypeRule dtype = {}) {
+  ArgDecl a;
+  a.name = name, a.kind = kind, a.dtype = dtype;
+  return a;
+}
+constexpr ArgDecl input(std::string_view name, DtypeRule dtype = {}) {
+  return argument(name, ArgKind::kInput, dtype);
+}
+constexpr ArgDecl optional_input(std::string_view name, DtypeRule dtype = {}) {
+  return argument(name, ArgKind::kOptionalInput, dtype);
+}
+constexpr ArgDecl output(std::string_view name, DtypeRule dtype = {}) {
+  return argument(name, ArgKind::kOutput, dtype);
+}
+constexpr ArgDecl attribute(std::string_view name, ArgKind kind) { return argument(name, kind); }
+
+inline constexpr int kMaxDeclaredArgs = 16;
+
+struct OpDecl {
+  std::string_view name;        // C: tileops_<name>; Python: tileops.ops.<name>
+  std::string_view class_name;  // Python class form and C++ class
+  std::string_view summary;     // one line, for the docstrings, the C header and the docs
+  std::array<ArgDecl, kMaxDeclaredArgs> args{};
+  int num_args = 0;
+  // Outputs may be the same view as an input (in-place use); otherwise no overlap at all.
+  bool outputs_may_alias_inputs = true;
+
+  constexpr std::span<const ArgDecl> arguments() const { return {args.data(), std::size_t(num_args)}; }
+};
+
+constexpr OpDecl declare(std::string_view name, std::string_view class_name,
+                         std::string_view summary, std::initializer_list<ArgDecl> args,
+                         bool outputs_may_alias_inputs = true) {
+  OpDecl d{name, class_name, summary, {}, 0, outputs_may_alias_inputs};
+  for (const ArgDecl& a : args) d.args[d.num_args++] = a;
+  return d;
+}
+
+}  // namespace tileops::ops

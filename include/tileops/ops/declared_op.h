@@ -1,0 +1,96 @@
+// DeclaredOp: an operator reached through its declaration, with its arguments as two lists in
+// declaration order: the tensors (an omitted optional one is a default Tensor) and the
+// attributes (as doubles; bools are 0/1). The C API, the Python bindings and the demo call
+// operators this way; the typed functions of include/tileops/ops/<op>.h are the same calls.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tileops/core/tensor.h"
+#include "tileops/ops/declaration.h"
+#include "tileops/ops/problem.h"
+#include "tileops/ops/registry.h"
+#include "tileops/runtime/context.h"
+
+namespace tileops::ops {
+
+class ArgCheck;
+
+// What an operator adds to its declaration, in its contract (src/ops/contracts/<op>.cc).
+struct ContractHooks {
+  // Runs after the declared dtype, rank and shape rules: the checks a declaration cannot
+  // state. May rewrite attributes into the form the implementations read (a normalised dim).
+  void (*check)(const ArgCheck& check, std::span<const Tensor> tensors,
+                std::span<double> attributes) = nullptr;
+  // The shape of output `arg` (a declaration index) for an output declared with ShapeKind::kAny,
+  // from the inputs (outputs are undefined Tensors); throws naming the input that cannot give
+  // one.
+  Dims (*output_shape)(std::string_view op, int arg, std::span<const Tensor> tensors,
+                       std::span<const double> attributes) = nullptr;
+};
+
+class DeclaredOp {
+ public:
+  constexpr DeclaredOp(const OpDecl& decl, ContractHooks hooks = {}) : decl_(decl), hooks_(hooks) {
+    int t = 0;
+    for (int i = 0; i < decl.num_args; ++i) tensor_index_[i] = is_tensor(decl.args[i].kind) ? t++ : -1;
+  }
+
+  const OpDecl& decl() const { return decl_; }
+  std::string_view name() const { return decl_.name; }
+
+  // Validates every argument (the first bad one is named) and returns the Problem.
+  Problem problem(std::span<const Tensor> tensors, std::span<const double> attributes) const;
+  void call(std::span<const Tensor> tensors, std::span<const double> attributes,
+            const Context& ctx) const;
+  // The class form: validated and specialised once, then run on data of that geometry.
+  PreparedOperator prepare(std::span<const Tensor> tensors, std::span<const double> attributes,
+                           int implementation_index) const;
+  void run(const PreparedOperator& prepared, std::span<const Tensor> tensors,
+           const Context& ctx) const;
+
+  // The same with the lists written out: op.call({input, weight, out}, {eps}, ctx).
+  void call(std::initializer_list<Tensor> tensors, std::initializer_list<double> attributes,
+            const Context& ctx) const {
+    call(span_of(tensors), span_of(attributes), ctx);
+  }
+  PreparedOperator prepare(std::initializer_list<Tensor> tensors,
+                           std::initializer_list<double> attributes,
+                           int implementation_index) const {
+    return prepare(span_of(tensors), span_of(attributes), implementation_index);
+  }
+  void run(const PreparedOperator& prepared, std::initializer_list<Tensor> tensors,
+           const Context& ctx) const {
+    run(prepared, span_of(tensors), ctx);
+  }
+
+  // What an omitted output (a declaration index) is allocated as. Inputs must be given.
+  Dims output_shape(int arg, std::span<const Tensor> tensors,
+                    std::span<const double> attributes) const;
+  DataType output_dtype(int arg, std::span<const Tensor> tensors) const;
+
+  // Index into the tensor list of declaration argument `arg` (-1 for an attribute).
+  int tensor_index(int arg) const { return tensor_index_[arg]; }
+
+ private:
+  template <typename T>
+  static std::span<const T> span_of(std::initializer_list<T> list) {
+    return {list.begin(), list.size()};
+  }
+  void check_memory(std::span<const Tensor> tensors) const;
+
+  const OpDecl& decl_;
+  ContractHooks hooks_;
+  std::array<int, kMaxDeclaredArgs> tensor_index_{};
+};
+
+// The declared operator named `name`; throws kInvalidArgument for an unknown name.
+const DeclaredOp& declared_op(std::string_view name);
+// Every declared operator, by name.
+std::span<const DeclaredOp* const> declared_ops();
+
+}  // namespace tileops::ops

@@ -1,0 +1,40 @@
+// What the generated bindings of the declared operators (tools/opgen's python_ops.cc) call
+// besides the conversions every binding uses.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <span>
+#include <string_view>
+
+#include "python/src/errors.h"
+#include "python/src/ops_bindings.h"
+#include "python/src/tensor_interop.h"
+#include "tileops/ops/declared_op.h"
+
+namespace tileops::python {
+
+// Output `arg` (a declaration index) of `op` when the caller omitted it: allocated as the inputs
+// already in `views` imply, as `frontend`'s kind.
+inline PyTensor allocate_output(const ops::DeclaredOp& op, int arg, std::span<const Tensor> views,
+                                std::span<const double> attributes, Frontend frontend) {
+  const std::string_view name = op.decl().args[arg].name;
+  return allocate(frontend, op.output_shape(arg, views, attributes), op.output_dtype(arg, views),
+                  op.name(), name);
+}
+
+// What a class form allocates for an output its __call__ omits: the geometry it was built for.
+struct OutputSpec {
+  Dims shape;
+  DataType dtype = DataType::kFloat32;
+
+  PyTensor get(py::handle out, Frontend frontend, std::string_view op,
+               std::string_view arg) const {
+    return output(out, frontend, shape, dtype, op, arg);
+  }
+};
+
+// The Python binding of every declared operator (generated).
+void bind_declared_ops(py::module_& m);
+
+}  // namespace tileops::python

@@ -1,0 +1,185 @@
+#include "tileops/ops/declared_op.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "src/ops/framework/arg_check.h"
+#include "src/ops/framework/broadcast.h"
+
+namespace tileops::ops {
+namespace {
+
+bool is_output(ArgKind kind) { return kind == ArgKind::kOutput; }
+// A default Tensor stands for an omitted optional argument.
+bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+
+std::string value_expectation(ValueRule rule) {
+  return rule == ValueRule::kFiniteNonNegative ? "a finite value >= 0" : "a finite float32 value";
+}
+
+bool value_ok(ValueRule rule, double v) {
+  switch (rule) {
+    case ValueRule::kAny:
+      return true;
+    case ValueRule::kFiniteNonNegative:
+      return v >= 0.0 && std::isfinite(v);
+    case ValueRule::kFiniteFloat32:
+      return std::fabs(v) <= std::numeric_limits<float>::max();
+  }
+  return true;
+}
+
+}  // namespace
+
+// As ArgCheck::outputs_do_not_overlap over the declared inputs and outputs, in their order.
+void DeclaredOp::check_memory(std::span<const Tensor> tensors) const {
+  const ArgCheck check(decl_.name);
+  const auto args = decl_.arguments();
+  for (int o = 0; o < decl_.num_args; ++o) {
+    if (!is_output(args[o].kind)) continue;
+    const ArgCheck::Named out{tensors[tensor_index(o)], args[o].name};
+    for (int i = 0; i < decl_.num_args; ++i) {
+      if (!is_tensor(args[i].kind) || is_output(args[i].kind)) continue;
+      const Tensor& in = tensors[tensor_index(i)];
+      if (present(in)) {
+        check.output_apart_from_input(out, {in, args[i].name}, decl_.outputs_may_alias_inputs);
+      }
+    }
+    for (int i = 0; i < o; ++i) {
+      if (is_output(args[i].kind)) check.outputs_apart(out, {tensors[tensor_index(i)], args[i].name});
+    }
+  }
+}
+
+Problem DeclaredOp::problem(std::span<const Tensor> tensors,
+                            std::span<const double> attributes) const {
+  const ArgCheck check(decl_.name);
+  const auto args = decl_.arguments();
+  const auto tensor_of = [&](int arg) -> const Tensor& { return tensors[tensor_index(arg)]; };
+  for (int i = 0; i < decl_.num_args; ++i) {
+    if (is_tensor(args[i].kind) && present(tensor_of(i))) check.usable(tensor_of(i), args[i].name);
+  }
+  for (int i = 0; i < decl_.num_args; ++i) {
+    const ArgDecl& a = args[i];
+    if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
+    if (a.dtype.same_as >= 0) {
+      const ArgDecl& ref = args[a.dtype.same_as];
+      check.dtype_is(tensor_of(i), a.name, tensor_of(a.dtype.same_as).dtype(),
+                     "same as " + std::string(ref.name));
+    } else if (a.dtype.count > 0) {
+      check.dtype_in(tensor_of(i), a.name, {a.dtype.allowed.data(), std::size_t(a.dtype.count)});
+    }
+  }
+  for (int i = 0; i < decl_.num_args; ++i) {
+    const ArgDecl& a = args[i];
+    if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
+    const Tensor& t = tensor_of(i);
+    if (a.rank >= 0) check.rank_is(t, a.name, a.rank);
+    if (a.min_rank > 0) check.rank_at_least(t, a.name, a.min_rank);
+    switch (a.shape.kind) {
+      case ShapeKind::kAny:
+        break;
+      case ShapeKind::kSameAs:
+        check.shape_is(t, a.name, tensor_of(a.shape.arg).shape(), a.shape_why);
+        break;
+      case ShapeKind::kLastDimOf:
+        check.shape_is(t, a.name, Dims{tensor_of(a.shape.arg).size(-1)}, a.shape_why);
+        break;
+      case ShapeKind::kBroadcast:
+        check_broadcast_operands(check, tensor_of(a.shape.arg), args[a.shape.arg].name,
+                                 tensor_of(a.shape.other), args[a.shape.other].name, t, a.name);
+        break;
+    }
+  }
+  std::vector<double> attrs(attributes.begin(), attributes.end());
+  if (hooks_.check != nullptr) hooks_.check(check, tensors, attrs);
+  for (int i = 0; i < decl_.num_args; ++i) {
+    if (is_output(args[i].kind) && present(tensor_of(i))) check.writable(tensor_of(i), args[i].name);
+  }
+  check_memory(tensors);
+  int a = 0;
+  for (const ArgDecl& arg : args) {
+    if (is_tensor(arg.kind)) continue;
+    const double v = attributes[a++];
+    if (!value_ok(arg.value, v)) {
+      check.fail(ErrorKind::kInvalidArgument, arg.name, value_expectation(arg.value),
+                 std::to_string(v));
+    }
+  }
+  Problem p{decl_.name, {}, std::move(attrs)};
+  p.tensors.reserve(tensors.size());
+  for (const Tensor& t : tensors) {
+    p.tensors.push_back(present(t) ? TensorDesc::of(t) : TensorDesc::absent());
+  }
+  return p;
+}
+
+void DeclaredOp::call(std::span<const Tensor> tensors, std::span<const double> attributes,
+                      const Context& ctx) const {
+  run_problem(problem(tensors, attributes), tensors, ctx);
+}
+
+PreparedOperator DeclaredOp::prepare(std::span<const Tensor> tensors,
+                                     std::span<const double> attributes,
+                                     int implementation_index) const {
+  std::vector<std::string_view> names;
+  for (const ArgDecl& a : decl_.arguments()) {
+    if (is_tensor(a.kind)) names.push_back(a.name);
+  }
+  return PreparedOperator(problem(tensors, attributes), std::move(names), implementation_index);
+}
+
+void DeclaredOp::run(const PreparedOperator& prepared, std::span<const Tensor> tensors,
+                     const Context& ctx) const {
+  check_memory(tensors);
+  prepared.run(tensors, ctx);
+}
+
+Dims DeclaredOp::output_shape(int arg, std::span<const Tensor> tensors,
+                              std::span<const double> attributes) const {
+  const ShapeRule& rule = decl_.args[arg].shape;
+  const auto tensor_of = [&](int i) -> const Tensor& { return tensors[tensor_index(i)]; };
+  switch (rule.kind) {
+    case ShapeKind::kSameAs:
+      return tensor_of(rule.arg).shape();
+    case ShapeKind::kLastDimOf:
+      return Dims{tensor_of(rule.arg).size(-1)};
+    case ShapeKind::kBroadcast: {
+      const Tensor& a = tensor_of(rule.arg);
+      const Tensor& b = tensor_of(rule.other);
+      const std::optional<Dims> shape = broadcast_shapes(a.shape(), b.shape());
+      if (!shape) {
+        throw_argument_error(ErrorKind::kInvalidArgument, decl_.name, decl_.args[rule.other].name,
+                             "a shape broadcastable with " + a.shape().to_string(),
+                             b.shape().to_string());
+      }
+      return *shape;
+    }
+    case ShapeKind::kAny:
+      break;
+  }
+  if (hooks_.output_shape == nullptr) {
+    throw Error(ErrorKind::kInternal, std::string(decl_.name) + ": no shape rule for output '" +
+                                          std::string(decl_.args[arg].name) + "'");
+  }
+  return hooks_.output_shape(decl_.name, arg, tensors, attributes);
+}
+
+DataType DeclaredOp::output_dtype(int arg, std::span<const Tensor> tensors) const {
+  const DtypeRule& rule = decl_.args[arg].dtype;
+  if (rule.same_as >= 0) return tensors[tensor_index(rule.same_as)].dtype();
+  if (rule.count == 1) return rule.allowed[0];
+  throw Error(ErrorKind::kInternal, std::string(decl_.name) + ": no dtype rule for output '" +
+                                        std::string(decl_.args[arg].name) + "'");
+}
+
+const DeclaredOp& declared_op(std::string_view name) {
+  for (const DeclaredOp* op : declared_ops()) {
+    if (op->name() == name) return *op;
+  }
+  throw_argument_error(ErrorKind::kInvalidArgument, "declared_op", "name",
+                       "the name of a declared operator", std::string(name));
+}
+
+}  // namespace tileops::ops
