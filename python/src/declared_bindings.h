@@ -34,6 +34,12 @@ struct OutputSpec {
   }
 };
 
+// What an operator returns for an optional output: the caller's object when given, else the
+// argument it was written into in place.
+inline py::object given_or(py::handle out, py::handle in_place) {
+  return py::reinterpret_borrow<py::object>(out.is_none() ? in_place : out);
+}
+
 // The Python binding of every declared operator (generated).
 void bind_declared_ops(py::module_& m);
 

@@ -27,6 +27,7 @@ using ops::OpDecl;
 struct Param {
   std::string name;
   ArgKind kind;
+  const ArgDecl* decl;
   int tensor_index = -1;     // into the tensor list; -1 for attributes
   int attribute_index = -1;  // into the attribute list
   std::string c_type;
@@ -59,16 +60,23 @@ std::string number(double v) {
 Signature plan(const OpDecl& decl) {
   Signature sig{&decl, std::string(decl.name), {}, 0, 0, {}, -1};
   for (const ArgDecl& a : decl.arguments()) {
-    Param p{std::string(a.name), a.kind, -1, -1, "", "", ""};
+    Param p{std::string(a.name), a.kind, &a, -1, -1, "", "", ""};
     switch (a.kind) {
       case ArgKind::kInput:
       case ArgKind::kOptionalInput:
+      case ArgKind::kInOut:
       case ArgKind::kOutput:
+      case ArgKind::kOptionalOutput:
         p.tensor_index = sig.num_tensors++;
         p.c_type = "const tileops_tensor*";
         p.py_type = "py::handle";
-        if (a.kind != ArgKind::kInput) p.py_default = "py::none()";
-        if (a.kind == ArgKind::kOutput) sig.outputs.push_back(int(sig.params.size()));
+        if (a.kind == ArgKind::kOptionalInput || a.kind == ArgKind::kOutput ||
+            a.kind == ArgKind::kOptionalOutput) {
+          p.py_default = "py::none()";
+        }
+        if (a.kind == ArgKind::kOutput || a.kind == ArgKind::kOptionalOutput) {
+          sig.outputs.push_back(int(sig.params.size()));
+        }
         if (a.kind == ArgKind::kInput && sig.first_input < 0) sig.first_input = int(sig.params.size());
         break;
       case ArgKind::kFloat:
@@ -89,6 +97,7 @@ Signature plan(const OpDecl& decl) {
         break;
     }
     if (!ops::is_tensor(a.kind)) p.attribute_index = sig.num_attributes++;
+    if (a.accepts_none) p.py_type = "py::handle", p.py_default = "py::none()";
     sig.params.push_back(p);
   }
   return sig;
@@ -156,7 +165,8 @@ std::string print_c_source(const std::vector<Signature>& sigs) {
       << "    const Tensor tensors[] = {\n";  // in order: the first bad argument is reported
     for (const Param& p : s.params) {
       if (p.tensor_index < 0) continue;
-      o << "        " << (p.kind == ArgKind::kOptionalInput ? "optional_tensor" : "to_tensor")
+      const bool optional = p.kind == ArgKind::kOptionalInput || p.kind == ArgKind::kOptionalOutput;
+      o << "        " << (optional ? "optional_tensor" : "to_tensor")
         << "(\"" << s.name << "\", \"" << p.name << "\", " << p.name << "),\n";
     }
     o << "    };\n";
@@ -177,32 +187,51 @@ std::string print_c_source(const std::vector<Signature>& sigs) {
 
 // ---- Python ----
 
-// The conversion of every tensor argument into `views`, allocating omitted outputs; `ctor`:
-// the class form's constructor, which records what an omitted output looks like.
-void print_py_conversions(std::ostringstream& o, const Signature& s, bool use_specs,
-                          const std::string& in = "  ") {
+// The argument whose optional output, when omitted, writes it in place; -1 when none does.
+int in_place_output_of(const Signature& s, int param) {
+  for (int o : s.outputs) {
+    if (s.params[o].decl->in_place_of == param) return o;
+  }
+  return -1;
+}
+
+// Converts every tensor argument into `views`, allocating omitted outputs (or, with
+// `from_specs`, taking the class form's recorded geometry for them).
+void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_specs,
+                          const std::string& in) {
   o << in << "Tensor views[" << s.num_tensors << "];\n";
-  for (const Param& p : s.params) {
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    const Param& p = s.params[i];
     if (p.tensor_index < 0) continue;
     const std::string t = "t_" + p.name;
+    const std::string convert = "to_tensor(" + p.name + ", kOp, \"" + p.name + "\"";
+    const int written_by = in_place_output_of(s, int(i));
+    const std::string writable =
+        written_by >= 0 ? ", " + s.params[written_by].name + ".is_none())" : ")";
+    o << in << "PyTensor " << t << " = ";
     switch (p.kind) {
       case ArgKind::kInput:
-        o << in << "PyTensor " << t << " = to_tensor(" << p.name << ", kOp, \"" << p.name << "\");\n";
+        o << convert << writable << ";\n";
         break;
       case ArgKind::kOptionalInput:
-        o << in << "PyTensor " << t << " = " << p.name << ".is_none() ? PyTensor{} : to_tensor("
-          << p.name << ", kOp, \"" << p.name << "\");\n";
+        o << p.name << ".is_none() ? PyTensor{} : " << convert << writable << ";\n";
+        break;
+      case ArgKind::kInOut:
+        o << convert << ", true);\n";
+        break;
+      case ArgKind::kOptionalOutput:
+        o << p.name << ".is_none() ? PyTensor{} : " << convert << ", true);\n";
         break;
       default: {
         const std::string frontend = "t_" + s.params[s.first_input].name + ".frontend";
-        o << in << "PyTensor " << t << " = ";
-        if (use_specs) {
+        if (from_specs) {
           o << "outs_[" << p.tensor_index << "].get(" << p.name << ", " << frontend << ", kOp, \""
             << p.name << "\");\n";
         } else {
-          o << p.name << ".is_none() ? allocate_output(op(), " << (&p - s.params.data())
-            << ", views, attributes, " << frontend << ")\n" << in << "    : to_tensor(" << p.name
-            << ", kOp, \"" << p.name << "\", true);\n";
+          o << p.name << ".is_none()\n"
+            << in << "    ? allocate_output(op(), " << i << ", views, attributes, " << frontend
+            << ")\n"
+            << in << "    : " << convert << ", true);\n";
         }
       }
     }
@@ -210,24 +239,40 @@ void print_py_conversions(std::ostringstream& o, const Signature& s, bool use_sp
   }
 }
 
-void print_py_attributes(std::ostringstream& o, const Signature& s, const std::string& in = "  ") {
+std::string py_attribute(const Param& p) {
+  if (p.decl->accepts_none) {
+    const std::string read = p.kind == ArgKind::kFloat ? "float_arg" : "static_cast<double>(int_arg";
+    return p.name + ".is_none() ? " + number(p.decl->none_value) + " : " + read + "(" + p.name +
+           ", kOp, \"" + p.name + "\")" + (p.kind == ArgKind::kFloat ? "" : ")");
+  }
+  return p.kind == ArgKind::kFloat ? p.name : "static_cast<double>(" + p.name + ")";
+}
+
+void print_py_attributes(std::ostringstream& o, const Signature& s, const std::string& in) {
   if (s.num_attributes == 0) {
     o << in << "const std::span<const double> attributes;\n";
     return;
   }
   o << in << "const double attributes[] = {";
   for (const Param& p : s.params) {
-    if (p.attribute_index < 0) continue;
-    o << (p.attribute_index ? ", " : "")
-      << (p.kind == ArgKind::kFloat ? p.name : "static_cast<double>(" + p.name + ")");
+    if (p.attribute_index >= 0) o << (p.attribute_index ? ", " : "") << py_attribute(p);
   }
   o << "};\n";
 }
 
+std::string py_return_type(const Signature& s) {
+  return s.outputs.size() > 1 ? "py::tuple" : "py::object";
+}
+
 std::string py_result(const Signature& s) {
   const auto one = [&](int i) {
-    return "result_of(" + s.params[i].name + ", t_" + s.params[i].name + ")";
+    const Param& p = s.params[i];
+    if (p.kind == ArgKind::kOptionalOutput) {
+      return "given_or(" + p.name + ", " + s.params[p.decl->in_place_of].name + ")";
+    }
+    return "result_of(" + p.name + ", t_" + p.name + ")";
   };
+  if (s.outputs.empty()) return "py::none()";
   if (s.outputs.size() == 1) return one(s.outputs[0]);
   std::string r = "py::make_tuple(";
   for (std::size_t i = 0; i < s.outputs.size(); ++i) r += (i ? ", " : "") + one(s.outputs[i]);
@@ -243,19 +288,22 @@ std::string py_params(const Signature& s, bool tensors_only) {
   return r;
 }
 
-std::string py_args(const Signature& s, bool tensors_only) {
+// The py::arg list; keyword-only arguments follow `*`, as do `extra` (the binding's own).
+std::string py_args(const Signature& s, bool tensors_only, const std::string& extra) {
   std::string r;
+  bool keyword = false;
   for (const Param& p : s.params) {
     if (tensors_only && p.tensor_index < 0) continue;
+    if (p.decl->keyword_only && !keyword) r += "py::kw_only(), ", keyword = true;
     r += "py::arg(\"" + p.name + "\")";
     if (!p.py_default.empty()) r += " = " + p.py_default;
     r += ", ";
   }
-  return r + "py::kw_only(), ";
+  return r + (keyword ? "" : "py::kw_only(), ") + extra;
 }
 
 void print_py_op(std::ostringstream& o, const Signature& s) {
-  const std::string ret = s.outputs.size() == 1 ? "py::object" : "py::tuple";
+  const std::string ret = py_return_type(s);
   o << "namespace " << s.name << "_binding {\n\n"
     << "constexpr std::string_view kOp = \"" << s.name << "\";\n"
     << "const ops::DeclaredOp& op() {\n"
@@ -264,17 +312,18 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
   // The free function.
   o << ret << " call(" << py_params(s, false) << "int index, py::handle stream) {\n"
     << "  Context ctx = make_context(kOp, index, stream);\n";
-  print_py_attributes(o, s);
-  print_py_conversions(o, s, false);
+  print_py_attributes(o, s, "  ");
+  print_py_conversions(o, s, false, "  ");
   o << "  run_released([&] { op().call(views, attributes, ctx); });\n"
     << "  return " << py_result(s) << ";\n}\n\n";
-  // The class form.
+  // The class form: the constructor takes the function's arguments, __call__ the tensors.
   o << "class Prepared {\n public:\n"
     << "  Prepared(" << py_params(s, false) << "int index) {\n";
   print_py_attributes(o, s, "    ");
   print_py_conversions(o, s, false, "    ");
   for (int i : s.outputs) {
     const Param& p = s.params[i];
+    if (p.kind != ArgKind::kOutput) continue;
     o << "    outs_[" << p.tensor_index << "] = {t_" << p.name << ".view.shape(), t_" << p.name
       << ".view.dtype()};\n";
   }
@@ -286,19 +335,18 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
   o << "    run_released([&] { op().run(*prepared_, views, ctx); });\n"
     << "    return " << py_result(s) << ";\n  }\n\n"
     << " private:\n  std::shared_ptr<const ops::PreparedOperator> prepared_;\n"
-    << "  OutputSpec outs_[" << s.num_tensors << "];\n};\n\n"
-    << "void bind(py::module_& m) {\n"
-    << "  m.def(\"" << s.name << "\", &call, \"" << s.decl->summary << "\", " << py_args(s, false)
-    << "py::arg(\"implementation_index\") = 0, py::arg(\"stream\") = py::none());\n"
+    << "  OutputSpec outs_[" << s.num_tensors << "];\n};\n\n";
+  std::string ctor_types;
+  for (const Param& p : s.params) ctor_types += p.py_type + ", ";
+  o << "void bind(py::module_& m) {\n"
+    << "  m.def(\"" << s.name << "\", &call, \"" << s.decl->summary << "\",\n        "
+    << py_args(s, false, "py::arg(\"implementation_index\") = 0, py::arg(\"stream\") = py::none()")
+    << ");\n"
     << "  py::class_<Prepared>(m, \"" << s.decl->class_name << "\")\n"
-    << "      .def(py::init<" << [&] {
-         std::string types;
-         for (const Param& p : s.params) types += p.py_type + ", ";
-         return types + "int";
-       }() << ">(), "
-    << py_args(s, false) << "py::arg(\"implementation_index\") = 0)\n"
-    << "      .def(\"__call__\", &Prepared::operator(), " << py_args(s, true)
-    << "py::arg(\"stream\") = py::none());\n}\n\n"
+    << "      .def(py::init<" << ctor_types << "int>(),\n           "
+    << py_args(s, false, "py::arg(\"implementation_index\") = 0") << ")\n"
+    << "      .def(\"__call__\", &Prepared::operator(),\n           "
+    << py_args(s, true, "py::arg(\"stream\") = py::none()") << ");\n}\n\n"
     << "}  // namespace " << s.name << "_binding\n\n";
 }
 
@@ -338,8 +386,13 @@ int main(int argc, char** argv) {
   for (const tileops::ops::OpDecl* d : kAllDecls) sigs.push_back(plan(*d));
   const std::filesystem::path out = argv[1];
   write(out / "declared_ops_table.cc", print_table(sigs));
-  write(out / "include/tileops/c/tileops_ops.h", print_c_header(sigs));
-  write(out / "c_api_ops.cc", print_c_source(sigs));
-  write(out / "python_ops.cc", print_python(sigs));
+  std::vector<Signature> c_sigs, py_sigs;
+  for (const Signature& s : sigs) {
+    if (s.decl->generate_c) c_sigs.push_back(s);
+    if (s.decl->generate_python) py_sigs.push_back(s);
+  }
+  write(out / "include/tileops/c/tileops_ops.h", print_c_header(c_sigs));
+  write(out / "c_api_ops.cc", print_c_source(c_sigs));
+  write(out / "python_ops.cc", print_python(py_sigs));
   return 0;
 }

@@ -15,16 +15,22 @@
 namespace tileops::ops {
 
 enum class ArgKind : std::uint8_t {
-  kInput,          // a tensor that is read
-  kOptionalInput,  // a tensor or none (C: NULL; Python: None)
-  kOutput,         // a tensor that is written; Python allocates it when omitted
-  kFloat,          // attributes: C double, Python float
+  kInput,           // a tensor that is read
+  kOptionalInput,   // a tensor or none (C: NULL; Python: None)
+  kInOut,           // a tensor that is read and written (a cache)
+  kOutput,          // a tensor that is written; Python allocates it when omitted
+  kOptionalOutput,  // an output that may be omitted: then `in_place_of` is written in place
+  kFloat,           // attributes: C double, Python float
   kInt,            // C int32_t, Python int
   kInt64,          // C int64_t, Python int
   kBool,           // C int32_t (nonzero = true), Python bool
 };
 
-constexpr bool is_tensor(ArgKind kind) { return kind <= ArgKind::kOutput; }
+constexpr bool is_tensor(ArgKind kind) { return kind <= ArgKind::kOptionalOutput; }
+// Written by the operator: checked writable and apart from the other arguments.
+constexpr bool is_written(ArgKind kind) {
+  return kind == ArgKind::kInOut || kind == ArgKind::kOutput || kind == ArgKind::kOptionalOutput;
+}
 
 // Allowed dtypes, in the order an error lists them; or the dtype of another argument.
 struct DtypeRule {
@@ -80,6 +86,10 @@ struct ArgDecl {
   ValueRule value = ValueRule::kAny;
   double default_value = 0.0;  // attributes, when has_default
   bool has_default = false;
+  bool keyword_only = false;  // Python: after `*`
+  bool accepts_none = false;  // Python: None is taken as `none_value`
+  double none_value = 0.0;
+  int in_place_of = -1;  // kOptionalOutput: the argument written in place when it is omitted
 
   // Refinements that read like the contract: input("weight", kStandardFloat).rank_is(1).
   constexpr ArgDecl rank_is(int r) const { return copy([&](ArgDecl& a) { a.rank = r; }); }
@@ -94,6 +104,11 @@ struct ArgDecl {
   }
   constexpr ArgDecl defaults_to(double v) const {
     return copy([&](ArgDecl& a) { a.default_value = v, a.has_default = true; });
+  }
+  constexpr ArgDecl keyword() const { return copy([&](ArgDecl& a) { a.keyword_only = true; }); }
+  // Python's None (the default) stands for `v` (C callers pass `v` itself).
+  constexpr ArgDecl none_means(double v) const {
+    return copy([&](ArgDecl& a) { a.accepts_none = true, a.none_value = v; });
   }
 
  private:
@@ -119,6 +134,14 @@ constexpr ArgDecl optional_input(std::string_view name, DtypeRule dtype = {}) {
 constexpr ArgDecl output(std::string_view name, DtypeRule dtype = {}) {
   return argument(name, ArgKind::kOutput, dtype);
 }
+constexpr ArgDecl in_out(std::string_view name, DtypeRule dtype = {}) {
+  return argument(name, ArgKind::kInOut, dtype);
+}
+constexpr ArgDecl optional_output(std::string_view name, int in_place_of, DtypeRule dtype = {}) {
+  ArgDecl a = argument(name, ArgKind::kOptionalOutput, dtype);
+  a.in_place_of = in_place_of;
+  return a;
+}
 constexpr ArgDecl attribute(std::string_view name, ArgKind kind) { return argument(name, kind); }
 
 inline constexpr int kMaxDeclaredArgs = 16;
@@ -131,16 +154,24 @@ struct OpDecl {
   int num_args = 0;
   // Outputs may be the same view as an input (in-place use); otherwise no overlap at all.
   bool outputs_may_alias_inputs = true;
+  // False where the C entry or the Python binding stays hand-written (an argument the
+  // declaration cannot state: a tensor list, a torch.Generator, k as a number or a tensor).
+  bool generate_c = true;
+  bool generate_python = true;
 
   constexpr std::span<const ArgDecl> arguments() const { return {args.data(), std::size_t(num_args)}; }
 };
 
 constexpr OpDecl declare(std::string_view name, std::string_view class_name,
-                         std::string_view summary, std::initializer_list<ArgDecl> args,
-                         bool outputs_may_alias_inputs = true) {
-  OpDecl d{name, class_name, summary, {}, 0, outputs_may_alias_inputs};
+                         std::string_view summary, std::initializer_list<ArgDecl> args) {
+  OpDecl d;
+  d.name = name, d.class_name = class_name, d.summary = summary;
   for (const ArgDecl& a : args) d.args[d.num_args++] = a;
   return d;
 }
+// Refinements of a whole declaration: without_aliasing(declare(...)).
+constexpr OpDecl without_aliasing(OpDecl d) { return d.outputs_may_alias_inputs = false, d; }
+constexpr OpDecl hand_written_c(OpDecl d) { return d.generate_c = false, d; }
+constexpr OpDecl hand_written_python(OpDecl d) { return d.generate_python = false, d; }
 
 }  // namespace tileops::ops

@@ -10,7 +10,6 @@
 namespace tileops::ops {
 namespace {
 
-bool is_output(ArgKind kind) { return kind == ArgKind::kOutput; }
 // A default Tensor stands for an omitted optional argument.
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
@@ -32,22 +31,27 @@ bool value_ok(ValueRule rule, double v) {
 
 }  // namespace
 
-// As ArgCheck::outputs_do_not_overlap over the declared inputs and outputs, in their order.
+// As ArgCheck::outputs_do_not_overlap over the declared inputs and written arguments, in their
+// order; omitted optional arguments take no part.
 void DeclaredOp::check_memory(std::span<const Tensor> tensors) const {
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
+  const auto given = [&](int arg) {
+    return is_tensor(args[arg].kind) && present(tensors[tensor_index(arg)]);
+  };
   for (int o = 0; o < decl_.num_args; ++o) {
-    if (!is_output(args[o].kind)) continue;
+    if (!is_written(args[o].kind) || !given(o)) continue;
     const ArgCheck::Named out{tensors[tensor_index(o)], args[o].name};
     for (int i = 0; i < decl_.num_args; ++i) {
-      if (!is_tensor(args[i].kind) || is_output(args[i].kind)) continue;
-      const Tensor& in = tensors[tensor_index(i)];
-      if (present(in)) {
-        check.output_apart_from_input(out, {in, args[i].name}, decl_.outputs_may_alias_inputs);
+      if (given(i) && !is_written(args[i].kind)) {
+        check.output_apart_from_input(out, {tensors[tensor_index(i)], args[i].name},
+                                      decl_.outputs_may_alias_inputs);
       }
     }
     for (int i = 0; i < o; ++i) {
-      if (is_output(args[i].kind)) check.outputs_apart(out, {tensors[tensor_index(i)], args[i].name});
+      if (given(i) && is_written(args[i].kind)) {
+        check.outputs_apart(out, {tensors[tensor_index(i)], args[i].name});
+      }
     }
   }
 }
@@ -95,7 +99,7 @@ Problem DeclaredOp::problem(std::span<const Tensor> tensors,
   std::vector<double> attrs(attributes.begin(), attributes.end());
   if (hooks_.check != nullptr) hooks_.check(check, tensors, attrs);
   for (int i = 0; i < decl_.num_args; ++i) {
-    if (is_output(args[i].kind) && present(tensor_of(i))) check.writable(tensor_of(i), args[i].name);
+    if (is_written(args[i].kind) && present(tensor_of(i))) check.writable(tensor_of(i), args[i].name);
   }
   check_memory(tensors);
   int a = 0;
