@@ -8,11 +8,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/reference_ops.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/tensor_storage.h"
+#include "tileops/ops/declared_op.h"
 
 namespace tileops::cli::demo {
 
@@ -47,6 +49,42 @@ inline double bytes_of(std::initializer_list<Storage> tensors) {
 
 inline testing::reference::Values values(const Storage& s) {
   return testing::to_doubles(s->view());
+}
+
+// A case called through the operator's declaration: `tensors` are its tensor arguments in
+// declaration order, nullptr for an output (allocated poisoned, with the shape and dtype the
+// declaration gives); the first output is the one checked. `bytes` < 0: every tensor's bytes.
+inline Case declared_case(std::string op, std::string shape, DataType dt,
+                          std::vector<Storage> tensors, std::vector<double> attributes,
+                          double bytes, std::function<testing::reference::Values()> reference,
+                          std::int64_t dot_length = 0) {
+  const ops::DeclaredOp& declared = ops::declared_op(op);
+  std::vector<Tensor> views;
+  for (const Storage& t : tensors) views.push_back(t ? t->view() : Tensor());
+  Storage checked;
+  const auto args = declared.decl().arguments();
+  for (int i = 0; i < static_cast<int>(args.size()); ++i) {
+    const int t = declared.tensor_index(i);
+    if (args[i].kind != ops::ArgKind::kOutput) continue;
+    if (!tensors[t]) {
+      tensors[t] = empty(declared.output_shape(i, views, attributes),
+                         declared.output_dtype(i, views));
+      views[t] = tensors[t]->view();
+    }
+    if (!checked) checked = tensors[t];
+  }
+  if (bytes < 0) {
+    bytes = 0;
+    for (const Storage& t : tensors) bytes += static_cast<double>(t->bytes());
+  }
+  return Case{std::move(op),
+              std::move(shape),
+              dt,
+              bytes,
+              [&declared, tensors, views, attributes] { declared.call(views, attributes, {}); },
+              [checked] { return checked; },
+              std::move(reference),
+              dot_length};
 }
 
 // rotary_embedding, apply_rotary_pos_emb, reshape_and_cache and the samplers
