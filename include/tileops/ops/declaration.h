@@ -158,6 +158,9 @@ struct OpDecl {
   // declaration cannot state: a tensor list, a torch.Generator, k as a number or a tensor).
   bool generate_c = true;
   bool generate_python = true;
+  // False where the typed C++ function and class of include/tileops/ops/<op>.h take other
+  // arguments than the declaration's (a struct of attributes, a second in-place form).
+  bool generate_cpp = true;
 
   constexpr std::span<const ArgDecl> arguments() const { return {args.data(), std::size_t(num_args)}; }
 };
@@ -173,5 +176,6 @@ constexpr OpDecl declare(std::string_view name, std::string_view class_name,
 constexpr OpDecl without_aliasing(OpDecl d) { return d.outputs_may_alias_inputs = false, d; }
 constexpr OpDecl hand_written_c(OpDecl d) { return d.generate_c = false, d; }
 constexpr OpDecl hand_written_python(OpDecl d) { return d.generate_python = false, d; }
+constexpr OpDecl hand_written_cpp(OpDecl d) { return d.generate_cpp = false, d; }
 
 }  // namespace tileops::ops

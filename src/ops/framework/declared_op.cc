@@ -68,9 +68,11 @@ Problem DeclaredOp::problem(std::span<const Tensor> tensors,
     const ArgDecl& a = args[i];
     if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
     if (a.dtype.same_as >= 0) {
-      const ArgDecl& ref = args[a.dtype.same_as];
-      check.dtype_is(tensor_of(i), a.name, tensor_of(a.dtype.same_as).dtype(),
-                     "same as " + std::string(ref.name));
+      const DataType expected = tensor_of(a.dtype.same_as).dtype();
+      if (tensor_of(i).dtype() != expected) {  // the message is built only on failure
+        check.dtype_is(tensor_of(i), a.name, expected,
+                       "same as " + std::string(args[a.dtype.same_as].name));
+      }
     } else if (a.dtype.count > 0) {
       check.dtype_in(tensor_of(i), a.name, {a.dtype.allowed.data(), std::size_t(a.dtype.count)});
     }
@@ -96,8 +98,8 @@ Problem DeclaredOp::problem(std::span<const Tensor> tensors,
         break;
     }
   }
-  std::vector<double> attrs(attributes.begin(), attributes.end());
-  if (hooks_.check != nullptr) hooks_.check(check, tensors, attrs);
+  Problem p{decl_.name, {}, std::vector<double>(attributes.begin(), attributes.end())};
+  if (hooks_.check != nullptr) hooks_.check(check, tensors, p.attributes);
   for (int i = 0; i < decl_.num_args; ++i) {
     if (is_written(args[i].kind) && present(tensor_of(i))) check.writable(tensor_of(i), args[i].name);
   }
@@ -111,7 +113,6 @@ Problem DeclaredOp::problem(std::span<const Tensor> tensors,
                  std::to_string(v));
     }
   }
-  Problem p{decl_.name, {}, std::move(attrs)};
   p.tensors.reserve(tensors.size());
   for (const Tensor& t : tensors) {
     p.tensors.push_back(present(t) ? TensorDesc::of(t) : TensorDesc::absent());
