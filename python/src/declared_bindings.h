@@ -28,8 +28,7 @@ struct OutputSpec {
   Dims shape;
   DataType dtype = DataType::kFloat32;
 
-  PyTensor get(py::handle out, Frontend frontend, std::string_view op,
-               std::string_view arg) const {
+  PyTensor get(py::handle out, Frontend frontend, std::string_view op, std::string_view arg) const {
     return output(out, frontend, shape, dtype, op, arg);
   }
 };

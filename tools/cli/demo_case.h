@@ -67,8 +67,8 @@ inline Case declared_case(std::string op, std::string shape, DataType dt,
     const int t = declared.tensor_index(i);
     if (args[i].kind != ops::ArgKind::kOutput) continue;
     if (!tensors[t]) {
-      tensors[t] = empty(declared.output_shape(i, views, attributes),
-                         declared.output_dtype(i, views));
+      tensors[t] =
+          empty(declared.output_shape(i, views, attributes), declared.output_dtype(i, views));
       views[t] = tensors[t]->view();
     }
     if (!checked) checked = tensors[t];

@@ -21,9 +21,9 @@ enum class ArgKind : std::uint8_t {
   kOutput,          // a tensor that is written; Python allocates it when omitted
   kOptionalOutput,  // an output that may be omitted: then `in_place_of` is written in place
   kFloat,           // attributes: C double, Python float
-  kInt,            // C int32_t, Python int
-  kInt64,          // C int64_t, Python int
-  kBool,           // C int32_t (nonzero = true), Python bool
+  kInt,             // C int32_t, Python int
+  kInt64,           // C int64_t, Python int
+  kBool,            // C int32_t (nonzero = true), Python bool
 };
 
 constexpr bool is_tensor(ArgKind kind) { return kind <= ArgKind::kOptionalOutput; }
@@ -46,9 +46,9 @@ constexpr DtypeRule dtype_in(std::initializer_list<DataType> dtypes) {
 }
 constexpr DtypeRule kStandardFloat =
     dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
-constexpr DtypeRule kArithmetic = dtype_in({DataType::kFloat32, DataType::kFloat16,
-                                            DataType::kBFloat16, DataType::kInt32,
-                                            DataType::kInt64});
+constexpr DtypeRule kArithmetic =
+    dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
+              DataType::kInt64});
 constexpr DtypeRule kIndex = dtype_in({DataType::kInt32, DataType::kInt64});
 constexpr DtypeRule dtype_of(int arg) { return DtypeRule{{}, 0, arg}; }
 
@@ -92,30 +92,40 @@ struct ArgDecl {
   int in_place_of = -1;  // kOptionalOutput: the argument written in place when it is omitted
 
   // Refinements that read like the contract: input("weight", kStandardFloat).rank_is(1).
-  constexpr ArgDecl rank_is(int r) const { return copy([&](ArgDecl& a) { a.rank = r; }); }
+  constexpr ArgDecl rank_is(int r) const {
+    ArgDecl a = *this;
+    a.rank = r;
+    return a;
+  }
   constexpr ArgDecl rank_at_least(int r) const {
-    return copy([&](ArgDecl& a) { a.min_rank = r; });
+    ArgDecl a = *this;
+    a.min_rank = r;
+    return a;
   }
   constexpr ArgDecl shape_is(ShapeRule rule, std::string_view why) const {
-    return copy([&](ArgDecl& a) { a.shape = rule, a.shape_why = why; });
+    ArgDecl a = *this;
+    a.shape = rule, a.shape_why = why;
+    return a;
   }
   constexpr ArgDecl values(ValueRule rule) const {
-    return copy([&](ArgDecl& a) { a.value = rule; });
+    ArgDecl a = *this;
+    a.value = rule;
+    return a;
   }
   constexpr ArgDecl defaults_to(double v) const {
-    return copy([&](ArgDecl& a) { a.default_value = v, a.has_default = true; });
+    ArgDecl a = *this;
+    a.default_value = v, a.has_default = true;
+    return a;
   }
-  constexpr ArgDecl keyword() const { return copy([&](ArgDecl& a) { a.keyword_only = true; }); }
+  constexpr ArgDecl keyword() const {
+    ArgDecl a = *this;
+    a.keyword_only = true;
+    return a;
+  }
   // Python's None (the default) stands for `v` (C callers pass `v` itself).
   constexpr ArgDecl none_means(double v) const {
-    return copy([&](ArgDecl& a) { a.accepts_none = true, a.none_value = v; });
-  }
-
- private:
-  template <typename Edit>
-  constexpr ArgDecl copy(Edit edit) const {
     ArgDecl a = *this;
-    edit(a);
+    a.accepts_none = true, a.none_value = v;
     return a;
   }
 };
@@ -162,7 +172,9 @@ struct OpDecl {
   // arguments than the declaration's (a struct of attributes, a second in-place form).
   bool generate_cpp = true;
 
-  constexpr std::span<const ArgDecl> arguments() const { return {args.data(), std::size_t(num_args)}; }
+  constexpr std::span<const ArgDecl> arguments() const {
+    return {args.data(), std::size_t(num_args)};
+  }
 };
 
 constexpr OpDecl declare(std::string_view name, std::string_view class_name,

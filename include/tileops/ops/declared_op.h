@@ -37,7 +37,8 @@ class DeclaredOp {
  public:
   constexpr DeclaredOp(const OpDecl& decl, ContractHooks hooks = {}) : decl_(decl), hooks_(hooks) {
     int t = 0;
-    for (int i = 0; i < decl.num_args; ++i) tensor_index_[i] = is_tensor(decl.args[i].kind) ? t++ : -1;
+    for (int i = 0; i < decl.num_args; ++i)
+      tensor_index_[i] = is_tensor(decl.args[i].kind) ? t++ : -1;
   }
 
   const OpDecl& decl() const { return decl_; }

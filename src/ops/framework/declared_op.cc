@@ -101,7 +101,8 @@ Problem DeclaredOp::problem(std::span<const Tensor> tensors,
   Problem p{decl_.name, {}, std::vector<double>(attributes.begin(), attributes.end())};
   if (hooks_.check != nullptr) hooks_.check(check, tensors, p.attributes);
   for (int i = 0; i < decl_.num_args; ++i) {
-    if (is_written(args[i].kind) && present(tensor_of(i))) check.writable(tensor_of(i), args[i].name);
+    if (is_written(args[i].kind) && present(tensor_of(i)))
+      check.writable(tensor_of(i), args[i].name);
   }
   check_memory(tensors);
   int a = 0;
