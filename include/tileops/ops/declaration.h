@@ -171,6 +171,9 @@ struct OpDecl {
   // False where the typed C++ function and class of include/tileops/ops/<op>.h take other
   // arguments than the declaration's (a struct of attributes, a second in-place form).
   bool generate_cpp = true;
+  // Attributes the contract's check hook computes, appended (zero) after the declared ones: what
+  // implementations read but callers do not give (a rotated width derived from a table's shape).
+  int derived_attributes = 0;
 
   constexpr std::span<const ArgDecl> arguments() const {
     return {args.data(), std::size_t(num_args)};
@@ -189,5 +192,6 @@ constexpr OpDecl without_aliasing(OpDecl d) { return d.outputs_may_alias_inputs 
 constexpr OpDecl hand_written_c(OpDecl d) { return d.generate_c = false, d; }
 constexpr OpDecl hand_written_python(OpDecl d) { return d.generate_python = false, d; }
 constexpr OpDecl hand_written_cpp(OpDecl d) { return d.generate_cpp = false, d; }
+constexpr OpDecl with_derived_attributes(int n, OpDecl d) { return d.derived_attributes = n, d; }
 
 }  // namespace tileops::ops

@@ -83,6 +83,13 @@ class DeclaredOp {
     return {list.begin(), list.size()};
   }
   void check_memory(std::span<const Tensor> tensors) const;
+  // The tensors with each omitted in-place output (kOptionalOutput) replaced by the argument it
+  // writes in place, as implementations see them: `given` itself when none is omitted, else a
+  // copy kept in `storage`.
+  std::span<const Tensor> resolved(std::span<const Tensor> given,
+                                   std::vector<Tensor>& storage) const;
+  // Argument `arg`'s name in errors: an omitted in-place output is named as what it writes.
+  std::string_view name_of(int arg, std::span<const Tensor> given) const;
 
   const OpDecl& decl_;
   ContractHooks hooks_;

@@ -31,80 +31,119 @@ bool value_ok(ValueRule rule, double v) {
 
 }  // namespace
 
+std::span<const Tensor> DeclaredOp::resolved(std::span<const Tensor> given,
+                                             std::vector<Tensor>& storage) const {
+  for (int i = 0; i < decl_.num_args; ++i) {
+    const ArgDecl& a = decl_.args[i];
+    if (a.kind != ArgKind::kOptionalOutput || a.in_place_of < 0 ||
+        present(given[tensor_index(i)])) {
+      continue;
+    }
+    if (storage.empty()) storage.assign(given.begin(), given.end());
+    storage[tensor_index(i)] = given[tensor_index(a.in_place_of)];
+  }
+  return storage.empty() ? given : std::span<const Tensor>(storage);
+}
+
+std::string_view DeclaredOp::name_of(int arg, std::span<const Tensor> given) const {
+  const ArgDecl& a = decl_.args[arg];
+  const bool in_place = a.kind == ArgKind::kOptionalOutput && a.in_place_of >= 0 &&
+                        !present(given[tensor_index(arg)]);
+  return in_place ? decl_.args[a.in_place_of].name : a.name;
+}
+
 // As ArgCheck::outputs_do_not_overlap over the declared inputs and written arguments, in their
 // order; omitted optional arguments take no part.
-void DeclaredOp::check_memory(std::span<const Tensor> tensors) const {
+void DeclaredOp::check_memory(std::span<const Tensor> given) const {
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
-  const auto given = [&](int arg) {
+  std::vector<Tensor> storage;
+  const std::span<const Tensor> tensors = resolved(given, storage);
+  const auto given_arg = [&](int arg) {
     return is_tensor(args[arg].kind) && present(tensors[tensor_index(arg)]);
   };
   for (int o = 0; o < decl_.num_args; ++o) {
-    if (!is_written(args[o].kind) || !given(o)) continue;
-    const ArgCheck::Named out{tensors[tensor_index(o)], args[o].name};
+    if (!is_written(args[o].kind) || !given_arg(o)) continue;
+    const ArgCheck::Named out{tensors[tensor_index(o)], name_of(o, given)};
     for (int i = 0; i < decl_.num_args; ++i) {
-      if (given(i) && !is_written(args[i].kind)) {
+      if (given_arg(i) && !is_written(args[i].kind)) {
         check.output_apart_from_input(out, {tensors[tensor_index(i)], args[i].name},
                                       decl_.outputs_may_alias_inputs);
       }
     }
     for (int i = 0; i < o; ++i) {
-      if (given(i) && is_written(args[i].kind)) {
-        check.outputs_apart(out, {tensors[tensor_index(i)], args[i].name});
+      if (given_arg(i) && is_written(args[i].kind)) {
+        check.outputs_apart(out, {tensors[tensor_index(i)], name_of(i, given)});
       }
     }
   }
 }
 
-Problem DeclaredOp::problem(std::span<const Tensor> tensors,
+Problem DeclaredOp::problem(std::span<const Tensor> given,
                             std::span<const double> attributes) const {
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
+  std::vector<Tensor> storage;
+  const std::span<const Tensor> tensors = resolved(given, storage);
   const auto tensor_of = [&](int arg) -> const Tensor& { return tensors[tensor_index(arg)]; };
+  // A rule relating an argument to an omitted one does not apply (the hook decides).
+  const auto has = [&](int arg) { return arg >= 0 && present(tensor_of(arg)); };
   for (int i = 0; i < decl_.num_args; ++i) {
-    if (is_tensor(args[i].kind) && present(tensor_of(i))) check.usable(tensor_of(i), args[i].name);
+    if (is_tensor(args[i].kind) && present(tensor_of(i)))
+      check.usable(tensor_of(i), name_of(i, given));
   }
   for (int i = 0; i < decl_.num_args; ++i) {
     const ArgDecl& a = args[i];
     if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
     if (a.dtype.same_as >= 0) {
+      if (!has(a.dtype.same_as)) continue;
       const DataType expected = tensor_of(a.dtype.same_as).dtype();
       if (tensor_of(i).dtype() != expected) {  // the message is built only on failure
-        check.dtype_is(tensor_of(i), a.name, expected,
+        check.dtype_is(tensor_of(i), name_of(i, given), expected,
                        "same as " + std::string(args[a.dtype.same_as].name));
       }
+    } else if (a.dtype.count == 1) {
+      check.dtype_is(tensor_of(i), name_of(i, given), a.dtype.allowed[0]);
     } else if (a.dtype.count > 0) {
-      check.dtype_in(tensor_of(i), a.name, {a.dtype.allowed.data(), std::size_t(a.dtype.count)});
+      check.dtype_in(tensor_of(i), name_of(i, given),
+                     {a.dtype.allowed.data(), std::size_t(a.dtype.count)});
     }
   }
   for (int i = 0; i < decl_.num_args; ++i) {
     const ArgDecl& a = args[i];
     if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
     const Tensor& t = tensor_of(i);
-    if (a.rank >= 0) check.rank_is(t, a.name, a.rank);
-    if (a.min_rank > 0) check.rank_at_least(t, a.name, a.min_rank);
+    const std::string_view name = name_of(i, given);
+    if (a.rank >= 0) check.rank_is(t, name, a.rank);
+    if (a.min_rank > 0) check.rank_at_least(t, name, a.min_rank);
+    if (a.shape.kind != ShapeKind::kAny &&
+        (!has(a.shape.arg) || (a.shape.other >= 0 && !has(a.shape.other)))) {
+      continue;
+    }
     switch (a.shape.kind) {
       case ShapeKind::kAny:
         break;
       case ShapeKind::kSameAs:
-        check.shape_is(t, a.name, tensor_of(a.shape.arg).shape(), a.shape_why);
+        check.shape_is(t, name, tensor_of(a.shape.arg).shape(), a.shape_why);
         break;
       case ShapeKind::kLastDimOf:
-        check.shape_is(t, a.name, Dims{tensor_of(a.shape.arg).size(-1)}, a.shape_why);
+        check.shape_is(t, name, Dims{tensor_of(a.shape.arg).size(-1)}, a.shape_why);
         break;
       case ShapeKind::kBroadcast:
         check_broadcast_operands(check, tensor_of(a.shape.arg), args[a.shape.arg].name,
-                                 tensor_of(a.shape.other), args[a.shape.other].name, t, a.name);
+                                 tensor_of(a.shape.other), args[a.shape.other].name, t, name);
         break;
     }
   }
   Problem p{decl_.name, {}, std::vector<double>(attributes.begin(), attributes.end())};
+  p.attributes.resize(attributes.size() + std::size_t(decl_.derived_attributes), 0.0);
   if (hooks_.check != nullptr) hooks_.check(check, tensors, p.attributes);
   for (int i = 0; i < decl_.num_args; ++i) {
-    if (is_written(args[i].kind) && present(tensor_of(i)))
-      check.writable(tensor_of(i), args[i].name);
+    if (is_written(args[i].kind) && present(tensor_of(i))) {
+      check.writable(tensor_of(i), name_of(i, given));
+    }
   }
-  check_memory(tensors);
+  check_memory(given);
   int a = 0;
   for (const ArgDecl& arg : args) {
     if (is_tensor(arg.kind)) continue;
@@ -123,7 +162,8 @@ Problem DeclaredOp::problem(std::span<const Tensor> tensors,
 
 void DeclaredOp::call(std::span<const Tensor> tensors, std::span<const double> attributes,
                       const Context& ctx) const {
-  run_problem(problem(tensors, attributes), tensors, ctx);
+  std::vector<Tensor> storage;
+  run_problem(problem(tensors, attributes), resolved(tensors, storage), ctx);
 }
 
 PreparedOperator DeclaredOp::prepare(std::span<const Tensor> tensors,
@@ -139,7 +179,8 @@ PreparedOperator DeclaredOp::prepare(std::span<const Tensor> tensors,
 void DeclaredOp::run(const PreparedOperator& prepared, std::span<const Tensor> tensors,
                      const Context& ctx) const {
   check_memory(tensors);
-  prepared.run(tensors, ctx);
+  std::vector<Tensor> storage;
+  prepared.run(resolved(tensors, storage), ctx);
 }
 
 Dims DeclaredOp::output_shape(int arg, std::span<const Tensor> tensors,
