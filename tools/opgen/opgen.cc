@@ -101,6 +101,13 @@ Signature plan(const OpDecl& decl) {
     if (a.accepts_none) p.py_type = "py::handle", p.py_default = "py::none()";
     sig.params.push_back(p);
   }
+  // An optional tensor before a required argument is required in Python too (None allowed).
+  bool required_after = false;
+  for (auto p = sig.params.rbegin(); p != sig.params.rend(); ++p) {
+    if (p->decl->keyword_only) continue;
+    if (p->kind == ArgKind::kOptionalInput && required_after) p->py_default.clear();
+    required_after = required_after || p->py_default.empty();
+  }
   return sig;
 }
 
@@ -326,7 +333,9 @@ void print_py_attributes(std::ostringstream& o, const Signature& s, const std::s
   o << "};\n";
 }
 
+// Python sees None for an operator without outputs (it writes its in-out arguments).
 std::string py_return_type(const Signature& s) {
+  if (s.outputs.empty()) return "void";
   return s.outputs.size() > 1 ? "py::tuple" : "py::object";
 }
 
@@ -381,7 +390,7 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
   print_py_attributes(o, s, "  ");
   print_py_conversions(o, s, false, "  ");
   o << "  run_released([&] { op().call(views, attributes, ctx); });\n"
-    << "  return " << py_result(s) << ";\n}\n\n";
+    << (s.outputs.empty() ? "" : "  return " + py_result(s) + ";\n") << "}\n\n";
   // The class form: the constructor takes the function's arguments, __call__ the tensors.
   o << "class Prepared {\n public:\n"
     << "  Prepared(" << py_params(s, false) << "int index) {\n";
@@ -399,7 +408,7 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
     << "    Context ctx = make_context(kOp, 0, stream);\n";
   print_py_conversions(o, s, true, "    ");
   o << "    run_released([&] { op().run(*prepared_, views, ctx); });\n"
-    << "    return " << py_result(s) << ";\n  }\n\n"
+    << (s.outputs.empty() ? "" : "    return " + py_result(s) + ";\n") << "  }\n\n"
     << " private:\n  std::shared_ptr<const ops::PreparedOperator> prepared_;\n"
     << "  OutputSpec outs_[" << s.num_tensors << "];\n};\n\n";
   std::string ctor_types;
