@@ -1,6 +1,7 @@
-// tileops._C.ops rotary_embedding, apply_rotary_pos_emb, reshape_and_cache and the samplers,
-// with vLLM's argument names. Rotary without outputs works in place (vLLM) and returns
-// (query, key); the samplers take k/p as None, a number or a per-row tensor, and a seed.
+// tileops._C.ops bindings of the KV-cache and sampling operators that the declarations cannot
+// generate (rotary_embedding, apply_rotary_pos_emb and reshape_and_cache are generated):
+// reshape_and_cache's overload for one kv_cache, and the samplers, which take k/p as None, a
+// number or a per-row tensor, and a seed or a torch.Generator.
 #include <pybind11/stl.h>
 
 #include <string>
@@ -12,67 +13,6 @@
 
 namespace tileops::python {
 namespace {
-
-// An optional tensor argument: None becomes an undefined Tensor.
-PyTensor optional(py::handle obj, std::string_view op, std::string_view arg,
-                  bool writable = false) {
-  return obj.is_none() ? PyTensor{} : to_tensor(obj, op, arg, writable);
-}
-
-py::object given_or(py::handle out, py::handle input) {
-  return py::reinterpret_borrow<py::object>(out.is_none() ? input : out);
-}
-
-py::tuple rotary_embedding(py::handle positions, py::handle query, py::handle key,
-                           std::int64_t head_size, py::handle cos_sin_cache, bool is_neox_style,
-                           py::handle rotary_dim, py::handle query_out, py::handle key_out,
-                           int index, py::handle stream) {
-  constexpr const char* kOp = "rotary_embedding";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor pos = to_tensor(positions, kOp, "positions");
-  PyTensor q = to_tensor(query, kOp, "query", query_out.is_none());
-  PyTensor k = optional(key, kOp, "key", key_out.is_none());
-  PyTensor cache = to_tensor(cos_sin_cache, kOp, "cos_sin_cache");
-  PyTensor q_out = optional(query_out, kOp, "query_out", true);
-  PyTensor k_out = optional(key_out, kOp, "key_out", true);
-  const std::int64_t rot = rotary_dim.is_none() ? 0 : int_arg(rotary_dim, kOp, "rotary_dim");
-  run_released([&] {
-    ops::rotary_embedding(pos.view, q.view, k.view, head_size, cache.view, is_neox_style, rot,
-                          q_out.view, k_out.view, ctx);
-  });
-  return py::make_tuple(given_or(query_out, query), given_or(key_out, key));
-}
-
-py::tuple apply_rotary_pos_emb(py::handle query, py::handle key, py::handle cos, py::handle sin,
-                               std::int64_t head_size, bool is_neox_style, py::handle query_out,
-                               py::handle key_out, int index, py::handle stream) {
-  constexpr const char* kOp = "apply_rotary_pos_emb";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor q = to_tensor(query, kOp, "query", query_out.is_none());
-  PyTensor k = optional(key, kOp, "key", key_out.is_none());
-  PyTensor c = to_tensor(cos, kOp, "cos");
-  PyTensor s = to_tensor(sin, kOp, "sin");
-  PyTensor q_out = optional(query_out, kOp, "query_out", true);
-  PyTensor k_out = optional(key_out, kOp, "key_out", true);
-  run_released([&] {
-    ops::apply_rotary_pos_emb(q.view, k.view, c.view, s.view, head_size, is_neox_style, q_out.view,
-                              k_out.view, ctx);
-  });
-  return py::make_tuple(given_or(query_out, query), given_or(key_out, key));
-}
-
-void reshape_and_cache(py::handle key, py::handle value, py::handle key_cache,
-                       py::handle value_cache, py::handle slot_mapping, int index,
-                       py::handle stream) {
-  constexpr const char* kOp = "reshape_and_cache";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor k = to_tensor(key, kOp, "key");
-  PyTensor v = to_tensor(value, kOp, "value");
-  PyTensor kc = to_tensor(key_cache, kOp, "key_cache", true);
-  PyTensor vc = to_tensor(value_cache, kOp, "value_cache", true);
-  PyTensor slots = to_tensor(slot_mapping, kOp, "slot_mapping");
-  run_released([&] { ops::reshape_and_cache(k.view, v.view, kc.view, vc.view, slots.view, ctx); });
-}
 
 void reshape_and_cache_combined(py::handle key, py::handle value, py::handle kv_cache,
                                 py::handle slot_mapping, int index, py::handle stream) {
@@ -168,23 +108,7 @@ void bind_kv_ops(py::module_& m) {
   auto none = py::none();
   auto index = py::arg("implementation_index") = 0;
   auto stream = py::arg("stream") = none;
-  m.def("rotary_embedding", &rotary_embedding,
-        "vLLM rotary embedding; in place into query/key when the outputs are omitted. Returns "
-        "(query_out or query, key_out or key).",
-        py::arg("positions"), py::arg("query"), py::arg("key"), py::arg("head_size"),
-        py::arg("cos_sin_cache"), py::arg("is_neox_style") = true, py::arg("rotary_dim") = none,
-        py::arg("query_out") = none, py::arg("key_out") = none, py::kw_only(), index, stream);
-  m.def("apply_rotary_pos_emb", &apply_rotary_pos_emb,
-        "Rotary embedding with cos/sin gathered per token ([T, rot/2], or [T, head_size] per "
-        "element); in place when the outputs are omitted. Returns (query, key).",
-        py::arg("query"), py::arg("key"), py::arg("cos"), py::arg("sin"), py::arg("head_size"),
-        py::arg("is_neox_style") = true, py::arg("query_out") = none, py::arg("key_out") = none,
-        py::kw_only(), index, stream);
-  m.def("reshape_and_cache", &reshape_and_cache,
-        "key/value [T, Hkv, D] into key_cache/value_cache [num_blocks, block_size, Hkv, D] at "
-        "slot_mapping (-1 skips).",
-        py::arg("key"), py::arg("value"), py::arg("key_cache"), py::arg("value_cache"),
-        py::arg("slot_mapping"), py::kw_only(), index, stream);
+  // After the generated reshape_and_cache: its overload for one kv_cache.
   m.def("reshape_and_cache", &reshape_and_cache_combined,
         "The same into one kv_cache [2, num_blocks, block_size, Hkv, D].", py::arg("key"),
         py::arg("value"), py::arg("kv_cache"), py::arg("slot_mapping"), py::kw_only(), index,

@@ -13,11 +13,12 @@ namespace tileops::python {
 // Free functions (ops_functions.cc) and class forms (ops_classes.cc).
 void bind_op_functions(py::module_& ops);
 void bind_op_classes(py::module_& ops);
-// gemm, matmul and linear, both forms (gemm_bindings.cc).
+// gemm, linear's packed weights and linear's dispatch to them (gemm_bindings.cc); after
+// bind_declared_ops, whose linear it wraps.
 void bind_gemm_ops(py::module_& ops);
-// rotary_embedding, apply_rotary_pos_emb, reshape_and_cache and the samplers (kv_bindings.cc).
+// reshape_and_cache's combined-cache overload and the samplers (kv_bindings.cc).
 void bind_kv_ops(py::module_& ops);
-// Their class forms (kv_classes.cc).
+// The samplers' class forms (kv_classes.cc).
 void bind_kv_classes(py::module_& ops);
 
 // k or p of a sampler: None (off), a Python number (every row) or a tensor (per row); `tensor`

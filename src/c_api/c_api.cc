@@ -79,39 +79,6 @@ tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_
   });
 }
 
-tileops_status tileops_gemm(const tileops_tensor* a, const tileops_tensor* b, double alpha,
-                            double beta, int32_t trans_a, int32_t trans_b, const tileops_tensor* c,
-                            const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor ta = to_tensor("gemm", "a", a);  // in order: the first bad one is reported
-    const Tensor tb = to_tensor("gemm", "b", b);
-    const Tensor tc = to_tensor("gemm", "c", c);
-    ops::gemm(ta, tb, alpha, beta, trans_a != 0, trans_b != 0, tc, to_context(ctx));
-  });
-}
-
-tileops_status tileops_matmul(const tileops_tensor* a, const tileops_tensor* b,
-                              const tileops_tensor* c, int32_t trans_a, int32_t trans_b,
-                              const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor ta = to_tensor("matmul", "a", a);
-    const Tensor tb = to_tensor("matmul", "b", b);
-    const Tensor tc = to_tensor("matmul", "c", c);
-    ops::matmul(ta, tb, tc, trans_a != 0, trans_b != 0, to_context(ctx));
-  });
-}
-
-tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor* weight,
-                              const tileops_tensor* bias, const tileops_tensor* out,
-                              const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("linear", "input", input);
-    const Tensor w = to_tensor("linear", "weight", weight);
-    const Tensor b = bias == nullptr ? Tensor() : to_tensor("linear", "bias", bias);
-    ops::linear(x, w, b, to_tensor("linear", "out", out), to_context(ctx));
-  });
-}
-
 tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t dtype,
                                                   int64_t* numel) {
   return guarded([&] {
@@ -127,26 +94,6 @@ tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t 
           std::to_string(dtype));
     }
     *numel = ops::packed_linear_weight_numel(n, k, static_cast<tileops::DataType>(dtype));
-  });
-}
-
-tileops_status tileops_pack_linear_weight(const tileops_tensor* weight,
-                                          const tileops_tensor* packed,
-                                          const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor w = to_tensor("pack_linear_weight", "weight", weight);
-    ops::pack_linear_weight(w, to_tensor("pack_linear_weight", "packed", packed), to_context(ctx));
-  });
-}
-
-tileops_status tileops_linear_packed(const tileops_tensor* input, const tileops_tensor* packed,
-                                     const tileops_tensor* bias, const tileops_tensor* out,
-                                     const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("linear_packed", "input", input);
-    const Tensor p = to_tensor("linear_packed", "packed", packed);
-    const Tensor b = bias == nullptr ? Tensor() : to_tensor("linear_packed", "bias", bias);
-    ops::linear_packed(x, p, b, to_tensor("linear_packed", "out", out), to_context(ctx));
   });
 }
 

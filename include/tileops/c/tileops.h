@@ -110,56 +110,18 @@ tileops_status tileops_causal_softmax(const tileops_tensor* input, const tileops
 tileops_status tileops_scaled_softmax(const tileops_tensor* input, double scale,
                                       const tileops_tensor* out, const tileops_context* ctx);
 
-/* c = alpha * op(a) * op(b) + beta * c, op = transpose when trans_* != 0; 2-D or batched 3-D. */
-tileops_status tileops_gemm(const tileops_tensor* a, const tileops_tensor* b, double alpha,
-                            double beta, int32_t trans_a, int32_t trans_b, const tileops_tensor* c,
-                            const tileops_context* ctx);
-/* c = op(a) * op(b) over the last two dims, batch dims broadcast. */
-tileops_status tileops_matmul(const tileops_tensor* a, const tileops_tensor* b,
-                              const tileops_tensor* c, int32_t trans_a, int32_t trans_b,
-                              const tileops_context* ctx);
-/* out = input * weight^T + bias; weight [N, K]; bias [N] or NULL. */
-tileops_status tileops_linear(const tileops_tensor* input, const tileops_tensor* weight,
-                              const tileops_tensor* bias, const tileops_tensor* out,
-                              const tileops_context* ctx);
 /* linear's packed-weight option (include/tileops/ops/packed_linear.h): *numel receives the
  * elements of the packed form of an [n, k] weight of dtype; pack_linear_weight writes it into
  * packed (rank 1, contiguous, that many elements of the weight's dtype); linear_packed is
  * linear with it, N taken from out's last dim. */
 tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t dtype,
                                                   int64_t* numel);
-tileops_status tileops_pack_linear_weight(const tileops_tensor* weight,
-                                          const tileops_tensor* packed, const tileops_context* ctx);
-tileops_status tileops_linear_packed(const tileops_tensor* input, const tileops_tensor* packed,
-                                     const tileops_tensor* bias, const tileops_tensor* out,
-                                     const tileops_context* ctx);
 
 /* KV cache, rotary embedding and sampling (include/tileops/ops/<op>.h). NULL for an optional
- * tensor means none. */
+ * tensor means none; the rotary operators' NULL query_out/key_out mean in place (into
+ * query/key), and rotary_embedding's rotary_dim <= 0 means cos_sin_cache's shape[1]. */
 
-/* vLLM rotary_embedding: key may be NULL (no key); rotary_dim <= 0 means cos_sin_cache's
- * shape[1]; query_out/key_out NULL means in place (into query/key). */
-tileops_status tileops_rotary_embedding(const tileops_tensor* positions,
-                                        const tileops_tensor* query, const tileops_tensor* key,
-                                        int64_t head_size, const tileops_tensor* cos_sin_cache,
-                                        int32_t is_neox_style, int64_t rotary_dim,
-                                        const tileops_tensor* query_out,
-                                        const tileops_tensor* key_out, const tileops_context* ctx);
-/* Rotary embedding with cos/sin gathered per token ([T, rot/2], or [T, head_size] per element). */
-tileops_status tileops_apply_rotary_pos_emb(const tileops_tensor* query, const tileops_tensor* key,
-                                            const tileops_tensor* cos, const tileops_tensor* sin,
-                                            int64_t head_size, int32_t is_neox_style,
-                                            const tileops_tensor* query_out,
-                                            const tileops_tensor* key_out,
-                                            const tileops_context* ctx);
-/* key/value [T, Hkv, D] into key_cache/value_cache [num_blocks, block_size, Hkv, D] at
- * slot_mapping (int32/int64 [T], -1 skips). */
-tileops_status tileops_reshape_and_cache(const tileops_tensor* key, const tileops_tensor* value,
-                                         const tileops_tensor* key_cache,
-                                         const tileops_tensor* value_cache,
-                                         const tileops_tensor* slot_mapping,
-                                         const tileops_context* ctx);
-/* The same into one kv_cache [2, num_blocks, block_size, Hkv, D]. */
+/* reshape_and_cache into one kv_cache [2, num_blocks, block_size, Hkv, D]. */
 tileops_status tileops_reshape_and_cache_combined(const tileops_tensor* key,
                                                   const tileops_tensor* value,
                                                   const tileops_tensor* kv_cache,

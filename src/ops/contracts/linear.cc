@@ -1,71 +1,44 @@
-#include "tileops/ops/linear.h"
-
+// linear's contract beyond its declaration (linear.decl.h); the typed function and class are
+// generated.
+#include "src/ops/contracts/linear.decl.h"
 #include "src/ops/framework/arg_check.h"
+#include "tileops/ops/declared_op.h"
 
 namespace tileops::ops {
 namespace {
 
-constexpr std::string_view kOp = "linear";
-
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
-// out must not overlap input, weight or bias (no in-place product); checked on every call, as
-// data pointers are not part of the cached geometry.
-void check_memory(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                  const Tensor& out) {
-  const ArgCheck check(kOp);
-  check.outputs_do_not_overlap({{input, "input"}, {weight, "weight"}}, {{out, "out"}}, false);
-  if (present(bias)) check.outputs_do_not_overlap({{bias, "bias"}}, {{out, "out"}}, false);
+// input's shape with the last dim N = weight.size(0).
+Dims out_shape(const Tensor& input, const Tensor& weight) {
+  Dims shape = input.shape();
+  shape[shape.size() - 1] = weight.size(0);
+  return shape;
 }
 
-Problem make_problem(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out) {
-  const ArgCheck check(kOp);
-  check.usable(input, "input");
-  check.usable(weight, "weight");
-  check.usable(out, "out");
-  check.standard_float(input, "input");
-  check.dtype_is(weight, "weight", input.dtype(), "same as 'input'");
-  check.dtype_is(out, "out", input.dtype(), "same as 'input'");
-  check.rank_at_least(input, "input", 1);
-  check.rank_is(weight, "weight", 2);
-  const std::int64_t k = input.size(-1);
-  const std::int64_t n = weight.size(0);
-  check.shape_is(weight, "weight", Dims{n, k}, "[N, K] with K the last dim of input");
-  if (present(bias)) {
-    check.usable(bias, "bias");
-    check.standard_float(bias, "bias");
-    check.shape_is(bias, "bias", Dims{n}, "[N], N = weight.size(0)");
+// Tensors {input, weight, bias, out}.
+void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> /*attrs*/) {
+  const std::int64_t n = t[1].size(0);
+  check.shape_is(t[1], "weight", Dims{n, t[0].size(-1)}, "[N, K] with K the last dim of input");
+  if (present(t[2])) check.shape_is(t[2], "bias", Dims{n}, "[N], N = weight.size(0)");
+  check.shape_is(t[3], "out", out_shape(t[0], t[1]), "input's shape with the last dim N");
+}
+
+Dims output_shape(std::string_view op, int /*arg*/, std::span<const Tensor> t,
+                  std::span<const double> /*attrs*/) {
+  if (t[0].rank() < 1 || t[1].rank() != 2) {
+    const bool input_bad = t[0].rank() < 1;
+    ArgCheck(op).fail(ErrorKind::kInvalidArgument, input_bad ? "input" : "weight",
+                      input_bad ? "rank >= 1" : "rank 2 [N, K]",
+                      t[input_bad ? 0 : 1].shape().to_string());
   }
-  Dims expected = input.shape();
-  expected[expected.size() - 1] = n;
-  check.shape_is(out, "out", expected, "input's shape with the last dim N");
-  check.writable(out, "out");
-  check_memory(input, weight, bias, out);
-  return Problem{kOp,
-                 {TensorDesc::of(input), TensorDesc::of(weight),
-                  present(bias) ? TensorDesc::of(bias) : TensorDesc::absent(), TensorDesc::of(out)},
-                 {}};
+  return out_shape(t[0], t[1]);
 }
 
 }  // namespace
 
-void linear(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
-            const Context& ctx) {
-  const Tensor tensors[] = {input, weight, bias, out};
-  run_problem(make_problem(input, weight, bias, out), tensors, ctx);
-}
-
-Linear::Linear(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
-               int implementation_index)
-    : prepared_(make_problem(input, weight, bias, out), {"input", "weight", "bias", "out"},
-                implementation_index) {}
-
-void Linear::operator()(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                        const Tensor& out, const Context& ctx) const {
-  check_memory(input, weight, bias, out);
-  const Tensor tensors[] = {input, weight, bias, out};
-  prepared_.run(tensors, ctx);
-}
+namespace contracts {
+extern constinit const DeclaredOp linear{decls::linear, {check, output_shape}};
+}  // namespace contracts
 
 }  // namespace tileops::ops

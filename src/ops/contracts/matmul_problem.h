@@ -1,23 +1,19 @@
-// Shape checks shared by the matrix-product contracts (gemm, matmul, linear): op(a)·op(b) over
-// the last two dims with NumPy-broadcast batch dims, one float dtype throughout.
+// Shape rules shared by the matrix-product contracts (gemm, matmul): op(a)·op(b) over the last
+// two dims with NumPy-broadcast batch dims.
 #pragma once
-
-#include <string_view>
 
 #include "src/ops/framework/arg_check.h"
 #include "tileops/core/tensor.h"
 
 namespace tileops::ops {
 
-// a: [..., M, K] ([..., K, M] when trans_a), b: [..., K, N] ([..., N, K] when trans_b), both of
-// rank >= 2 and one dtype in {float32, float16, bfloat16}; c: [broadcast batch..., M, N] of the
-// same dtype, writable. Errors name a_arg, b_arg or c_arg.
-void check_matrix_product(const ArgCheck& check, const Tensor& a, std::string_view a_arg,
-                          bool trans_a, const Tensor& b, std::string_view b_arg, bool trans_b,
-                          const Tensor& c, std::string_view c_arg);
+// The shape of op(a)·op(b), [broadcast batch..., M, N], for a and b of rank >= 2; a K or batch
+// mismatch is an error naming b.
+Dims product_shape(const ArgCheck& check, const Tensor& a, bool trans_a, const Tensor& b,
+                   bool trans_b);
 
-// c must not overlap a or b (a product cannot run in place). Part of check_matrix_product;
-// class forms call it on every call, as data pointers are not part of the cached geometry.
-void check_product_memory(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& c);
+// The output shape hook's form (Python allocates c from it): a or b of rank < 2 is named.
+Dims product_output_shape(std::string_view op, const Tensor& a, bool trans_a, const Tensor& b,
+                          bool trans_b);
 
 }  // namespace tileops::ops

@@ -1,28 +1,11 @@
 #include "src/ops/contracts/sampling_problem.h"
 
-#include <cmath>
 #include <string>
 
-#include "src/ops/contracts/rotary_problem.h"
+#include "src/ops/contracts/top_k_top_p_sampler.decl.h"
+#include "src/ops/contracts/topk_topp_sampling.decl.h"
 
 namespace tileops::ops {
-namespace {
-
-void check_per_row(const ArgCheck& check, const Tensor& t, std::string_view arg,
-                   std::initializer_list<DataType> dtypes, std::int64_t rows) {
-  if (!present(t)) return;
-  check.usable(t, arg);
-  check.dtype_in(t, arg, dtypes);
-  if (t.rank() > 1 || (t.numel() != rows && t.numel() != 1)) {
-    check.fail(ErrorKind::kInvalidArgument, arg,
-               "none, or a rank-0/1 tensor of " + std::to_string(rows) +
-                   " (one per row) or 1 "
-                   "element",
-               t.shape().to_string());
-  }
-}
-
-}  // namespace
 
 ScalarFilters::ScalarFilters(const ArgCheck& check, std::int64_t k, double p, std::int64_t vocab,
                              std::string_view p_arg)
@@ -35,40 +18,32 @@ ScalarFilters::ScalarFilters(const ArgCheck& check, std::int64_t k, double p, st
   if (p < 1.0) this->p = Tensor(&p_value, Dims{1}, DataType::kFloat64);
 }
 
-void check_sampling_memory(std::string_view op, const Tensor& weights, std::string_view weights_arg,
-                           const Tensor& k, const Tensor& p, const Tensor& out) {
-  const ArgCheck check(op);
-  check.outputs_do_not_overlap({{weights, weights_arg}}, {{out, "out"}}, false);
-  if (present(k)) check.outputs_do_not_overlap({{k, "k"}}, {{out, "out"}}, false);
-  if (present(p)) check.outputs_do_not_overlap({{p, "p"}}, {{out, "out"}}, false);
-}
-
-Problem make_sampling_problem(std::string_view op, const Tensor& weights,
-                              std::string_view weights_arg, const Tensor& k, std::string_view k_arg,
-                              const Tensor& p, std::string_view p_arg, const Tensor& seed,
-                              const Tensor& out, DataType out_dtype) {
-  const ArgCheck check(op);
-  check.usable(weights, weights_arg);
-  check.standard_float(weights, weights_arg);
-  check.rank_is(weights, weights_arg, 2);
-  const std::int64_t rows = weights.size(0);
-  const std::int64_t vocab = weights.size(1);
+template <const OpDecl* decl>
+void check_sampling(const ArgCheck& check, std::span<const Tensor> t,
+                    std::span<double> /*attributes*/) {
+  const std::string_view weights_arg = decl->args[0].name;
+  const std::int64_t rows = t[0].size(0);
+  const std::int64_t vocab = t[0].size(1);
   if (vocab < 1 || vocab > 0x7fffffff) {
     check.fail(ErrorKind::kInvalidArgument, weights_arg, "[B, V] with 1 <= V < 2^31",
-               weights.shape().to_string());
+               t[0].shape().to_string());
   }
-  check_per_row(check, k, k_arg, {DataType::kInt32, DataType::kInt64}, rows);
-  check_per_row(check, p, p_arg, {DataType::kFloat32, DataType::kFloat64}, rows);
-  check.usable(out, "out");
-  check.dtype_is(out, "out", out_dtype);
-  check.shape_is(out, "out", Dims{rows}, "[B], one token per row of " + std::string(weights_arg));
-  check.writable(out, "out");
-  check_sampling_memory(op, weights, weights_arg, k, p, out);
-  return Problem{op,
-                 {TensorDesc::of(weights), present(k) ? TensorDesc::of(k) : TensorDesc::absent(),
-                  present(p) ? TensorDesc::of(p) : TensorDesc::absent(), TensorDesc::of(seed),
-                  TensorDesc::of(out)},
-                 {}};
+  for (int i : {1, 2}) {
+    const Tensor& f = t[i];
+    const bool present = f.data() != nullptr || f.rank() != 0;
+    if (present && (f.rank() > 1 || (f.numel() != rows && f.numel() != 1))) {
+      check.fail(
+          ErrorKind::kInvalidArgument, decl->args[i].name,
+          "none, or a rank-0/1 tensor of " + std::to_string(rows) + " (one per row) or 1 element",
+          f.shape().to_string());
+    }
+  }
+  check.shape_is(t[4], "out", Dims{rows}, "[B], one token per row of " + std::string(weights_arg));
 }
+
+template void check_sampling<&decls::top_k_top_p_sampler>(const ArgCheck&, std::span<const Tensor>,
+                                                          std::span<double>);
+template void check_sampling<&decls::topk_topp_sampling>(const ArgCheck&, std::span<const Tensor>,
+                                                         std::span<double>);
 
 }  // namespace tileops::ops

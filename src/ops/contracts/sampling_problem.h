@@ -1,12 +1,12 @@
-// Validation shared by the two sampling operators: the weights matrix, the optional per-row k
-// and p tensors, the output, and the scalar forms' conversion of k and p to tensors.
+// What the two sampling contracts share: their check hook over tensors {weights, k, p, seed,
+// out}, and the scalar forms' conversion of k and p to the tensors the operators take.
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+#include <span>
 
 #include "src/ops/framework/arg_check.h"
-#include "tileops/ops/problem.h"
+#include "tileops/ops/declared_op.h"
 
 namespace tileops::ops {
 
@@ -28,16 +28,10 @@ struct ScalarFilters {
 // so that a new seed reuses the cached instance).
 inline Tensor seed_tensor(std::uint64_t& seed) { return Tensor(&seed, Dims{}, DataType::kInt64); }
 
-// The Problem of a sampling operator: tensors {weights, k, p, seed, out}. weights: [B, V] of a
-// float dtype (V >= 1, < 2^31); k: absent or int32/int64 with B or 1 elements; p: absent or
-// float32/float64 with B or 1 elements; out: `out_dtype` [B], apart from every input.
-Problem make_sampling_problem(std::string_view op, const Tensor& weights,
-                              std::string_view weights_arg, const Tensor& k, std::string_view k_arg,
-                              const Tensor& p, std::string_view p_arg, const Tensor& seed,
-                              const Tensor& out, DataType out_dtype);
-
-// The aliasing rule alone (checked on every call of a class form).
-void check_sampling_memory(std::string_view op, const Tensor& weights, std::string_view weights_arg,
-                           const Tensor& k, const Tensor& p, const Tensor& out);
+// The hook of op `decl` (beyond its declaration): weights [B, V] with 1 <= V < 2^31; k and p
+// absent or with B or 1 elements; out [B].
+template <const OpDecl* decl>
+void check_sampling(const ArgCheck& check, std::span<const Tensor> tensors,
+                    std::span<double> attributes);
 
 }  // namespace tileops::ops
