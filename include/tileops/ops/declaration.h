@@ -36,7 +36,8 @@ constexpr bool is_written(ArgKind kind) {
 struct DtypeRule {
   std::array<DataType, 6> allowed{};
   int count = 0;
-  int same_as = -1;  // index of the argument whose dtype this one must have
+  int same_as = -1;      // index of the argument whose dtype this one must have
+  std::string_view why;  // the error's reason for same_as; empty: "same as <its name>"
 };
 
 constexpr DtypeRule dtype_in(std::initializer_list<DataType> dtypes) {
@@ -50,7 +51,9 @@ constexpr DtypeRule kArithmetic =
     dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
               DataType::kInt64});
 constexpr DtypeRule kIndex = dtype_in({DataType::kInt32, DataType::kInt64});
-constexpr DtypeRule dtype_of(int arg) { return DtypeRule{{}, 0, arg}; }
+constexpr DtypeRule dtype_of(int arg, std::string_view why = {}) {
+  return DtypeRule{{}, 0, arg, why};
+}
 
 enum class ShapeKind : std::uint8_t {
   kAny,        // checked by the contract's own hook, if at all

@@ -13,7 +13,7 @@ inline constexpr OpDecl linear_packed = hand_written_python(without_aliasing(
                 input("input", kStandardFloat).rank_at_least(1),
                 input("packed"),  // pack_linear_weight's form: the contract's hook
                 optional_input("bias", kStandardFloat),
-                output("out", dtype_of(0)),
+                output("out", dtype_of(0, "same as 'input'")),
             })));
 
 }  // namespace tileops::ops::decls

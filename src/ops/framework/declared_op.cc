@@ -100,7 +100,8 @@ Problem DeclaredOp::problem(std::span<const Tensor> given,
       const DataType expected = tensor_of(a.dtype.same_as).dtype();
       if (tensor_of(i).dtype() != expected) {  // the message is built only on failure
         check.dtype_is(tensor_of(i), name_of(i, given), expected,
-                       "same as " + std::string(args[a.dtype.same_as].name));
+                       a.dtype.why.empty() ? "same as " + std::string(args[a.dtype.same_as].name)
+                                           : std::string(a.dtype.why));
       }
     } else if (a.dtype.count == 1) {
       check.dtype_is(tensor_of(i), name_of(i, given), a.dtype.allowed[0]);
