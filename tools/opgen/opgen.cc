@@ -268,9 +268,11 @@ int in_place_output_of(const Signature& s, int param) {
 }
 
 // Converts every tensor argument into `views`, allocating omitted outputs (or, with
-// `from_specs`, taking the class form's recorded geometry for them).
+// `from_specs`, taking the class form's recorded geometry for them). With `derive_given`, an
+// output's shape is derived even when it is given: a class form's constructor reports what
+// stops the inputs from giving one first.
 void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_specs,
-                          const std::string& in) {
+                          const std::string& in, bool derive_given = false) {
   o << in << "Tensor views[" << s.num_tensors << "];\n";
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     const Param& p = s.params[i];
@@ -280,6 +282,9 @@ void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_s
     const int written_by = in_place_output_of(s, int(i));
     const std::string writable =
         written_by >= 0 ? ", " + s.params[written_by].name + ".is_none())" : ")";
+    if (derive_given && p.kind == ArgKind::kOutput) {
+      o << in << "op().output_shape(" << i << ", views, attributes);\n";
+    }
     o << in << "PyTensor " << t << " = ";
     switch (p.kind) {
       case ArgKind::kInput:
@@ -395,7 +400,7 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
   o << "class Prepared {\n public:\n"
     << "  Prepared(" << py_params(s, false) << "int index) {\n";
   print_py_attributes(o, s, "    ");
-  print_py_conversions(o, s, false, "    ");
+  print_py_conversions(o, s, false, "    ", true);
   for (int i : s.outputs) {
     const Param& p = s.params[i];
     if (p.kind != ArgKind::kOutput) continue;
