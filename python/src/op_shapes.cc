@@ -6,52 +6,6 @@
 
 namespace tileops::python {
 
-Dims broadcast_shape(std::string_view op, const Tensor& a, const Tensor& b) {
-  int rank = std::max(a.rank(), b.rank());
-  Dims shape;
-  for (int i = 0; i < rank; ++i) {
-    int ia = i - (rank - a.rank()), ib = i - (rank - b.rank());
-    std::int64_t ea = ia >= 0 ? a.shape()[ia] : 1, eb = ib >= 0 ? b.shape()[ib] : 1;
-    if (ea != eb && ea != 1 && eb != 1) {
-      throw_argument_error(ErrorKind::kInvalidArgument, op, "other",
-                           "a shape broadcastable with " + a.shape().to_string(),
-                           b.shape().to_string());
-    }
-    shape.push_back(ea == 1 ? eb : ea);
-  }
-  return shape;
-}
-
-Dims embedding_shape(std::string_view op, const Tensor& input_ids, const Tensor& weight) {
-  if (weight.rank() != 2) {
-    throw_argument_error(ErrorKind::kInvalidArgument, op, "weight", "rank 2 [num_embeddings, D]",
-                         weight.shape().to_string());
-  }
-  Dims shape = input_ids.shape();
-  if (shape.size() == kMaxRank) {
-    throw_argument_error(ErrorKind::kInvalidArgument, op, "input_ids",
-                         "rank < " + std::to_string(kMaxRank), shape.to_string());
-  }
-  shape.push_back(weight.shape()[1]);
-  return shape;
-}
-
-Dims silu_and_mul_shape(std::string_view op, const Tensor& input, int dim) {
-  int d = normalize_dim(dim, input.rank());
-  if (d < 0) {
-    throw_argument_error(ErrorKind::kInvalidArgument, op, "dim",
-                         "a dim of a rank-" + std::to_string(input.rank()) + " tensor",
-                         std::to_string(dim));
-  }
-  Dims shape = input.shape();
-  if (shape[d] % 2 != 0) {
-    throw_argument_error(ErrorKind::kInvalidArgument, op, "input",
-                         "an even extent along dim " + std::to_string(dim), shape.to_string());
-  }
-  shape[d] /= 2;
-  return shape;
-}
-
 Dims cat_shape(std::string_view op, const std::vector<Tensor>& tensors, int dim) {
   if (tensors.empty()) {
     throw_argument_error(ErrorKind::kInvalidArgument, op, "tensors", "one or more tensors",

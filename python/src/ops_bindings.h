@@ -53,11 +53,7 @@ inline py::object result_of(py::handle given, const PyTensor& tensor) {
   return given.is_none() ? tensor.keep : py::reinterpret_borrow<py::object>(given);
 }
 
-// Output shapes of the operators that derive them from their inputs (kInvalidArgument when
-// the inputs cannot produce one).
-Dims broadcast_shape(std::string_view op, const Tensor& a, const Tensor& b);
-Dims embedding_shape(std::string_view op, const Tensor& input_ids, const Tensor& weight);
-Dims silu_and_mul_shape(std::string_view op, const Tensor& input, int dim);
+// cat's output shape (kInvalidArgument when the inputs cannot give one).
 Dims cat_shape(std::string_view op, const std::vector<Tensor>& tensors, int dim);
 
 // cat's inputs: a sequence of tensors (kInvalidType otherwise).

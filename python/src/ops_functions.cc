@@ -1,9 +1,11 @@
-// tileops._C.ops free functions: arguments converted with the GIL held, the operator run with
-// it released, omitted outputs allocated as the first input's kind and returned.
+// tileops._C.ops free functions the declarations cannot generate (cast, cat, add_rms_norm; the
+// others are tools/opgen's python_ops.cc) and the registry: arguments converted with the GIL
+// held, the operator run with it released, omitted outputs allocated as the first input's kind.
 #include <pybind11/stl.h>
 
 #include <string>
 
+#include "python/src/declared_bindings.h"
 #include "python/src/errors.h"
 #include "python/src/ops_bindings.h"
 #include "tileops/core/error.h"
@@ -11,35 +13,6 @@
 
 namespace tileops::python {
 namespace {
-
-using BinaryFn = void (*)(const Tensor&, const Tensor&, const Tensor&, const Context&);
-
-template <const char* kOp, BinaryFn kFn>
-py::object broadcast_binary(py::handle input, py::handle other, py::handle out, int index,
-                            py::handle stream) {
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor a = to_tensor(input, kOp, "input");
-  PyTensor b = to_tensor(other, kOp, "other");
-  PyTensor o = out.is_none() ? allocate(a.frontend, broadcast_shape(kOp, a.view, b.view),
-                                        a.view.dtype(), kOp, "out")
-                             : to_tensor(out, kOp, "out", true);
-  run_released([&] { kFn(a.view, b.view, o.view, ctx); });
-  return result_of(out, o);
-}
-
-constexpr char kAdd[] = "add";
-constexpr char kMul[] = "mul";
-constexpr char kSwiglu[] = "swiglu";
-
-void add_fn(const Tensor& a, const Tensor& b, const Tensor& o, const Context& ctx) {
-  ops::add(a, b, o, ctx);
-}
-void mul_fn(const Tensor& a, const Tensor& b, const Tensor& o, const Context& ctx) {
-  ops::mul(a, b, o, ctx);
-}
-void swiglu_fn(const Tensor& a, const Tensor& b, const Tensor& o, const Context& ctx) {
-  ops::swiglu(a, b, o, ctx);
-}
 
 py::object cast(py::handle input, py::handle out, py::handle dtype, py::handle input_dtype,
                 int index, py::handle stream) {
@@ -77,21 +50,8 @@ py::object cat(py::handle tensors, int dim, py::handle out, int index, py::handl
   return result_of(out, o);
 }
 
-py::object embedding(py::handle input_ids, py::handle weight, py::handle out, int index,
-                     py::handle stream) {
-  constexpr const char* kOp = "embedding";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor ids = to_tensor(input_ids, kOp, "input_ids");
-  PyTensor w = to_tensor(weight, kOp, "weight");
-  PyTensor o = out.is_none() ? allocate(ids.frontend, embedding_shape(kOp, ids.view, w.view),
-                                        w.view.dtype(), kOp, "out")
-                             : to_tensor(out, kOp, "out", true);
-  run_released([&] { ops::embedding(ids.view, w.view, o.view, ctx); });
-  return result_of(out, o);
-}
-
 // Omitted outputs are written in place (vLLM fused_add_rms_norm): out into input, residual_out
-// into residual. Returns (out, residual_out).
+// into residual; both omitted is the in-place form. Returns (out, residual_out).
 py::tuple add_rms_norm(py::handle input, py::handle residual, py::handle weight, double eps,
                        py::handle out, py::handle residual_out, int index, py::handle stream) {
   constexpr const char* kOp = "add_rms_norm";
@@ -106,40 +66,7 @@ py::tuple add_rms_norm(py::handle input, py::handle residual, py::handle weight,
   } else {
     run_released([&] { ops::add_rms_norm(x.view, r.view, w.view, eps, o.view, ro.view, ctx); });
   }
-  return py::make_tuple(out.is_none() ? py::reinterpret_borrow<py::object>(input)
-                                      : py::reinterpret_borrow<py::object>(out),
-                        residual_out.is_none() ? py::reinterpret_borrow<py::object>(residual)
-                                               : py::reinterpret_borrow<py::object>(residual_out));
-}
-
-py::object silu_and_mul(py::handle input, int dim, py::handle out, int index, py::handle stream) {
-  constexpr const char* kOp = "silu_and_mul";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor x = to_tensor(input, kOp, "input");
-  PyTensor o = out.is_none() ? allocate(x.frontend, silu_and_mul_shape(kOp, x.view, dim),
-                                        x.view.dtype(), kOp, "out")
-                             : to_tensor(out, kOp, "out", true);
-  run_released([&] { ops::silu_and_mul(x.view, dim, o.view, ctx); });
-  return result_of(out, o);
-}
-
-py::object causal_softmax(py::handle input, py::handle out, int index, py::handle stream) {
-  constexpr const char* kOp = "causal_softmax";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor x = to_tensor(input, kOp, "input");
-  PyTensor o = output(out, x.frontend, x.view.shape(), x.view.dtype(), kOp, "out");
-  run_released([&] { ops::causal_softmax(x.view, o.view, ctx); });
-  return result_of(out, o);
-}
-
-py::object scaled_softmax(py::handle input, double scale, py::handle out, int index,
-                          py::handle stream) {
-  constexpr const char* kOp = "scaled_softmax";
-  Context ctx = make_context(kOp, index, stream);
-  PyTensor x = to_tensor(input, kOp, "input");
-  PyTensor o = output(out, x.frontend, x.view.shape(), x.view.dtype(), kOp, "out");
-  run_released([&] { ops::scaled_softmax(x.view, scale, o.view, ctx); });
-  return result_of(out, o);
+  return py::make_tuple(given_or(out, input), given_or(residual_out, residual));
 }
 
 DeviceType device_type(const std::string& device) {
@@ -155,12 +82,6 @@ void bind_op_functions(py::module_& m) {
   auto none = py::none();
   auto index = py::arg("implementation_index") = 0;
   auto stream = py::arg("stream") = none;
-  m.def("add", &broadcast_binary<kAdd, add_fn>, "out = input + other (NumPy broadcasting).",
-        py::arg("input"), py::arg("other"), py::arg("out") = none, py::kw_only(), index, stream);
-  m.def("mul", &broadcast_binary<kMul, mul_fn>, "out = input * other (NumPy broadcasting).",
-        py::arg("input"), py::arg("other"), py::arg("out") = none, py::kw_only(), index, stream);
-  m.def("swiglu", &broadcast_binary<kSwiglu, swiglu_fn>, "out = input * silu(gate).",
-        py::arg("input"), py::arg("gate"), py::arg("out") = none, py::kw_only(), index, stream);
   m.def("cast", &cast,
         "out = input converted to out's dtype (or `dtype`); `dtype`/`input_dtype` name 8-bit "
         "float formats stored as uint8.",
@@ -168,19 +89,11 @@ void bind_op_functions(py::module_& m) {
         py::arg("input_dtype") = none, index, stream);
   m.def("cat", &cat, "Concatenates tensors along dim.", py::arg("tensors"), py::arg("dim") = 0,
         py::arg("out") = none, py::kw_only(), index, stream);
-  m.def("embedding", &embedding, "out[i..., :] = weight[input_ids[i...], :].", py::arg("input_ids"),
-        py::arg("weight"), py::arg("out") = none, py::kw_only(), index, stream);
   m.def("add_rms_norm", &add_rms_norm,
         "residual_out = input + residual; out = rms_norm(residual_out). Omitted outputs are "
         "written into input / residual. Returns (out, residual_out).",
         py::arg("input"), py::arg("residual"), py::arg("weight"), py::arg("eps") = 1e-6,
         py::arg("out") = none, py::arg("residual_out") = none, py::kw_only(), index, stream);
-  m.def("silu_and_mul", &silu_and_mul, "out = silu(x[..., :d]) * x[..., d:] along dim.",
-        py::arg("input"), py::arg("dim") = -1, py::arg("out") = none, py::kw_only(), index, stream);
-  m.def("causal_softmax", &causal_softmax, "Softmax over the last dim with a causal mask.",
-        py::arg("input"), py::arg("out") = none, py::kw_only(), index, stream);
-  m.def("scaled_softmax", &scaled_softmax, "out = softmax(scale * input) over the last dim.",
-        py::arg("input"), py::arg("scale"), py::arg("out") = none, py::kw_only(), index, stream);
   m.def(
       "active_implementation_indices",
       [](const std::string& op, const std::string& device) {

@@ -16,35 +16,6 @@ namespace ops = tileops::ops;
 
 extern "C" {
 
-tileops_status tileops_add(const tileops_tensor* input, const tileops_tensor* other,
-                           const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor a = to_tensor("add", "input", input);
-    const Tensor b = to_tensor("add", "other", other);
-    const Tensor c = to_tensor("add", "out", out);
-    ops::add(a, b, c, to_context(ctx));
-  });
-}
-
-tileops_status tileops_mul(const tileops_tensor* input, const tileops_tensor* other,
-                           const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor a = to_tensor("mul", "input", input);
-    const Tensor b = to_tensor("mul", "other", other);
-    const Tensor c = to_tensor("mul", "out", out);
-    ops::mul(a, b, c, to_context(ctx));
-  });
-}
-
-tileops_status tileops_cast(const tileops_tensor* input, const tileops_tensor* out,
-                            const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("cast", "input", input);
-    const Tensor y = to_tensor("cast", "out", out);
-    ops::cast(x, y, to_context(ctx));
-  });
-}
-
 tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, int32_t dim,
                            const tileops_tensor* out, const tileops_context* ctx) {
   return guarded([&] {
@@ -66,16 +37,6 @@ tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, in
     }
     const Tensor y = to_tensor("cat", "out", out);
     ops::cat(inputs, dim, y, to_context(ctx));
-  });
-}
-
-tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_tensor* weight,
-                                 const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor ids = to_tensor("embedding", "input_ids", input_ids);
-    const Tensor w = to_tensor("embedding", "weight", weight);
-    const Tensor y = to_tensor("embedding", "out", out);
-    ops::embedding(ids, w, y, to_context(ctx));
   });
 }
 
@@ -119,43 +80,6 @@ tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_t
     const Tensor y = to_tensor("add_rms_norm", "out", out);
     const Tensor r_out = to_tensor("add_rms_norm", "residual_out", residual_out);
     ops::add_rms_norm(x, r, w, eps, y, r_out, to_context(ctx));
-  });
-}
-
-tileops_status tileops_swiglu(const tileops_tensor* input, const tileops_tensor* gate,
-                              const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("swiglu", "input", input);
-    const Tensor g = to_tensor("swiglu", "gate", gate);
-    const Tensor y = to_tensor("swiglu", "out", out);
-    ops::swiglu(x, g, y, to_context(ctx));
-  });
-}
-
-tileops_status tileops_silu_and_mul(const tileops_tensor* input, int32_t dim,
-                                    const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("silu_and_mul", "input", input);
-    const Tensor y = to_tensor("silu_and_mul", "out", out);
-    ops::silu_and_mul(x, dim, y, to_context(ctx));
-  });
-}
-
-tileops_status tileops_causal_softmax(const tileops_tensor* input, const tileops_tensor* out,
-                                      const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("causal_softmax", "input", input);
-    const Tensor y = to_tensor("causal_softmax", "out", out);
-    ops::causal_softmax(x, y, to_context(ctx));
-  });
-}
-
-tileops_status tileops_scaled_softmax(const tileops_tensor* input, double scale,
-                                      const tileops_tensor* out, const tileops_context* ctx) {
-  return guarded([&] {
-    const Tensor x = to_tensor("scaled_softmax", "input", input);
-    const Tensor y = to_tensor("scaled_softmax", "out", out);
-    ops::scaled_softmax(x, scale, y, to_context(ctx));
   });
 }
 

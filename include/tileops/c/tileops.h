@@ -77,38 +77,15 @@ const char* tileops_last_error(void);
  * are generated from their declarations: */
 #include "tileops/c/tileops_ops.h"  // IWYU pragma: export
 
-/* out = input + other / input * other, NumPy broadcasting of input and other. */
-tileops_status tileops_add(const tileops_tensor* input, const tileops_tensor* other,
-                           const tileops_tensor* out, const tileops_context* ctx);
-tileops_status tileops_mul(const tileops_tensor* input, const tileops_tensor* other,
-                           const tileops_tensor* out, const tileops_context* ctx);
-/* out = input converted to out's dtype. */
-tileops_status tileops_cast(const tileops_tensor* input, const tileops_tensor* out,
-                            const tileops_context* ctx);
 /* Concatenates tensors[0 .. num_tensors) along dim (negative counts from the end). */
 tileops_status tileops_cat(const tileops_tensor* tensors, size_t num_tensors, int32_t dim,
                            const tileops_tensor* out, const tileops_context* ctx);
-/* out[i..., :] = weight[input_ids[i...], :]; an id outside [0, rows of weight) fails. */
-tileops_status tileops_embedding(const tileops_tensor* input_ids, const tileops_tensor* weight,
-                                 const tileops_tensor* out, const tileops_context* ctx);
 /* residual_out = input + residual; out = rms_norm(residual_out). With out and residual_out both
  * NULL: the in-place form, writing out into input and residual_out into residual. */
 tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_tensor* residual,
                                     const tileops_tensor* weight, double eps,
                                     const tileops_tensor* out, const tileops_tensor* residual_out,
                                     const tileops_context* ctx);
-/* out = input * silu(gate). */
-tileops_status tileops_swiglu(const tileops_tensor* input, const tileops_tensor* gate,
-                              const tileops_tensor* out, const tileops_context* ctx);
-/* out = silu(first half of input along dim) * second half. */
-tileops_status tileops_silu_and_mul(const tileops_tensor* input, int32_t dim,
-                                    const tileops_tensor* out, const tileops_context* ctx);
-/* Softmax over the last dim of [S, T] or [B, S, T]; row i sees columns <= T - S + i. */
-tileops_status tileops_causal_softmax(const tileops_tensor* input, const tileops_tensor* out,
-                                      const tileops_context* ctx);
-/* out = softmax(scale * input) over the last dim. */
-tileops_status tileops_scaled_softmax(const tileops_tensor* input, double scale,
-                                      const tileops_tensor* out, const tileops_context* ctx);
 
 /* linear's packed-weight option (include/tileops/ops/packed_linear.h): *numel receives the
  * elements of the packed form of an [n, k] weight of dtype; pack_linear_weight writes it into

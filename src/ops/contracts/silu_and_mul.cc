@@ -1,27 +1,18 @@
-#include "tileops/ops/silu_and_mul.h"
-
+// silu_and_mul: declared (silu_and_mul.decl.h) with the checks below it cannot state; the typed function and
+// class are generated.
 #include <string>
 
+#include "src/ops/contracts/silu_and_mul.decl.h"
 #include "src/ops/framework/arg_check.h"
+#include "tileops/ops/declared_op.h"
 
 namespace tileops::ops {
 namespace {
 
-constexpr std::string_view kOp = "silu_and_mul";
-
-// Outputs may alias inputs only as allowed by ArgCheck::outputs_do_not_overlap; checked on every
-// call, as data pointers are not part of the cached geometry.
-void check_memory(const Tensor& input, const Tensor& out) {
-  ArgCheck(kOp).outputs_do_not_overlap({{input, "input"}}, {{out, "out"}});
-}
-
-Problem make_problem(const Tensor& input, int dim, const Tensor& out) {
-  const ArgCheck check(kOp);
-  check.usable(input, "input");
-  check.usable(out, "out");
-  check.standard_float(input, "input");
-  check.dtype_is(out, "out", input.dtype(), "same as input");
-  check.rank_at_least(input, "input", 1);
+// Implementations read dim normalised (>= 0).
+void check(const ArgCheck& check, std::span<const Tensor> tensors, std::span<double> attributes) {
+  const Tensor& input = tensors[0];
+  const int dim = static_cast<int>(attributes[0]);
   const int d = normalize_dim(dim, input.rank());
   if (d < 0) {
     check.fail(
@@ -35,26 +26,34 @@ Problem make_problem(const Tensor& input, int dim, const Tensor& out) {
   }
   Dims half = input.shape();
   half[d] /= 2;
-  check.shape_is(out, "out", half, "input's shape with half its extent along dim");
-  check.writable(out, "out");
-  check_memory(input, out);
-  return Problem{kOp, {TensorDesc::of(input), TensorDesc::of(out)}, {static_cast<double>(d)}};
+  check.shape_is(tensors[1], "out", half, "input's shape with half its extent along dim");
+  attributes[0] = d;
+}
+
+// What Python allocates for an omitted out (its messages predate the contract's).
+Dims output_shape(std::string_view op, int, std::span<const Tensor> tensors,
+                  std::span<const double> attributes) {
+  const int dim = static_cast<int>(attributes[0]);
+  const int d = normalize_dim(dim, tensors[0].rank());
+  if (d < 0) {
+    throw_argument_error(ErrorKind::kInvalidArgument, op, "dim",
+                         "a dim of a rank-" + std::to_string(tensors[0].rank()) + " tensor",
+                         std::to_string(dim));
+  }
+  Dims shape = tensors[0].shape();
+  if (shape[d] % 2 != 0) {
+    throw_argument_error(ErrorKind::kInvalidArgument, op, "input",
+                         "an even extent along dim " + std::to_string(dim), shape.to_string());
+  }
+  shape[d] /= 2;
+  return shape;
 }
 
 }  // namespace
 
-void silu_and_mul(const Tensor& input, int dim, const Tensor& out, const Context& ctx) {
-  const Tensor tensors[] = {input, out};
-  run_problem(make_problem(input, dim, out), tensors, ctx);
-}
-
-SiluAndMul::SiluAndMul(const Tensor& input, int dim, const Tensor& out, int implementation_index)
-    : prepared_(make_problem(input, dim, out), {"input", "out"}, implementation_index) {}
-
-void SiluAndMul::operator()(const Tensor& input, const Tensor& out, const Context& ctx) const {
-  check_memory(input, out);
-  const Tensor tensors[] = {input, out};
-  prepared_.run(tensors, ctx);
-}
+namespace contracts {
+extern constinit const DeclaredOp silu_and_mul{decls::silu_and_mul,
+                                               {.check = check, .output_shape = output_shape}};
+}  // namespace contracts
 
 }  // namespace tileops::ops
