@@ -141,7 +141,9 @@ std::string print_c_header(const std::vector<Signature>& sigs) {
        " * tileops/c/tileops.h; the contracts are those of include/tileops/ops/<op>.h. */\n"
        "#ifndef TILEOPS_C_TILEOPS_OPS_H_\n#define TILEOPS_C_TILEOPS_OPS_H_\n\n";
   for (const Signature& s : sigs) {
-    o << "/* " << s.decl->summary << " */\n" << c_prototype(s) << ";\n";
+    o << "/* " << s.decl->summary << (s.decl->detail.empty() ? "" : " ") << s.decl->detail
+      << " */\n"
+      << c_prototype(s) << ";\n";
   }
   o << "\n#endif /* TILEOPS_C_TILEOPS_OPS_H_ */\n";
   return o.str();
@@ -487,12 +489,19 @@ std::string print_docs(const std::vector<Signature>& sigs) {
       if (p.decl->rank >= 0) args += ", rank " + std::to_string(p.decl->rank);
       if (p.decl->min_rank > 0) args += ", rank >= " + std::to_string(p.decl->min_rank);
       if (!p.decl->shape_why.empty()) args += ", shape: " + std::string(p.decl->shape_why);
-      if (p.decl->has_default) args += " = " + number(p.decl->default_value);
+      if (p.decl->accepts_none) {
+        args += " = None";
+      } else if (p.decl->has_default) {
+        args += " = " + (p.kind == ArgKind::kBool ? std::string(p.py_default == "true" ? "True"
+                                                                                       : "False")
+                                                  : p.py_default);
+      }
       args += ")";
     }
     o << "| `" << s.name << "` | `" << s.decl->class_name << "` | " << args << " | "
       << (s.decl->generate_c ? "generated" : "hand-written") << " | "
       << (s.decl->generate_python ? "generated" : "hand-written") << " | " << s.decl->summary
+      << (s.decl->detail.empty() ? "" : " ") << s.decl->detail
       << " |\n";
   }
   return o.str();

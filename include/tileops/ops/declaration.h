@@ -163,6 +163,7 @@ struct OpDecl {
   std::string_view name;        // C: tileops_<name>; Python: tileops.ops.<name>
   std::string_view class_name;  // Python class form and C++ class
   std::string_view summary;     // one line, for the docstrings, the C header and the docs
+  std::string_view detail;      // more for the C header and the docs (Python has its own words)
   std::array<ArgDecl, kMaxDeclaredArgs> args{};
   int num_args = 0;
   // Outputs may be the same view as an input (in-place use); otherwise no overlap at all.
@@ -196,5 +197,6 @@ constexpr OpDecl hand_written_c(OpDecl d) { return d.generate_c = false, d; }
 constexpr OpDecl hand_written_python(OpDecl d) { return d.generate_python = false, d; }
 constexpr OpDecl hand_written_cpp(OpDecl d) { return d.generate_cpp = false, d; }
 constexpr OpDecl with_derived_attributes(int n, OpDecl d) { return d.derived_attributes = n, d; }
+constexpr OpDecl with_detail(std::string_view detail, OpDecl d) { return d.detail = detail, d; }
 
 }  // namespace tileops::ops

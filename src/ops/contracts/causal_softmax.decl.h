@@ -6,11 +6,12 @@
 
 namespace tileops::ops::decls {
 
-inline constexpr OpDecl causal_softmax =
+inline constexpr OpDecl causal_softmax = with_detail(
+    "Input [S, T] or [B, S, T]: row i sees columns <= T - S + i.",
     declare("causal_softmax", "CausalSoftmax", "Softmax over the last dim with a causal mask.",
             {
                 input("input", kStandardFloat),
                 output("out", dtype_of(0)),
-            });
+            }));
 
 }  // namespace tileops::ops::decls

@@ -6,12 +6,13 @@
 
 namespace tileops::ops::decls {
 
-inline constexpr OpDecl embedding =
+inline constexpr OpDecl embedding = with_detail(
+    "An id outside [0, rows of weight) fails.",
     without_aliasing(declare("embedding", "Embedding", "out[i..., :] = weight[input_ids[i...], :].",
                              {
                                  input("input_ids", kIndex),
                                  input("weight").rank_is(2),
                                  output("out", dtype_of(1)),
-                             }));
+                             })));
 
 }  // namespace tileops::ops::decls

@@ -7,13 +7,15 @@
 
 namespace tileops::ops::decls {
 
-inline constexpr OpDecl pack_linear_weight =
+inline constexpr OpDecl pack_linear_weight = with_detail(
+    "packed: rank 1, contiguous, packed_linear_weight_numel(N, K, dtype) elements of the weight's "
+    "dtype.",
     hand_written_cpp(hand_written_python(without_aliasing(declare(
         "pack_linear_weight", "PackLinearWeight",
         "The packed form of a [N, K] linear weight, which linear streams faster for up to 16 rows.",
         {
             input("weight", kStandardFloat).rank_is(2),
             output("packed"),  // 1-D, packed_linear_weight_numel elements: the contract's hook
-        }))));
+        })))));
 
 }  // namespace tileops::ops::decls
