@@ -1,27 +1,30 @@
-// Validation shared by flash_attention and paged_attention: attribute resolution (scale, the two
-// window forms, causal), the int32 index tensors, and the checks of their values (cumulative
-// lengths, sequence lengths, block ids) that run on every call before anything is written.
+// Validation shared by flash_attention and paged_attention hooks: attribute resolution (heads
+// from the shapes, scale, the two window forms, causal), the int32 index tensors, and the checks
+// of their values (cumulative lengths, sequence lengths, block ids).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "src/ops/framework/arg_check.h"
 #include "src/ops/framework/attention_layout.h"
+#include "tileops/ops/declaration.h"
 #include "tileops/ops/flash_attention.h"
-#include "tileops/ops/problem.h"
 
 namespace tileops::ops {
 
-// Checks num_heads/num_kv_heads/head_size against the query's [.., H, D] and each other and
-// resolves scale and the windows (sliding_window w == (w-1, 0), both forms must agree; causal
-// bounds the right window at 0). block_size is left 0.
-std::vector<double> resolve_attention_attributes(const ArgCheck& check,
-                                                 const AttentionAttributes& attrs,
-                                                 std::int64_t query_heads,
-                                                 std::int64_t query_head_size);
+// The declared attribute values of `attrs`: the Problem's layout, then the folded
+// sliding_window (kFromCheck: none).
+std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs);
+
+// Rewrites the declared attributes (kFromCheck heads and head size: from the query's and key's
+// [.., H, D]) into the Problem's layout: checks num_heads/num_kv_heads/head_size against the
+// query and each other, resolves scale and the windows (sliding_window w == (w-1, 0), both forms
+// must agree; causal bounds the right window at 0). Returns the block_size given (not resolved).
+std::int64_t resolve_attention_attributes(const ArgCheck& check, std::span<double> attributes,
+                                          const Tensor& query, const Tensor& key);
 
 // `value` as a Problem attribute (a double): exact up to 2^53, refused above, naming `arg`.
 double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg);
@@ -31,9 +34,6 @@ void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view
                         const Dims& shape, std::string_view why);
 
 bool attention_present(const Tensor& t);
-
-// True when every tensor has the geometry the Problem was built for (absent stays absent).
-bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors);
 
 // cu_seqlens values: starts at 0, never decreases, ends at `total` (total < 0: any end).
 void check_cumulative_lengths(const ArgCheck& check, const Tensor& cu, std::string_view arg,
