@@ -314,6 +314,7 @@ void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_s
 }
 
 std::string py_attribute(const Param& p) {
+  if (!p.decl->in_python) return number(p.decl->default_value);
   if (p.decl->accepts_none) {
     const std::string read =
         p.kind == ArgKind::kFloat ? "float_arg" : "static_cast<double>(int_arg";
@@ -359,7 +360,7 @@ std::string py_result(const Signature& s) {
 std::string py_params(const Signature& s, bool tensors_only) {
   std::string r;
   for (const Param& p : s.params) {
-    if (tensors_only && p.tensor_index < 0) continue;
+    if ((tensors_only && p.tensor_index < 0) || !p.decl->in_python) continue;
     r += p.py_type + " " + p.name + ", ";
   }
   return r;
@@ -370,7 +371,7 @@ std::string py_args(const Signature& s, bool tensors_only, const std::string& ex
   std::string r;
   bool keyword = false;
   for (const Param& p : s.params) {
-    if (tensors_only && p.tensor_index < 0) continue;
+    if ((tensors_only && p.tensor_index < 0) || !p.decl->in_python) continue;
     if (p.decl->keyword_only && !keyword) r += "py::kw_only(), ", keyword = true;
     r += "py::arg(\"" + p.name + "\")";
     if (!p.py_default.empty()) r += " = " + p.py_default;
@@ -414,7 +415,9 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
     << " private:\n  std::shared_ptr<const ops::PreparedOperator> prepared_;\n"
     << "  OutputSpec outs_[" << s.num_tensors << "];\n};\n\n";
   std::string ctor_types;
-  for (const Param& p : s.params) ctor_types += p.py_type + ", ";
+  for (const Param& p : s.params) {
+    if (p.decl->in_python) ctor_types += p.py_type + ", ";
+  }
   o << "void bind(py::module_& m) {\n"
     << "  m.def(\"" << s.name << "\", &call, \"" << s.decl->summary << "\",\n        "
     << py_args(s, false, "py::arg(\"implementation_index\") = 0, py::arg(\"stream\") = py::none()")

@@ -93,8 +93,9 @@ struct ArgDecl {
   bool keyword_only = false;  // Python: after `*`
   bool accepts_none = false;  // Python: None is taken as `none_value`
   double none_value = 0.0;
-  bool folded = false;   // read by hooks.check only: not in the Problem's attributes
-  int in_place_of = -1;  // kOptionalOutput: the argument written in place when it is omitted
+  bool folded = false;    // read by hooks.check only: not in the Problem's attributes
+  bool in_python = true;  // false: Python's signature leaves it out and passes the default
+  int in_place_of = -1;   // kOptionalOutput: the argument written in place when it is omitted
 
   // Refinements that read like the contract: input("weight", kStandardFloat).rank_is(1).
   constexpr ArgDecl rank_is(int r) const {
@@ -138,6 +139,12 @@ struct ArgDecl {
   constexpr ArgDecl folded_by_check() const {
     ArgDecl a = *this;
     a.folded = true;
+    return a;
+  }
+  // An attribute that the Python API lacks (C and C++ only): Python passes the default.
+  constexpr ArgDecl not_in_python() const {
+    ArgDecl a = *this;
+    a.in_python = false;
     return a;
   }
 };
