@@ -13,11 +13,12 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 // Problem attributes are doubles: integers are exact up to 2^53.
 constexpr std::int64_t kMaxExactAttribute = std::int64_t{1} << 53;
 
-// A declared integer attribute back as int64, saturating (INT64_MAX arrives as 2^63).
+// A declared integer attribute back as int64, saturating (INT64_MAX arrives as 2^63; a NaN,
+// which only a direct DeclaredOp caller can pass, is refused as INT64_MIN).
 std::int64_t as_int(double v) {
   constexpr double kTwoTo63 = 9223372036854775808.0;
   if (v >= kTwoTo63) return std::numeric_limits<std::int64_t>::max();
-  if (v < -kTwoTo63) return std::numeric_limits<std::int64_t>::min();
+  if (!(v > -kTwoTo63)) return std::numeric_limits<std::int64_t>::min();
   return static_cast<std::int64_t>(v);
 }
 
@@ -25,58 +26,83 @@ std::int64_t as_int(double v) {
 
 bool attention_present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
-std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& a) {
-  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
-  return {d(a.num_heads),
-          d(a.num_kv_heads),
-          d(a.head_size),
-          a.scale,
-          a.causal ? 1.0 : 0.0,
-          d(a.window_left),
-          d(a.window_right),
-          d(a.block_size),
-          a.sliding_window ? d(*a.sliding_window) : kFromCheck};
+std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs,
+                                                    const AttentionSlots& slots) {
+  std::array<double, kAttrCount + 1> v{};
+  v[slots.num_heads] = static_cast<double>(attrs.num_heads);
+  v[slots.num_kv_heads] = static_cast<double>(attrs.num_kv_heads);
+  v[slots.head_size] = static_cast<double>(attrs.head_size);
+  v[slots.scale] = attrs.scale;
+  v[slots.causal] = attrs.causal ? 1.0 : 0.0;
+  v[slots.window_left] = static_cast<double>(attrs.window_left);
+  v[slots.window_right] = static_cast<double>(attrs.window_right);
+  v[slots.block_size] = static_cast<double>(attrs.block_size);
+  v[slots.sliding_window] =
+      attrs.sliding_window ? static_cast<double>(*attrs.sliding_window) : kFromCheck;
+  return v;
 }
 
-std::int64_t resolve_attention_attributes(const ArgCheck& check, std::span<double> attributes,
-                                          const Tensor& query, const Tensor& key) {
-  // None (kFromCheck) takes the size the shape says; 0 when the tensor has no such dim.
-  const auto given_or = [&](int attr, const Tensor& t, int dim) {
-    if (!std::isnan(attributes[attr])) return as_int(attributes[attr]);
+AttentionAttributes declared_attention(std::span<const double> values, const AttentionSlots& slots,
+                                       const Tensor& query, const Tensor& key) {
+  // kFromCheck (Python's None) takes the size the shape says; 0 when there is no such dim.
+  const auto given_or = [&](int slot, const Tensor& t, int dim) {
+    if (!std::isnan(values[slot])) return as_int(values[slot]);
     return t.rank() >= -dim ? t.size(dim) : std::int64_t{0};
   };
-  const std::int64_t num_heads = given_or(kAttrHeads, query, -2);
-  const std::int64_t num_kv_heads = given_or(kAttrKvHeads, key, -2);
-  const std::int64_t head_size = given_or(kAttrHeadSize, query, -1);
-  const std::int64_t query_heads = query.size(1);
-  const std::int64_t query_head_size = query.size(2);
-  const double given_scale = attributes[kAttrScale];
-  const bool causal = attributes[kAttrCausal] != 0;
-  const double sliding = attributes[kAttrCount];  // the folded sliding_window
-  std::int64_t left = as_int(attributes[kAttrWindowLeft]);
-  std::int64_t right = as_int(attributes[kAttrWindowRight]);
-  if (num_heads != query_heads || num_heads < 1) {
+  AttentionAttributes a;
+  a.num_heads = given_or(slots.num_heads, query, -2);
+  a.num_kv_heads = given_or(slots.num_kv_heads, key, -2);
+  a.head_size = given_or(slots.head_size, query, -1);
+  a.scale = values[slots.scale];
+  a.causal = values[slots.causal] != 0;
+  a.window_left = as_int(values[slots.window_left]);
+  a.window_right = as_int(values[slots.window_right]);
+  a.block_size = as_int(values[slots.block_size]);
+  if (!std::isnan(values[slots.sliding_window])) {
+    a.sliding_window = as_int(values[slots.sliding_window]);
+  }
+  return a;
+}
+
+void store_layout(std::span<double> values, const std::vector<double>& layout,
+                  const AttentionSlots& slots) {
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (static_cast<int>(i) != slots.sliding_window) values[i] = layout[next++];
+  }
+}
+
+std::vector<double> resolve_attention_attributes(const ArgCheck& check,
+                                                 const AttentionAttributes& attrs,
+                                                 std::int64_t query_heads,
+                                                 std::int64_t query_head_size) {
+  if (attrs.num_heads != query_heads || attrs.num_heads < 1) {
     check.fail(ErrorKind::kInvalidArgument, "num_heads",
-               "the query's head count " + str(query_heads) + ", >= 1", str(num_heads));
+               "the query's head count " + str(query_heads) + ", >= 1", str(attrs.num_heads));
   }
-  if (num_kv_heads <= 0 || num_heads % num_kv_heads != 0) {
+  if (attrs.num_kv_heads <= 0 || attrs.num_heads % attrs.num_kv_heads != 0) {
     check.fail(ErrorKind::kInvalidArgument, "num_kv_heads",
-               "a positive divisor of num_heads = " + str(num_heads), str(num_kv_heads));
+               "a positive divisor of num_heads = " + str(attrs.num_heads),
+               str(attrs.num_kv_heads));
   }
-  if (head_size != query_head_size || head_size <= 0 || head_size > 256) {
+  if (attrs.head_size != query_head_size || attrs.head_size <= 0 || attrs.head_size > 256) {
     check.fail(ErrorKind::kInvalidArgument, "head_size",
-               "the query's last dim " + str(query_head_size) + ", in [1, 256]", str(head_size));
+               "the query's last dim " + str(query_head_size) + ", in [1, 256]",
+               str(attrs.head_size));
   }
-  if (!std::isfinite(given_scale)) {
+  if (!std::isfinite(attrs.scale)) {
     check.fail(ErrorKind::kInvalidArgument, "scale", "a finite number (0: 1/sqrt(head_size))",
-               std::to_string(given_scale));
+               std::to_string(attrs.scale));
   }
-  if (left < -1 || right < -1) {
-    check.fail(ErrorKind::kInvalidArgument, left < -1 ? "window_left" : "window_right",
-               ">= -1 (-1: unbounded)", str(left < -1 ? left : right));
+  if (attrs.window_left < -1 || attrs.window_right < -1) {
+    check.fail(ErrorKind::kInvalidArgument, attrs.window_left < -1 ? "window_left" : "window_right",
+               ">= -1 (-1: unbounded)",
+               str(attrs.window_left < -1 ? attrs.window_left : attrs.window_right));
   }
-  if (!std::isnan(sliding)) {
-    const std::int64_t w = as_int(sliding);
+  std::int64_t left = attrs.window_left;
+  std::int64_t right = attrs.window_right;
+  if (attrs.sliding_window) {
+    const std::int64_t w = *attrs.sliding_window;
     if (w < 1) {
       check.fail(ErrorKind::kInvalidArgument, "sliding_window", ">= 1 (or none)", str(w));
     }
@@ -89,20 +115,20 @@ std::int64_t resolve_attention_attributes(const ArgCheck& check, std::span<doubl
     left = w - 1;
     right = 0;
   }
-  if (causal) right = 0;
-  attributes[kAttrHeads] = exact_attribute(check, num_heads, "num_heads");
-  attributes[kAttrKvHeads] = exact_attribute(check, num_kv_heads, "num_kv_heads");
-  attributes[kAttrHeadSize] = exact_attribute(check, head_size, "head_size");
-  attributes[kAttrScale] =
-      given_scale != 0 ? given_scale : 1.0 / std::sqrt(static_cast<double>(head_size));
-  attributes[kAttrCausal] = causal ? 1.0 : 0.0;
+  if (attrs.causal) right = 0;
+  const double scale =
+      attrs.scale != 0 ? attrs.scale : 1.0 / std::sqrt(static_cast<double>(attrs.head_size));
+  std::vector<double> out(kAttrCount, 0.0);
+  out[kAttrHeads] = exact_attribute(check, attrs.num_heads, "num_heads");
+  out[kAttrKvHeads] = exact_attribute(check, attrs.num_kv_heads, "num_kv_heads");
+  out[kAttrHeadSize] = exact_attribute(check, attrs.head_size, "head_size");
+  out[kAttrScale] = scale;
+  out[kAttrCausal] = attrs.causal ? 1.0 : 0.0;
   // A window of 2^53 keys or more sees every key of any sequence that memory can hold: stored
   // as 2^53, it stays exact as a double (INT64_MAX would round to 2^63, beyond int64).
-  attributes[kAttrWindowLeft] = static_cast<double>(std::min(left, kMaxExactAttribute));
-  attributes[kAttrWindowRight] = static_cast<double>(std::min(right, kMaxExactAttribute));
-  const std::int64_t block_size = as_int(attributes[kAttrBlockSize]);
-  attributes[kAttrBlockSize] = 0;
-  return block_size;
+  out[kAttrWindowLeft] = static_cast<double>(std::min(left, kMaxExactAttribute));
+  out[kAttrWindowRight] = static_cast<double>(std::min(right, kMaxExactAttribute));
+  return out;
 }
 
 double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "src/ops/framework/arg_check.h"
 #include "src/ops/framework/attention_layout.h"
@@ -15,16 +16,34 @@
 
 namespace tileops::ops {
 
-// The declared attribute values of `attrs`: the Problem's layout, then the folded
-// sliding_window (kFromCheck: none).
-std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs);
+// Where an operator declares each attention attribute (indices into its attribute values).
+// sliding_window is folded (declaration.h: folded_by_check) into the windows.
+struct AttentionSlots {
+  int num_heads, num_kv_heads, head_size, scale, causal, window_left, window_right, block_size,
+      sliding_window;
+};
 
-// Rewrites the declared attributes (kFromCheck heads and head size: from the query's and key's
-// [.., H, D]) into the Problem's layout: checks num_heads/num_kv_heads/head_size against the
-// query and each other, resolves scale and the windows (sliding_window w == (w-1, 0), both forms
-// must agree; causal bounds the right window at 0). Returns the block_size given (not resolved).
-std::int64_t resolve_attention_attributes(const ArgCheck& check, std::span<double> attributes,
-                                          const Tensor& query, const Tensor& key);
+// `attrs` as declared attribute values (sliding_window none: kFromCheck).
+std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs,
+                                                    const AttentionSlots& slots);
+
+// The declared attribute values read back; kFromCheck (Python's None) heads and head size are
+// what the query's and key's [.., H, D] say.
+AttentionAttributes declared_attention(std::span<const double> values, const AttentionSlots& slots,
+                                       const Tensor& query, const Tensor& key);
+
+// Checks num_heads/num_kv_heads/head_size against the query's [.., H, D] and each other and
+// resolves scale and the windows (sliding_window w == (w-1, 0), both forms must agree; causal
+// bounds the right window at 0) into the Problem's layout. block_size is left 0.
+std::vector<double> resolve_attention_attributes(const ArgCheck& check,
+                                                 const AttentionAttributes& attrs,
+                                                 std::int64_t query_heads,
+                                                 std::int64_t query_head_size);
+
+// Writes the Problem's `layout` over the declared values, in order, skipping the folded slot
+// (the framework drops it).
+void store_layout(std::span<double> values, const std::vector<double>& layout,
+                  const AttentionSlots& slots);
 
 // `value` as a Problem attribute (a double): exact up to 2^53, refused above, naming `arg`.
 double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg);

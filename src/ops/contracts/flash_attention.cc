@@ -1,7 +1,11 @@
+// flash_attention: declared (flash_attention.decl.h); the hooks check what the declaration
+// cannot state (the attributes against the shapes, packed or paged keys, the index tensors and
+// their values). The typed API takes AttentionAttributes, so its bodies are written here.
 #include "tileops/ops/flash_attention.h"
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "src/ops/contracts/attention_checks.h"
 #include "src/ops/contracts/flash_attention.decl.h"
@@ -12,6 +16,8 @@ namespace tileops::ops {
 namespace {
 
 enum Arg { kQuery, kKey, kValue, kCuSeqlensQ, kCuSeqlensKv, kBlockTable, kOutput };
+// The attributes are declared in the Problem's order, then sliding_window.
+constexpr AttentionSlots kSlots{0, 1, 2, 3, 4, 5, 6, 7, 8};
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -56,10 +62,11 @@ void check_flash(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
   const Tensor& key = t[kKey];
   const Tensor& cu_seqlens_q = t[kCuSeqlensQ];
   const Tensor& block_table = t[kBlockTable];
-  const std::int64_t given_block_size =
-      resolve_attention_attributes(check, attributes, t[kQuery], key);
-  const auto kv_heads = static_cast<std::int64_t>(attributes[kAttrKvHeads]);
-  const auto d = static_cast<std::int64_t>(attributes[kAttrHeadSize]);
+  const AttentionAttributes attrs = declared_attention(attributes, kSlots, t[kQuery], key);
+  std::vector<double> resolved =
+      resolve_attention_attributes(check, attrs, t[kQuery].size(1), t[kQuery].size(2));
+  const std::int64_t kv_heads = attrs.num_kv_heads;
+  const std::int64_t d = attrs.head_size;
   std::int64_t batch = 1;
   if (attention_present(cu_seqlens_q)) {
     check.rank_is(cu_seqlens_q, "cu_seqlens_q", 1);
@@ -79,9 +86,9 @@ void check_flash(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
     const Dims cache{key.size(0), block_size, kv_heads, d};
     check.shape_is(key, "key", cache, "[num_blocks, block_size, num_kv_heads, head_size]");
     check.shape_is(t[kValue], "value", cache, "same as 'key'");
-    if (given_block_size != 0 && given_block_size != block_size) {
+    if (attrs.block_size != 0 && attrs.block_size != block_size) {
       check.fail(ErrorKind::kInvalidArgument, "block_size",
-                 "0 or the key cache's block size " + str(block_size), str(given_block_size));
+                 "0 or the key cache's block size " + str(block_size), str(attrs.block_size));
     }
     if (block_size < 1) {
       check.fail(ErrorKind::kInvalidArgument, "key", "a block size >= 1", key.describe());
@@ -89,18 +96,19 @@ void check_flash(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
     check.rank_is(block_table, "block_table", 2);
     check_index_tensor(check, block_table, "block_table", Dims{batch, block_table.size(1)},
                        "[B, max_blocks]");
-    attributes[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
+    resolved[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
   } else {
     check.rank_is(key, "key", 3);
     const Dims packed{key.size(0), kv_heads, d};
     check.shape_is(key, "key", packed, "[Tkv, num_kv_heads, head_size]");
     check.shape_is(t[kValue], "value", packed, "same as 'key'");
-    if (given_block_size != 0) {
+    if (attrs.block_size != 0) {
       check.fail(ErrorKind::kInvalidArgument, "block_size", "0 without a block_table",
-                 str(given_block_size));
+                 str(attrs.block_size));
     }
   }
   check_values(check, t);
+  store_layout(attributes, resolved, kSlots);
 }
 
 }  // namespace
@@ -115,7 +123,7 @@ void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value
                      const Tensor& block_table, const AttentionAttributes& attrs,
                      const Tensor& output, const Context& ctx) {
   const Tensor tensors[] = {query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output};
-  contracts::flash_attention.call(tensors, attention_values(attrs), ctx);
+  contracts::flash_attention.call(tensors, attention_values(attrs, kSlots), ctx);
 }
 
 FlashAttention::FlashAttention(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -124,7 +132,7 @@ FlashAttention::FlashAttention(const Tensor& query, const Tensor& key, const Ten
                                const Tensor& output, int implementation_index)
     : prepared_(contracts::flash_attention.prepare(
           std::array{query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output},
-          attention_values(attrs), implementation_index)) {}
+          attention_values(attrs, kSlots), implementation_index)) {}
 
 void FlashAttention::operator()(const Tensor& query, const Tensor& key, const Tensor& value,
                                 const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,

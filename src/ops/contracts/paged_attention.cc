@@ -1,7 +1,11 @@
+// paged_attention: declared (paged_attention.decl.h); the hooks check the attributes against
+// the shapes, the caches and the index tensors and their values. The typed API takes
+// AttentionAttributes, so its bodies are written here.
 #include "tileops/ops/paged_attention.h"
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "src/ops/contracts/attention_checks.h"
 #include "src/ops/contracts/paged_attention.decl.h"
@@ -12,6 +16,17 @@ namespace tileops::ops {
 namespace {
 
 enum Arg { kQuery, kKeyCache, kValueCache, kSeqLens, kBlockTable, kOutput, kLensHost, kTableHost };
+// Declared as num_heads, num_kv_heads, head_size, scale, causal, block_size, sliding_window,
+// window_left, window_right (the Python order).
+constexpr AttentionSlots kSlots{.num_heads = 0,
+                                .num_kv_heads = 1,
+                                .head_size = 2,
+                                .scale = 3,
+                                .causal = 4,
+                                .window_left = 7,
+                                .window_right = 8,
+                                .block_size = 5,
+                                .sliding_window = 6};
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -43,22 +58,21 @@ void check_values(const ArgCheck& check, std::span<const Tensor> t) {
 void check_paged(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attributes) {
   const Tensor& key_cache = t[kKeyCache];
   const Tensor& block_table = t[kBlockTable];
-  const std::int64_t given_block_size =
-      resolve_attention_attributes(check, attributes, t[kQuery], key_cache);
+  const AttentionAttributes attrs = declared_attention(attributes, kSlots, t[kQuery], key_cache);
+  std::vector<double> resolved =
+      resolve_attention_attributes(check, attrs, t[kQuery].size(1), t[kQuery].size(2));
   const std::int64_t batch = t[kQuery].size(0);
   const std::int64_t block_size = key_cache.size(1);
-  const Dims cache{key_cache.size(0), block_size,
-                   static_cast<std::int64_t>(attributes[kAttrKvHeads]),
-                   static_cast<std::int64_t>(attributes[kAttrHeadSize])};
+  const Dims cache{key_cache.size(0), block_size, attrs.num_kv_heads, attrs.head_size};
   check.shape_is(key_cache, "key_cache", cache,
                  "[num_blocks, block_size, num_kv_heads, head_size]");
   check.shape_is(t[kValueCache], "value_cache", cache, "same as 'key_cache'");
-  if (block_size < 1 || (given_block_size != 0 && given_block_size != block_size)) {
+  if (block_size < 1 || (attrs.block_size != 0 && attrs.block_size != block_size)) {
     check.fail(ErrorKind::kInvalidArgument, "block_size",
                "0 or the key cache's block size " + str(block_size) + " (>= 1)",
-               str(given_block_size));
+               str(attrs.block_size));
   }
-  attributes[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
+  resolved[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
   check_index_tensor(check, t[kSeqLens], "seq_lens", Dims{batch}, "[B], B = query.size(0)");
   check.rank_is(block_table, "block_table", 2);
   check_index_tensor(check, block_table, "block_table", Dims{batch, block_table.size(1)},
@@ -71,6 +85,7 @@ void check_paged(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
                        "same as 'block_table'");
   }
   check_values(check, t);
+  store_layout(attributes, resolved, kSlots);
 }
 
 }  // namespace
@@ -87,7 +102,7 @@ void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor&
                      const Context& ctx) {
   const Tensor tensors[] = {query,       key_cache, value_cache,   seq_lens,
                             block_table, output,    seq_lens_host, block_table_host};
-  contracts::paged_attention.call(tensors, attention_values(attrs), ctx);
+  contracts::paged_attention.call(tensors, attention_values(attrs, kSlots), ctx);
 }
 
 PagedAttention::PagedAttention(const Tensor& query, const Tensor& key_cache,
@@ -98,7 +113,7 @@ PagedAttention::PagedAttention(const Tensor& query, const Tensor& key_cache,
     : prepared_(contracts::paged_attention.prepare(
           std::array{query, key_cache, value_cache, seq_lens, block_table, output, seq_lens_host,
                      block_table_host},
-          attention_values(attrs), implementation_index)) {}
+          attention_values(attrs, kSlots), implementation_index)) {}
 
 void PagedAttention::operator()(const Tensor& query, const Tensor& key_cache,
                                 const Tensor& value_cache, const Tensor& seq_lens,
