@@ -69,7 +69,6 @@ void check_flash(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
   const std::int64_t d = attrs.head_size;
   std::int64_t batch = 1;
   if (attention_present(cu_seqlens_q)) {
-    check.rank_is(cu_seqlens_q, "cu_seqlens_q", 1);
     batch = cu_seqlens_q.size(0) - 1;
     if (batch < 0) {
       check.fail(ErrorKind::kInvalidArgument, "cu_seqlens_q", "shape [B + 1], B >= 0", "shape [0]");
@@ -93,7 +92,6 @@ void check_flash(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
     if (block_size < 1) {
       check.fail(ErrorKind::kInvalidArgument, "key", "a block size >= 1", key.describe());
     }
-    check.rank_is(block_table, "block_table", 2);
     check_index_tensor(check, block_table, "block_table", Dims{batch, block_table.size(1)},
                        "[B, max_blocks]");
     resolved[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");

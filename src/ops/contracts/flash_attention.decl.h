@@ -7,6 +7,9 @@
 
 namespace tileops::ops::decls {
 
+// The index tensors (cumulative lengths, block tables); their shapes are checked by the hook.
+inline constexpr DtypeRule kAttentionIndex = dtype_in({DataType::kInt32});
+
 inline constexpr OpDecl flash_attention = hand_written_cpp(hand_written_c(without_aliasing(declare(
     "flash_attention", "FlashAttention",
     "Varlen prefill attention (packed or paged KV, GQA, causal, sliding window).",
@@ -14,9 +17,9 @@ inline constexpr OpDecl flash_attention = hand_written_cpp(hand_written_c(withou
         input("query", kStandardFloat).rank_is(3),
         input("key", dtype_of(0)),  // packed [Tkv, Hkv, D] or a paged cache: checked by the hook
         input("value", dtype_of(0)),
-        optional_input("cu_seqlens_q"),
-        optional_input("cu_seqlens_kv"),
-        optional_input("block_table"),
+        optional_input("cu_seqlens_q", kAttentionIndex).rank_is(1),
+        optional_input("cu_seqlens_kv", kAttentionIndex).rank_is(1),
+        optional_input("block_table", kAttentionIndex).rank_is(2),
         attribute("num_heads", ArgKind::kInt64).none_means(kFromCheck),     // None: query.size(-2)
         attribute("num_kv_heads", ArgKind::kInt64).none_means(kFromCheck),  // key.size(-2)
         attribute("head_size", ArgKind::kInt64).none_means(kFromCheck),     // query.size(-1)

@@ -74,7 +74,6 @@ void check_paged(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
   }
   resolved[kAttrBlockSize] = exact_attribute(check, block_size, "block_size");
   check_index_tensor(check, t[kSeqLens], "seq_lens", Dims{batch}, "[B], B = query.size(0)");
-  check.rank_is(block_table, "block_table", 2);
   check_index_tensor(check, block_table, "block_table", Dims{batch, block_table.size(1)},
                      "[B, max_blocks]");
   if (attention_present(t[kLensHost])) {
