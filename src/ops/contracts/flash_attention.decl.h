@@ -9,14 +9,17 @@ namespace tileops::ops::decls {
 
 // The index tensors (cumulative lengths, block tables); their shapes are checked by the hook.
 inline constexpr DtypeRule kAttentionIndex = dtype_in({DataType::kInt32});
+// The wording of the hand-written checks these replace.
+inline constexpr std::string_view kSameAsQuery = "same as 'query'";
 
 inline constexpr OpDecl flash_attention = hand_written_cpp(hand_written_c(without_aliasing(declare(
     "flash_attention", "FlashAttention",
     "Varlen prefill attention (packed or paged KV, GQA, causal, sliding window).",
     {
         input("query", kStandardFloat).rank_is(3),
-        input("key", dtype_of(0)),  // packed [Tkv, Hkv, D] or a paged cache: checked by the hook
-        input("value", dtype_of(0)),
+        // key and value: packed [Tkv, Hkv, D] or paged caches; the hook checks which.
+        input("key", dtype_of(0, kSameAsQuery)),
+        input("value", dtype_of(0, kSameAsQuery)),
         optional_input("cu_seqlens_q", kAttentionIndex).rank_is(1),
         optional_input("cu_seqlens_kv", kAttentionIndex).rank_is(1),
         optional_input("block_table", kAttentionIndex).rank_is(2),
@@ -29,7 +32,8 @@ inline constexpr OpDecl flash_attention = hand_written_cpp(hand_written_c(withou
         attribute("window_right", ArgKind::kInt64).defaults_to(-1),
         attribute("block_size", ArgKind::kInt64).defaults_to(0),
         attribute("sliding_window", ArgKind::kInt64).none_means(kFromCheck).folded_by_check(),
-        output("output", dtype_of(0)).shape_is(same_shape_as(0), "same as 'query' [Tq, H, D]"),
+        output("output", dtype_of(0, kSameAsQuery))
+            .shape_is(same_shape_as(0), "same as 'query' [Tq, H, D]"),
     }))));
 
 }  // namespace tileops::ops::decls

@@ -12,8 +12,8 @@ inline constexpr OpDecl paged_attention = hand_written_cpp(hand_written_c(withou
     "paged_attention", "PagedAttention", "Decode attention over a paged KV cache.",
     {
         input("query", kStandardFloat).rank_is(3),
-        input("key_cache", dtype_of(0)).rank_is(4),
-        input("value_cache", dtype_of(0)),
+        input("key_cache", dtype_of(0, kSameAsQuery)).rank_is(4),
+        input("value_cache", dtype_of(0, kSameAsQuery)),
         // seq_lens [B] and block_table [B, max_blocks]: the hook checks the shapes.
         input("seq_lens", kAttentionIndex).rank_is(1),
         input("block_table", kAttentionIndex).rank_is(2),
@@ -23,7 +23,8 @@ inline constexpr OpDecl paged_attention = hand_written_cpp(hand_written_c(withou
         attribute("scale", ArgKind::kFloat).defaults_to(0.0),
         attribute("causal", ArgKind::kBool).defaults_to(0).not_in_python(),
         attribute("block_size", ArgKind::kInt64).defaults_to(0),
-        output("output", dtype_of(0)).shape_is(same_shape_as(0), "same as 'query' [B, H, D]"),
+        output("output", dtype_of(0, kSameAsQuery))
+            .shape_is(same_shape_as(0), "same as 'query' [B, H, D]"),
         optional_input("seq_lens_host", kAttentionIndex).rank_is(1),
         optional_input("block_table_host", kAttentionIndex).rank_is(2),
         attribute("sliding_window", ArgKind::kInt64).none_means(kFromCheck).folded_by_check(),
