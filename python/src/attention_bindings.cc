@@ -1,6 +1,6 @@
-// tileops._C.ops attention: flash_attention, paged_attention (free functions and class forms)
-// and flash-attn's mha_varlen_fwd / mha_fwd_kvcache argument lists as thin adapters. Head counts
-// and the head size default to what the shapes say; an omitted output is allocated like query.
+// tileops._C.ops: flash-attn's mha_varlen_fwd / mha_fwd_kvcache argument lists as thin adapters
+// over flash_attention (whose bindings, like paged_attention's, are generated). An omitted out is
+// allocated like q.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -26,124 +26,11 @@ Optional optional_tensor(py::handle obj, std::string_view op, std::string_view a
   return o;
 }
 
-std::int64_t dim_or(py::handle value, const Tensor& t, int dim, std::string_view op,
-                    std::string_view arg) {
-  if (!value.is_none()) return int_arg(value, op, arg);
-  return t.rank() > 0 && normalize_dim(dim, t.rank()) >= 0 ? t.size(dim) : 0;
-}
-
-ops::AttentionAttributes attributes(std::string_view op, const Tensor& query, const Tensor& key,
-                                    py::handle num_heads, py::handle num_kv_heads,
-                                    py::handle head_size, double scale, bool causal,
-                                    std::int64_t window_left, std::int64_t window_right,
-                                    std::int64_t block_size, py::handle sliding_window) {
-  ops::AttentionAttributes a;
-  a.num_heads = dim_or(num_heads, query, -2, op, "num_heads");
-  a.num_kv_heads = dim_or(num_kv_heads, key, -2, op, "num_kv_heads");
-  a.head_size = dim_or(head_size, query, -1, op, "head_size");
-  a.scale = scale, a.causal = causal;
-  a.window_left = window_left, a.window_right = window_right, a.block_size = block_size;
-  if (!sliding_window.is_none()) a.sliding_window = int_arg(sliding_window, op, "sliding_window");
-  return a;
-}
-
 void unsupported(std::string_view op, std::string_view arg, bool given) {
   if (given) {
     throw Error(ErrorKind::kUnsupported, std::string(op) + ": argument '" + std::string(arg) +
                                              "' is not supported by tileops (leave it unset)");
   }
-}
-
-struct FlashArgs {
-  PyTensor query, key, value, output;
-  Optional cu_q, cu_kv, table;
-  ops::AttentionAttributes attrs;
-};
-
-FlashArgs flash_args(py::handle query, py::handle key, py::handle value, py::handle cu_seqlens_q,
-                     py::handle cu_seqlens_kv, py::handle block_table, py::handle num_heads,
-                     py::handle num_kv_heads, py::handle head_size, double scale, bool causal,
-                     std::int64_t window_left, std::int64_t window_right, std::int64_t block_size,
-                     py::handle sliding_window, py::handle output) {
-  constexpr std::string_view kOp = "flash_attention";
-  FlashArgs a{to_tensor(query, kOp, "query"),
-              to_tensor(key, kOp, "key"),
-              to_tensor(value, kOp, "value"),
-              {},
-              optional_tensor(cu_seqlens_q, kOp, "cu_seqlens_q"),
-              optional_tensor(cu_seqlens_kv, kOp, "cu_seqlens_kv"),
-              optional_tensor(block_table, kOp, "block_table"),
-              {}};
-  a.attrs = attributes(kOp, a.query.view, a.key.view, num_heads, num_kv_heads, head_size, scale,
-                       causal, window_left, window_right, block_size, sliding_window);
-  a.output = ::tileops::python::output(output, a.query.frontend, a.query.view.shape(),
-                                       a.query.view.dtype(), kOp, "output");
-  return a;
-}
-
-py::object flash_attention(py::handle query, py::handle key, py::handle value,
-                           py::handle cu_seqlens_q, py::handle cu_seqlens_kv,
-                           py::handle block_table, py::handle num_heads, py::handle num_kv_heads,
-                           py::handle head_size, double scale, bool causal,
-                           std::int64_t window_left, std::int64_t window_right,
-                           std::int64_t block_size, py::handle sliding_window, py::handle output,
-                           int index, py::handle stream) {
-  Context ctx = make_context("flash_attention", index, stream);
-  FlashArgs a = flash_args(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, num_heads,
-                           num_kv_heads, head_size, scale, causal, window_left, window_right,
-                           block_size, sliding_window, output);
-  run_released([&] {
-    ops::flash_attention(a.query.view, a.key.view, a.value.view, a.cu_q.view(), a.cu_kv.view(),
-                         a.table.view(), a.attrs, a.output.view, ctx);
-  });
-  return result_of(output, a.output);
-}
-
-struct PagedArgs {
-  PyTensor query, key_cache, value_cache, seq_lens, block_table, output;
-  Optional lens_host, table_host;
-  ops::AttentionAttributes attrs;
-};
-
-PagedArgs paged_args(py::handle query, py::handle key_cache, py::handle value_cache,
-                     py::handle seq_lens, py::handle block_table, py::handle num_heads,
-                     py::handle num_kv_heads, py::handle head_size, double scale,
-                     std::int64_t block_size, py::handle output, py::handle seq_lens_host,
-                     py::handle block_table_host, py::handle sliding_window,
-                     std::int64_t window_left) {
-  constexpr std::string_view kOp = "paged_attention";
-  PagedArgs a{to_tensor(query, kOp, "query"),
-              to_tensor(key_cache, kOp, "key_cache"),
-              to_tensor(value_cache, kOp, "value_cache"),
-              to_tensor(seq_lens, kOp, "seq_lens"),
-              to_tensor(block_table, kOp, "block_table"),
-              {},
-              optional_tensor(seq_lens_host, kOp, "seq_lens_host"),
-              optional_tensor(block_table_host, kOp, "block_table_host"),
-              {}};
-  a.attrs = attributes(kOp, a.query.view, a.key_cache.view, num_heads, num_kv_heads, head_size,
-                       scale, false, window_left, -1, block_size, sliding_window);
-  a.output = ::tileops::python::output(output, a.query.frontend, a.query.view.shape(),
-                                       a.query.view.dtype(), kOp, "output");
-  return a;
-}
-
-py::object paged_attention(py::handle query, py::handle key_cache, py::handle value_cache,
-                           py::handle seq_lens, py::handle block_table, py::handle num_heads,
-                           py::handle num_kv_heads, py::handle head_size, double scale,
-                           std::int64_t block_size, py::handle output, py::handle seq_lens_host,
-                           py::handle block_table_host, py::handle sliding_window,
-                           std::int64_t window_left, int index, py::handle stream) {
-  Context ctx = make_context("paged_attention", index, stream);
-  PagedArgs a = paged_args(query, key_cache, value_cache, seq_lens, block_table, num_heads,
-                           num_kv_heads, head_size, scale, block_size, output, seq_lens_host,
-                           block_table_host, sliding_window, window_left);
-  run_released([&] {
-    ops::paged_attention(a.query.view, a.key_cache.view, a.value_cache.view, a.seq_lens.view,
-                         a.block_table.view, a.attrs, a.output.view, a.lens_host.view(),
-                         a.table_host.view(), ctx);
-  });
-  return result_of(output, a.output);
 }
 
 // flash-attn's varlen_fwd argument list; returns out.
@@ -236,93 +123,12 @@ py::object mha_fwd_kvcache(py::handle q, py::handle kcache, py::handle vcache, p
   return result_of(out, o);
 }
 
-class FlashAttention {
- public:
-  FlashAttention(py::handle query, py::handle key, py::handle value, py::handle cu_seqlens_q,
-                 py::handle cu_seqlens_kv, py::handle block_table, py::handle num_heads,
-                 py::handle num_kv_heads, py::handle head_size, double scale, bool causal,
-                 std::int64_t window_left, std::int64_t window_right, std::int64_t block_size,
-                 py::handle sliding_window, py::handle output, int index) {
-    FlashArgs a = flash_args(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, num_heads,
-                             num_kv_heads, head_size, scale, causal, window_left, window_right,
-                             block_size, sliding_window, output);
-    op_ = std::make_shared<ops::FlashAttention>(a.query.view, a.key.view, a.value.view,
-                                                a.cu_q.view(), a.cu_kv.view(), a.table.view(),
-                                                a.attrs, a.output.view, index);
-  }
-  py::object call(py::handle query, py::handle key, py::handle value, py::handle cu_seqlens_q,
-                  py::handle cu_seqlens_kv, py::handle block_table, py::handle output,
-                  py::handle stream) const {
-    Context ctx = make_context("flash_attention", 0, stream);
-    // The attributes were fixed at construction; only the tensors are converted here.
-    const py::object none = py::none();
-    FlashArgs a = flash_args(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, none,
-                             none, none, 0.0, false, -1, -1, 0, none, output);
-    run_released([&] {
-      (*op_)(a.query.view, a.key.view, a.value.view, a.cu_q.view(), a.cu_kv.view(), a.table.view(),
-             a.output.view, ctx);
-    });
-    return result_of(output, a.output);
-  }
-
- private:
-  std::shared_ptr<const ops::FlashAttention> op_;
-};
-
-class PagedAttention {
- public:
-  PagedAttention(py::handle query, py::handle key_cache, py::handle value_cache,
-                 py::handle seq_lens, py::handle block_table, py::handle num_heads,
-                 py::handle num_kv_heads, py::handle head_size, double scale,
-                 std::int64_t block_size, py::handle output, py::handle seq_lens_host,
-                 py::handle block_table_host, py::handle sliding_window, std::int64_t window_left,
-                 int index) {
-    PagedArgs a = paged_args(query, key_cache, value_cache, seq_lens, block_table, num_heads,
-                             num_kv_heads, head_size, scale, block_size, output, seq_lens_host,
-                             block_table_host, sliding_window, window_left);
-    op_ = std::make_shared<ops::PagedAttention>(
-        a.query.view, a.key_cache.view, a.value_cache.view, a.seq_lens.view, a.block_table.view,
-        a.attrs, a.output.view, a.lens_host.view(), a.table_host.view(), index);
-  }
-  py::object call(py::handle query, py::handle key_cache, py::handle value_cache,
-                  py::handle seq_lens, py::handle block_table, py::handle output,
-                  py::handle seq_lens_host, py::handle block_table_host, py::handle stream) const {
-    Context ctx = make_context("paged_attention", 0, stream);
-    const py::object none = py::none();
-    PagedArgs a = paged_args(query, key_cache, value_cache, seq_lens, block_table, none, none, none,
-                             0.0, 0, output, seq_lens_host, block_table_host, none, -1);
-    run_released([&] {
-      (*op_)(a.query.view, a.key_cache.view, a.value_cache.view, a.seq_lens.view,
-             a.block_table.view, a.output.view, a.lens_host.view(), a.table_host.view(), ctx);
-    });
-    return result_of(output, a.output);
-  }
-
- private:
-  std::shared_ptr<const ops::PagedAttention> op_;
-};
-
 }  // namespace
 
 void bind_attention_ops(py::module_& m) {
   const py::object none = py::none();
   auto index = py::arg("implementation_index") = 0;
   auto stream = py::arg("stream") = none;
-  m.def("flash_attention", &flash_attention,
-        "Varlen prefill attention (packed or paged KV, GQA, causal, sliding window).",
-        py::arg("query"), py::arg("key"), py::arg("value"), py::arg("cu_seqlens_q") = none,
-        py::arg("cu_seqlens_kv") = none, py::arg("block_table") = none, py::arg("num_heads") = none,
-        py::arg("num_kv_heads") = none, py::arg("head_size") = none, py::arg("scale") = 0.0,
-        py::arg("causal") = false, py::arg("window_left") = -1, py::arg("window_right") = -1,
-        py::arg("block_size") = 0, py::arg("sliding_window") = none, py::arg("output") = none,
-        py::kw_only(), index, stream);
-  m.def("paged_attention", &paged_attention, "Decode attention over a paged KV cache.",
-        py::arg("query"), py::arg("key_cache"), py::arg("value_cache"), py::arg("seq_lens"),
-        py::arg("block_table"), py::arg("num_heads") = none, py::arg("num_kv_heads") = none,
-        py::arg("head_size") = none, py::arg("scale") = 0.0, py::arg("block_size") = 0,
-        py::arg("output") = none, py::arg("seq_lens_host") = none,
-        py::arg("block_table_host") = none, py::arg("sliding_window") = none,
-        py::arg("window_left") = -1, py::kw_only(), index, stream);
   m.def("mha_varlen_fwd", &mha_varlen_fwd, "flash-attn's varlen_fwd over flash_attention.",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out") = none,
         py::arg("cu_seqlens_q") = none, py::arg("cu_seqlens_k") = none, py::arg("seqused_k") = none,
@@ -341,33 +147,6 @@ void bind_attention_ops(py::module_& m) {
         py::arg("window_size_left") = -1, py::arg("window_size_right") = -1,
         py::arg("softcap") = 0.0, py::arg("is_rotary_interleaved") = true,
         py::arg("num_splits") = 0, py::kw_only(), index, stream);
-  py::class_<FlashAttention>(m, "FlashAttention")
-      .def(py::init<py::handle, py::handle, py::handle, py::handle, py::handle, py::handle,
-                    py::handle, py::handle, py::handle, double, bool, std::int64_t, std::int64_t,
-                    std::int64_t, py::handle, py::handle, int>(),
-           py::arg("query"), py::arg("key"), py::arg("value"), py::arg("cu_seqlens_q") = none,
-           py::arg("cu_seqlens_kv") = none, py::arg("block_table") = none,
-           py::arg("num_heads") = none, py::arg("num_kv_heads") = none, py::arg("head_size") = none,
-           py::arg("scale") = 0.0, py::arg("causal") = false, py::arg("window_left") = -1,
-           py::arg("window_right") = -1, py::arg("block_size") = 0,
-           py::arg("sliding_window") = none, py::arg("output") = none, py::kw_only(), index)
-      .def("__call__", &FlashAttention::call, py::arg("query"), py::arg("key"), py::arg("value"),
-           py::arg("cu_seqlens_q") = none, py::arg("cu_seqlens_kv") = none,
-           py::arg("block_table") = none, py::arg("output") = none, py::kw_only(), stream);
-  py::class_<PagedAttention>(m, "PagedAttention")
-      .def(py::init<py::handle, py::handle, py::handle, py::handle, py::handle, py::handle,
-                    py::handle, py::handle, double, std::int64_t, py::handle, py::handle,
-                    py::handle, py::handle, std::int64_t, int>(),
-           py::arg("query"), py::arg("key_cache"), py::arg("value_cache"), py::arg("seq_lens"),
-           py::arg("block_table"), py::arg("num_heads") = none, py::arg("num_kv_heads") = none,
-           py::arg("head_size") = none, py::arg("scale") = 0.0, py::arg("block_size") = 0,
-           py::arg("output") = none, py::arg("seq_lens_host") = none,
-           py::arg("block_table_host") = none, py::arg("sliding_window") = none,
-           py::arg("window_left") = -1, py::kw_only(), index)
-      .def("__call__", &PagedAttention::call, py::arg("query"), py::arg("key_cache"),
-           py::arg("value_cache"), py::arg("seq_lens"), py::arg("block_table"),
-           py::arg("output") = none, py::arg("seq_lens_host") = none,
-           py::arg("block_table_host") = none, py::kw_only(), stream);
 }
 
 }  // namespace tileops::python

@@ -37,7 +37,7 @@ void read_p(py::handle obj, std::string_view op, std::string_view arg, SamplerFi
 std::uint64_t sampler_seed(std::uint64_t seed, py::handle generator);
 // [B] for weights [B, V] (kInvalidArgument naming `arg` for another rank).
 Dims sampler_rows(const Tensor& weights, std::string_view op, std::string_view arg);
-// flash_attention, paged_attention and the flash-attn adapters (attention_bindings.cc).
+// The flash-attn adapters mha_varlen_fwd, mha_fwd_kvcache (attention_bindings.cc).
 void bind_attention_ops(py::module_& ops);
 
 // Runs `call` with the GIL released (arguments are converted before, results after).

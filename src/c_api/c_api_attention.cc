@@ -1,5 +1,6 @@
-// The C entry points of flash_attention and paged_attention: optional tensors are NULL, the
-// attributes a plain struct (sliding_window 0 = none).
+// The C entry points of flash_attention and paged_attention, hand-written (their declarations
+// say so): the attributes come as a plain struct (sliding_window 0 = none); optional tensors are
+// NULL. The declared operators validate everything else.
 #include "src/c_api/bridge.h"
 #include "tileops/c/tileops.h"
 #include "tileops/ops.h"

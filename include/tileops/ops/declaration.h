@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string_view>
 
@@ -92,7 +93,9 @@ struct ArgDecl {
   bool keyword_only = false;  // Python: after `*`
   bool accepts_none = false;  // Python: None is taken as `none_value`
   double none_value = 0.0;
-  int in_place_of = -1;  // kOptionalOutput: the argument written in place when it is omitted
+  bool folded = false;    // read by hooks.check only: not in the Problem's attributes
+  bool in_python = true;  // false: Python's signature leaves it out and passes the default
+  int in_place_of = -1;   // kOptionalOutput: the argument written in place when it is omitted
 
   // Refinements that read like the contract: input("weight", kStandardFloat).rank_is(1).
   constexpr ArgDecl rank_is(int r) const {
@@ -131,6 +134,19 @@ struct ArgDecl {
     a.accepts_none = true, a.none_value = v;
     return a;
   }
+  // An attribute that hooks.check folds into the others (a second form of a window): validated
+  // and seen by the hook, but left out of the attributes the implementations read.
+  constexpr ArgDecl folded_by_check() const {
+    ArgDecl a = *this;
+    a.folded = true;
+    return a;
+  }
+  // An attribute that the Python API lacks (C and C++ only): Python passes the default.
+  constexpr ArgDecl not_in_python() const {
+    ArgDecl a = *this;
+    a.in_python = false;
+    return a;
+  }
 };
 
 constexpr ArgDecl argument(std::string_view name, ArgKind kind, DtypeRule dtype = {}) {
@@ -157,7 +173,10 @@ constexpr ArgDecl optional_output(std::string_view name, int in_place_of, DtypeR
 }
 constexpr ArgDecl attribute(std::string_view name, ArgKind kind) { return argument(name, kind); }
 
-inline constexpr int kMaxDeclaredArgs = 16;
+inline constexpr int kMaxDeclaredArgs = 20;
+
+// none_means(kFromCheck): Python's None leaves the value to hooks.check (from the shapes, say).
+inline constexpr double kFromCheck = std::numeric_limits<double>::quiet_NaN();
 
 struct OpDecl {
   std::string_view name;        // C: tileops_<name>; Python: tileops.ops.<name>

@@ -31,6 +31,9 @@ struct ContractHooks {
   // one.
   Dims (*output_shape)(std::string_view op, int arg, std::span<const Tensor> tensors,
                        std::span<const double> attributes) = nullptr;
+  // Checks of data that a prepared operator repeats on every run (index values: lengths, block
+  // ids), once the tensors have the prepared geometry; `check` runs them for the first call.
+  void (*check_data)(const ArgCheck& check, std::span<const Tensor> tensors) = nullptr;
 };
 
 class DeclaredOp {

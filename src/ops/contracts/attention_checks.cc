@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace tileops::ops {
@@ -12,16 +13,63 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 // Problem attributes are doubles: integers are exact up to 2^53.
 constexpr std::int64_t kMaxExactAttribute = std::int64_t{1} << 53;
 
+// A declared integer attribute back as int64, saturating (INT64_MAX arrives as 2^63; a NaN,
+// which only a direct DeclaredOp caller can pass, is refused as INT64_MIN).
+std::int64_t as_int(double v) {
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (v >= kTwoTo63) return std::numeric_limits<std::int64_t>::max();
+  if (!(v > -kTwoTo63)) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(v);
+}
+
 }  // namespace
 
 bool attention_present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
-bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors) {
-  if (tensors.size() != problem.tensors.size()) return false;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!problem.tensors[i].matches(tensors[i])) return false;
+std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs,
+                                                    const AttentionSlots& slots) {
+  std::array<double, kAttrCount + 1> v{};
+  v[slots.num_heads] = static_cast<double>(attrs.num_heads);
+  v[slots.num_kv_heads] = static_cast<double>(attrs.num_kv_heads);
+  v[slots.head_size] = static_cast<double>(attrs.head_size);
+  v[slots.scale] = attrs.scale;
+  v[slots.causal] = attrs.causal ? 1.0 : 0.0;
+  v[slots.window_left] = static_cast<double>(attrs.window_left);
+  v[slots.window_right] = static_cast<double>(attrs.window_right);
+  v[slots.block_size] = static_cast<double>(attrs.block_size);
+  v[slots.sliding_window] =
+      attrs.sliding_window ? static_cast<double>(*attrs.sliding_window) : kFromCheck;
+  return v;
+}
+
+AttentionAttributes declared_attention(std::span<const double> values, const AttentionSlots& slots,
+                                       const Tensor& query, const Tensor& key) {
+  // kFromCheck (Python's None) takes the size the shape says; 0 when there is no such dim.
+  const auto given_or = [&](int slot, const Tensor& t, int dim) {
+    if (!std::isnan(values[slot])) return as_int(values[slot]);
+    return t.rank() >= -dim ? t.size(dim) : std::int64_t{0};
+  };
+  AttentionAttributes a;
+  a.num_heads = given_or(slots.num_heads, query, -2);
+  a.num_kv_heads = given_or(slots.num_kv_heads, key, -2);
+  a.head_size = given_or(slots.head_size, query, -1);
+  a.scale = values[slots.scale];
+  a.causal = values[slots.causal] != 0;
+  a.window_left = as_int(values[slots.window_left]);
+  a.window_right = as_int(values[slots.window_right]);
+  a.block_size = as_int(values[slots.block_size]);
+  if (!std::isnan(values[slots.sliding_window])) {
+    a.sliding_window = as_int(values[slots.sliding_window]);
   }
-  return true;
+  return a;
+}
+
+void store_layout(std::span<double> values, const std::vector<double>& layout,
+                  const AttentionSlots& slots) {
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (static_cast<int>(i) != slots.sliding_window) values[i] = layout[next++];
+  }
 }
 
 std::vector<double> resolve_attention_attributes(const ArgCheck& check,

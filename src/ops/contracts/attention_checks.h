@@ -1,8 +1,9 @@
-// Validation shared by flash_attention and paged_attention: attribute resolution (scale, the two
-// window forms, causal), the int32 index tensors, and the checks of their values (cumulative
-// lengths, sequence lengths, block ids) that run on every call before anything is written.
+// Validation shared by flash_attention and paged_attention hooks: attribute resolution (heads
+// from the shapes, scale, the two window forms, causal), the int32 index tensors, and the checks
+// of their values (cumulative lengths, sequence lengths, block ids).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -10,18 +11,39 @@
 
 #include "src/ops/framework/arg_check.h"
 #include "src/ops/framework/attention_layout.h"
+#include "tileops/ops/declaration.h"
 #include "tileops/ops/flash_attention.h"
-#include "tileops/ops/problem.h"
 
 namespace tileops::ops {
 
+// Where an operator declares each attention attribute (indices into its attribute values).
+// sliding_window is folded (declaration.h: folded_by_check) into the windows.
+struct AttentionSlots {
+  int num_heads, num_kv_heads, head_size, scale, causal, window_left, window_right, block_size,
+      sliding_window;
+};
+
+// `attrs` as declared attribute values (sliding_window none: kFromCheck).
+std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs,
+                                                    const AttentionSlots& slots);
+
+// The declared attribute values read back; kFromCheck (Python's None) heads and head size are
+// what the query's and key's [.., H, D] say.
+AttentionAttributes declared_attention(std::span<const double> values, const AttentionSlots& slots,
+                                       const Tensor& query, const Tensor& key);
+
 // Checks num_heads/num_kv_heads/head_size against the query's [.., H, D] and each other and
 // resolves scale and the windows (sliding_window w == (w-1, 0), both forms must agree; causal
-// bounds the right window at 0). block_size is left 0.
+// bounds the right window at 0) into the Problem's layout. block_size is left 0.
 std::vector<double> resolve_attention_attributes(const ArgCheck& check,
                                                  const AttentionAttributes& attrs,
                                                  std::int64_t query_heads,
                                                  std::int64_t query_head_size);
+
+// Writes the Problem's `layout` over the declared values, in order, skipping the folded slot
+// (the framework drops it).
+void store_layout(std::span<double> values, const std::vector<double>& layout,
+                  const AttentionSlots& slots);
 
 // `value` as a Problem attribute (a double): exact up to 2^53, refused above, naming `arg`.
 double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg);
@@ -31,9 +53,6 @@ void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view
                         const Dims& shape, std::string_view why);
 
 bool attention_present(const Tensor& t);
-
-// True when every tensor has the geometry the Problem was built for (absent stays absent).
-bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors);
 
 // cu_seqlens values: starts at 0, never decreases, ends at `total` (total < 0: any end).
 void check_cumulative_lengths(const ArgCheck& check, const Tensor& cu, std::string_view arg,

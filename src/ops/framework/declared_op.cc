@@ -1,5 +1,6 @@
 #include "tileops/ops/declared_op.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -25,6 +26,14 @@ bool value_ok(ValueRule rule, double v) {
       return v >= 0.0 && std::isfinite(v);
     case ValueRule::kFiniteFloat32:
       return std::fabs(v) <= std::numeric_limits<float>::max();
+  }
+  return true;
+}
+
+bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors) {
+  if (tensors.size() != problem.tensors.size()) return false;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!problem.tensors[i].matches(tensors[i])) return false;
   }
   return true;
 }
@@ -154,6 +163,17 @@ Problem DeclaredOp::problem(std::span<const Tensor> given,
                  std::to_string(v));
     }
   }
+  if (std::ranges::any_of(args, [](const ArgDecl& arg) { return arg.folded; })) {
+    std::vector<double> kept;  // what the implementations read: all but the folded ones
+    std::size_t i = 0;
+    for (const ArgDecl& arg : args) {
+      if (is_tensor(arg.kind)) continue;
+      if (!arg.folded) kept.push_back(p.attributes[i]);
+      ++i;
+    }
+    kept.insert(kept.end(), p.attributes.begin() + std::ptrdiff_t(i), p.attributes.end());
+    p.attributes = std::move(kept);
+  }
   p.tensors.reserve(tensors.size());
   for (const Tensor& t : tensors) {
     p.tensors.push_back(present(t) ? TensorDesc::of(t) : TensorDesc::absent());
@@ -181,7 +201,12 @@ void DeclaredOp::run(const PreparedOperator& prepared, std::span<const Tensor> t
                      const Context& ctx) const {
   check_memory(tensors);
   std::vector<Tensor> storage;
-  prepared.run(resolved(tensors, storage), ctx);
+  const std::span<const Tensor> resolved_tensors = resolved(tensors, storage);
+  // Other geometry is refused by prepared.run, naming the argument, before any data is read.
+  if (hooks_.check_data != nullptr && geometry_matches(prepared.problem(), resolved_tensors)) {
+    hooks_.check_data(ArgCheck(decl_.name), resolved_tensors);
+  }
+  prepared.run(resolved_tensors, ctx);
 }
 
 Dims DeclaredOp::output_shape(int arg, std::span<const Tensor> tensors,
