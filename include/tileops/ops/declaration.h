@@ -194,6 +194,9 @@ struct OpDecl {
   // False where the typed C++ function and class of include/tileops/ops/<op>.h take other
   // arguments than the declaration's (a struct of attributes, a second in-place form).
   bool generate_cpp = true;
+  // False when the contract adds nothing to the declaration (no hooks): then the generated
+  // table defines its DeclaredOp and the operator has no contract file.
+  bool has_contract = true;
   // Attributes the contract's check hook computes, appended (zero) after the declared ones: what
   // implementations read but callers do not give (a rotated width derived from a table's shape).
   int derived_attributes = 0;
@@ -215,6 +218,7 @@ constexpr OpDecl without_aliasing(OpDecl d) { return d.outputs_may_alias_inputs 
 constexpr OpDecl hand_written_c(OpDecl d) { return d.generate_c = false, d; }
 constexpr OpDecl hand_written_python(OpDecl d) { return d.generate_python = false, d; }
 constexpr OpDecl hand_written_cpp(OpDecl d) { return d.generate_cpp = false, d; }
+constexpr OpDecl declaration_only(OpDecl d) { return d.has_contract = false, d; }
 constexpr OpDecl with_derived_attributes(int n, OpDecl d) { return d.derived_attributes = n, d; }
 constexpr OpDecl with_detail(std::string_view detail, OpDecl d) { return d.detail = detail, d; }
 

@@ -5,7 +5,7 @@
 
 namespace tileops::ops::decls {
 
-inline constexpr OpDecl rms_norm = declare(
+inline constexpr OpDecl rms_norm = declaration_only(declare(
     "rms_norm", "RmsNorm", "out = input / sqrt(mean(input^2) + eps) * weight (last dim).",
     {
         input("input", kStandardFloat).rank_at_least(1),
@@ -14,6 +14,6 @@ inline constexpr OpDecl rms_norm = declare(
             .shape_is(last_dim_of(0), "the last dim of input"),
         attribute("eps", ArgKind::kFloat).values(ValueRule::kFiniteNonNegative).defaults_to(1e-6),
         output("out", dtype_of(0)).shape_is(same_shape_as(0), "same as input"),
-    });
+    }));
 
 }  // namespace tileops::ops::decls
