@@ -48,28 +48,24 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
 
   for (const char* name : {"add", "mul"}) {
     const bool is_add = std::strcmp(name, "add") == 0;
-    auto a = random(hs, dt, rng), b = random(hs, dt, rng), out = empty(hs, dt);
-    cases.push_back({name, "[" + tk + ", 4096]", dt, bytes_of({a, b, out}),
-                     [=] { is_add ? ops::add(*a, *b, *out) : ops::mul(*a, *b, *out); },
-                     [=] { return out; },
-                     [=] {
-                       return ref::broadcast_binary(
-                           values(a), hs, values(b), hs, hs,
-                           is_add ? +[](double x, double y) { return x + y; }
-                                  : +[](double x, double y) { return x * y; });
-                     }});
+    auto a = random(hs, dt, rng), b = random(hs, dt, rng);
+    cases.push_back(declared_case(name, "[" + tk + ", 4096]", dt, {a, b, nullptr}, {}, -1, [=] {
+      return ref::broadcast_binary(
+          values(a), hs, values(b), hs, hs,
+          is_add ? +[](double x, double y) { return x + y; }
+                 : +[](double x, double y) { return x * y; });
+    }));
   }
   {
     const DataType to = dt == DataType::kFloat32 ? DataType::kBFloat16 : DataType::kFloat32;
     auto a = random(hs, dt, rng), out = empty(hs, to);
-    cases.push_back({"cast", "[" + tk + ", 4096] to " + std::string(name_of(to)), dt,
-                     bytes_of({a, out}), [=] { ops::cast(*a, *out); }, [=] { return out; },
-                     [=] {
-                       // The expected result is the source value rounded once to the target.
-                       auto expected = empty(hs, to);
-                       testing::from_doubles(expected->view(), values(a));
-                       return values(expected);
-                     }});
+    cases.push_back(declared_case("cast", "[" + tk + ", 4096] to " + std::string(name_of(to)), dt,
+                                  {a, out}, {}, -1, [=] {
+                                    // The source value rounded once to the target.
+                                    auto expected = empty(hs, to);
+                                    testing::from_doubles(expected->view(), values(a));
+                                    return values(expected);
+                                  }));
   }
   {
     const Dims half{tokens, kHidden / 2};
@@ -93,10 +89,10 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
   {
     auto ids = random({tokens}, DataType::kInt64, rng, 0, kVocab);
     auto w = random({kVocab, kHidden}, dt, rng), out = empty(hs, dt);
-    cases.push_back({"embedding", "[" + tk + "] of [8192, 4096]", dt,
-                     bytes_of({ids, out}) + static_cast<double>(out->bytes()),
-                     [=] { ops::embedding(*ids, *w, *out); }, [=] { return out; },
-                     [=] { return ref::embedding(values(ids), values(w), kHidden); }});
+    // Bytes: the ids, the rows they read and out.
+    cases.push_back(declared_case("embedding", "[" + tk + "] of [8192, 4096]", dt, {ids, w, out},
+                                  {}, bytes_of({ids, out, out}),
+                                  [=] { return ref::embedding(values(ids), values(w), kHidden); }));
   }
   {
     auto x = random(hs, dt, rng), w = random({kHidden}, dt, rng);
@@ -107,46 +103,42 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
   }
   {
     auto x = random(hs, dt, rng), res = random(hs, dt, rng), w = random({kHidden}, dt, rng);
-    auto out = empty(hs, dt), res_out = empty(hs, dt);
-    cases.push_back(
-        {"add_rms_norm", "[" + tk + ", 4096]", dt, bytes_of({x, res, out, res_out}),
-         [=] { ops::add_rms_norm(*x, *res, *w, 1e-6, *out, *res_out); }, [=] { return out; },
-         [=] {
-           auto sum = empty(hs, dt);  // residual_out: the sum rounded to dt
-           testing::from_doubles(sum->view(), ref::broadcast_binary(
-                                                  values(x), hs, values(res), hs, hs,
-                                                  +[](double p, double q) { return p + q; }));
-           return ref::rms_norm(values(sum), values(w), 1e-6, kHidden);
-         }});
+    cases.push_back(declared_case(
+        "add_rms_norm", "[" + tk + ", 4096]", dt, {x, res, w, nullptr, nullptr}, {1e-6},
+        bytes_of({x, res, x, res}), [=] {
+          auto sum = empty(hs, dt);  // residual_out: the sum rounded to dt
+          testing::from_doubles(sum->view(), ref::broadcast_binary(
+                                                 values(x), hs, values(res), hs, hs,
+                                                 +[](double p, double q) { return p + q; }));
+          return ref::rms_norm(values(sum), values(w), 1e-6, kHidden);
+        }));
   }
   {
     const Dims is{tokens, kIntermediate};
-    auto a = random(is, dt, rng), g = random(is, dt, rng), out = empty(is, dt);
-    cases.push_back({"swiglu", "[" + tk + ", 11008]", dt, bytes_of({a, g, out}),
-                     [=] { ops::swiglu(*a, *g, *out); }, [=] { return out; },
-                     [=] {
-                       return ref::broadcast_binary(
-                           values(a), is, values(g), is, is,
-                           +[](double x, double y) { return x * ref::silu(y); });
-                     }});
+    auto a = random(is, dt, rng), g = random(is, dt, rng);
+    cases.push_back(
+        declared_case("swiglu", "[" + tk + ", 11008]", dt, {a, g, nullptr}, {}, -1, [=] {
+          return ref::broadcast_binary(
+              values(a), is, values(g), is, is,
+              +[](double x, double y) { return x * ref::silu(y); });
+        }));
   }
   {
     auto x = random({tokens, 2 * kIntermediate}, dt, rng);
-    auto out = empty({tokens, kIntermediate}, dt);
-    cases.push_back({"silu_and_mul", "[" + tk + ", 22016]", dt, bytes_of({x, out}),
-                     [=] { ops::silu_and_mul(*x, -1, *out); }, [=] { return out; },
-                     [=] { return ref::silu_and_mul_last_dim(values(x), 2 * kIntermediate); }});
+    cases.push_back(
+        declared_case("silu_and_mul", "[" + tk + ", 22016]", dt, {x, nullptr}, {-1}, -1,
+                      [=] { return ref::silu_and_mul_last_dim(values(x), 2 * kIntermediate); }));
   }
   {
     const Dims ss{kHeads, tokens, tokens};
-    auto x = random(ss, dt, rng, -8, 8), out = empty(ss, dt), out2 = empty(ss, dt);
+    auto x = random(ss, dt, rng, -8, 8);
     const std::string shape = "[8, " + tk + ", " + tk + "]";
-    cases.push_back({"causal_softmax", shape, dt, bytes_of({x, out}),
-                     [=] { ops::causal_softmax(*x, *out); }, [=] { return out; },
-                     [=] { return ref::softmax_rows(values(x), tokens, 1.0, true, tokens); }});
-    cases.push_back({"scaled_softmax", shape + " scale 0.125", dt, bytes_of({x, out2}),
-                     [=] { ops::scaled_softmax(*x, 0.125, *out2); }, [=] { return out2; },
-                     [=] { return ref::softmax_rows(values(x), tokens, 0.125, false, tokens); }});
+    cases.push_back(declared_case("causal_softmax", shape, dt, {x, nullptr}, {}, -1, [=] {
+      return ref::softmax_rows(values(x), tokens, 1.0, true, tokens);
+    }));
+    cases.push_back(
+        declared_case("scaled_softmax", shape + " scale 0.125", dt, {x, nullptr}, {0.125}, -1,
+                      [=] { return ref::softmax_rows(values(x), tokens, 0.125, false, tokens); }));
   }
   append_kv_cases(cases, tokens, dt, rng);
   append_gemm_cases(cases, tokens, dt, rng);

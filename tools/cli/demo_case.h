@@ -52,8 +52,10 @@ inline testing::reference::Values values(const Storage& s) {
 }
 
 // A case called through the operator's declaration: `tensors` are its tensor arguments in
-// declaration order, nullptr for an output (allocated poisoned, with the shape and dtype the
-// declaration gives); the first output is the one checked. `bytes` < 0: every tensor's bytes.
+// declaration order: nullptr for an omitted optional input, and for an output, optional or not,
+// to allocate poisoned with the shape and dtype the declaration gives; the first written one (an
+// output or in-out) is checked. `bytes`
+// < 0: every tensor's bytes.
 inline Case declared_case(std::string op, std::string shape, DataType dt,
                           std::vector<Storage> tensors, std::vector<double> attributes,
                           double bytes, std::function<testing::reference::Values()> reference,
@@ -65,17 +67,20 @@ inline Case declared_case(std::string op, std::string shape, DataType dt,
   const auto args = declared.decl().arguments();
   for (int i = 0; i < static_cast<int>(args.size()); ++i) {
     const int t = declared.tensor_index(i);
-    if (args[i].kind != ops::ArgKind::kOutput) continue;
-    if (!tensors[t]) {
+    if (!ops::is_written(args[i].kind)) continue;
+    // An optional output whose in-place argument is absent stays absent too.
+    const int source = args[i].in_place_of;
+    const bool absent = source >= 0 && !tensors[declared.tensor_index(source)];
+    if (!tensors[t] && args[i].kind != ops::ArgKind::kInOut && !absent) {
       tensors[t] =
           empty(declared.output_shape(i, views, attributes), declared.output_dtype(i, views));
       views[t] = tensors[t]->view();
     }
-    if (!checked) checked = tensors[t];
+    if (!checked && tensors[t]) checked = tensors[t];
   }
   if (bytes < 0) {
     bytes = 0;
-    for (const Storage& t : tensors) bytes += static_cast<double>(t->bytes());
+    for (const Storage& t : tensors) bytes += t ? static_cast<double>(t->bytes()) : 0.0;
   }
   return Case{std::move(op),
               std::move(shape),

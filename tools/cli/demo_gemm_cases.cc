@@ -17,15 +17,14 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
   {
     constexpr std::int64_t kIn = 1024, kOut = 1024;
     auto x = random({tokens, kIn}, dt, rng), w = random({kOut, kIn}, dt, rng, -0.1, 0.1);
-    auto bias = random({kOut}, dt, rng), out = empty({tokens, kOut}, dt);
-    cases.push_back({"linear", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt,
-                     bytes_of({x, w, bias, out}), [=] { ops::linear(*x, *w, *bias, *out); },
-                     [=] { return out; },
-                     [=] {
-                       const ref::Values b = values(bias);
-                       return ref::linear(values(x), values(w), &b, tokens, kOut, kIn);
-                     },
-                     kIn});
+    auto bias = random({kOut}, dt, rng);
+    cases.push_back(declared_case(
+        "linear", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt, {x, w, bias, nullptr}, {}, -1,
+        [=] {
+          const ref::Values b = values(bias);
+          return ref::linear(values(x), values(w), &b, tokens, kOut, kIn);
+        },
+        kIn));
   }
   {  // pack_linear_weight, checked through linear_packed; linear_packed over a weight packed here
     constexpr std::int64_t kIn = 1024, kOut = 1024;
@@ -45,38 +44,35 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
                        return out;
                      },
                      reference, kIn});
-    cases.push_back({"linear_packed", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt,
-                     bytes_of({x, packed, bias, out}),
-                     [=] { ops::linear_packed(*x, *packed, *bias, *out); }, [=] { return out; },
-                     reference, kIn});
+    cases.push_back(declared_case("linear_packed", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt,
+                                  {x, packed, bias, out}, {}, -1, reference, kIn));
   }
   {
     constexpr std::int64_t kK = 512, kN = 512;
     auto a = random({tokens, kK}, dt, rng), b = random({kN, kK}, dt, rng, -0.1, 0.1);
     auto c = random({tokens, kN}, dt, rng);
     const ref::Values c0 = values(c);  // beta·c reads the values from before the first run
-    cases.push_back({"gemm", "0.5 [" + tk + ", 512] x [512, 512]T + c", dt, bytes_of({a, b, c}),
-                     [=] { ops::gemm(*a, *b, 0.5, 1.0, false, true, *c); }, [=] { return c; },
-                     [=] {
-                       ref::Values y = ref::matmul(values(a), {tokens, kK}, false, values(b),
-                                                   {kN, kK}, true, {tokens, kN});
-                       for (std::size_t i = 0; i < y.size(); ++i) y[i] = 0.5 * y[i] + c0[i];
-                       return y;
-                     },
-                     kK});
+    cases.push_back(declared_case(
+        "gemm", "0.5 [" + tk + ", 512] x [512, 512]T + c", dt, {a, b, c}, {0.5, 1.0, 0, 1}, -1,
+        [=] {
+          ref::Values y =
+              ref::matmul(values(a), {tokens, kK}, false, values(b), {kN, kK}, true, {tokens, kN});
+          for (std::size_t i = 0; i < y.size(); ++i) y[i] = 0.5 * y[i] + c0[i];
+          return y;
+        },
+        kK));
   }
   {
     constexpr std::int64_t kBatch = 8, kK = 128, kN = 128;
     auto a = random({kBatch, tokens, kK}, dt, rng),
          b = random({kBatch, kK, kN}, dt, rng, -0.1, 0.1);
-    auto c = empty({kBatch, tokens, kN}, dt);
-    cases.push_back({"matmul", "8 x [" + tk + ", 128] x [128, 128]", dt, bytes_of({a, b, c}),
-                     [=] { ops::matmul(*a, *b, *c); }, [=] { return c; },
-                     [=] {
-                       return ref::matmul(values(a), {kBatch, tokens, kK}, false, values(b),
-                                          {kBatch, kK, kN}, false, {kBatch, tokens, kN});
-                     },
-                     kK});
+    cases.push_back(declared_case(
+        "matmul", "8 x [" + tk + ", 128] x [128, 128]", dt, {a, b, nullptr}, {0, 0}, -1,
+        [=] {
+          return ref::matmul(values(a), {kBatch, tokens, kK}, false, values(b), {kBatch, kK, kN},
+                             false, {kBatch, tokens, kN});
+        },
+        kK));
   }
 }
 

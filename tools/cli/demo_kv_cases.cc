@@ -38,17 +38,12 @@ void append_rotary_cases(std::vector<Case>& cases, std::int64_t tokens, DataType
   auto key = random({tokens, kKvHeads * kHeadSize}, dt, rng);
   auto q_out = empty({tokens, kHeads * kHeadSize}, dt);
   auto k_out = empty({tokens, kKvHeads * kHeadSize}, dt);
-  cases.push_back({"rotary_embedding", "q [" + tk + ", 32x128] k 8 heads neox", dt,
-                   bytes_of({query, key, q_out, k_out}),
-                   [=] {
-                     ops::rotary_embedding(*positions, *query, *key, kHeadSize, *cache, true, -1,
-                                           *q_out, *k_out);
-                   },
-                   [=] { return q_out; },
-                   [=] {
-                     return testing::rotary_reference(query->view(), positions->view(),
-                                                      cache->view(), kHeadSize, true);
-                   }});
+  cases.push_back(declared_case("rotary_embedding", "q [" + tk + ", 32x128] k 8 heads neox", dt,
+                                {positions, query, key, cache, q_out, k_out}, {kHeadSize, 1, -1},
+                                bytes_of({query, key, q_out, k_out}), [=] {
+                                  return testing::rotary_reference(query->view(), positions->view(),
+                                                                   cache->view(), kHeadSize, true);
+                                }));
   // The same rotation from gathered per-frequency tables, GPT-J style.
   auto cos = empty({tokens, kHeadSize / 2}, dt);
   auto sin = empty({tokens, kHeadSize / 2}, dt);
@@ -62,17 +57,12 @@ void append_rotary_cases(std::vector<Case>& cases, std::int64_t tokens, DataType
   }
   testing::from_doubles(cos->view(), c);
   testing::from_doubles(sin->view(), s);
-  auto out = empty({tokens, kHeads * kHeadSize}, dt);
-  cases.push_back(
-      {"apply_rotary_pos_emb", "q [" + tk + ", 32x128] gpt-j", dt, bytes_of({query, out, cos, sin}),
-       [=] {
-         ops::apply_rotary_pos_emb(*query, Tensor(), *cos, *sin, kHeadSize, false, *out, Tensor());
-       },
-       [=] { return out; },
-       [=] {
-         return testing::rotary_reference(query->view(), positions->view(), cache->view(),
-                                          kHeadSize, false);
-       }});
+  cases.push_back(declared_case("apply_rotary_pos_emb", "q [" + tk + ", 32x128] gpt-j", dt,
+                                {query, nullptr, cos, sin, nullptr, nullptr}, {kHeadSize, 0}, -1,
+                                [=] {
+                                  return testing::rotary_reference(query->view(), positions->view(),
+                                                                   cache->view(), kHeadSize, false);
+                                }));
 }
 
 void append_cache_case(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
@@ -92,20 +82,18 @@ void append_cache_case(std::vector<Case>& cases, std::int64_t tokens, DataType d
   auto value_cache = random({blocks, kBlockSize, kKvHeads, kHeadSize}, dt, rng);
   const auto before = values(key_cache);
   const std::string tk = std::to_string(tokens);
-  cases.push_back(
-      {"reshape_and_cache", "[" + tk + ", 8, 128] block 16", dt, 2 * bytes_of({key, value}),
-       [=] { ops::reshape_and_cache(*key, *value, *key_cache, *value_cache, *slot_mapping); },
-       [=] { return key_cache; },
-       [=] {
-         auto expected = before;
-         const auto k = values(key);
-         for (std::size_t t = 0; t < slots.size(); ++t) {
-           std::copy(k.begin() + static_cast<std::int64_t>(t) * row,
-                     k.begin() + static_cast<std::int64_t>(t + 1) * row,
-                     expected.begin() + static_cast<std::int64_t>(slots[t]) * row);
-         }
-         return expected;
-       }});
+  cases.push_back(declared_case(
+      "reshape_and_cache", "[" + tk + ", 8, 128] block 16", dt,
+      {key, value, key_cache, value_cache, slot_mapping}, {}, 2 * bytes_of({key, value}), [=] {
+        auto expected = before;
+        const auto k = values(key);
+        for (std::size_t t = 0; t < slots.size(); ++t) {
+          std::copy(k.begin() + static_cast<std::int64_t>(t) * row,
+                    k.begin() + static_cast<std::int64_t>(t + 1) * row,
+                    expected.begin() + static_cast<std::int64_t>(slots[t]) * row);
+        }
+        return expected;
+      }));
 }
 
 void append_sampling_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,

@@ -39,9 +39,10 @@ struct ContractHooks {
 class DeclaredOp {
  public:
   constexpr DeclaredOp(const OpDecl& decl, ContractHooks hooks = {}) : decl_(decl), hooks_(hooks) {
-    int t = 0;
-    for (int i = 0; i < decl.num_args; ++i)
-      tensor_index_[i] = is_tensor(decl.args[i].kind) ? t++ : -1;
+    for (int i = 0; i < decl.num_args; ++i) {
+      tensor_index_[i] = is_tensor(decl.args[i].kind) ? num_tensors_++ : -1;
+      num_attributes_ += is_tensor(decl.args[i].kind) ? 0 : 1;
+    }
   }
 
   const OpDecl& decl() const { return decl_; }
@@ -86,6 +87,10 @@ class DeclaredOp {
     return {list.begin(), list.size()};
   }
   void check_memory(std::span<const Tensor> tensors) const;
+  // The lists' lengths are the declaration's (kInvalidArgument otherwise): the lists come from
+  // generated code, but DeclaredOp is public.
+  void check_counts(std::size_t tensors, std::size_t attributes) const;
+  void check_output_arg(int arg) const;
   // The tensors with each omitted in-place output (kOptionalOutput) replaced by the argument it
   // writes in place, as implementations see them: `given` itself when none is omitted, else a
   // copy kept in `storage`.
@@ -97,6 +102,8 @@ class DeclaredOp {
   const OpDecl& decl_;
   ContractHooks hooks_;
   std::array<int, kMaxDeclaredArgs> tensor_index_{};
+  std::size_t num_tensors_ = 0;
+  std::size_t num_attributes_ = 0;
 };
 
 // The declared operator named `name`; throws kInvalidArgument for an unknown name.

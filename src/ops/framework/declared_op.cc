@@ -88,8 +88,18 @@ void DeclaredOp::check_memory(std::span<const Tensor> given) const {
   }
 }
 
+void DeclaredOp::check_counts(std::size_t tensors, std::size_t attributes) const {
+  if (tensors != num_tensors_ || attributes != num_attributes_) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(decl_.name) + ": expected " + std::to_string(num_tensors_) +
+                    " tensors and " + std::to_string(num_attributes_) + " attributes, got " +
+                    std::to_string(tensors) + " and " + std::to_string(attributes));
+  }
+}
+
 Problem DeclaredOp::problem(std::span<const Tensor> given,
                             std::span<const double> attributes) const {
+  check_counts(given.size(), attributes.size());
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
   std::vector<Tensor> storage;
@@ -199,6 +209,7 @@ PreparedOperator DeclaredOp::prepare(std::span<const Tensor> tensors,
 
 void DeclaredOp::run(const PreparedOperator& prepared, std::span<const Tensor> tensors,
                      const Context& ctx) const {
+  check_counts(tensors.size(), num_attributes_);
   check_memory(tensors);
   std::vector<Tensor> storage;
   const std::span<const Tensor> resolved_tensors = resolved(tensors, storage);
@@ -209,8 +220,17 @@ void DeclaredOp::run(const PreparedOperator& prepared, std::span<const Tensor> t
   prepared.run(resolved_tensors, ctx);
 }
 
+void DeclaredOp::check_output_arg(int arg) const {
+  if (arg < 0 || arg >= decl_.num_args || !is_written(decl_.args[arg].kind)) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(decl_.name) + ": argument " +
+                                                 std::to_string(arg) + " is not an output");
+  }
+}
+
 Dims DeclaredOp::output_shape(int arg, std::span<const Tensor> tensors,
                               std::span<const double> attributes) const {
+  check_counts(tensors.size(), attributes.size());
+  check_output_arg(arg);
   const ShapeRule& rule = decl_.args[arg].shape;
   const auto tensor_of = [&](int i) -> const Tensor& { return tensors[tensor_index(i)]; };
   switch (rule.kind) {
@@ -240,6 +260,8 @@ Dims DeclaredOp::output_shape(int arg, std::span<const Tensor> tensors,
 }
 
 DataType DeclaredOp::output_dtype(int arg, std::span<const Tensor> tensors) const {
+  check_counts(tensors.size(), num_attributes_);
+  check_output_arg(arg);
   const DtypeRule& rule = decl_.args[arg].dtype;
   if (rule.same_as >= 0) return tensors[tensor_index(rule.same_as)].dtype();
   if (rule.count == 1) return rule.allowed[0];
