@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <initializer_list>
 #include <span>
 #include <string_view>
 
@@ -18,9 +19,14 @@ namespace tileops::python {
 // already in `views` imply, as `frontend`'s kind.
 inline PyTensor allocate_output(const ops::DeclaredOp& op, int arg, std::span<const Tensor> views,
                                 std::span<const double> attributes, Frontend frontend) {
-  const std::string_view name = op.decl().args[arg].name;
   return allocate(frontend, op.output_shape(arg, views, attributes), op.output_dtype(arg, views),
-                  op.name(), name);
+                  op.name(), op.decl().args[arg].name);
+}
+inline PyTensor allocate_output(const ops::DeclaredOp& op, int arg,
+                                std::initializer_list<Tensor> views,
+                                std::span<const double> attributes, Frontend frontend) {
+  return allocate_output(op, arg, std::span<const Tensor>(views.begin(), views.size()), attributes,
+                         frontend);
 }
 
 // What a class form allocates for an output its __call__ omits: the geometry it was built for.

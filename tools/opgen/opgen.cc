@@ -281,19 +281,38 @@ int in_place_output_of(const Signature& s, int param) {
 // `from_specs`, taking the class form's recorded geometry for them). With `derive_given`, an
 // output's shape is derived even when it is given: a class form's constructor reports what
 // stops the inputs from giving one first.
+// The views converted so far, then undefined Tensors: what the rules of output `upto` read.
+std::string py_views_so_far(const Signature& s, std::size_t upto) {
+  std::string r = "{";
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    if (s.params[i].tensor_index < 0) continue;
+    r += (r.size() > 1 ? ", " : "") +
+         (i < upto ? "t_" + s.params[i].name + ".view" : std::string("Tensor()"));
+  }
+  return r + "}";
+}
+
+// Converts every tensor argument, allocating omitted outputs (or, with `from_specs`, taking the
+// class form's recorded geometry for them), then lists them in `views`. `derive_given`: an
+// output given is still derived first, as the hand-written class forms did (the same first
+// error).
 void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_specs,
                           const std::string& in, bool derive_given = false) {
-  o << in << "Tensor views[" << s.num_tensors << "];\n";
+  std::string views;
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     const Param& p = s.params[i];
     if (p.tensor_index < 0) continue;
     const std::string t = "t_" + p.name;
+    views += (views.empty() ? "" : ", ") + t + ".view";
     const std::string convert = "to_tensor(" + p.name + ", kOp, \"" + p.name + "\"";
     const int written_by = in_place_output_of(s, int(i));
     const std::string writable =
         written_by >= 0 ? ", " + s.params[written_by].name + ".is_none())" : ")";
     if (derive_given && p.kind == ArgKind::kOutput) {
-      o << in << "op().output_shape(" << i << ", views, attributes);\n";
+      o << in << "{\n"
+        << in << "  const Tensor so_far[] = " << py_views_so_far(s, i) << ";\n"
+        << in << "  op().output_shape(" << i << ", so_far, attributes);\n"
+        << in << "}\n";
     }
     o << in << "PyTensor " << t << " = ";
     switch (p.kind) {
@@ -316,14 +335,14 @@ void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_s
             << p.name << "\");\n";
         } else {
           o << p.name << ".is_none()\n"
-            << in << "    ? allocate_output(op(), " << i << ", views, attributes, " << frontend
-            << ")\n"
+            << in << "    ? allocate_output(op(), " << i << ", " << py_views_so_far(s, i)
+            << ", attributes, " << frontend << ")\n"
             << in << "    : " << convert << ", true);\n";
         }
       }
     }
-    o << in << "views[" << p.tensor_index << "] = " << t << ".view;\n";
   }
+  o << in << "const Tensor views[] = {" << views << "};\n";
 }
 
 std::string py_attribute(const Param& p) {
@@ -503,17 +522,16 @@ std::string print_docs(const std::vector<Signature>& sigs) {
       if (p.decl->accepts_none) {
         args += " = None";
       } else if (p.decl->has_default) {
-        args += " = " + (p.kind == ArgKind::kBool ? std::string(p.py_default == "true" ? "True"
-                                                                                       : "False")
-                                                  : p.py_default);
+        args += " = " + (p.kind == ArgKind::kBool
+                             ? std::string(p.py_default == "true" ? "True" : "False")
+                             : p.py_default);
       }
       args += ")";
     }
     o << "| `" << s.name << "` | `" << s.decl->class_name << "` | " << args << " | "
       << (s.decl->generate_c ? "generated" : "hand-written") << " | "
       << (s.decl->generate_python ? "generated" : "hand-written") << " | " << s.decl->summary
-      << (s.decl->detail.empty() ? "" : " ") << s.decl->detail
-      << " |\n";
+      << (s.decl->detail.empty() ? "" : " ") << s.decl->detail << " |\n";
   }
   return o.str();
 }

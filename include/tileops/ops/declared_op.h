@@ -40,8 +40,11 @@ class DeclaredOp {
  public:
   constexpr DeclaredOp(const OpDecl& decl, ContractHooks hooks = {}) : decl_(decl), hooks_(hooks) {
     for (int i = 0; i < decl.num_args; ++i) {
-      tensor_index_[i] = is_tensor(decl.args[i].kind) ? num_tensors_++ : -1;
-      num_attributes_ += is_tensor(decl.args[i].kind) ? 0 : 1;
+      const ArgDecl& a = decl.args[i];
+      tensor_index_[i] = is_tensor(a.kind) ? num_tensors_++ : -1;
+      num_attributes_ += is_tensor(a.kind) ? 0 : 1;
+      has_in_place_ = has_in_place_ || (a.kind == ArgKind::kOptionalOutput && a.in_place_of >= 0);
+      has_folded_ = has_folded_ || a.folded;
     }
   }
 
@@ -86,7 +89,10 @@ class DeclaredOp {
   static std::span<const T> span_of(std::initializer_list<T> list) {
     return {list.begin(), list.size()};
   }
-  void check_memory(std::span<const Tensor> tensors) const;
+  // `given` as the caller passed them, `tensors` as resolved() made them.
+  Problem problem(std::span<const Tensor> given, std::span<const Tensor> tensors,
+                  std::span<const double> attributes) const;
+  void check_memory(std::span<const Tensor> given, std::span<const Tensor> tensors) const;
   // The lists' lengths are the declaration's (kInvalidArgument otherwise): the lists come from
   // generated code, but DeclaredOp is public.
   void check_counts(std::size_t tensors, std::size_t attributes) const;
@@ -97,13 +103,19 @@ class DeclaredOp {
   std::span<const Tensor> resolved(std::span<const Tensor> given,
                                    std::vector<Tensor>& storage) const;
   // Argument `arg`'s name in errors: an omitted in-place output is named as what it writes.
-  std::string_view name_of(int arg, std::span<const Tensor> given) const;
+  std::string_view name_of(int arg, std::span<const Tensor> given) const {
+    return has_in_place_ ? in_place_name_of(arg, given) : decl_.args[arg].name;
+  }
+  std::string_view in_place_name_of(int arg, std::span<const Tensor> given) const;
 
   const OpDecl& decl_;
   ContractHooks hooks_;
   std::array<int, kMaxDeclaredArgs> tensor_index_{};
   std::size_t num_tensors_ = 0;
   std::size_t num_attributes_ = 0;
+  // Per call, only these declarations pay for omitted in-place outputs and folded attributes.
+  bool has_in_place_ = false;
+  bool has_folded_ = false;
 };
 
 // The declared operator named `name`; throws kInvalidArgument for an unknown name.

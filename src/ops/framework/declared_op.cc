@@ -1,6 +1,5 @@
 #include "tileops/ops/declared_op.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -42,6 +41,7 @@ bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors) {
 
 std::span<const Tensor> DeclaredOp::resolved(std::span<const Tensor> given,
                                              std::vector<Tensor>& storage) const {
+  if (!has_in_place_) return given;
   for (int i = 0; i < decl_.num_args; ++i) {
     const ArgDecl& a = decl_.args[i];
     if (a.kind != ArgKind::kOptionalOutput || a.in_place_of < 0 ||
@@ -54,7 +54,7 @@ std::span<const Tensor> DeclaredOp::resolved(std::span<const Tensor> given,
   return storage.empty() ? given : std::span<const Tensor>(storage);
 }
 
-std::string_view DeclaredOp::name_of(int arg, std::span<const Tensor> given) const {
+std::string_view DeclaredOp::in_place_name_of(int arg, std::span<const Tensor> given) const {
   const ArgDecl& a = decl_.args[arg];
   const bool in_place = a.kind == ArgKind::kOptionalOutput && a.in_place_of >= 0 &&
                         !present(given[tensor_index(arg)]);
@@ -63,11 +63,10 @@ std::string_view DeclaredOp::name_of(int arg, std::span<const Tensor> given) con
 
 // As ArgCheck::outputs_do_not_overlap over the declared inputs and written arguments, in their
 // order; omitted optional arguments take no part.
-void DeclaredOp::check_memory(std::span<const Tensor> given) const {
+void DeclaredOp::check_memory(std::span<const Tensor> given,
+                              std::span<const Tensor> tensors) const {
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
-  std::vector<Tensor> storage;
-  const std::span<const Tensor> tensors = resolved(given, storage);
   const auto given_arg = [&](int arg) {
     return is_tensor(args[arg].kind) && present(tensors[tensor_index(arg)]);
   };
@@ -100,10 +99,14 @@ void DeclaredOp::check_counts(std::size_t tensors, std::size_t attributes) const
 Problem DeclaredOp::problem(std::span<const Tensor> given,
                             std::span<const double> attributes) const {
   check_counts(given.size(), attributes.size());
+  std::vector<Tensor> storage;
+  return problem(given, resolved(given, storage), attributes);
+}
+
+Problem DeclaredOp::problem(std::span<const Tensor> given, std::span<const Tensor> tensors,
+                            std::span<const double> attributes) const {
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
-  std::vector<Tensor> storage;
-  const std::span<const Tensor> tensors = resolved(given, storage);
   const auto tensor_of = [&](int arg) -> const Tensor& { return tensors[tensor_index(arg)]; };
   // A rule relating an argument to an omitted one does not apply (the hook decides).
   const auto has = [&](int arg) { return arg >= 0 && present(tensor_of(arg)); };
@@ -163,7 +166,7 @@ Problem DeclaredOp::problem(std::span<const Tensor> given,
       check.writable(tensor_of(i), name_of(i, given));
     }
   }
-  check_memory(given);
+  check_memory(given, tensors);
   int a = 0;
   for (const ArgDecl& arg : args) {
     if (is_tensor(arg.kind)) continue;
@@ -173,7 +176,7 @@ Problem DeclaredOp::problem(std::span<const Tensor> given,
                  std::to_string(v));
     }
   }
-  if (std::ranges::any_of(args, [](const ArgDecl& arg) { return arg.folded; })) {
+  if (has_folded_) {
     std::vector<double> kept;  // what the implementations read: all but the folded ones
     std::size_t i = 0;
     for (const ArgDecl& arg : args) {
@@ -193,8 +196,10 @@ Problem DeclaredOp::problem(std::span<const Tensor> given,
 
 void DeclaredOp::call(std::span<const Tensor> tensors, std::span<const double> attributes,
                       const Context& ctx) const {
+  check_counts(tensors.size(), attributes.size());
   std::vector<Tensor> storage;
-  run_problem(problem(tensors, attributes), resolved(tensors, storage), ctx);
+  const std::span<const Tensor> resolved_tensors = resolved(tensors, storage);
+  run_problem(problem(tensors, resolved_tensors, attributes), resolved_tensors, ctx);
 }
 
 PreparedOperator DeclaredOp::prepare(std::span<const Tensor> tensors,
@@ -210,9 +215,9 @@ PreparedOperator DeclaredOp::prepare(std::span<const Tensor> tensors,
 void DeclaredOp::run(const PreparedOperator& prepared, std::span<const Tensor> tensors,
                      const Context& ctx) const {
   check_counts(tensors.size(), num_attributes_);
-  check_memory(tensors);
   std::vector<Tensor> storage;
   const std::span<const Tensor> resolved_tensors = resolved(tensors, storage);
+  check_memory(tensors, resolved_tensors);
   // Other geometry is refused by prepared.run, naming the argument, before any data is read.
   if (hooks_.check_data != nullptr && geometry_matches(prepared.problem(), resolved_tensors)) {
     hooks_.check_data(ArgCheck(decl_.name), resolved_tensors);
