@@ -1,5 +1,5 @@
-// causal_softmax: declared (causal_softmax.decl.h) with the checks below it cannot state; the typed function and
-// class are generated.
+// causal_softmax: declared (causal_softmax.decl.h) with the checks below it cannot state; the typed
+// function and class are generated.
 #include <string>
 
 #include "src/ops/contracts/causal_softmax.decl.h"

@@ -1,5 +1,5 @@
-// embedding: declared (embedding.decl.h) with the checks below it cannot state; the typed function and
-// class are generated.
+// embedding: declared (embedding.decl.h) with the checks below it cannot state; the typed function
+// and class are generated.
 #include <string>
 
 #include "src/ops/contracts/embedding.decl.h"

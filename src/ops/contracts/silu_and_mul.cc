@@ -1,5 +1,5 @@
-// silu_and_mul: declared (silu_and_mul.decl.h) with the checks below it cannot state; the typed function and
-// class are generated.
+// silu_and_mul: declared (silu_and_mul.decl.h) with the checks below it cannot state; the typed
+// function and class are generated.
 #include <string>
 
 #include "src/ops/contracts/silu_and_mul.decl.h"
