@@ -1,0 +1,97 @@
+// Operators reached through their declarations (DeclaredOp): the by-name table agrees with the
+// registry, calls give the typed functions' results, and malformed argument lists are refused
+// with an error rather than read out of bounds.
+#include "tileops/ops/declared_op.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <string>
+
+#include "tests/support/reference_ops.h"
+#include "tests/support/test_tensors.h"
+#include "tileops/core/error.h"
+#include "tileops/ops/registry.h"
+
+namespace tileops::ops {
+namespace {
+
+namespace ref = testing::reference;
+
+template <typename Call>
+void expect_invalid(Call&& call, const std::string& detail) {
+  try {
+    call();
+    ADD_FAILURE() << "no error raised (" << detail << ")";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeclaredOp, EveryRegisteredOperatorIsDeclaredButCat) {
+  std::set<std::string> declared;
+  for (const DeclaredOp* op : declared_ops()) {
+    EXPECT_TRUE(declared.insert(std::string(op->name())).second) << op->name() << " twice";
+    EXPECT_EQ(&declared_op(op->name()), op);
+  }
+  for (const std::string& op : registered_operators()) {
+    // cat takes a list of tensors, which the vocabulary does not state.
+    if (op != "cat") {
+      EXPECT_EQ(declared.count(op), 1u) << op << " has no declaration";
+    }
+  }
+  const auto registered = registered_operators();
+  for (const std::string& op : declared) {
+    EXPECT_NE(std::find(registered.begin(), registered.end(), op), registered.end())
+        << op << " is declared but has no implementation";
+  }
+}
+
+TEST(DeclaredOp, UnknownNameIsRefused) {
+  expect_invalid([] { declared_op("no_such_op"); }, "'name'");
+}
+
+TEST(DeclaredOp, CallMatchesTheReference) {
+  std::mt19937_64 rng(7);
+  auto x = testing::random_tensor({3, 40}, DataType::kFloat32, rng, testing::Layout::kStrided);
+  auto w = testing::random_tensor({40}, DataType::kFloat32, rng);
+  const DeclaredOp& op = declared_op("rms_norm");
+  const Tensor inputs[] = {x.view(), w.view(), Tensor()};
+  const double attributes[] = {1e-5};
+  EXPECT_EQ(op.output_shape(3, inputs, attributes), x.view().shape());
+  EXPECT_EQ(op.output_dtype(3, inputs), DataType::kFloat32);
+  auto out = testing::poisoned({3, 40}, DataType::kFloat32);
+  const Tensor tensors[] = {x.view(), w.view(), out.view()};
+  op.call(tensors, attributes, {});
+  const ref::Values expected =
+      ref::rms_norm(testing::to_doubles(x.view()), testing::to_doubles(w.view()), 1e-5, 40);
+  EXPECT_TRUE(
+      testing::compare(out.view(), expected, testing::tolerance_for(DataType::kFloat32)).empty());
+}
+
+TEST(DeclaredOp, MalformedListsAreRefused) {
+  std::mt19937_64 rng(8);
+  auto x = testing::random_tensor({2, 8}, DataType::kFloat32, rng);
+  auto w = testing::random_tensor({8}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({2, 8}, DataType::kFloat32);
+  const DeclaredOp& op = declared_op("rms_norm");
+  const Tensor two[] = {x.view(), w.view()};
+  const Tensor three[] = {x.view(), w.view(), out.view()};
+  const double one[] = {1e-6};
+  const double none[] = {0.0, 0.0};
+  expect_invalid([&] { op.call(two, one, {}); },
+                 "expected 3 tensors and 1 attributes, got 2 and 1");
+  expect_invalid([&] { op.call(three, none, {}); }, "got 3 and 2");
+  expect_invalid([&] { op.prepare(two, one, 0); }, "got 2 and 1");
+  expect_invalid([&] { op.output_shape(0, three, one); }, "argument 0 is not an output");
+  expect_invalid([&] { op.output_shape(9, three, one); }, "argument 9 is not an output");
+  expect_invalid([&] { op.output_dtype(-1, three); }, "argument -1 is not an output");
+  const PreparedOperator prepared = op.prepare(three, one, 0);
+  expect_invalid([&] { op.run(prepared, two, {}); }, "got 2 and 1");
+}
+
+}  // namespace
+}  // namespace tileops::ops
