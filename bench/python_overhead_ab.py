@@ -13,7 +13,7 @@ import platform
 import subprocess
 import sys
 
-from report_util import cpu_name
+from report_util import cpu_name, cpu_simd
 
 ROUNDS = 7
 CALLS = 20000
@@ -72,7 +72,8 @@ def main():
         f"Baseline: {label}. Best of {ROUNDS} alternating rounds x {REPEATS} x {CALLS} calls per "
         "side, torch CPU tensors, one torch thread (`bench/python_overhead_ab.py`).",
         "",
-        f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        f"- machine: {cpu_name()} ({cpu_simd()}), {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; the SIMD target does not matter here (16 elements)",
         "",
         "| call | baseline (us) | this tree (us) | ratio |",
         "|---|---|---|---|",
