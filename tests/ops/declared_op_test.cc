@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -89,6 +90,15 @@ TEST(DeclaredOp, MalformedListsAreRefused) {
   expect_invalid([&] { op.output_shape(0, three, one); }, "argument 0 is not an output");
   expect_invalid([&] { op.output_shape(9, three, one); }, "argument 9 is not an output");
   expect_invalid([&] { op.output_dtype(-1, three); }, "argument -1 is not an output");
+  // Hooks cast integer attributes: a value their type cannot hold is refused first.
+  const DeclaredOp& silu = declared_op("silu_and_mul");
+  auto wide = testing::random_tensor({2, 8}, DataType::kFloat32, rng);
+  auto half = testing::poisoned({2, 4}, DataType::kFloat32);
+  const Tensor silu_tensors[] = {wide.view(), half.view()};
+  for (double dim : {1e300, -1e300, 0.5, std::numeric_limits<double>::quiet_NaN()}) {
+    const double attribute[] = {dim};
+    expect_invalid([&] { silu.call(silu_tensors, attribute, {}); }, "an int32 value");
+  }
   const PreparedOperator prepared = op.prepare(three, one, 0);
   expect_invalid([&] { op.run(prepared, two, {}); }, "got 2 and 1");
 }

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -117,6 +119,15 @@ class DeclaredOp {
   bool has_in_place_ = false;
   bool has_folded_ = false;
 };
+
+// A kInt64 attribute as a hook reads it, saturated: INT64_MAX arrives as 2^63, which int64
+// cannot hold; a NaN (none_means(kFromCheck) left unresolved) reads as INT64_MIN.
+inline std::int64_t int64_attribute(double v) {
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (v >= kTwoTo63) return std::numeric_limits<std::int64_t>::max();
+  if (!(v > -kTwoTo63)) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(v);
+}
 
 // The declared operator named `name`; throws kInvalidArgument for an unknown name.
 const DeclaredOp& declared_op(std::string_view name);

@@ -13,7 +13,7 @@ namespace {
 // the derived {rot_dim, per_element}.
 void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attrs) {
   const Tensor& cos = t[2];
-  const auto head_size = static_cast<std::int64_t>(attrs[0]);
+  const auto head_size = int64_attribute(attrs[0]);
   // c == head_size: per-element tables; 2c <= head_size: per-frequency halves, rot_dim = 2c.
   const std::int64_t c = cos.size(1);
   const bool per_element = c == head_size;

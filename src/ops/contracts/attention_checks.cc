@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "tileops/ops/declared_op.h"
+
 namespace tileops::ops {
 namespace {
 
@@ -12,15 +14,6 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 
 // Problem attributes are doubles: integers are exact up to 2^53.
 constexpr std::int64_t kMaxExactAttribute = std::int64_t{1} << 53;
-
-// A declared integer attribute back as int64, saturating (INT64_MAX arrives as 2^63; a NaN,
-// which only a direct DeclaredOp caller can pass, is refused as INT64_MIN).
-std::int64_t as_int(double v) {
-  constexpr double kTwoTo63 = 9223372036854775808.0;
-  if (v >= kTwoTo63) return std::numeric_limits<std::int64_t>::max();
-  if (!(v > -kTwoTo63)) return std::numeric_limits<std::int64_t>::min();
-  return static_cast<std::int64_t>(v);
-}
 
 }  // namespace
 
@@ -46,7 +39,7 @@ AttentionAttributes declared_attention(std::span<const double> values, const Att
                                        const Tensor& query, const Tensor& key) {
   // kFromCheck (Python's None) takes the size the shape says; 0 when there is no such dim.
   const auto given_or = [&](int slot, const Tensor& t, int dim) {
-    if (!std::isnan(values[slot])) return as_int(values[slot]);
+    if (!std::isnan(values[slot])) return int64_attribute(values[slot]);
     return t.rank() >= -dim ? t.size(dim) : std::int64_t{0};
   };
   AttentionAttributes a;
@@ -55,11 +48,11 @@ AttentionAttributes declared_attention(std::span<const double> values, const Att
   a.head_size = given_or(slots.head_size, query, -1);
   a.scale = values[slots.scale];
   a.causal = values[slots.causal] != 0;
-  a.window_left = as_int(values[slots.window_left]);
-  a.window_right = as_int(values[slots.window_right]);
-  a.block_size = as_int(values[slots.block_size]);
+  a.window_left = int64_attribute(values[slots.window_left]);
+  a.window_right = int64_attribute(values[slots.window_right]);
+  a.block_size = int64_attribute(values[slots.block_size]);
   if (!std::isnan(values[slots.sliding_window])) {
-    a.sliding_window = as_int(values[slots.sliding_window]);
+    a.sliding_window = int64_attribute(values[slots.sliding_window]);
   }
   return a;
 }

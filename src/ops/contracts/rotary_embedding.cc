@@ -18,7 +18,7 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
   const Tensor& positions = t[0];
   const Tensor& cache = t[3];
   const std::int64_t rot_dim = cache.size(1);
-  const auto rotary_dim = static_cast<std::int64_t>(attrs[2]);
+  const auto rotary_dim = int64_attribute(attrs[2]);
   if (rotary_dim > 0 && rotary_dim != rot_dim) {
     check.fail(ErrorKind::kInvalidArgument, "rotary_dim",
                "<= 0 or cos_sin_cache.shape[1] = " + std::to_string(rot_dim),
@@ -28,9 +28,8 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
     check.fail(ErrorKind::kInvalidArgument, "cos_sin_cache", "at least one position (row)",
                cache.shape().to_string());
   }
-  check_rotary_operands(check, t[1], t[2], static_cast<std::int64_t>(attrs[0]), rot_dim,
-                        positions.size(0), t[4], t[5],
-                        {{positions, "positions"}, {cache, "cos_sin_cache"}});
+  check_rotary_operands(check, t[1], t[2], int64_attribute(attrs[0]), rot_dim, positions.size(0),
+                        t[4], t[5], {{positions, "positions"}, {cache, "cos_sin_cache"}});
   attrs[2] = static_cast<double>(rot_dim);
 }
 

@@ -17,6 +17,39 @@ std::string value_expectation(ValueRule rule) {
   return rule == ValueRule::kFiniteNonNegative ? "a finite value >= 0" : "a finite float32 value";
 }
 
+// Integer and bool attributes hold what their C and C++ types can (hooks cast them), or the NaN
+// of none_means(kFromCheck) where the declaration allows it.
+void check_attribute_kinds(const ArgCheck& check, std::span<const ArgDecl> args,
+                           std::span<const double> attributes) {
+  std::size_t a = 0;
+  for (const ArgDecl& arg : args) {
+    if (is_tensor(arg.kind)) continue;
+    const double v = attributes[a++];
+    if (std::isnan(v) && arg.accepts_none && std::isnan(arg.none_value)) continue;
+    const bool integral = v == std::trunc(v);
+    switch (arg.kind) {
+      case ArgKind::kInt:
+        if (!integral || v < -2147483648.0 || v > 2147483647.0) {
+          check.fail(ErrorKind::kInvalidArgument, arg.name, "an int32 value", std::to_string(v));
+        }
+        break;
+      case ArgKind::kInt64:
+        // INT64_MAX arrives as 2^63; hooks read it back saturated (int64_attribute).
+        if (!integral || v < -9223372036854775808.0 || v > 9223372036854775808.0) {
+          check.fail(ErrorKind::kInvalidArgument, arg.name, "an int64 value", std::to_string(v));
+        }
+        break;
+      case ArgKind::kBool:
+        if (v != 0.0 && v != 1.0) {
+          check.fail(ErrorKind::kInvalidArgument, arg.name, "0 or 1", std::to_string(v));
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 bool value_ok(ValueRule rule, double v) {
   switch (rule) {
     case ValueRule::kAny:
@@ -107,6 +140,7 @@ Problem DeclaredOp::problem(std::span<const Tensor> given, std::span<const Tenso
                             std::span<const double> attributes) const {
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
+  check_attribute_kinds(check, args, attributes);
   const auto tensor_of = [&](int arg) -> const Tensor& { return tensors[tensor_index(arg)]; };
   // A rule relating an argument to an omitted one does not apply (the hook decides).
   const auto has = [&](int arg) { return arg >= 0 && present(tensor_of(arg)); };
