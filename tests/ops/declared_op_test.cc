@@ -90,6 +90,12 @@ TEST(DeclaredOp, MalformedListsAreRefused) {
   expect_invalid([&] { op.output_shape(0, three, one); }, "argument 0 is not an output");
   expect_invalid([&] { op.output_shape(9, three, one); }, "argument 9 is not an output");
   expect_invalid([&] { op.output_dtype(-1, three); }, "argument -1 is not an output");
+  // A default Tensor for a required argument is refused as unusable, never read (a fuzz finding:
+  // it once passed as an omitted optional one).
+  const Tensor missing_input[] = {Tensor(), w.view(), out.view()};
+  expect_invalid([&] { op.call(missing_input, one, {}); }, "a tensor with data");
+  const Tensor missing_out[] = {x.view(), w.view(), Tensor()};
+  expect_invalid([&] { op.call(missing_out, one, {}); }, "a tensor with data");
   // Hooks cast integer attributes: a value their type cannot hold is refused first.
   const DeclaredOp& silu = declared_op("silu_and_mul");
   auto wide = testing::random_tensor({2, 8}, DataType::kFloat32, rng);

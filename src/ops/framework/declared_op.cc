@@ -12,6 +12,11 @@ namespace {
 
 // A default Tensor stands for an omitted optional argument.
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+// Whether an argument takes part in the checks: a required one always (a default Tensor there is
+// refused as unusable, never read), an optional one when present.
+bool takes_part(ArgKind kind, const Tensor& t) {
+  return (kind != ArgKind::kOptionalInput && kind != ArgKind::kOptionalOutput) || present(t);
+}
 
 std::string value_expectation(ValueRule rule) {
   return rule == ValueRule::kFiniteNonNegative ? "a finite value >= 0" : "a finite float32 value";
@@ -101,7 +106,7 @@ void DeclaredOp::check_memory(std::span<const Tensor> given,
   const ArgCheck check(decl_.name);
   const auto args = decl_.arguments();
   const auto given_arg = [&](int arg) {
-    return is_tensor(args[arg].kind) && present(tensors[tensor_index(arg)]);
+    return is_tensor(args[arg].kind) && takes_part(args[arg].kind, tensors[tensor_index(arg)]);
   };
   for (int o = 0; o < decl_.num_args; ++o) {
     if (!is_written(args[o].kind) || !given_arg(o)) continue;
@@ -143,14 +148,14 @@ Problem DeclaredOp::problem(std::span<const Tensor> given, std::span<const Tenso
   check_attribute_kinds(check, args, attributes);
   const auto tensor_of = [&](int arg) -> const Tensor& { return tensors[tensor_index(arg)]; };
   // A rule relating an argument to an omitted one does not apply (the hook decides).
-  const auto has = [&](int arg) { return arg >= 0 && present(tensor_of(arg)); };
+  const auto has = [&](int arg) { return arg >= 0 && takes_part(args[arg].kind, tensor_of(arg)); };
   for (int i = 0; i < decl_.num_args; ++i) {
-    if (is_tensor(args[i].kind) && present(tensor_of(i)))
+    if (is_tensor(args[i].kind) && takes_part(args[i].kind, tensor_of(i)))
       check.usable(tensor_of(i), name_of(i, given));
   }
   for (int i = 0; i < decl_.num_args; ++i) {
     const ArgDecl& a = args[i];
-    if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
+    if (!is_tensor(a.kind) || !takes_part(a.kind, tensor_of(i))) continue;
     if (a.dtype.same_as >= 0) {
       if (!has(a.dtype.same_as)) continue;
       const DataType expected = tensor_of(a.dtype.same_as).dtype();
@@ -168,7 +173,7 @@ Problem DeclaredOp::problem(std::span<const Tensor> given, std::span<const Tenso
   }
   for (int i = 0; i < decl_.num_args; ++i) {
     const ArgDecl& a = args[i];
-    if (!is_tensor(a.kind) || !present(tensor_of(i))) continue;
+    if (!is_tensor(a.kind) || !takes_part(a.kind, tensor_of(i))) continue;
     const Tensor& t = tensor_of(i);
     const std::string_view name = name_of(i, given);
     if (a.rank >= 0) check.rank_is(t, name, a.rank);
@@ -196,7 +201,7 @@ Problem DeclaredOp::problem(std::span<const Tensor> given, std::span<const Tenso
   p.attributes.resize(attributes.size() + std::size_t(decl_.derived_attributes), 0.0);
   if (hooks_.check != nullptr) hooks_.check(check, tensors, p.attributes);
   for (int i = 0; i < decl_.num_args; ++i) {
-    if (is_written(args[i].kind) && present(tensor_of(i))) {
+    if (is_written(args[i].kind) && takes_part(args[i].kind, tensor_of(i))) {
       check.writable(tensor_of(i), name_of(i, given));
     }
   }
@@ -222,8 +227,10 @@ Problem DeclaredOp::problem(std::span<const Tensor> given, std::span<const Tenso
     p.attributes = std::move(kept);
   }
   p.tensors.reserve(tensors.size());
-  for (const Tensor& t : tensors) {
-    p.tensors.push_back(present(t) ? TensorDesc::of(t) : TensorDesc::absent());
+  for (int i = 0; i < decl_.num_args; ++i) {
+    if (!is_tensor(args[i].kind)) continue;
+    const Tensor& t = tensor_of(i);
+    p.tensors.push_back(takes_part(args[i].kind, t) ? TensorDesc::of(t) : TensorDesc::absent());
   }
   return p;
 }
