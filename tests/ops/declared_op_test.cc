@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <set>
@@ -107,6 +108,60 @@ TEST(DeclaredOp, MalformedListsAreRefused) {
   }
   const PreparedOperator prepared = op.prepare(three, one, 0);
   expect_invalid([&] { op.run(prepared, two, {}); }, "got 2 and 1");
+}
+
+// call() remembers a thread's last validated geometry per operator; a repeat must still refuse
+// what depends on addresses (overlap, null data), and any other geometry is checked in full.
+TEST(DeclaredOp, RepeatedGeometryStillChecksAddresses) {
+  std::mt19937_64 rng(9);
+  auto buffer = testing::random_tensor({4, 40}, DataType::kFloat32, rng);
+  auto w = testing::random_tensor({40}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({3, 40}, DataType::kFloat32);
+  auto* base = static_cast<float*>(buffer.view().data());
+  const Tensor x(base, Dims{3, 40}, DataType::kFloat32);
+  const Tensor x_shifted(base + 40, Dims{3, 40}, DataType::kFloat32);  // shares rows 1 and 2
+  const DeclaredOp& op = declared_op("rms_norm");
+  const double eps[] = {1e-5};
+  const auto expected =
+      ref::rms_norm(testing::to_doubles(x), testing::to_doubles(w.view()), 1e-5, 40);
+  clear_cache();
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    const Tensor good[] = {x, w.view(), out.view()};
+    op.call(good, eps, {});
+    EXPECT_EQ(cache_size(), 1u);
+    const Tensor overlapping[] = {x, w.view(), x_shifted};
+    expect_invalid([&] { op.call(overlapping, eps, {}); }, "memory apart from 'input'");
+    const Tensor null_out[] = {x, w.view(), Tensor(nullptr, Dims{3, 40}, DataType::kFloat32)};
+    expect_invalid([&] { op.call(null_out, eps, {}); }, "a tensor with data");
+    auto short_w = testing::random_tensor({39}, DataType::kFloat32, rng);
+    const Tensor bad_weight[] = {x, short_w.view(), out.view()};
+    expect_invalid([&] { op.call(bad_weight, eps, {}); }, "'weight'");
+    clear_cache();  // the repeat after clear_cache must fill the cache again
+  }
+  EXPECT_TRUE(
+      testing::compare(out.view(), expected, testing::tolerance_for(DataType::kFloat32)).empty());
+  // A hook that only reads geometry is skipped on a repeat; its rewritten attributes are kept.
+  const DeclaredOp& silu = declared_op("silu_and_mul");
+  auto wide = testing::random_tensor({2, 8}, DataType::kFloat32, rng);
+  auto half = testing::poisoned({2, 4}, DataType::kFloat32);
+  const Tensor silu_tensors[] = {wide.view(), half.view()};
+  for (double dim : {-1.0, -1.0, 1.0}) {
+    const double attribute[] = {dim};
+    silu.call(silu_tensors, attribute, {});
+  }
+  auto odd = testing::random_tensor({2, 7}, DataType::kFloat32, rng);
+  const Tensor odd_tensors[] = {odd.view(), half.view()};
+  const double last[] = {-1.0};
+  expect_invalid([&] { silu.call(odd_tensors, last, {}); }, "an even extent");
+  const auto w_in = testing::to_doubles(wide.view());
+  const auto got = testing::to_doubles(half.view());
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 4; ++c) {
+      const double g = w_in[r * 8 + c];
+      const double want = g / (1.0 + std::exp(-g)) * w_in[r * 8 + 4 + c];
+      EXPECT_NEAR(got[r * 4 + c], want, 1e-5 * (1.0 + std::fabs(want)));
+    }
+  }
 }
 
 }  // namespace

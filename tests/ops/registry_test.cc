@@ -96,6 +96,30 @@ TEST(OperatorCache, SameInstanceForSameProblem) {
   EXPECT_NE(cached_operator(q, 0).get(), a.get());
 }
 
+// The per-thread memo in front of the cache never serves an instance the cache has dropped.
+TEST(OperatorCache, ClearAndCapacityReachTheThreadMemo) {
+  clear_cache();
+  float dummy = 0.0f;
+  Tensor t(&dummy, Dims{1, 1}, DataType::kFloat32);
+  Tensor w(&dummy, Dims{1}, DataType::kFloat32);
+  Problem p{"rms_norm", {TensorDesc::of(t), TensorDesc::of(w), TensorDesc::of(t)}, {1e-6}};
+  auto a = cached_operator(p, 0);
+  EXPECT_EQ(cached_operator(p, 0).get(), a.get());
+  clear_cache();
+  auto b = cached_operator(p, 0);
+  EXPECT_NE(b.get(), a.get());
+  EXPECT_EQ(cache_size(), 1u);
+  set_cache_capacity(1);
+  Problem q = p;
+  q.attributes[0] = 1e-5;
+  cached_operator(q, 0);  // evicts p
+  EXPECT_EQ(cache_size(), 1u);
+  set_cache_capacity(1024);
+  EXPECT_NE(cached_operator(p, 0).get(), b.get());
+  EXPECT_EQ(cache_size(), 2u);
+  clear_cache();
+}
+
 TEST(OperatorCache, ThreadSafeUnderConcurrentCallsWithEviction) {
   set_cache_capacity(4);
   std::vector<std::thread> threads;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -36,6 +37,10 @@ struct ContractHooks {
   // Checks of data that a prepared operator repeats on every run (index values: lengths, block
   // ids), once the tensors have the prepared geometry; `check` runs them for the first call.
   void (*check_data)(const ArgCheck& check, std::span<const Tensor> tensors) = nullptr;
+  // True when `check` reads only geometry (dtypes, shapes, strides, presence) and attributes,
+  // never data pointers or values. Operators without a `check`, or with this set, skip their
+  // declared checks when a call repeats the geometry its thread validated last (see call()).
+  bool check_reads_geometry_only = false;
 };
 
 class DeclaredOp {
@@ -55,6 +60,9 @@ class DeclaredOp {
 
   // Validates every argument (the first bad one is named) and returns the Problem.
   Problem problem(std::span<const Tensor> tensors, std::span<const double> attributes) const;
+  // problem() and a run. A call that repeats, on its thread, the geometry, attributes and
+  // implementation index of this operator's last validated call runs only the checks that read
+  // addresses or data (usable, memory overlap, check_data): the rest cannot fail again.
   void call(std::span<const Tensor> tensors, std::span<const double> attributes,
             const Context& ctx) const;
   // The class form: validated and specialised once, then run on data of that geometry.
@@ -109,6 +117,8 @@ class DeclaredOp {
     return has_in_place_ ? in_place_name_of(arg, given) : decl_.args[arg].name;
   }
   std::string_view in_place_name_of(int arg, std::span<const Tensor> given) const;
+  // This operator's slot in the per-thread memo of call(), numbered on first use.
+  std::size_t memo_slot() const;
 
   const OpDecl& decl_;
   ContractHooks hooks_;
@@ -118,6 +128,7 @@ class DeclaredOp {
   // Per call, only these declarations pay for omitted in-place outputs and folded attributes.
   bool has_in_place_ = false;
   bool has_folded_ = false;
+  mutable std::atomic<int> memo_slot_{-1};
 };
 
 // A kInt64 attribute as a hook reads it, saturated: INT64_MAX arrives as 2^63, which int64

@@ -15,7 +15,8 @@ void check(const ArgCheck& check, std::span<const Tensor> tensors, std::span<dou
 }  // namespace
 
 namespace contracts {
-extern constinit const DeclaredOp cast{decls::cast, {.check = check}};
+extern constinit const DeclaredOp cast{decls::cast,
+                                       {.check = check, .check_reads_geometry_only = true}};
 }  // namespace contracts
 
 }  // namespace tileops::ops

@@ -29,8 +29,9 @@ Dims output_shape(std::string_view, int, std::span<const Tensor> tensors, std::s
 }  // namespace
 
 namespace contracts {
-extern constinit const DeclaredOp causal_softmax{decls::causal_softmax,
-                                                 {.check = check, .output_shape = output_shape}};
+extern constinit const DeclaredOp causal_softmax{
+    decls::causal_softmax,
+    {.check = check, .output_shape = output_shape, .check_reads_geometry_only = true}};
 }  // namespace contracts
 
 }  // namespace tileops::ops

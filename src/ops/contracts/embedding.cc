@@ -41,8 +41,9 @@ Dims output_shape(std::string_view op, int, std::span<const Tensor> tensors,
 }  // namespace
 
 namespace contracts {
-extern constinit const DeclaredOp embedding{decls::embedding,
-                                            {.check = check, .output_shape = output_shape}};
+extern constinit const DeclaredOp embedding{
+    decls::embedding,
+    {.check = check, .output_shape = output_shape, .check_reads_geometry_only = true}};
 }  // namespace contracts
 
 }  // namespace tileops::ops

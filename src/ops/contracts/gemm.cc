@@ -37,7 +37,8 @@ Dims output_shape(std::string_view op, int /*arg*/, std::span<const Tensor> t,
 }  // namespace
 
 namespace contracts {
-extern constinit const DeclaredOp gemm{decls::gemm, {check, output_shape}};
+extern constinit const DeclaredOp gemm{
+    decls::gemm, {.check = check, .output_shape = output_shape, .check_reads_geometry_only = true}};
 }  // namespace contracts
 
 }  // namespace tileops::ops

@@ -38,7 +38,9 @@ Dims output_shape(std::string_view op, int /*arg*/, std::span<const Tensor> t,
 }  // namespace
 
 namespace contracts {
-extern constinit const DeclaredOp linear{decls::linear, {check, output_shape}};
+extern constinit const DeclaredOp linear{
+    decls::linear,
+    {.check = check, .output_shape = output_shape, .check_reads_geometry_only = true}};
 }  // namespace contracts
 
 }  // namespace tileops::ops

@@ -52,8 +52,9 @@ Dims output_shape(std::string_view op, int, std::span<const Tensor> tensors,
 }  // namespace
 
 namespace contracts {
-extern constinit const DeclaredOp silu_and_mul{decls::silu_and_mul,
-                                               {.check = check, .output_shape = output_shape}};
+extern constinit const DeclaredOp silu_and_mul{
+    decls::silu_and_mul,
+    {.check = check, .output_shape = output_shape, .check_reads_geometry_only = true}};
 }  // namespace contracts
 
 }  // namespace tileops::ops
