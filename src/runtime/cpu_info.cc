@@ -9,6 +9,7 @@
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/knobs.h"
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -91,8 +92,9 @@ SimdTargetChoice parse_simd_target(const char* value, std::int64_t supported) {
 
 const SimdTargetChoice& simd_target_choice() {
   static const SimdTargetChoice choice = [] {
+    const std::optional<std::string> forced = knob("TILEOPS_SIMD_TARGET");
     SimdTargetChoice parsed =
-        parse_simd_target(std::getenv("TILEOPS_SIMD_TARGET"), hwy::SupportedTargets());
+        parse_simd_target(forced ? forced->c_str() : nullptr, hwy::SupportedTargets());
     // Highway dispatches by SupportedTargets(); narrowing it is what its test hook is for.
     if (parsed.error.empty() && parsed.forced) hwy::SetSupportedTargetsForTest(parsed.hwy_mask);
     return parsed;

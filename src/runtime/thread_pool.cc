@@ -13,6 +13,7 @@
 #endif
 
 #include "tileops/core/error.h"
+#include "tileops/runtime/knobs.h"
 
 namespace tileops {
 namespace {
@@ -32,8 +33,9 @@ inline void cpu_relax() {
 
 int default_num_threads() {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const char* env = std::getenv("TILEOPS_NUM_THREADS");
-  if (env == nullptr || *env == '\0') return hardware;
+  const std::optional<std::string> text = knob("TILEOPS_NUM_THREADS");
+  if (!text || text->empty()) return hardware;
+  const char* env = text->c_str();
   char* end = nullptr;
   const long n = std::strtol(env, &end, 10);
   if (*end == '\0' && n >= 1 && n <= ThreadPool::kMaxThreads) return static_cast<int>(n);

@@ -28,6 +28,7 @@
 #include "tileops/core/error.h"
 #include "tileops/ops/registry.h"
 #include "tileops/runtime/cpu_info.h"
+#include "tileops/runtime/knobs.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/tl.h"
 #include "tools/cli/commands.h"
@@ -103,7 +104,7 @@ CacheFacts probe_cache() {
 // The Python the Python-side commands run: $TILEOPS_PYTHON, else the build's (CMake's
 // TILEOPS_PYTHON), else python3 on PATH.
 std::string python_executable() {
-  if (const char* env = std::getenv("TILEOPS_PYTHON"); env != nullptr && *env != '\0') return env;
+  if (std::optional<std::string> env = knob("TILEOPS_PYTHON"); env && !env->empty()) return *env;
 #ifdef TILEOPS_PYTHON_EXECUTABLE
   return TILEOPS_PYTHON_EXECUTABLE;
 #else
@@ -314,10 +315,9 @@ void print_build(const Facts& f) {
       "cpu: SIMD targets %s (dispatching to %s), %d threads (TILEOPS_NUM_THREADS sets "
       "the count)\n",
       targets.c_str(), f.simd_dispatch.c_str(), f.threads);
-  const char* amx = std::getenv("TILEOPS_AMX");
   std::printf("cpu: AMX-BF16 %s\n",
               !cpu_amx_bf16() ? "absent (bfloat16 matrix products use the SIMD targets)"
-              : amx != nullptr && std::strcmp(amx, "0") == 0
+              : knob("TILEOPS_AMX") == "0"
                   ? "present, turned off by TILEOPS_AMX=0"
                   : "in use for bfloat16 matrix products (TILEOPS_AMX=0 turns it off)");
   if (f.simd_target_error.empty()) {
@@ -360,6 +360,17 @@ void print_author_facts(const Facts& f) {
               f.cpu.ok ? "ok" : "unavailable");
 }
 
+// Every variable of the knobs table, set or not: what changes tileops without a rebuild.
+void print_knobs() {
+  std::printf("\n%-23s %-7s %s\n", "environment", "value", "what it does (accepts)");
+  for (const Knob& k : knobs()) {
+    const std::optional<std::string> v = knob(k.name);
+    std::printf("%-23s %-7s %s (%s)\n", std::string(k.name).c_str(),
+                v ? ("'" + *v + "'").c_str() : "unset", std::string(k.effect).c_str(),
+                std::string(k.accepts).c_str());
+  }
+}
+
 void print_implementations() {
   int width = 8;  // the longest operator name
   for (const std::string& op : ops::registered_operators()) {
@@ -399,6 +410,7 @@ int run_env(int argc, char** argv) {
   } else {
     print_build(facts);
     print_author_facts(facts);
+    print_knobs();
     print_implementations();
   }
   if (output != nullptr) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tileops/runtime/knobs.h"
 #include "tools/cli/commands.h"
 
 namespace {
@@ -24,14 +25,15 @@ int exec_python(int argc, char** argv) {
 #ifdef TILEOPS_PYTHON_EXECUTABLE
   python = TILEOPS_PYTHON_EXECUTABLE;
 #endif
-  if (const char* env = std::getenv("TILEOPS_PYTHON"); env != nullptr && *env != '\0') {
-    python = env;
+  if (const std::optional<std::string> env = tileops::knob("TILEOPS_PYTHON");
+      env && !env->empty()) {
+    python = *env;
   }
 #ifdef TILEOPS_PYTHON_PACKAGE_DIR
   // The source tree's package (the Release build writes the extension into it) comes first.
-  const char* path = std::getenv("PYTHONPATH");
-  const std::string joined = std::string(TILEOPS_PYTHON_PACKAGE_DIR) +
-                             (path != nullptr && *path != '\0' ? std::string(":") + path : "");
+  const std::string path = tileops::knob("PYTHONPATH").value_or("");
+  const std::string joined =
+      std::string(TILEOPS_PYTHON_PACKAGE_DIR) + (path.empty() ? "" : ":" + path);
   ::setenv("PYTHONPATH", joined.c_str(), 1);
 #endif
   std::string module_flag = "-m", module = "tileops";

@@ -13,6 +13,7 @@
 
 #include "src/tl/cpu/disk_cache.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/knobs.h"
 
 namespace tileops::tl::cpu {
 namespace {
@@ -100,9 +101,9 @@ const fs::path& process_dir(const std::string& reason) {
 
 fs::path cache_dir() {
   bool uncreatable = false;
-  if (const char* env = std::getenv("TILEOPS_CACHE_DIR"); env != nullptr && *env != '\0') {
+  if (const std::optional<std::string> env = knob("TILEOPS_CACHE_DIR"); env && !env->empty()) {
     // Named by the user: used as it is, or refused.
-    if (std::string why = prepare(env, uncreatable); !why.empty()) {
+    if (std::string why = prepare(*env, uncreatable); !why.empty()) {
       // The kernel cannot be built, as when the compiler fails (C API: TILEOPS_COMPILE_ERROR).
       throw Error(ErrorKind::kCompileError,
                   std::string("tl cpu backend: ") +
@@ -110,11 +111,11 @@ fs::path cache_dir() {
                                    : "refusing the JIT cache directory ") +
                       why + "; set TILEOPS_CACHE_DIR to a private directory of this user");
     }
-    return fs::path(env) / "cpu";
+    return fs::path(*env) / "cpu";
   }
   std::string reason = "HOME is unset and TILEOPS_CACHE_DIR is not set";
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    const fs::path base = fs::path(home) / ".cache" / "tileops";
+  if (const std::optional<std::string> home = knob("HOME"); home && !home->empty()) {
+    const fs::path base = fs::path(*home) / ".cache" / "tileops";
     std::string why = prepare(base, uncreatable);
     if (why.empty()) return base / "cpu";
     if (!uncreatable) {  // someone else's, or shared: never fall back silently past it

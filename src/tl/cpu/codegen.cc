@@ -14,6 +14,7 @@
 #include "src/tl/interp/buffer.h"
 #include "src/tl/verify/infer.h"
 #include "tileops/runtime/cpu_info.h"
+#include "tileops/runtime/knobs.h"
 
 namespace tileops::tl::cpu {
 namespace {
@@ -32,8 +33,9 @@ std::string float_literal(double v, DataType dtype) {
 // (cpu_last_level_cache_bytes).
 std::int64_t stream_bytes() {
   // $TILEOPS_TL_STREAM_BYTES overrides it (tests reach the streaming path with small tensors).
-  if (const char* env = std::getenv("TILEOPS_TL_STREAM_BYTES"); env != nullptr && *env != '\0') {
-    return std::max<std::int64_t>(0, std::atoll(env));
+  if (const std::optional<long long> bytes =
+          knob_integer("TILEOPS_TL_STREAM_BYTES", 0, std::numeric_limits<std::int64_t>::max())) {
+    return *bytes;
   }
   return cpu_last_level_cache_bytes();
 }

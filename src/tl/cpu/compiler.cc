@@ -28,6 +28,7 @@
 
 #include "tileops/core/error.h"
 #include "tileops/runtime/cpu_info.h"
+#include "tileops/runtime/knobs.h"
 
 extern char** environ;  // NOLINT: POSIX declares it only here
 
@@ -79,12 +80,11 @@ int run_argv(const std::vector<std::string>& argv, const std::string& log) {
 }
 
 std::optional<std::string> lookup() {
-  if (const char* env = std::getenv("TILEOPS_CXX"); env != nullptr) {
-    if (*env == '\0') return std::nullopt;  // TILEOPS_CXX= disables the cpu backend
-    return std::string(env);
+  if (std::optional<std::string> cxx = knob("TILEOPS_CXX")) {
+    if (cxx->empty()) return std::nullopt;  // TILEOPS_CXX= disables the cpu backend
+    return cxx;
   }
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::stringstream dirs(knob("PATH").value_or("/usr/bin:/bin"));
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     const std::filesystem::path candidate = std::filesystem::path(dir) / "c++";
@@ -196,8 +196,8 @@ std::string target_problem(const std::string& target, ErrorKind& kind) {
 
 std::string resolve_target(const Options& options) {
   if (!options.target.empty()) return options.target;
-  const char* env = std::getenv("TILEOPS_TL_TARGET");  // read per compile
-  if (env != nullptr && *env != '\0') return env;
+  const std::optional<std::string> env = knob("TILEOPS_TL_TARGET");  // read per compile
+  if (env && !env->empty()) return *env;
   // Generated code follows a forced TILEOPS_SIMD_TARGET (which throws when unusable).
   switch (simd_target().target) {
     case SimdTarget::kAvx2:

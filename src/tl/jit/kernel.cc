@@ -13,6 +13,7 @@
 #include "src/tl/jit/executable.h"
 #include "src/tl/passes/passes.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/knobs.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/tl/jit.h"
 
@@ -257,9 +258,9 @@ Kernel::Kernel(std::string name, std::vector<detail::TraceParam> params, Body bo
     : impl_(std::make_shared<detail::KernelImpl>()) {
   options.validate();
   // $TILEOPS_TL_DUMP_DIR dumps kernels that set no dump_dir, e.g. the operators' own.
-  if (const char* env = std::getenv("TILEOPS_TL_DUMP_DIR");
-      options.dump_dir.empty() && env != nullptr && *env != '\0') {
-    options.dump_dir = env;
+  if (const std::optional<std::string> dir = knob("TILEOPS_TL_DUMP_DIR");
+      options.dump_dir.empty() && dir && !dir->empty()) {
+    options.dump_dir = *dir;
   }
   impl_->name = std::move(name);
   impl_->params = std::move(params);

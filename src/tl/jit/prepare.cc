@@ -8,17 +8,17 @@
 #include "src/tl/cpu/compiler.h"
 #include "src/tl/jit/executable.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/knobs.h"
 
 namespace tileops::tl {
 namespace {
 
 std::string auto_backend() {
   static const std::string chosen = [] {
-    if (const char* env = std::getenv("TILEOPS_TL_BACKEND"); env != nullptr && *env != '\0') {
-      std::string b = env;
-      if (b == "interp" || b == "cpu") return b;
+    if (const std::optional<std::string> b = knob("TILEOPS_TL_BACKEND"); b && !b->empty()) {
+      if (*b == "interp" || *b == "cpu") return *b;
       std::fprintf(stderr, "tileops: ignoring TILEOPS_TL_BACKEND=%s (expected interp or cpu)\n",
-                   env);
+                   b->c_str());
     }
     if (cpu::find_compiler()) return std::string("cpu");
     std::fprintf(stderr,

@@ -6,6 +6,7 @@
 
 #include "tileops/core/error.h"
 #include "tileops/runtime/cpu_info.h"
+#include "tileops/runtime/knobs.h"
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #define TILEOPS_AMX_CODE 1
@@ -124,9 +125,7 @@ TILEOPS_AMX_TARGET void configure_tiles() {
 }  // namespace
 
 bool amx_bf16_enabled() {
-  const char* env = std::getenv("TILEOPS_AMX");
-  return cpu_amx_bf16() && simd_target_allows_avx512() &&
-         (env == nullptr || std::strcmp(env, "0") != 0);
+  return cpu_amx_bf16() && simd_target_allows_avx512() && knob("TILEOPS_AMX") != "0";
 }
 
 // Pairs of B strips outside (2·kc·64 bytes, 32 KiB at kc = 256, stay in L1), pairs of A row
