@@ -2,7 +2,9 @@
 
 A kernel is a Python function decorated with ``@tl.jit``; it is *traced once per
 specialisation* (ConstExpr values, argument dtypes, options): every ``tl.`` call appends an op to
-an SSA IR that is verified and executed by a backend (``interp`` now). Errors name the construct
+an SSA IR that is verified and executed by a backend: ``cpu`` (generated C++, compiled and
+cached) when a compiler is found, else ``interp``, the IR interpreter that is the reference
+(``TILEOPS_TL_BACKEND`` or ``backend=`` chooses). Errors name the construct
 and the kernel's Python line. Reference: docs/tile-language.md.
 
     @tl.jit

@@ -1,8 +1,8 @@
-// The persistent JIT cache of compiled cpu kernels (DESIGN.md §4): one shared object per key in
-// $TILEOPS_CACHE_DIR (default ~/.cache/tileops) under cpu/, with a small metadata file binding it
-// to its key and to its bytes (SHA-256). Entries are written to a temporary name and renamed into
-// place, so concurrent processes never see a partial file, under a lock that keeps each object
-// with its own metadata; an entry that fails its check is rebuilt.
+// The persistent JIT cache of compiled cpu kernels (docs/tile-language.md, "Persistent cache"):
+// one shared object per key in $TILEOPS_CACHE_DIR (default ~/.cache/tileops) under cpu/, with a
+// small metadata file binding it to its key and to its bytes (SHA-256). Entries are written to a
+// temporary name and renamed into place, so concurrent processes never see a partial file, under
+// a lock that keeps each object with its own metadata; an entry that fails its check is rebuilt.
 //
 // Trust model: the cache may hold only code this user's processes built. Its directories must be
 // private (owned by this user, not writable by group or others, not symbolic links); a shared or

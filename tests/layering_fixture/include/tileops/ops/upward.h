@@ -1,0 +1,3 @@
+// Planted: a public header including the implementation.
+#pragma once
+#include "src/ops/framework/arg_check.h"

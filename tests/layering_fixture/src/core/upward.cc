@@ -1,0 +1,2 @@
+// Planted: core including an operator.
+#include "tileops/ops/add.h"

@@ -1,0 +1,2 @@
+// Planted: runtime including the tile language.
+#include "src/tl/jit/prepare.h"

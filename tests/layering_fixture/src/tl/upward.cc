@@ -1,0 +1,2 @@
+// Planted: the tile language including an operator internal.
+#include "src/ops/cpu/streaming.h"
