@@ -1,5 +1,5 @@
 // Lowers a verified, optimised tile-language Function to C++ source for the `cpu` backend. The
-// source starts with the tile runtime (runtime_source.cc) and defines
+// source starts with the tile runtime (tl_runtime.h) and defines
 //   extern "C" int tl_kernel(i64 block, i64 num_blocks, const TlArg* args, const TlRt* rt);
 // which runs one block and returns 0, or 1 + the index into `checks` of the run-time check that
 // failed (a negative tensor extent, a range step of 0).

@@ -32,7 +32,7 @@
 namespace tileops::tl {
 namespace {
 
-// Must match `union TlArg` and `struct TlRt` in runtime_source.cc.
+// Must match `union TlArg` and `struct TlRt` in tl_runtime.h.
 union TlArg {
   void* p;
   std::int64_t i;

@@ -1,4 +1,5 @@
-// The text of the tile runtime that every generated kernel starts with (runtime_source.cc).
+// The text of the tile runtime that every generated kernel starts with: tl_runtime.h, embedded
+// by CMake (tl_runtime_source.cc in the build tree).
 #pragma once
 
 namespace tileops::tl::cpu {

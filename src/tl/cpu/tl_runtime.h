@@ -1,13 +1,13 @@
-// The tile runtime the generated C++ includes (as text: the JIT compiler needs no include path).
-// It uses no standard header so that a kernel compiles in a fraction of a second: libm functions
-// are GCC/clang builtins, integer types are spelled out. Everything is plain loops over static
-// extents that -O3 vectorises, plus a register-blocked matmul.
-#include "src/tl/cpu/runtime_source.h"
+// tileops tile runtime: the prelude of every kernel the tl cpu backend generates. CMake embeds
+// this file's text (runtime_source(), in the build tree) and codegen.cc prepends it to each
+// kernel after defining TL_STREAM_BYTES; TL_FAST_MATH and TL_LIBMVEC come from the compile flags
+// (compiler.cc) and read as 0 when absent. It uses no standard header so that a kernel compiles in
+// a fraction of a second: libm functions are GCC/clang builtins, integer types are spelled out.
+// Everything is plain loops over static extents that -O3 vectorises, plus a register-blocked
+// matmul. tests/tl/tl_runtime_test.cc compiles it on its own and checks its arithmetic.
+#ifndef TILEOPS_TL_RUNTIME_H_
+#define TILEOPS_TL_RUNTIME_H_
 
-namespace tileops::tl::cpu {
-
-const char* runtime_source() {
-  return R"TLRT(// tileops tile runtime (generated code prelude)
 typedef long long i64;
 typedef unsigned long long u64;
 typedef signed char i8;
@@ -16,7 +16,11 @@ typedef short i16;
 typedef unsigned short u16;
 typedef int i32;
 typedef unsigned int u32;
-union TlArg { void* p; i64 i; double f; };
+union TlArg {
+  void* p;
+  i64 i;
+  double f;
+};
 struct TlRt {
   double (*read)(const void* element, int dtype);
   void (*write)(double value, void* element, int dtype);
@@ -49,10 +53,26 @@ TL_MATH double erf(double);
 TL_MATH double erfc(double);
 TL_MATH double pow(double, double);
 }
-TL_INLINE u32 tl_fbits(float f) { u32 u; __builtin_memcpy(&u, &f, 4); return u; }
-TL_INLINE float tl_bitsf(u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
-TL_INLINE u64 tl_dbits(double d) { u64 u; __builtin_memcpy(&u, &d, 8); return u; }
-TL_INLINE double tl_bitsd(u64 u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
+TL_INLINE u32 tl_fbits(float f) {
+  u32 u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+TL_INLINE float tl_bitsf(u32 u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+TL_INLINE u64 tl_dbits(double d) {
+  u64 u;
+  __builtin_memcpy(&u, &d, 8);
+  return u;
+}
+TL_INLINE double tl_bitsd(u64 u) {
+  double d;
+  __builtin_memcpy(&d, &u, 8);
+  return d;
+}
 // float16 <-> float32 (branch-free, round to nearest even; after M. Dukhan's FP16 library).
 TL_INLINE float tl_h2f(u16 h) {
   const u32 w = (u32)h << 16, sign = w & 0x80000000u, two_w = w + w;
@@ -108,7 +128,8 @@ TL_INLINE float tl_expf_fast(float x) {
   const float r2 = r * r;
   const float c01 = __builtin_fmaf(0.166666671633720397949219f, r, 0.5f);
   const float c23 = __builtin_fmaf(0.00833336077630519866943359f, r, 0.0416664853692054748535156f);
-  const float c45 = __builtin_fmaf(0.000198527617612853646278381f, r, 0.00139304355252534151077271f);
+  const float c45 =
+      __builtin_fmaf(0.000198527617612853646278381f, r, 0.00139304355252534151077271f);
   const float q = __builtin_fmaf(__builtin_fmaf(__builtin_fmaf(c45, r2, c23), r2, c01), r2, r);
   const float s = tl_bitsf(tl_fbits(t) << 23);
   const float e = __builtin_fmaf(q, s, s) * 2.0f;
@@ -128,7 +149,7 @@ TL_INLINE float tl_expf_fast(float x) {
 // NaN or huge, so 2 * 2^f * s is inf, NaN, inf. Otherwise exp2 of the double.
 TL_INLINE float tl_exp2f(float x) {
 #if TL_FAST_MATH
-  const float magic = 12583038.0f;  // 1.5 * 2^23 + 126
+  const float magic = 12583038.0f;                              // 1.5 * 2^23 + 126
   const u32 tb = tl_fbits(x + magic), cap = 0x4B40007Eu + 128;  // bits of magic, n + 126 <= 254
   const float t = tl_bitsf(tb < cap ? tb : cap), f = x - (t - magic);
   float p = 0.0003069162485189736f;
@@ -178,9 +199,9 @@ TL_INLINE float tl_gelu_erff(float x) {
   const float c23 = __builtin_fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
   const float c45 = __builtin_fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
   const float c = __builtin_fmaf(__builtin_fmaf(c45, r2, c23), r2, c01);
-  const float scale = tl_bitsf(tl_fbits(tm) << 23);                          // 2^(n + 64)
+  const float scale = tl_bitsf(tl_fbits(tm) << 23);                        // 2^(n + 64)
   const float e = __builtin_fmaf(__builtin_fmaf(c, r2, r), scale, scale);  // e^(-a^2/2) 2^64
-  const float q = (num / den) * e;                                          // Phi(-a) 2^64
+  const float q = (num / den) * e;                                         // Phi(-a) 2^64
   const bool neg = x < 0.0f;
   const float one_minus = __builtin_fmaf(q, -0x1p-64f, 1.0f);
   return (x * (neg ? q : one_minus)) * (neg ? 0x1p-64f : 1.0f);
@@ -257,10 +278,11 @@ TL_INLINE void tl_widen64(const u16* s, float* d) {
       h32 x;  // lanes 16i .. 16i + 15 are words 16 (i % 2) .. of the 32 loaded at 32 (i / 2)
       __builtin_memcpy(&x, s + 32 * (i / 2), 64);
       const short o = (short)(16 * (i % 2));
-      const h32 idx = {0, (short)(o + 0),  0, (short)(o + 1),  0, (short)(o + 2),  0, (short)(o + 3),
-                       0, (short)(o + 4),  0, (short)(o + 5),  0, (short)(o + 6),  0, (short)(o + 7),
-                       0, (short)(o + 8),  0, (short)(o + 9),  0, (short)(o + 10), 0, (short)(o + 11),
-                       0, (short)(o + 12), 0, (short)(o + 13), 0, (short)(o + 14), 0, (short)(o + 15)};
+      const h32 idx = {
+          0, (short)(o + 0),  0, (short)(o + 1),  0, (short)(o + 2),  0, (short)(o + 3),
+          0, (short)(o + 4),  0, (short)(o + 5),  0, (short)(o + 6),  0, (short)(o + 7),
+          0, (short)(o + 8),  0, (short)(o + 9),  0, (short)(o + 10), 0, (short)(o + 11),
+          0, (short)(o + 12), 0, (short)(o + 13), 0, (short)(o + 14), 0, (short)(o + 15)};
       const h32 w = __builtin_ia32_permvarhi512_mask(x, idx, (h32){}, 0xAAAAAAAAu);
       __builtin_memcpy(&v, &w, 64);
     } else {
@@ -296,9 +318,9 @@ TL_INLINE void tl_f2bf64_stream(u16* dst, const float* t) {
       h16 lo, hi;
       __builtin_memcpy(&lo, &a, 32);
       __builtin_memcpy(&hi, &b, 32);
-      const h32 both = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                               13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                                               26, 27, 28, 29, 30, 31);
+      const h32 both =
+          __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
       q8 bits;
       __builtin_memcpy(&bits, &both, 64);
       __builtin_ia32_movntdq512((q8*)(dst + 32 * i), bits);
@@ -328,7 +350,9 @@ TL_INLINE void tl_fence() {
 // loaded tile holds its values, so a NaN comes back as the conversions return it: quieted, or
 // float16's canonical NaN), computed on the bits so that loops over them stay integer.
 TL_INLINE u16 tl_bf_bits(u16 u) { return (u16)((u & 0x7FFFu) > 0x7F80u ? (u | 0x0040u) : u); }
-TL_INLINE u16 tl_h_bits(u16 h) { return (u16)((h & 0x7FFFu) > 0x7C00u ? ((h & 0x8000u) | 0x7E00u) : h); }
+TL_INLINE u16 tl_h_bits(u16 h) {
+  return (u16)((h & 0x7FFFu) > 0x7C00u ? ((h & 0x8000u) | 0x7E00u) : h);
+}
 TL_INLINE float tl_round_f16(float f) { return tl_h2f(tl_f2h(f)); }
 TL_INLINE float tl_round_bf16(float f) { return tl_bf2f(tl_f2bf(f)); }
 // Python-style integer floor division and modulo; division by zero gives 0 (no trap).
@@ -347,14 +371,26 @@ TL_INLINE double tl_fmod_py(double a, double b) {
   const double r = __builtin_fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-TL_INLINE i64 tl_shl(i64 a, i64 b, int bits) { return (b < 0 || b >= bits) ? 0 : (i64)((u64)a << b); }
-TL_INLINE i64 tl_shr(i64 a, i64 b, int bits) { return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : (a >> b); }
+TL_INLINE i64 tl_shl(i64 a, i64 b, int bits) {
+  return (b < 0 || b >= bits) ? 0 : (i64)((u64)a << b);
+}
+TL_INLINE i64 tl_shr(i64 a, i64 b, int bits) {
+  return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : (a >> b);
+}
 // maximum/minimum as the interpreter's glibc fmax/fmin: NaN if either is NaN, the first operand
 // on a tie (+0 and -0 included; the instructions vmaxps/vminps return the second).
-TL_INLINE double tl_fmax(double a, double b) { return (a != a || b != b) ? __builtin_nan("") : (a >= b ? a : b); }
-TL_INLINE double tl_fmin(double a, double b) { return (a != a || b != b) ? __builtin_nan("") : (a <= b ? a : b); }
-TL_INLINE float tl_fmaxf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : (a >= b ? a : b); }
-TL_INLINE float tl_fminf(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : (a <= b ? a : b); }
+TL_INLINE double tl_fmax(double a, double b) {
+  return (a != a || b != b) ? __builtin_nan("") : (a >= b ? a : b);
+}
+TL_INLINE double tl_fmin(double a, double b) {
+  return (a != a || b != b) ? __builtin_nan("") : (a <= b ? a : b);
+}
+TL_INLINE float tl_fmaxf(float a, float b) {
+  return (a != a || b != b) ? __builtin_nanf("") : (a >= b ? a : b);
+}
+TL_INLINE float tl_fminf(float a, float b) {
+  return (a != a || b != b) ? __builtin_nanf("") : (a <= b ? a : b);
+}
 TL_INLINE double tl_relu(double x) { return x > 0 ? x : (x != x ? x : 0.0); }
 // gelu's tanh form, 0.5 x (1 + tanh u), as x m / (1 + m) (u < 0) or x / (1 + m) with
 // m = e^(-2 |u|): no cancellation in 1 + tanh u for x below about -5.5, and no overflow.
@@ -391,7 +427,9 @@ TL_INLINE u64 tl_trip_count(i64 start, i64 stop, i64 step) {
 }
 // where(c, a, b): both values are computed before the choice (no conditional memory read).
 template <typename T>
-TL_INLINE T tl_where(u8 c, T a, T b) { return c ? a : b; }
+TL_INLINE T tl_where(u8 c, T a, T b) {
+  return c ? a : b;
+}
 TL_INLINE i64 tl_clamp(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
 // The columns [lo, hi) of a row of `width` at column offset `off` that lie in [0, extent), exact
 // for every int64 off and extent >= 0: no sum that could overflow is formed (-off for off = -2^63
@@ -495,8 +533,10 @@ TL_INLINE void tl_sum64(tl_v16* f, tl_v8d& lo, tl_v8d& hi, const float* t, i64 k
   if ((k & 1023) == 1024 - 64) tl_sum_flush(f, lo);
 #else
   (void)f, (void)k;
-  if constexpr (kNonNegative) tl_acc64(lo, t);
-  else tl_acc64_exact(lo, hi, t);
+  if constexpr (kNonNegative)
+    tl_acc64(lo, t);
+  else
+    tl_acc64_exact(lo, hi, t);
 #endif
 }
 // Max (min) accumulators over runs of 32: lane q of m takes elements 16j + q + 32i.
@@ -527,8 +567,10 @@ template <bool kMax, int N, typename T>
 TL_INLINE T tl_merge(const T* m) {
   T r = m[0];
   for (int j = 1; j < N; ++j) {
-    if (m[j] != m[j] || r != r) r = (r != r) ? r : m[j];
-    else r = tl_better<kMax>(r, m[j]);
+    if (m[j] != m[j] || r != r)
+      r = (r != r) ? r : m[j];
+    else
+      r = tl_better<kMax>(r, m[j]);
   }
   return r;
 }
@@ -610,7 +652,5 @@ static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* _
     }
   }
 }
-)TLRT";
-}
 
-}  // namespace tileops::tl::cpu
+#endif  // TILEOPS_TL_RUNTIME_H_
