@@ -1,77 +1,14 @@
 #include "src/ops/framework/arg_check.h"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
 
+#include "src/ops/framework/memory_overlap.h"
+
 namespace tileops::ops {
 namespace {
-
-// A view as `rows` runs of `length` contiguous bytes, `stride` bytes apart: a contiguous inner
-// block under outer dims that collapse into one uniform stride (e.g. q and k sliced out of one
-// fused qkv buffer). False when the view has no such form.
-struct Rows {
-  const char* begin;
-  std::int64_t rows, length, stride;
-};
-
-bool as_rows(const Tensor& t, Rows& out) {
-  const auto size = static_cast<std::int64_t>(t.element_size());
-  std::int64_t inner = 1;  // elements of the contiguous inner block
-  int dim = t.rank() - 1;
-  for (; dim >= 0 && (t.shape()[dim] == 1 || t.strides()[dim] == inner); --dim) {
-    inner *= t.shape()[dim];
-  }
-  std::int64_t rows = 1, stride = 0;
-  for (; dim >= 0; --dim) {
-    if (t.shape()[dim] == 1) continue;
-    if (t.strides()[dim] == 0) return false;  // a broadcast dim revisits its bytes
-    if (stride != 0 && t.strides()[dim] != stride * rows) return false;
-    if (stride == 0) stride = t.strides()[dim];
-    rows *= t.shape()[dim];
-  }
-  out = {static_cast<const char*>(t.data()), rows, inner * size, stride * size};
-  return rows == 1 || out.length <= out.stride;
-}
-
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
-}
-
-// Whether row i of `a` and row j of `b` intersect for some i, j, with both row strides `stride`:
-// b's row j starts delta + (j - i)·stride bytes after a's row i.
-bool rows_intersect(const Rows& a, const Rows& b, std::int64_t stride) {
-  const std::int64_t delta = b.begin - a.begin;
-  // Need -b.length < delta + t·stride < a.length for some t = j - i.
-  const std::int64_t t_low = std::max(floor_div(-b.length - delta, stride) + 1, 1 - a.rows);
-  const std::int64_t t_high =
-      std::min(-floor_div(-(a.length - delta), stride) - 1, b.rows - 1);  // ceil - 1
-  return t_low <= t_high;
-}
-
-// Whether the bytes two views can touch intersect; empty views touch nothing. Strides are
-// non-negative (Tensor's invariant), so a view spans [data, data + extent]; views whose extents
-// meet may still interleave without sharing a byte, which rows_intersect decides.
-bool byte_ranges_intersect(const Tensor& a, const Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return false;
-  const auto range = [](const Tensor& t) {
-    std::int64_t last = 0;
-    for (int i = 0; i < t.rank(); ++i) last += (t.shape()[i] - 1) * t.strides()[i];
-    const auto* begin = static_cast<const char*>(t.data());
-    return std::pair{begin, begin + (last + 1) * static_cast<std::int64_t>(t.element_size())};
-  };
-  const auto [a_begin, a_end] = range(a);
-  const auto [b_begin, b_end] = range(b);
-  if (!(a_begin < b_end && b_begin < a_end)) return false;
-  Rows ra{}, rb{};
-  if (!as_rows(a, ra) || !as_rows(b, rb)) return true;
-  if (ra.rows == 1 && rb.rows == 1) return true;  // two runs whose extents meet
-  const std::int64_t stride = ra.rows == 1 ? rb.stride : ra.stride;
-  if ((ra.rows > 1 && ra.stride != stride) || (rb.rows > 1 && rb.stride != stride)) return true;
-  return rows_intersect(ra, rb, stride);
-}
 
 bool same_view(const Tensor& a, const Tensor& b) {
   return a.data() == b.data() && a.element_size() == b.element_size() && a.shape() == b.shape() &&
@@ -188,7 +125,7 @@ void ArgCheck::writable(const Tensor& t, std::string_view arg) const {
 
 void ArgCheck::output_apart_from_input(const Named& out, const Named& in, bool in_place) const {
   if (in_place && same_view(out.tensor, in.tensor)) return;
-  if (byte_ranges_intersect(out.tensor, in.tensor)) {
+  if (may_share_memory(out.tensor, in.tensor)) {
     fail(ErrorKind::kInvalidArgument, out.name,
          "memory apart from '" + std::string(in.name) + "'" +
              (in_place ? " (or exactly its view, in place)" : ""),
@@ -197,7 +134,7 @@ void ArgCheck::output_apart_from_input(const Named& out, const Named& in, bool i
 }
 
 void ArgCheck::outputs_apart(const Named& out, const Named& other) const {
-  if (byte_ranges_intersect(out.tensor, other.tensor)) {
+  if (may_share_memory(out.tensor, other.tensor)) {
     fail(ErrorKind::kInvalidArgument, out.name,
          "memory apart from '" + std::string(other.name) + "'",
          "an overlapping view " + out.tensor.describe());

@@ -43,8 +43,10 @@ class ArgCheck {
     std::string_view name;
   };
   // Each output may share memory with an input only as exactly the same view (in-place use,
-  // when `in_place` allows it) and with no other output at all. Conservative: views whose byte
-  // ranges intersect count as overlapping even when their elements interleave.
+  // when `in_place` allows it) and with no other output at all. Exact for strided views: views
+  // whose elements interleave without sharing a byte (k and v halves of one cache buffer, even
+  // and odd columns) are apart (memory_overlap.h; a view too costly to settle counts as
+  // overlapping).
   void outputs_do_not_overlap(std::initializer_list<Named> inputs,
                               std::initializer_list<Named> outputs, bool in_place = true) const;
   // Its two steps: one output against one input, and two outputs.
