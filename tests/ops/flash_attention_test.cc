@@ -16,6 +16,7 @@
 
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/scoped_env.h"
 #include "tileops/core/error.h"
 
 namespace tileops::ops {
@@ -137,7 +138,7 @@ TEST(FlashAttention, Bfloat16OnEveryPath) {
   // (TILEOPS_AMX=0: the vector path): varlen, GQA, strides, rows without keys, windows, paging.
   for (const char* amx : {"1", "0"}) {
     SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
-    ::setenv("TILEOPS_AMX", amx, 1);
+    const testing::ScopedEnv amx_env("TILEOPS_AMX", amx);
     AttentionCase c;
     c.dtype = DataType::kBFloat16, c.heads = 8, c.kv_heads = 2, c.head_size = 128;
     c.q_lens = {1, 17, 129}, c.kv_lens = {1, 17, 129};
@@ -165,7 +166,6 @@ TEST(FlashAttention, Bfloat16OnEveryPath) {
       EXPECT_EQ(testing::to_doubles(paged), testing::to_doubles(packed));
     }
   }
-  ::unsetenv("TILEOPS_AMX");
 }
 
 TEST(FlashAttention, OneSequenceWithoutCumulativeLengths) {
@@ -372,7 +372,7 @@ TEST(FlashAttention, NonFiniteInputsPropagate) {
   // bfloat16: AMX or AVX512-BF16 block products (head sizes of 16-column strips) where the CPU
   // has them, else and with TILEOPS_AMX=0 (and D = 72) the vector path.
   for (const char* amx : {"1", "0"}) {
-    ::setenv("TILEOPS_AMX", amx, 1);
+    const testing::ScopedEnv amx_env("TILEOPS_AMX", amx);
     for (std::int64_t d : {64, 72}) {
       SCOPED_TRACE(::testing::Message() << "bfloat16 TILEOPS_AMX=" << amx << " D=" << d);
       AttentionCase c;
@@ -382,7 +382,6 @@ TEST(FlashAttention, NonFiniteInputsPropagate) {
       nonfinite::run_poisoned(c);
     }
   }
-  ::unsetenv("TILEOPS_AMX");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/reference_ops.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/simd_targets.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
@@ -98,7 +99,7 @@ TEST_P(GemmTest, EverySimdTarget) {
   // CPUs with AMX, bfloat16 takes the tile path unless TILEOPS_AMX=0.
   for (const char* amx : {"1", "0"}) {
     SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
-    ::setenv("TILEOPS_AMX", amx, 1);
+    const testing::ScopedEnv amx_env("TILEOPS_AMX", amx);
     testing::for_each_simd_target([&] {
       check(37, 101, 300, false, false, Layout::kContiguous);
       check(37, 101, 300, true, true, Layout::kStrided);
@@ -107,7 +108,6 @@ TEST_P(GemmTest, EverySimdTarget) {
       check(5, 200, 45, false, true, Layout::kContiguous);
     });
   }
-  ::unsetenv("TILEOPS_AMX");
 }
 
 TEST_P(GemmTest, LinearWeightLayouts) {
@@ -208,14 +208,13 @@ TEST_P(GemmTest, NonFiniteOperands) {
   };
   for (const char* amx : {"1", "0"}) {
     SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
-    ::setenv("TILEOPS_AMX", amx, 1);
+    const testing::ScopedEnv amx_env("TILEOPS_AMX", amx);
     testing::for_each_simd_target([&] {
       run(false, false, 0.0);
       run(true, true, 2.0);
       run(false, true, 0.0);  // decode path and linear's weight layout
     });
   }
-  ::unsetenv("TILEOPS_AMX");
 }
 
 std::vector<int> gemm_indices() { return active_implementation_indices("gemm", DeviceType::kCpu); }

@@ -2,41 +2,16 @@
 #include "tileops/runtime/knobs.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>  // setenv, unsetenv
-
 #include <set>
 #include <string>
 
+#include "tests/support/scoped_env.h"
 #include "tileops/core/error.h"
 
 namespace tileops {
 namespace {
 
-// Sets (or, with nullptr, unsets) a variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(Knobs, TableNamesAreUniqueAndOurs) {
   std::set<std::string_view> names;

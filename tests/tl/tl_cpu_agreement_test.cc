@@ -4,8 +4,10 @@
 // stated below. Each kernel computes many ops at once so that only a few are compiled.
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <regex>
 
+#include "tests/support/scoped_env.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -271,7 +273,7 @@ TEST(TlCpuAgreement, Float32GeluEveryNthFloat) {
 // choice itself is made at run time: 8 MiB of tensors against it).
 TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
   const std::int64_t n = (std::int64_t{1} << 20) + 37;  // 8 MiB in all
-  ::setenv("TILEOPS_TL_STREAM_BYTES", "4194304", 1);
+  std::optional<ScopedEnv> stream(std::in_place, "TILEOPS_TL_STREAM_BYTES", "4194304");
   const std::string dump = fresh_dump_dir("tl_streamed_dump");
   const tl::Kernel k = tl::jit(
       "streamed",
@@ -287,7 +289,7 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
   for (std::int64_t i = 0; i < n; ++i) px[i] = static_cast<float>(i % 1000) * 0.25f - 100;
   std::memset(y.data(), 0xFF, y.bytes());  // NaN
   k.launch(2, x, y, n);
-  ::unsetenv("TILEOPS_TL_STREAM_BYTES");
+  stream.reset();
   const auto* py = static_cast<const float*>(y.data());
   std::int64_t bad = 0;
   for (std::int64_t i = 0; i < n; ++i) bad += py[i] != px[i] * 2 + 1;  // exact: x * 2 is
@@ -308,7 +310,7 @@ TEST(TlCpuAgreement, StreamedStoresWithPrefetchAreExact) {
 // for bit as the interpreter.
 TEST(TlCpuAgreement, Streamed16BitStoresAreExact) {
   const std::int64_t n = 300000 + 37;  // 1.8 MiB in all, over the 1 MiB threshold below
-  ::setenv("TILEOPS_TL_STREAM_BYTES", "1048576", 1);
+  const ScopedEnv stream("TILEOPS_TL_STREAM_BYTES", "1048576");
   const auto make = [](const tl::Options& o) {
     return tl::jit(
         "streamed16",
@@ -336,7 +338,6 @@ TEST(TlCpuAgreement, Streamed16BitStoresAreExact) {
     EXPECT_NE(dumped_source(dump).find(streamed), std::string::npos)
         << name_of(dtype) << ": the store was not generated on the streaming path";
   }
-  ::unsetenv("TILEOPS_TL_STREAM_BYTES");
 }
 
 TEST(TlCpuAgreement, PrefetchHintIsSpreadOverTheLoopsThatFollow) {

@@ -11,11 +11,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "src/tl/cpu/disk_cache.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/scoped_env.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -30,9 +32,12 @@ class TlCpuCache : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("tileops_tl_cache_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
-    ::setenv("TILEOPS_CACHE_DIR", dir_.c_str(), 1);
+    cache_env_.emplace("TILEOPS_CACHE_DIR", dir_.string());
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    cache_env_.reset();
+    fs::remove_all(dir_);
+  }
 
   std::vector<fs::path> objects() const {
     std::vector<fs::path> found;
@@ -43,6 +48,7 @@ class TlCpuCache : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::optional<testing::ScopedEnv> cache_env_;
 };
 
 // y = x * scale (+ 1 when `plus`), tiles of `tile`.
@@ -212,9 +218,10 @@ TEST_F(TlCpuCache, DumpDirHoldsIrSourceAndObject) {
 
 TEST_F(TlCpuCache, DumpDirFromTheEnvironmentWhenTheOptionIsEmpty) {
   const fs::path dump = dir_ / "env_dump";
-  ::setenv("TILEOPS_TL_DUMP_DIR", dump.c_str(), 1);
-  const tl::Kernel k = scale(false, {.backend = "cpu"});
-  ::unsetenv("TILEOPS_TL_DUMP_DIR");
+  const tl::Kernel k = [&] {
+    const testing::ScopedEnv env("TILEOPS_TL_DUMP_DIR", dump.string());
+    return scale(false, {.backend = "cpu"});
+  }();
   EXPECT_EQ(k.options().dump_dir, dump.string());
   check_scale(k);
   std::set<std::string> extensions;
@@ -265,7 +272,7 @@ TEST_F(TlCpuCache, CopyLoopsStayLoops) {
 TEST_F(TlCpuCache, UnusableCacheDirectoryIsACompileError) {
   fs::create_directories(dir_);
   std::ofstream(dir_ / "file") << "not a directory";
-  ::setenv("TILEOPS_CACHE_DIR", (dir_ / "file" / "below").c_str(), 1);
+  const testing::ScopedEnv env("TILEOPS_CACHE_DIR", (dir_ / "file" / "below").string());
   TensorStorage x({100}, DataType::kFloat32);
   TensorStorage y = poisoned({100}, DataType::kFloat32);
   try {
@@ -285,9 +292,7 @@ TEST_F(TlCpuCache, UnusableCacheDirectoryIsACompileError) {
 // $TILEOPS_TL_TARGET stands in for an empty `target`: a name the compiler rejects is an error
 // naming it. The option wins over the variable. (Compile failures: tl_cpu_cache_trust_test.)
 TEST_F(TlCpuCache, TargetVariableAppliesWhenTheOptionIsEmpty) {
-  const char* before = std::getenv("TILEOPS_TL_TARGET");
-  const std::string saved = before != nullptr ? before : "";
-  ::setenv("TILEOPS_TL_TARGET", "no-such-cpu", 1);
+  std::optional<testing::ScopedEnv> env(std::in_place, "TILEOPS_TL_TARGET", "no-such-cpu");
   TensorStorage x({100}, DataType::kFloat32);
   TensorStorage y = poisoned({100}, DataType::kFloat32);
   std::string what;
@@ -303,11 +308,7 @@ TEST_F(TlCpuCache, TargetVariableAppliesWhenTheOptionIsEmpty) {
   } catch (const Error&) {
     option_wins = false;
   }
-  if (before != nullptr) {
-    ::setenv("TILEOPS_TL_TARGET", saved.c_str(), 1);
-  } else {
-    ::unsetenv("TILEOPS_TL_TARGET");
-  }
+  env.reset();
   EXPECT_NE(what.find("no-such-cpu"), std::string::npos) << "no compile error naming the target";
   EXPECT_TRUE(option_wins);
 }

@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "src/tl/cpu/disk_cache.h"
 #include "src/tl/cpu/sha256.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/scoped_env.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -72,13 +74,15 @@ class TlCpuCacheTrust : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("tileops_tl_trust_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
-    ::setenv("TILEOPS_CACHE_DIR", dir_.c_str(), 1);
+    cache_env_.emplace("TILEOPS_CACHE_DIR", dir_.string());
   }
   void TearDown() override {
+    cache_env_.reset();
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
   fs::path dir_;
+  std::optional<ScopedEnv> cache_env_;
 };
 
 // y = x * s (+ 1 when `plus`).
@@ -154,10 +158,11 @@ TEST_F(TlCpuCacheTrust, SharedForeignAndLinkedDirectoriesAreRefused) {
   fs::permissions(dir_ / "cpu", fs::perms::owner_all);
   const fs::path link = dir_.string() + "_link";
   fs::create_directory_symlink(dir_, link);
-  ::setenv("TILEOPS_CACHE_DIR", link.c_str(), 1);
-  refused("symbolic link");
+  {
+    const ScopedEnv env("TILEOPS_CACHE_DIR", link.string());
+    refused("symbolic link");
+  }
   fs::remove(link);
-  ::setenv("TILEOPS_CACHE_DIR", dir_.c_str(), 1);
   if (::geteuid() == 0) {  // only root can give a directory away
     ASSERT_EQ(::chown((dir_ / "cpu").c_str(), 65534, 65534), 0);
     refused("owned by uid 65534");
@@ -395,9 +400,10 @@ TEST_F(TlCpuCacheTrust, TargetsThisCpuCannotRunAreRefused) {
   std::string what = launch_error(scale(false, {.backend = "cpu", .target = "knl"}), &kind);
   EXPECT_EQ(kind, ErrorKind::kUnsupported) << what;
   EXPECT_NE(what.find("AVX512ER"), std::string::npos) << what;
-  ::setenv("TILEOPS_TL_TARGET", "knl", 1);
-  what = launch_error(scale(false, {.always_compile = true, .backend = "cpu"}), &kind);
-  ::unsetenv("TILEOPS_TL_TARGET");
+  {
+    const ScopedEnv env("TILEOPS_TL_TARGET", "knl");
+    what = launch_error(scale(false, {.always_compile = true, .backend = "cpu"}), &kind);
+  }
   EXPECT_EQ(kind, ErrorKind::kUnsupported) << what;
   EXPECT_NE(what.find("TILEOPS_TL_TARGET"), std::string::npos) << what;
   EXPECT_EQ(tl::cpu_compile_count() - start, 0);
@@ -414,9 +420,11 @@ TEST_F(TlCpuCacheTrust, MalformedAndUnknownTargetsAreRefused) {
   tl::Options o;
   expect_rejected([&] { o.set("target", std::string("$(id)")); }, none, "target");
   ErrorKind kind{};
-  ::setenv("TILEOPS_TL_TARGET", ("haswell$(touch " + touched.string() + ")").c_str(), 1);
-  std::string what = launch_error(scale(false, {.always_compile = true, .backend = "cpu"}), &kind);
-  ::unsetenv("TILEOPS_TL_TARGET");
+  std::string what;
+  {
+    const ScopedEnv env("TILEOPS_TL_TARGET", "haswell$(touch " + touched.string() + ")");
+    what = launch_error(scale(false, {.always_compile = true, .backend = "cpu"}), &kind);
+  }
   EXPECT_EQ(kind, ErrorKind::kInvalidArgument) << what;
   EXPECT_NE(what.find("is not a target name"), std::string::npos) << what;
   what = launch_error(scale(false, {.backend = "cpu", .target = "no-such-cpu"}), &kind);
