@@ -104,8 +104,8 @@ tileops_status tileops_reshape_and_cache_combined(const tileops_tensor* key,
                                                   const tileops_tensor* kv_cache,
                                                   const tileops_tensor* slot_mapping,
                                                   const tileops_context* ctx);
-/* One int64 token per row of logits [B, V]; k (int32/int64, B or 1 elements) and p
- * (float32/float64) may be NULL (off). Deterministic for a seed. */
+/* One token per row of logits [B, V] into out (int64 or int32); k (int32/int64, B or 1
+ * elements) and p (float32/float64) may be NULL (off). Deterministic for a seed. */
 tileops_status tileops_top_k_top_p_sampler(const tileops_tensor* logits, const tileops_tensor* k,
                                            const tileops_tensor* p, uint64_t seed,
                                            const tileops_tensor* out, const tileops_context* ctx);
@@ -113,7 +113,7 @@ tileops_status tileops_top_k_top_p_sampler(const tileops_tensor* logits, const t
 tileops_status tileops_top_k_top_p_sampler_scalar(const tileops_tensor* logits, int64_t k, double p,
                                                   uint64_t seed, const tileops_tensor* out,
                                                   const tileops_context* ctx);
-/* One int32 token per row of probs [B, V]. */
+/* One token per row of probs [B, V] into out (int32 or int64). */
 tileops_status tileops_topk_topp_sampling(const tileops_tensor* probs, int64_t topk, double topp,
                                           uint64_t seed, const tileops_tensor* out,
                                           const tileops_context* ctx);
