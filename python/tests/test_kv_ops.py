@@ -252,6 +252,27 @@ def test_samplers_write_tokens_of_either_width(width):
                            logits.argmax(-1))
 
 
+def test_int64_indices_beyond_int32_are_refused():
+    """positions and slot_mapping whose low 32 bits are valid are still out of range."""
+    big = 1 << 32
+    query = make((T, 2 * D), torch.float32)
+    before = query.clone()
+    positions = torch.arange(T)
+    positions[2] = big + 1
+    with pytest.raises(ValueError, match="positions"):
+        ops.rotary_embedding(positions, query, None, D, cos_sin_cache(D))
+    assert torch.equal(query, before)
+    key = make((3, HKV, D), torch.float32)
+    kc, vc = torch.zeros(2, 16, HKV, D), torch.zeros(2, 16, HKV, D)
+    for far in (big + 3, big - 1):  # low halves: 3, and -1 (skip)
+        with pytest.raises(ValueError, match="slot_mapping"):
+            ops.reshape_and_cache(key, key, kc, vc, torch.tensor([0, far, 5]))
+    assert not kc.any() and not vc.any()
+    weight = make((10, 4), torch.float32)
+    with pytest.raises(ValueError, match="input_ids"):
+        ops.embedding(torch.tensor([1, big + 2]), weight)
+
+
 def test_class_forms_on_new_data():
     cache = cos_sin_cache(D)
     positions = torch.arange(T)

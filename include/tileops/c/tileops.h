@@ -134,8 +134,9 @@ typedef struct tileops_attention_attributes { /* NOLINT(readability-identifier-n
 } tileops_attention_attributes;
 
 /* Varlen prefill attention: query [Tq, H, D]; key/value packed [Tkv, Hkv, D] (block_table NULL)
- * or paged caches [blocks, block_size, Hkv, D] with block_table int32 [B, max_blocks];
- * cu_seqlens_q / cu_seqlens_kv int32 [B + 1] or NULL (one sequence); output [Tq, H, D]. */
+ * or paged caches [blocks, block_size, Hkv, D] with block_table [B, max_blocks];
+ * cu_seqlens_q / cu_seqlens_kv [B + 1] or NULL (one sequence); output [Tq, H, D]. Index tensors:
+ * int32 or int64, each on its own. */
 tileops_status tileops_flash_attention(const tileops_tensor* query, const tileops_tensor* key,
                                        const tileops_tensor* value,
                                        const tileops_tensor* cu_seqlens_q,
@@ -143,8 +144,8 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
                                        const tileops_tensor* block_table,
                                        const tileops_attention_attributes* attrs,
                                        const tileops_tensor* output, const tileops_context* ctx);
-/* Decode attention: query [B, H, D] over paged caches; seq_lens int32 [B]; block_table int32
- * [B, max_blocks]; seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
+/* Decode attention: query [B, H, D] over paged caches; seq_lens [B]; block_table [B, max_blocks]
+ * (int32 or int64 each); seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
 tileops_status tileops_paged_attention(
     const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
     const tileops_tensor* seq_lens, const tileops_tensor* block_table,
