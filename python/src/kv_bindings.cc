@@ -114,15 +114,17 @@ void bind_kv_ops(py::module_& m) {
         py::arg("value"), py::arg("kv_cache"), py::arg("slot_mapping"), py::kw_only(), index,
         stream);
   m.def("top_k_top_p_sampler", &top_k_top_p_sampler,
-        "One int64 token per row of logits [B, V] from softmax restricted to the top k and the "
-        "top-p nucleus; k/p: None (off), a number or a per-row tensor. Deterministic per seed; a "
+        "One token per row of logits [B, V] from softmax restricted to the top k and the top-p "
+        "nucleus, into out (int64 or int32; omitted: a new int64 tensor); k/p: None (off), a "
+        "number or a per-row tensor. Deterministic per seed; a "
         "torch.Generator, when given, supplies the seed (one draw per call).",
         py::arg("logits"), py::arg("k") = none, py::arg("p") = none, py::arg("out") = none,
         py::kw_only(), py::arg("seed") = 0, py::arg("generator") = none, index, stream);
   m.def("topk_topp_sampling", &topk_topp_sampling,
-        "One int32 token per row of probs [B, V] (topk <= 0 / topp >= 1: off).", py::arg("probs"),
-        py::arg("topk") = 0, py::arg("topp") = 1.0, py::arg("out") = none, py::kw_only(),
-        py::arg("seed") = 0, py::arg("generator") = none, index, stream);
+        "One token per row of probs [B, V] into out (int32 or int64; omitted: a new int32 "
+        "tensor); topk <= 0 / topp >= 1: off.",
+        py::arg("probs"), py::arg("topk") = 0, py::arg("topp") = 1.0, py::arg("out") = none,
+        py::kw_only(), py::arg("seed") = 0, py::arg("generator") = none, index, stream);
 }
 
 }  // namespace tileops::python

@@ -189,3 +189,74 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="output"):
         ops.paged_attention(q[:2], kc, kc, torch.tensor([5, 9], dtype=torch.int32), table,
                             output=q[:3])
+
+
+WIDTHS = [torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("q_width", WIDTHS)
+@pytest.mark.parametrize("kv_width", WIDTHS)
+@pytest.mark.parametrize("table_width", WIDTHS)
+def test_index_tensors_of_either_width(q_width, kv_width, table_width):
+    """cu_seqlens, block tables and seq_lens as torch users pass them: int32 or int64, mixed,
+    strided (every other element); the results of the int32 call."""
+    q_lens, kv_lens = [3, 9, 1], [40, 9, 17]
+    q = make((13, 4, 64), torch.float32, seed=30)
+    k = make((66, 2, 64), torch.float32, seed=31)
+    v = make((66, 2, 64), torch.float32, seed=32)
+    ref = reference(q, k, v, q_lens, kv_lens, causal=True)
+    kc, table = paged(k, kv_lens, 16)
+    vc, _ = paged(v, kv_lens, 16)
+
+    def strided(t, width):
+        wide = torch.stack([t, torch.full_like(t, -7)], -1).to(width)  # gaps hold garbage
+        return wide[..., 0]
+
+    cu_q, cu_kv = strided(cu(q_lens), q_width), strided(cu(kv_lens), kv_width)
+    tab = strided(table, table_width)
+    assert cu_q.stride(0) == 2 and tab.dtype == table_width
+    check(ops.flash_attention(q, k, v, cu_q, cu_kv, causal=True), ref, torch.float32, 64)
+    check(ops.flash_attention(q, kc, vc, cu_q, cu_kv, tab, causal=True), ref, torch.float32, 64)
+    check(ops.mha_varlen_fwd(q, kc, vc, None, cu_q, cu_kv, block_table=tab, max_seqlen_q=9,
+                             max_seqlen_k=40, is_causal=True), ref, torch.float32, 64)
+    # Decode over the same caches: seq_lens of kv_width (the mirrors of the other width).
+    qd = q[:3]
+    lens = torch.tensor(kv_lens).to(kv_width)
+    other = torch.int32 if kv_width == torch.int64 else torch.int64
+    ref_d = reference(qd, k, v, [1] * 3, kv_lens)
+    check(ops.paged_attention(qd, kc, vc, lens, tab), ref_d, torch.float32, 64)
+    check(ops.paged_attention(qd, kc, vc, lens, tab, seq_lens_host=lens.to(other),
+                              block_table_host=tab.contiguous()), ref_d, torch.float32, 64)
+    check(ops.mha_fwd_kvcache(qd[:, None], kc, vc, seqlens_k=lens, block_table=tab)[:, 0], ref_d,
+          torch.float32, 64)
+
+
+def test_int64_indices_beyond_int32_are_refused():
+    """An int64 index whose low 32 bits are valid is out of range, not truncated."""
+    big = 1 << 32
+    q = make((12, 4, 64), torch.float32, seed=33)
+    k = make((12, 1, 64), torch.float32, seed=34)
+    out = torch.full_like(q, 7.0)
+    with pytest.raises(ValueError, match="cu_seqlens_q"):
+        ops.flash_attention(q, k, k, torch.tensor([0, big + 5, 12]), torch.tensor([0, 5, 12]),
+                            output=out)
+    with pytest.raises(ValueError, match="cu_seqlens_kv"):
+        ops.flash_attention(q, k, k, torch.tensor([0, 5, 12]), torch.tensor([0, 5, big + 12]),
+                            output=out)
+    kc, table = paged(k, [5, 7], 16)
+    far_table = table.long()
+    far_table[1, 0] += big
+    with pytest.raises(ValueError, match="block_table"):
+        ops.flash_attention(q, kc, kc, torch.tensor([0, 5, 12]), torch.tensor([0, 5, 12]),
+                            far_table, output=out)
+    with pytest.raises(ValueError, match="seq_lens"):
+        ops.paged_attention(q[:2], kc, kc, torch.tensor([5, big + 7]), table, output=out[:2])
+    with pytest.raises(ValueError, match="block_table"):
+        ops.paged_attention(q[:2], kc, kc, torch.tensor([5, 7]), far_table, output=out[:2])
+    with pytest.raises(ValueError, match="cache_seqlens|seqlens_k"):
+        ops.mha_fwd_kvcache(q[:2, None], kc, kc, seqlens_k=torch.tensor([big + 5, 7]),
+                            block_table=table)
+    assert bool((out == 7.0).all())
+    with pytest.raises(TypeError, match="cu_seqlens_q"):
+        ops.flash_attention(q, k, k, torch.tensor([0, 5, 12], dtype=torch.int16),
+                            torch.tensor([0, 5, 12]))

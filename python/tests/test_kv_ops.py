@@ -210,7 +210,9 @@ def test_sampler_errors():
     with pytest.raises(ValueError, match="'k'"):
         ops.top_k_top_p_sampler(logits, torch.tensor([1, 2]))
     with pytest.raises(TypeError, match="'out'"):
-        ops.top_k_top_p_sampler(logits, out=torch.empty(3, dtype=torch.int32))
+        ops.top_k_top_p_sampler(logits, out=torch.empty(3, dtype=torch.int16))
+    with pytest.raises(TypeError, match="'out'"):
+        ops.topk_topp_sampling(torch.rand(3, 10), 0, 1.0, out=torch.empty(3, dtype=torch.int16))
     bad = logits.clone()
     bad[1, 4] = float("nan")
     with pytest.raises(ValueError, match="logits"):
@@ -219,6 +221,56 @@ def test_sampler_errors():
         ops.topk_topp_sampling(-torch.rand(3, 10), 0, 1.0)
     with pytest.raises(ValueError, match="logits"):
         ops.top_k_top_p_sampler(torch.randn(10))
+
+
+@pytest.mark.parametrize("width", [torch.int32, torch.int64])
+def test_samplers_write_tokens_of_either_width(width):
+    """InfiniOps writes int32 tokens, torch int64: out may be either (strided too); an omitted out
+    keeps each sampler's default (int64 from logits, int32 from probs)."""
+    logits = make((7, 301), torch.float32, low=-4, high=4)
+    probs = torch.softmax(logits.double(), -1).float()
+    ref = ops.top_k_top_p_sampler(logits, 30, 0.9, seed=5)
+    ref_p = ops.topk_topp_sampling(probs, 30, 0.9, seed=5)
+    assert ref.dtype == torch.int64 and ref_p.dtype == torch.int32
+    for out in (torch.full((7,), -1, dtype=width), torch.full((14,), -1, dtype=width)[::2]):
+        got = ops.top_k_top_p_sampler(logits, 30, 0.9, out, seed=5)
+        assert got is out and torch.equal(out.long(), ref)
+        out.fill_(-1)
+        assert ops.topk_topp_sampling(probs, 30, 0.9, out, seed=5) is out
+        assert torch.equal(out.long(), ref_p.long())
+        sampler = ops.TopKTopPSampler(logits, 30, 0.9, out)
+        out.fill_(-1)
+        assert sampler(logits, 30, 0.9, out, seed=5) is out and torch.equal(out.long(), ref)
+        sampling = ops.TopkToppSampling(probs, 30, 0.9, out)
+        out.fill_(-1)
+        assert sampling(probs, out, seed=5) is out and torch.equal(out.long(), ref_p.long())
+    # A per-row int64 k beyond int32 is read whole (>= V: off), not as its low half (1: argmax).
+    far_k = torch.tensor([(1 << 32) + 1] * 7)
+    assert torch.equal(ops.top_k_top_p_sampler(logits, far_k, None, seed=8),
+                       ops.top_k_top_p_sampler(logits, None, None, seed=8))
+    assert not torch.equal(ops.top_k_top_p_sampler(logits, far_k, None, seed=8),
+                           logits.argmax(-1))
+
+
+def test_int64_indices_beyond_int32_are_refused():
+    """positions and slot_mapping whose low 32 bits are valid are still out of range."""
+    big = 1 << 32
+    query = make((T, 2 * D), torch.float32)
+    before = query.clone()
+    positions = torch.arange(T)
+    positions[2] = big + 1
+    with pytest.raises(ValueError, match="positions"):
+        ops.rotary_embedding(positions, query, None, D, cos_sin_cache(D))
+    assert torch.equal(query, before)
+    key = make((3, HKV, D), torch.float32)
+    kc, vc = torch.zeros(2, 16, HKV, D), torch.zeros(2, 16, HKV, D)
+    for far in (big + 3, big - 1):  # low halves: 3, and -1 (skip)
+        with pytest.raises(ValueError, match="slot_mapping"):
+            ops.reshape_and_cache(key, key, kc, vc, torch.tensor([0, far, 5]))
+    assert not kc.any() and not vc.any()
+    weight = make((10, 4), torch.float32)
+    with pytest.raises(ValueError, match="input_ids"):
+        ops.embedding(torch.tensor([1, big + 2]), weight)
 
 
 def test_class_forms_on_new_data():

@@ -1,9 +1,10 @@
 """Every operator against torch 1.13 references: dtype x implementation index x layout."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import assert_close, make, params
+from conftest import LAYOUTS, assert_close, indices, make, params
 from tileops import ops
 
 ROWS, COLS = 5, 67  # odd sizes: SIMD tails
@@ -26,6 +27,50 @@ def test_mul(dtype, index, layout):
     assert got is out
     ref = a.to(torch.float64) * b.to(torch.float64)
     assert_close(got, ref.to(dtype).double() if dtype.is_floating_point else ref, dtype)
+
+
+INTEGERS = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+def full_range(shape, dtype, seed, strided=False):
+    """Integers over the dtype's whole range (products and sums wrap); strided: every other
+    element of the last dim."""
+    info = torch.iinfo(dtype)
+    gen = torch.Generator().manual_seed(seed)
+    wide = list(shape[:-1]) + [shape[-1] * 2] if strided else list(shape)
+    if dtype == torch.int64:  # randint's bound is an int64 itself: draw the bits in two halves
+        hi = torch.randint(-(1 << 31), 1 << 31, wide, generator=gen, dtype=torch.int64)
+        lo = torch.randint(0, 1 << 32, wide, generator=gen, dtype=torch.int64)
+        base = hi * (1 << 32) + lo
+    else:
+        base = torch.randint(info.min, info.max + 1, wide, generator=gen, dtype=dtype)
+    return base[..., ::2] if strided else base
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("dtype", INTEGERS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_integer_add_mul_wrap_as_torch(op, dtype, layout):
+    """Every integer dtype wraps modulo 2^n exactly as torch's add/mul: broadcasting, tails of
+    odd widths, strided operands and outputs, every implementation."""
+    torch_op = torch.add if op == "add" else torch.mul
+    strided = layout == "strided"
+    cases = [((ROWS, COLS), (COLS,)), ((ROWS, 1, COLS), (3, COLS)), ((9, 1), (1, 33)),
+             ((1,), (1031,)), ((4, 2, 7), (4, 2, 7))]
+    for index in indices(op):
+        for seed, (a_shape, b_shape) in enumerate(cases):
+            a, b = full_range(a_shape, dtype, seed, strided), full_range(b_shape, dtype, seed + 50)
+            ref = torch_op(a, b)
+            assert ref.dtype == dtype
+            got = getattr(ops, op)(a, b, implementation_index=index)
+            assert got.dtype == dtype and torch.equal(got, ref), (index, a_shape, b_shape)
+            out = full_range(tuple(ref.shape), dtype, 99, strided)
+            assert getattr(ops, op)(a, b, out, implementation_index=index) is out
+            assert torch.equal(out, ref), (index, a_shape, b_shape)
+    small = torch.tensor([torch.iinfo(dtype).max, torch.iinfo(dtype).min], dtype=dtype)
+    assert torch.equal(getattr(ops, op)(small, small), torch_op(small, small))
+    with pytest.raises(TypeError, match="other"):
+        getattr(ops, op)(small, small.to(torch.int16 if dtype != torch.int16 else torch.int8))
 
 
 @params("cast", [torch.float32, torch.float16, torch.bfloat16, torch.int32])

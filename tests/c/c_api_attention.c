@@ -105,11 +105,25 @@ static void test_paged_attention(void) {
       for (int c = 0; c < kD; ++c) CHECK(fabs(y[(b * kH + h) * kD + c] - expected[c]) < 1e-5);
     }
   }
-  /* Errors: a sequence longer than its blocks, a block id outside the cache, an int64 seq_lens,
-   * NULL block_table. */
+  /* int64 seq_lens and block_table give the same output. */
+  float y64[2 * kH * kD];
+  const int64_t lens_wide[] = {5, 3};
+  const int64_t table_wide[] = {3, 0, 1, 2, 1, 0};
+  const tileops_tensor lens64 = tensor((void*)lens_wide, TILEOPS_INT64, 1, lens_shape, NULL);
+  const tileops_tensor table64 = tensor((void*)table_wide, TILEOPS_INT64, 2, table_shape, NULL);
+  const tileops_tensor out64 = tensor(y64, TILEOPS_FLOAT32, 3, q_shape, NULL);
+  poison(y64, 2 * kH * kD);
+  CHECK_OK(
+      tileops_paged_attention(&qt, &kt, &vt, &lens64, &table64, &attrs, &out64, NULL, NULL, NULL));
+  CHECK(memcmp(y, y64, sizeof(y)) == 0);
+  /* Errors: a sequence longer than its blocks, a block id outside the cache, an int64 length
+   * beyond int32 (its low half, 5, would be valid), an int16 seq_lens, NULL block_table. */
   const int32_t long_lens[] = {7, 3};
   const tileops_tensor long_t = tensor((void*)long_lens, TILEOPS_INT32, 1, lens_shape, NULL);
-  const tileops_tensor lens64 = tensor((void*)lens, TILEOPS_INT64, 1, lens_shape, NULL);
+  const int64_t far_lens[] = {((int64_t)1 << 32) + 5, 3};
+  const tileops_tensor far_t = tensor((void*)far_lens, TILEOPS_INT64, 1, lens_shape, NULL);
+  const int16_t short_lens[] = {5, 3};
+  const tileops_tensor lens16 = tensor((void*)short_lens, TILEOPS_INT16, 1, lens_shape, NULL);
   poison(y, 2 * kH * kD);
   CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &long_t, &bt, &attrs, &out, NULL, NULL, NULL),
               TILEOPS_INVALID_ARGUMENT, "seq_lens");
@@ -117,7 +131,9 @@ static void test_paged_attention(void) {
   const tileops_tensor bad_bt = tensor((void*)bad_table, TILEOPS_INT32, 2, table_shape, NULL);
   CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lt, &bad_bt, &attrs, &out, NULL, NULL, NULL),
               TILEOPS_INVALID_ARGUMENT, "block_table");
-  CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lens64, &bt, &attrs, &out, NULL, NULL, NULL),
+  CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &far_t, &bt, &attrs, &out, NULL, NULL, NULL),
+              TILEOPS_INVALID_ARGUMENT, "seq_lens");
+  CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lens16, &bt, &attrs, &out, NULL, NULL, NULL),
               TILEOPS_INVALID_TYPE, "seq_lens");
   CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lt, NULL, &attrs, &out, NULL, NULL, NULL),
               TILEOPS_INVALID_ARGUMENT, "block_table");

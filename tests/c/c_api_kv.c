@@ -131,6 +131,8 @@ static void test_sampling(void) {
   const tileops_tensor pt = tensor(probs, TILEOPS_FLOAT32, 2, shape, NULL);
   const tileops_tensor ot = tensor(out, TILEOPS_INT64, 1, b_shape, NULL);
   const tileops_tensor o32 = tensor(out32, TILEOPS_INT32, 1, b_shape, NULL);
+  int16_t out16[kB] = {-1, -1};
+  const tileops_tensor o16 = tensor(out16, TILEOPS_INT16, 1, b_shape, NULL);
   const tileops_tensor kt = tensor(k1, TILEOPS_INT64, 1, one, NULL);
   CHECK_OK(tileops_top_k_top_p_sampler(&lt, &kt, NULL, 7, &ot, NULL));
   CHECK(out[0] == 1 && out[1] == 3);
@@ -141,11 +143,18 @@ static void test_sampling(void) {
   CHECK(out32[0] == 1 && out32[1] == 3);
   CHECK_OK(tileops_top_k_top_p_sampler(&lt, NULL, NULL, 7, &ot, NULL));
   CHECK(out[0] >= 0 && out[0] < kV && out[1] >= 0 && out[1] < kV);
+  /* Tokens of either width: int32 from the logits sampler, int64 from the probs one. */
+  out32[0] = out32[1] = -1;
+  CHECK_OK(tileops_top_k_top_p_sampler(&lt, &kt, NULL, 7, &o32, NULL));
+  CHECK(out32[0] == 1 && out32[1] == 3);
+  out[0] = out[1] = -1;
+  CHECK_OK(tileops_topk_topp_sampling(&pt, 1, 1.0, 7, &ot, NULL));
+  CHECK(out[0] == 1 && out[1] == 3);
 
   out[0] = out[1] = -1;
   CHECK_FAILS(tileops_top_k_top_p_sampler_scalar(&lt, 0, 0.0, 7, &ot, NULL),
               TILEOPS_INVALID_ARGUMENT, "p");
-  CHECK_FAILS(tileops_top_k_top_p_sampler(&lt, NULL, NULL, 7, &o32, NULL), TILEOPS_INVALID_TYPE,
+  CHECK_FAILS(tileops_top_k_top_p_sampler(&lt, NULL, NULL, 7, &o16, NULL), TILEOPS_INVALID_TYPE,
               "out");
   CHECK_FAILS(tileops_topk_topp_sampling(&lt, 0, 1.0, 7, &o32, NULL), TILEOPS_INVALID_ARGUMENT,
               "probs");      /* negative entries */

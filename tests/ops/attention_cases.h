@@ -69,6 +69,40 @@ inline TensorStorage int32_tensor(const std::vector<std::int64_t>& values, const
   return t;
 }
 
+// An index tensor of either width holding `values` in row-major order; strided: padded strides
+// (every dim), so that readers go through them.
+inline TensorStorage index_tensor(const std::vector<std::int64_t>& values, const Dims& shape,
+                                  DataType dtype, Layout layout = Layout::kContiguous) {
+  TensorStorage t = poisoned(shape, dtype, layout);
+  const Tensor v = t.view();
+  std::vector<std::int64_t> index(static_cast<std::size_t>(v.rank()), 0);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    void* p = v.element_ptr(index.data());
+    if (dtype == DataType::kInt64) {
+      *static_cast<std::int64_t*>(p) = values[i];
+    } else {
+      *static_cast<std::int32_t*>(p) = static_cast<std::int32_t>(values[i]);
+    }
+    for (int d = v.rank() - 1; d >= 0; --d) {
+      if (++index[d] < v.size(d)) break;
+      index[d] = 0;
+    }
+  }
+  return t;
+}
+
+// The values of an int32 or int64 tensor, row-major.
+inline std::vector<std::int64_t> index_values(const Tensor& t) {
+  std::vector<std::int64_t> values;
+  for (double x : to_doubles(t)) values.push_back(static_cast<std::int64_t>(x));
+  return values;
+}
+
+// `t` (an index tensor) as `dtype` in `layout`, same values.
+inline TensorStorage as_index(const Tensor& t, DataType dtype, Layout layout) {
+  return index_tensor(index_values(t), t.shape(), dtype, layout);
+}
+
 // Keys and values of every sequence: packed, plus (when block_size > 0) the paged cache holding
 // the same rows, its block table (unused entries -1) and the cumulative kv lengths.
 struct AttentionInputs {

@@ -2,7 +2,7 @@
 // GQA ratios 1/4/8, head sizes 64/80/128/256, every float dtype, causal with q shorter than kv,
 // both sliding-window forms, paged caches with block sizes 16 and 32 (equal to the packed
 // results bit for bit), strided query/output, poisoned outputs, the class form, the flash-attn
-// adapters and bad inputs.
+// adapters, index tensors of either width (int64 beyond int32 refused) and bad inputs.
 #include "tileops/ops/flash_attention.h"
 
 #include <gtest/gtest.h>
@@ -210,6 +210,99 @@ TEST(FlashAttention, Adapters) {
   const TensorStorage lens = testing::int32_tensor({50, 20}, {2});
   mha_fwd_kvcache(q4, in.key_cache, in.value_cache, lens, in.block_table, out4, 0.0, true, -1, -1);
   EXPECT_EQ(testing::compare(out4, expected, tol), "");
+}
+
+// cu_seqlens_q, cu_seqlens_kv and block_table each int32 or int64 (every mix), contiguous or
+// strided: the same results as the all-int32 call, packed and paged, and the adapters too.
+TEST(FlashAttention, IndexTensorsOfEitherWidth) {
+  const DataType widths[] = {DataType::kInt32, DataType::kInt64};
+  for (std::int64_t block_size : {0, 16}) {
+    AttentionCase c;
+    c.heads = 4, c.kv_heads = 2;
+    c.q_lens = {3, 17, 1}, c.kv_lens = {40, 17, 33};
+    c.causal = true, c.block_size = block_size;
+    std::mt19937_64 rng(21);
+    AttentionInputs in(c, rng);
+    const auto expected = in.expected(c);
+    const auto tol = attention_tolerance(c.dtype, c.head_size);
+    const Tensor& key = block_size ? in.key_cache.view() : in.key.view();
+    const Tensor& value = block_size ? in.value_cache.view() : in.value.view();
+    for (DataType q_width : widths) {
+      for (DataType kv_width : widths) {
+        for (DataType table_width : widths) {
+          if (!block_size && table_width == DataType::kInt64) continue;  // no table
+          for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+            SCOPED_TRACE("block_size " + std::to_string(block_size) + " cu_seqlens_q " +
+                         std::string(name_of(q_width)) + " cu_seqlens_kv " +
+                         std::string(name_of(kv_width)) + " block_table " +
+                         std::string(name_of(table_width)) + " " + testing::layout_name(layout));
+            const TensorStorage cu_q = testing::as_index(in.cu_q, q_width, layout);
+            const TensorStorage cu_kv = testing::as_index(in.cu_kv, kv_width, layout);
+            TensorStorage table;
+            if (block_size) table = testing::as_index(in.block_table, table_width, layout);
+            TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype);
+            flash_attention(in.query, key, value, cu_q, cu_kv, block_size ? table.view() : Tensor(),
+                            c.attributes(), out);
+            EXPECT_EQ(testing::compare(out, expected, tol), "");
+            if (!block_size) continue;
+            TensorStorage varlen = testing::poisoned(in.query.view().shape(), c.dtype);
+            mha_varlen_fwd(in.query, key, value, varlen, cu_q, cu_kv, table, 17, 40, 0.0, true, -1,
+                           -1);
+            EXPECT_EQ(testing::compare(varlen, expected, tol), "");
+          }
+        }
+      }
+    }
+  }
+}
+
+// An int64 index beyond int32 is out of range, never read as its low 32 bits (which would be a
+// valid value here): refused naming the tensor, nothing written.
+TEST(FlashAttention, Int64IndicesBeyondInt32AreRefused) {
+  constexpr std::int64_t k2To32 = std::int64_t{1} << 32;
+  const DataType i64 = DataType::kInt64;
+  AttentionCase c;
+  c.q_lens = {5, 7}, c.kv_lens = {5, 7};
+  c.block_size = 16;
+  std::mt19937_64 rng(17);
+  AttentionInputs in(c, rng);
+  TensorStorage out = testing::poisoned({12, 4, 64}, c.dtype);
+  const auto attrs = c.attributes();
+  const auto call = [&](const Tensor& k, const Tensor& v, const Tensor& cu_q, const Tensor& cu_kv,
+                        const Tensor& table) {
+    return [&] { flash_attention(in.query, k, v, cu_q, cu_kv, table, attrs, out); };
+  };
+  const Tensor packed_k = in.key.view(), packed_v = in.value.view();
+  const Tensor paged_k = in.key_cache.view(), paged_v = in.value_cache.view();
+  // cu_seqlens_q {0, 2^32 + 5, 12}: its low halves {0, 5, 12} are the valid in.cu_q.
+  const TensorStorage far_q = testing::index_tensor({0, k2To32 + 5, 12}, {3}, i64);
+  expect_rejected(call(packed_k, packed_v, far_q, in.cu_kv, Tensor()), out, "cu_seqlens_q");
+  const TensorStorage far_kv = testing::index_tensor({0, 5, k2To32 + 12}, {3}, i64);
+  expect_rejected(call(packed_k, packed_v, in.cu_q, far_kv, Tensor()), out, "cu_seqlens_kv");
+  // Paged: a kv length of 2^32 + 7 (low half 7 fits the blocks), a block id of 2^32 + id.
+  const TensorStorage long_kv = testing::index_tensor({0, 5, k2To32 + 12}, {3}, i64);
+  expect_rejected(call(paged_k, paged_v, in.cu_q, long_kv, in.block_table), out, "cu_seqlens_kv");
+  std::vector<std::int64_t> ids = testing::index_values(in.block_table);
+  ids[1] += k2To32;
+  const TensorStorage far_table =
+      testing::index_tensor(ids, in.block_table.view().shape(), i64, Layout::kStrided);
+  expect_rejected(call(paged_k, paged_v, in.cu_q, in.cu_kv, far_table), out, "block_table");
+  const TensorStorage negative_table =
+      testing::index_tensor({-k2To32 + ids[0], ids[1] - k2To32}, {2, 1}, i64);
+  expect_rejected(call(paged_k, paged_v, in.cu_q, in.cu_kv, negative_table), out, "block_table");
+  // The adapter's per-sequence lengths: 2^32 + 5 is refused, not 5.
+  TensorStorage out4 = testing::poisoned({2, 6, 4, 64}, c.dtype);
+  const Tensor q4 = in.query.view().with_shape({2, 6, 4, 64}, {6 * 256, 256, 64, 1});
+  const TensorStorage far_lens = testing::index_tensor({k2To32 + 5, 7}, {2}, i64);
+  expect_rejected(
+      [&] {
+        mha_fwd_kvcache(q4, paged_k, paged_v, far_lens, in.block_table, out4, 0.0, true, -1, -1);
+      },
+      out4, "cache_seqlens");
+  // Other integer widths are still refused, as a type error.
+  const TensorStorage cu16 = testing::poisoned({3}, DataType::kInt16);
+  expect_rejected(call(packed_k, packed_v, cu16, in.cu_kv, Tensor()), out, "cu_seqlens_q",
+                  ErrorKind::kInvalidType);
 }
 
 TEST(FlashAttention, BadInputs) {

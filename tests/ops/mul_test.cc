@@ -16,7 +16,7 @@ struct MulOp {
   static double reference(double a, double b) { return a * b; }
   template <typename U>
   static U wrap(U a, U b) {
-    return static_cast<U>(a * b);
+    return static_cast<U>(std::uint64_t{a} * std::uint64_t{b});  // no int promotion
   }
 };
 

@@ -1,6 +1,7 @@
 // paged_attention (decode) against the float64 reference: lengths 0, 1, 17, 129 and 1000,
 // block sizes 16 and 32, GQA ratios 1/4/8, every float dtype, split-KV over 4 threads, sliding
-// windows, host mirrors, strided query/output/caches, the class form and bad inputs.
+// windows, host mirrors, strided query/output/caches, index tensors of either width (int64
+// beyond int32 refused), the class form and bad inputs.
 #include "tileops/ops/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -152,8 +153,8 @@ TEST(PagedAttention, BadInputs) {
   expect_rejected(call(lens, in.block_table, attrs, too_long), out, "seq_lens_host");
   const TensorStorage bad_table = testing::int32_tensor({0, 1, -1, 7}, {2, 2});
   expect_rejected(call(lens, bad_table, attrs), out, "block_table");
-  TensorStorage lens64({2}, DataType::kInt64);
-  expect_rejected(call(lens64, in.block_table, attrs), out, "seq_lens", ErrorKind::kInvalidType);
+  const TensorStorage lens16 = testing::poisoned({2}, DataType::kInt16);
+  expect_rejected(call(lens16, in.block_table, attrs), out, "seq_lens", ErrorKind::kInvalidType);
   AttentionAttributes bad = attrs;
   bad.head_size = 32;
   expect_rejected(call(lens, in.block_table, bad), out, "head_size");
@@ -166,6 +167,74 @@ TEST(PagedAttention, BadInputs) {
                         half_out);
       },
       half_out, "output", ErrorKind::kInvalidType);
+}
+
+// seq_lens, block_table and their host mirrors each int32 or int64 (every mix), contiguous or
+// strided, split over threads: the results of the int32 call.
+TEST(PagedAttention, IndexTensorsOfEitherWidth) {
+  ThreadPool pool(3);
+  Context ctx;
+  ctx.thread_pool = &pool;
+  const AttentionCase c = decode_case({300, 17, 0, 33}, 4, 2, 64, 16);
+  std::mt19937_64 rng(5);
+  AttentionInputs in(c, rng);
+  const auto expected = in.expected(c);
+  const TensorStorage lens32 = testing::int32_tensor(c.kv_lens, {4});
+  const DataType widths[] = {DataType::kInt32, DataType::kInt64};
+  for (DataType lens_width : widths) {
+    for (DataType table_width : widths) {
+      for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+        for (bool mirrors : {false, true}) {
+          SCOPED_TRACE(std::string("seq_lens ") + std::string(name_of(lens_width)) +
+                       " block_table " + std::string(name_of(table_width)) + " " +
+                       testing::layout_name(layout) + (mirrors ? " with mirrors" : ""));
+          const TensorStorage lens = testing::as_index(lens32, lens_width, layout);
+          const TensorStorage table = testing::as_index(in.block_table, table_width, layout);
+          // The mirrors take the other width, so that a mix is read as given.
+          const DataType other_lens = lens_width == widths[0] ? widths[1] : widths[0];
+          const TensorStorage lens_host = testing::as_index(lens32, other_lens, layout);
+          const TensorStorage table_host =
+              testing::as_index(in.block_table, table_width, Layout::kContiguous);
+          TensorStorage out = testing::poisoned({4, 4, 64}, c.dtype);
+          paged_attention(in.query, in.key_cache, in.value_cache, lens, table, c.attributes(), out,
+                          mirrors ? lens_host.view() : Tensor(),
+                          mirrors ? table_host.view() : Tensor(), ctx);
+          EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(c.dtype, 64)), "");
+        }
+      }
+    }
+  }
+}
+
+// An int64 length or block id beyond int32 is out of range, never read as its low 32 bits
+// (valid here): refused naming the tensor (the mirror when it is what the kernel reads).
+TEST(PagedAttention, Int64IndicesBeyondInt32AreRefused) {
+  constexpr std::int64_t k2To32 = std::int64_t{1} << 32;
+  const DataType i64 = DataType::kInt64;
+  const AttentionCase c = decode_case({20, 9}, 4, 1, 64, 16);
+  std::mt19937_64 rng(9);
+  AttentionInputs in(c, rng);
+  const TensorStorage lens = testing::int32_tensor(c.kv_lens, {2});
+  TensorStorage out = testing::poisoned({2, 4, 64}, c.dtype);
+  const auto attrs = c.attributes();
+  const auto call = [&](const Tensor& seq_lens, const Tensor& table, const Tensor& lens_host = {},
+                        const Tensor& table_host = {}) {
+    return [&] {
+      paged_attention(in.query, in.key_cache, in.value_cache, seq_lens, table, attrs, out,
+                      lens_host, table_host);
+    };
+  };
+  const TensorStorage far_lens = testing::index_tensor({20, k2To32 + 9}, {2}, i64);
+  expect_rejected(call(far_lens, in.block_table), out, "seq_lens");
+  expect_rejected(call(lens, in.block_table, far_lens), out, "seq_lens_host");
+  const TensorStorage negative_lens = testing::index_tensor({20, 9 - k2To32}, {2}, i64);
+  expect_rejected(call(negative_lens, in.block_table), out, "seq_lens");
+  std::vector<std::int64_t> ids = testing::index_values(in.block_table);
+  ids[2] += k2To32;  // [1, 0]: sequence 1's only block (table [2, 2])
+  const Dims table_shape = in.block_table.view().shape();
+  const TensorStorage far_table = testing::index_tensor(ids, table_shape, i64, Layout::kStrided);
+  expect_rejected(call(lens, far_table), out, "block_table");
+  expect_rejected(call(lens, in.block_table, {}, far_table), out, "block_table_host");
 }
 
 // Non-finite inputs propagate as in the float64 reference (issue #35): a NaN query element or

@@ -141,6 +141,13 @@ TEST(ReshapeAndCache, RejectsBadInputs) {
   testing::from_doubles(slots, {0, -2, 2, 3, 4});
   expect_rejected([&] { reshape_and_cache(key, value, kc, vc, slots); }, caches, "slot_mapping",
                   ErrorKind::kInvalidArgument, {"slot -2", "token 1"});
+  // Past 32 bits: slots whose low halves (3, and -1 for skip) are valid are still out of range.
+  testing::from_doubles(slots, {0, 1, 2, 4294967296.0 + 3, 4});
+  expect_rejected([&] { reshape_and_cache(key, value, kc, vc, slots); }, caches, "slot_mapping",
+                  ErrorKind::kInvalidArgument, {"slot 4294967299", "token 3"});
+  testing::from_doubles(slots, {0, 1, 2, 3, 4294967295.0});
+  expect_rejected([&] { reshape_and_cache(key, value, kc, vc, slots); }, caches, "slot_mapping",
+                  ErrorKind::kInvalidArgument, {"slot 4294967295", "token 4"});
   testing::from_doubles(slots, {0, 1, 2, 3, 4});
   auto float_slots = testing::random_tensor({5}, DataType::kFloat32, rng);
   expect_rejected([&] { reshape_and_cache(key, value, kc, vc, float_slots); }, caches,

@@ -192,6 +192,30 @@ TEST(RotaryEmbedding, RejectsBadInputs) {
   expect_rejected(call(positions, query, key, 8, cache_3, -1, q_out, k_out), outs, "rotary_dim");
 }
 
+// An int64 position beyond int32 (or below) is out of range, never read as its low 32 bits
+// (a valid row here), contiguous or strided positions.
+TEST(RotaryEmbedding, Int64PositionsBeyondInt32AreRefused) {
+  constexpr std::int64_t k2To32 = std::int64_t{1} << 32;
+  std::mt19937_64 rng(4);
+  auto cache = testing::rotary_cache(kMaxPos, 8, DataType::kFloat32, Layout::kContiguous);
+  auto query = testing::random_tensor({kTokens, 2, 8}, DataType::kFloat32, rng);
+  auto key = testing::random_tensor({kTokens, 1, 8}, DataType::kFloat32, rng);
+  auto q_out = testing::poisoned({kTokens, 2, 8}, DataType::kFloat32);
+  auto k_out = testing::poisoned({kTokens, 1, 8}, DataType::kFloat32);
+  const std::vector<const TensorStorage*> outs{&q_out, &k_out};
+  for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+    for (std::int64_t far : {k2To32 + 3, 3 - k2To32}) {
+      auto positions = testing::poisoned({kTokens}, DataType::kInt64, layout);
+      for (std::int64_t t = 0; t < kTokens; ++t) {
+        positions.view().data_as<std::int64_t>()[t * positions.view().stride(0)] = t == 2 ? far : t;
+      }
+      expect_rejected(
+          [&] { rotary_embedding(positions, query, key, 8, cache, true, -1, q_out, k_out); }, outs,
+          "positions", ErrorKind::kInvalidArgument, {"position " + std::to_string(far), "token 2"});
+    }
+  }
+}
+
 // NaN (either sign) and ±inf in query, key and the cache give what float64 gives (a NaN or inf
 // reaches its rotation pair, inf·sin 0 is NaN; the unrotated tail keeps its values), both styles,
 // full and partial rotary, every float dtype.

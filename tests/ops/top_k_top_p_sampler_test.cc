@@ -1,7 +1,7 @@
 // top_k_top_p_sampler and topk_topp_sampling: draws follow softmax(logits) (chi-square at a
 // fixed seed), k = 1 is argmax, top-k and top-p sets are exact (tokens outside never drawn, the
 // boundary token drawn), per-row k and p, determinism across calls and thread counts, every
-// float dtype and strided logits, the class forms and bad inputs.
+// float dtype and strided logits, int32 and int64 tokens, the class forms and bad inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -197,6 +197,55 @@ TEST(TopkToppSampling, ProbabilitiesGiveTheLogitsTokens) {
   EXPECT_EQ(testing::to_doubles(plain.view()), testing::to_doubles(from_logits.view()));
 }
 
+// Both samplers write int32 or int64 tokens (InfiniOps' contract is int32, torch's int64): the
+// same tokens either way, contiguous or strided, free and class forms. A per-row int64 k beyond
+// int32 is read whole (2^32 + 1 >= V: off), not as its low half (1: argmax).
+TEST(TopKTopPSampler, TokensOfEitherWidth) {
+  std::mt19937_64 rng(61);
+  constexpr std::int64_t kRows = 12, kVocab = 257;
+  auto logits =
+      testing::random_tensor({kRows, kVocab}, DataType::kFloat32, rng, Layout::kStrided, -3, 3);
+  auto probs = testing::random_tensor({kRows, kVocab}, DataType::kFloat32, rng, Layout::kContiguous,
+                                      0.01, 1);
+  auto logits_ref = testing::poisoned({kRows}, DataType::kInt64);
+  auto probs_ref = testing::poisoned({kRows}, DataType::kInt32);
+  top_k_top_p_sampler(logits, 40, 0.9, 5, logits_ref);
+  topk_topp_sampling(probs, 40, 0.9, 5, probs_ref);
+  const std::vector<double> want_logits = testing::to_doubles(logits_ref.view());
+  const std::vector<double> want_probs = testing::to_doubles(probs_ref.view());
+  for (DataType width : {DataType::kInt32, DataType::kInt64}) {
+    for (Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+      SCOPED_TRACE(std::string(name_of(width)) + " " + testing::layout_name(layout));
+      auto a = testing::poisoned({kRows}, width, layout);
+      top_k_top_p_sampler(logits, 40, 0.9, 5, a);
+      EXPECT_EQ(testing::to_doubles(a.view()), want_logits);
+      auto b = testing::poisoned({kRows}, width, layout);
+      topk_topp_sampling(probs, 40, 0.9, 5, b);
+      EXPECT_EQ(testing::to_doubles(b.view()), want_probs);
+      auto c = testing::poisoned({kRows}, width, layout);
+      const TopKTopPSampler sampler(logits, Tensor(), Tensor(), c);
+      sampler(logits, Tensor(), Tensor(), 5, c);
+      auto c_ref = testing::poisoned({kRows}, DataType::kInt64);
+      top_k_top_p_sampler(logits, 0, 1.0, 5, c_ref);
+      EXPECT_EQ(testing::to_doubles(c.view()), testing::to_doubles(c_ref.view()));
+      auto d = testing::poisoned({kRows}, width, layout);
+      const TopkToppSampling sampling(probs, 40, 0.9, d);
+      sampling(probs, 5, d);
+      EXPECT_EQ(testing::to_doubles(d.view()), want_probs);
+    }
+  }
+  std::int64_t k_far = (std::int64_t{1} << 32) + 1;
+  const Tensor k(&k_far, Dims{1}, DataType::kInt64);
+  auto far = testing::poisoned({kRows}, DataType::kInt32);
+  auto off = testing::poisoned({kRows}, DataType::kInt32);
+  auto argmax = testing::poisoned({kRows}, DataType::kInt32);
+  top_k_top_p_sampler(logits, k, Tensor(), 9, far);
+  top_k_top_p_sampler(logits, 0, 1.0, 9, off);
+  top_k_top_p_sampler(logits, 1, 1.0, 9, argmax);
+  EXPECT_EQ(testing::to_doubles(far.view()), testing::to_doubles(off.view()));
+  EXPECT_NE(testing::to_doubles(far.view()), testing::to_doubles(argmax.view()));
+}
+
 TEST(TopKTopPSampler, RejectsBadInputs) {
   std::mt19937_64 rng(51);
   auto logits = testing::random_tensor({3, 10}, DataType::kFloat32, rng);
@@ -215,9 +264,10 @@ TEST(TopKTopPSampler, RejectsBadInputs) {
   expect_rejected([&] { top_k_top_p_sampler(logits, 3, 0.0, 1, out); }, out, "p");
   auto k2 = testing::poisoned({2}, DataType::kInt32);
   expect_rejected([&] { top_k_top_p_sampler(logits, k2, Tensor(), 1, out); }, out, "k");
-  auto out32 = testing::poisoned({3}, DataType::kInt32);
-  expect_rejected([&] { top_k_top_p_sampler(logits, 3, 0.5, 1, out32); }, out32, "out",
+  auto out16 = testing::poisoned({3}, DataType::kInt16);  // tokens are int32 or int64
+  expect_rejected([&] { top_k_top_p_sampler(logits, 3, 0.5, 1, out16); }, out16, "out",
                   ErrorKind::kInvalidType);
+  auto out32 = testing::poisoned({3}, DataType::kInt32);
   auto probs = testing::random_tensor({3, 10}, DataType::kFloat32, rng, Layout::kContiguous, 0, 1);
   std::vector<double> pv = testing::to_doubles(probs.view());
   pv[4] = -0.1;
@@ -225,7 +275,7 @@ TEST(TopKTopPSampler, RejectsBadInputs) {
   expect_rejected([&] { topk_topp_sampling(probs, 0, 1.0, 1, out32); }, out32, "probs",
                   ErrorKind::kInvalidArgument, {"row 0"});
   expect_rejected([&] { topk_topp_sampling(probs, 0, -1.0, 1, out32); }, out32, "topp");
-  expect_rejected([&] { topk_topp_sampling(probs, 0, 1.0, 1, out); }, out, "out",
+  expect_rejected([&] { topk_topp_sampling(probs, 0, 1.0, 1, out16); }, out16, "out",
                   ErrorKind::kInvalidType);
 }
 

@@ -104,8 +104,8 @@ tileops_status tileops_reshape_and_cache_combined(const tileops_tensor* key,
                                                   const tileops_tensor* kv_cache,
                                                   const tileops_tensor* slot_mapping,
                                                   const tileops_context* ctx);
-/* One int64 token per row of logits [B, V]; k (int32/int64, B or 1 elements) and p
- * (float32/float64) may be NULL (off). Deterministic for a seed. */
+/* One token per row of logits [B, V] into out (int64 or int32); k (int32/int64, B or 1
+ * elements) and p (float32/float64) may be NULL (off). Deterministic for a seed. */
 tileops_status tileops_top_k_top_p_sampler(const tileops_tensor* logits, const tileops_tensor* k,
                                            const tileops_tensor* p, uint64_t seed,
                                            const tileops_tensor* out, const tileops_context* ctx);
@@ -113,7 +113,7 @@ tileops_status tileops_top_k_top_p_sampler(const tileops_tensor* logits, const t
 tileops_status tileops_top_k_top_p_sampler_scalar(const tileops_tensor* logits, int64_t k, double p,
                                                   uint64_t seed, const tileops_tensor* out,
                                                   const tileops_context* ctx);
-/* One int32 token per row of probs [B, V]. */
+/* One token per row of probs [B, V] into out (int32 or int64). */
 tileops_status tileops_topk_topp_sampling(const tileops_tensor* probs, int64_t topk, double topp,
                                           uint64_t seed, const tileops_tensor* out,
                                           const tileops_context* ctx);
@@ -134,8 +134,9 @@ typedef struct tileops_attention_attributes { /* NOLINT(readability-identifier-n
 } tileops_attention_attributes;
 
 /* Varlen prefill attention: query [Tq, H, D]; key/value packed [Tkv, Hkv, D] (block_table NULL)
- * or paged caches [blocks, block_size, Hkv, D] with block_table int32 [B, max_blocks];
- * cu_seqlens_q / cu_seqlens_kv int32 [B + 1] or NULL (one sequence); output [Tq, H, D]. */
+ * or paged caches [blocks, block_size, Hkv, D] with block_table [B, max_blocks];
+ * cu_seqlens_q / cu_seqlens_kv [B + 1] or NULL (one sequence); output [Tq, H, D]. Index tensors:
+ * int32 or int64, each on its own. */
 tileops_status tileops_flash_attention(const tileops_tensor* query, const tileops_tensor* key,
                                        const tileops_tensor* value,
                                        const tileops_tensor* cu_seqlens_q,
@@ -143,8 +144,8 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
                                        const tileops_tensor* block_table,
                                        const tileops_attention_attributes* attrs,
                                        const tileops_tensor* output, const tileops_context* ctx);
-/* Decode attention: query [B, H, D] over paged caches; seq_lens int32 [B]; block_table int32
- * [B, max_blocks]; seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
+/* Decode attention: query [B, H, D] over paged caches; seq_lens [B]; block_table [B, max_blocks]
+ * (int32 or int64 each); seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
 tileops_status tileops_paged_attention(
     const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
     const tileops_tensor* seq_lens, const tileops_tensor* block_table,

@@ -35,7 +35,7 @@ constexpr bool is_written(ArgKind kind) {
 
 // Allowed dtypes, in the order an error lists them; or the dtype of another argument.
 struct DtypeRule {
-  std::array<DataType, 6> allowed{};
+  std::array<DataType, kNumDataTypes> allowed{};  // room for any set of dtypes
   int count = 0;
   int same_as = -1;      // index of the argument whose dtype this one must have
   std::string_view why;  // the error's reason for same_as; empty: "same as <its name>"
@@ -48,9 +48,10 @@ constexpr DtypeRule dtype_in(std::initializer_list<DataType> dtypes) {
 }
 constexpr DtypeRule kStandardFloat =
     dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
+// The integers wrap modulo 2^n (as torch's do).
 constexpr DtypeRule kArithmetic =
-    dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
-              DataType::kInt64});
+    dtype_in({DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
+              DataType::kInt16, DataType::kInt32, DataType::kInt64, DataType::kUInt8});
 constexpr DtypeRule kIndex = dtype_in({DataType::kInt32, DataType::kInt64});
 constexpr DtypeRule dtype_of(int arg, std::string_view why = {}) {
   return DtypeRule{{}, 0, arg, why};

@@ -22,11 +22,12 @@ struct AttentionAttributes {
   std::optional<std::int64_t> sliding_window;  // w == (w-1, 0); both given must agree
 };
 
-// query [Tq, H, D] packed varlen (cu_seqlens_q int32 [B+1], from 0 to Tq). Non-paged
-// (block_table undefined): key/value [Tkv, Hkv, D] with cu_seqlens_kv int32 [B+1] (0 to Tkv).
-// Paged: key/value are caches [num_blocks, block_size, Hkv, D], block_table int32
-// [B, max_blocks], cu_seqlens_kv gives the kv lengths (cumulative, from 0; undefined: one
-// sequence of max_blocks·block_size keys). cu_seqlens_* undefined => one sequence.
+// query [Tq, H, D] packed varlen (cu_seqlens_q [B+1], from 0 to Tq). Non-paged (block_table
+// undefined): key/value [Tkv, Hkv, D] with cu_seqlens_kv [B+1] (0 to Tkv). Paged: key/value are
+// caches [num_blocks, block_size, Hkv, D], block_table [B, max_blocks], cu_seqlens_kv gives the kv
+// lengths (cumulative, from 0; undefined: one sequence of max_blocks·block_size keys). cu_seqlens_*
+// undefined => one sequence. Each index tensor is int32 or int64, independently of the others;
+// values are checked exactly (an int64 beyond int32 is refused as out of range, never truncated).
 // output [Tq, H, D]. query, key, value and output share one dtype of {float32, float16,
 // bfloat16}; float32 scores, softmax state and accumulation. Query row i of a sequence with
 // Lq queries and Lk keys sees key j when j <= i + Lk - Lq (causal), and
@@ -66,8 +67,8 @@ void mha_varlen_fwd(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
                     std::int64_t window_size_right, const Context& ctx = {});
 
 // flash-attn's mha_fwd_kvcache for a paged cache: q [B, Sq, H, D], k_cache/v_cache
-// [num_blocks, block_size, Hkv, D], cache_seqlens int32 [B] (keys per sequence, the new ones
-// included), block_table int32 [B, max_blocks], out [B, Sq, H, D].
+// [num_blocks, block_size, Hkv, D], cache_seqlens [B] (keys per sequence, the new ones
+// included), block_table [B, max_blocks] (each int32 or int64), out [B, Sq, H, D].
 void mha_fwd_kvcache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                      const Tensor& cache_seqlens, const Tensor& block_table, const Tensor& out,
                      double softmax_scale, bool is_causal, std::int64_t window_size_left,

@@ -8,8 +8,9 @@
 
 namespace tileops::ops {
 
-// query [B, H, D]; key_cache/value_cache [num_blocks, block_size, Hkv, D]; seq_lens int32 [B]
-// (keys per sequence, each in [0, max_blocks·block_size]); block_table int32 [B, max_blocks];
+// query [B, H, D]; key_cache/value_cache [num_blocks, block_size, Hkv, D]; seq_lens [B]
+// (keys per sequence, each in [0, max_blocks·block_size]); block_table [B, max_blocks]; each
+// index tensor int32 or int64, independently (their values are checked exactly);
 // output [B, H, D]. seq_lens_host / block_table_host: optional host mirrors of the same shape and
 // values (an undefined Tensor = none; on the CPU they are read instead of the device tensors).
 // The query sees every key of its sequence (attrs.causal is accepted and changes nothing; the

@@ -134,7 +134,7 @@ double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_vi
 void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view arg,
                         const Dims& shape, std::string_view why) {
   check.usable(t, arg);
-  check.dtype_is(t, arg, DataType::kInt32);
+  check.dtype_in(t, arg, {DataType::kInt32, DataType::kInt64});
   check.rank_is(t, arg, shape.size());
   check.shape_is(t, arg, shape, why);
 }

@@ -1,6 +1,6 @@
 // Validation shared by flash_attention and paged_attention hooks: attribute resolution (heads
-// from the shapes, scale, the two window forms, causal), the int32 index tensors, and the checks
-// of their values (cumulative lengths, sequence lengths, block ids).
+// from the shapes, scale, the two window forms, causal), the index tensors (int32 or int64), and
+// the checks of their values (cumulative lengths, sequence lengths, block ids).
 #pragma once
 
 #include <array>
@@ -48,7 +48,7 @@ void store_layout(std::span<double> values, const std::vector<double>& layout,
 // `value` as a Problem attribute (a double): exact up to 2^53, refused above, naming `arg`.
 double exact_attribute(const ArgCheck& check, std::int64_t value, std::string_view arg);
 
-// An int32 tensor of exactly `shape` (any strides).
+// An int32 or int64 tensor (kIndex) of exactly `shape` (any strides).
 void check_index_tensor(const ArgCheck& check, const Tensor& t, std::string_view arg,
                         const Dims& shape, std::string_view why);
 

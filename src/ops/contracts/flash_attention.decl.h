@@ -8,7 +8,8 @@
 namespace tileops::ops::decls {
 
 // The index tensors (cumulative lengths, block tables); their shapes are checked by the hook.
-inline constexpr DtypeRule kAttentionIndex = dtype_in({DataType::kInt32});
+// int32 or int64, each on its own: torch.cumsum gives int64 lengths, block tables are int32.
+inline constexpr DtypeRule kAttentionIndex = kIndex;
 // The wording of the hand-written checks these replace.
 inline constexpr std::string_view kSameAsQuery = "same as 'query'";
 

@@ -56,16 +56,17 @@ void mha_fwd_kvcache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   std::vector<std::int32_t> cu_q(batch + 1), cu_k(batch + 1);
   std::int64_t total_k = 0;
   for (std::int64_t b = 0; b < batch; ++b) {
-    const std::int32_t len = index_at(cache_seqlens, b);
+    const std::int64_t len = index_at(cache_seqlens, b);
     if (len < 0) {
       check.fail(ErrorKind::kInvalidArgument, "cache_seqlens", "lengths >= 0",
                  std::to_string(len) + " for sequence " + std::to_string(b));
     }
-    total_k += len;
-    if (total_k > kInt32Max) {
+    if (len > kInt32Max - total_k) {  // an int64 length may be beyond int32 on its own
       check.fail(ErrorKind::kInvalidArgument, "cache_seqlens", "lengths summing to <= 2^31 - 1",
-                 "a sum of " + std::to_string(total_k) + " after sequence " + std::to_string(b));
+                 "a sum of " + std::to_string(total_k) + " + " + std::to_string(len) +
+                     " at sequence " + std::to_string(b));
     }
+    total_k += len;
     cu_q[b + 1] = static_cast<std::int32_t>((b + 1) * sq);
     cu_k[b + 1] = static_cast<std::int32_t>(total_k);
   }

@@ -10,13 +10,13 @@ namespace tileops::ops::decls {
 inline constexpr OpDecl topk_topp_sampling =
     hand_written_cpp(hand_written_c(hand_written_python(without_aliasing(
         declare("topk_topp_sampling", "TopkToppSampling",
-                "One int32 token per row of probs [B, V] (topk <= 0 / topp >= 1: off).",
+                "One token per row of probs [B, V] (int32 or int64; topk <= 0 / topp >= 1: off).",
                 {
                     input("probs", kStandardFloat).rank_is(2),
                     optional_input("topk", kIndex),
                     optional_input("topp", dtype_in({DataType::kFloat32, DataType::kFloat64})),
                     input("seed", dtype_in({DataType::kInt64})).rank_is(0),
-                    output("out", dtype_in({DataType::kInt32})),
+                    output("out", dtype_in({DataType::kInt32, DataType::kInt64})),
                 })))));
 
 }  // namespace tileops::ops::decls

@@ -1,5 +1,7 @@
 #include "src/ops/cpu/broadcast_arithmetic.h"
 
+#include <type_traits>
+
 #include "src/ops/cpu/elementwise_float.h"
 #include "src/ops/cpu/elementwise_loop.h"
 #include "src/ops/cpu/simd/elementwise_kernels.h"
@@ -22,7 +24,7 @@ ElementwiseLoop make_loop(const Problem& problem) {
 
 // Integers wrap: U is the unsigned type of the element, whose arithmetic is defined modulo 2^n.
 template <typename U, typename Op>
-void run_integer(const ElementwiseLoop& loop, const Tensor* tensors, Op op, ThreadPool& pool) {
+void run_wrapping(const ElementwiseLoop& loop, const Tensor* tensors, Op op, ThreadPool& pool) {
   const U* a = static_cast<const U*>(tensors[0].data());
   const U* b = static_cast<const U*>(tensors[1].data());
   U* out = static_cast<U*>(tensors[2].data());
@@ -53,35 +55,48 @@ class BroadcastArithmeticCpu final : public Operator {
       : loop_(make_loop(problem)), dtype_(problem.tensors[2].dtype), op_(op) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const bool add = op_ == Arithmetic::kAdd;
     switch (dtype_) {
+      case DataType::kInt8:
+      case DataType::kUInt8:
+        return run_integer<std::uint8_t>(tensors.data(), ctx.threads());
+      case DataType::kInt16:
+        return run_integer<std::uint16_t>(tensors.data(), ctx.threads());
       case DataType::kInt32:
-        return add ? run_integer<std::uint32_t>(loop_, tensors.data(), Plus{}, ctx.threads())
-                   : run_integer<std::uint32_t>(loop_, tensors.data(), Times{}, ctx.threads());
+        return run_integer<std::uint32_t>(tensors.data(), ctx.threads());
       case DataType::kInt64:
-        return add ? run_integer<std::uint64_t>(loop_, tensors.data(), Plus{}, ctx.threads())
-                   : run_integer<std::uint64_t>(loop_, tensors.data(), Times{}, ctx.threads());
+        return run_integer<std::uint64_t>(tensors.data(), ctx.threads());
       case DataType::kFloat32:
       case DataType::kFloat16:
       case DataType::kBFloat16:
-        return run_float_elementwise(loop_, add ? ElementwiseOp::kAdd : ElementwiseOp::kMul, dtype_,
-                                     tensors[0].data(), tensors[1].data(), tensors[2], ctx);
+        return run_float_elementwise(
+            loop_, op_ == Arithmetic::kAdd ? ElementwiseOp::kAdd : ElementwiseOp::kMul, dtype_,
+            tensors[0].data(), tensors[1].data(), tensors[2], ctx);
       default:
         throw_internal_error("cpu add/mul", "dtype not validated by the contract");
     }
   }
 
  private:
+  template <typename U>
+  void run_integer(const Tensor* tensors, ThreadPool& pool) const {
+    if (op_ == Arithmetic::kAdd) return run_wrapping<U>(loop_, tensors, Plus{}, pool);
+    run_wrapping<U>(loop_, tensors, Times{}, pool);
+  }
+
+  // In unsigned int at least: 8- and 16-bit operands would promote to int, whose overflow
+  // (0xffff * 0xffff) is undefined.
+  template <typename U>
+  using Wide = std::common_type_t<U, unsigned>;
   struct Plus {
     template <typename U>
     U operator()(U x, U y) const {
-      return static_cast<U>(x + y);
+      return static_cast<U>(Wide<U>{x} + Wide<U>{y});
     }
   };
   struct Times {
     template <typename U>
     U operator()(U x, U y) const {
-      return static_cast<U>(x * y);
+      return static_cast<U>(Wide<U>{x} * Wide<U>{y});
     }
   };
 

@@ -1,5 +1,6 @@
 // The CPU operator behind add and mul: out = input ∘ other with NumPy broadcasting, float32 math
-// for the float dtypes and wrapping two's-complement math for int32/int64.
+// for the float dtypes and wrapping two's-complement math for the integers (int8, int16, int32,
+// int64, uint8).
 #pragma once
 
 #include <memory>

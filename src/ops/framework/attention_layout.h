@@ -1,6 +1,6 @@
 // What the attention contracts hand to their implementations besides the tensors: the layout of
-// the Problem's attribute vector, and int32 index reads through strides (cu_seqlens, seq_lens,
-// block tables are data, read on the host).
+// the Problem's attribute vector, and index reads (int32 or int64) through strides (cu_seqlens,
+// seq_lens, block tables are data, read on the host).
 #pragma once
 
 #include <cstdint>
@@ -22,12 +22,17 @@ enum AttentionAttr : int {
   kAttrCount
 };
 
-// Element i of an int32 vector / (i, j) of an int32 matrix, through the strides.
-inline std::int32_t index_at(const Tensor& t, std::int64_t i) {
-  return t.data_as<const std::int32_t>()[i * t.stride(0)];
+// Element i of an int32 or int64 vector / (i, j) of a matrix, through the strides, exactly:
+// the contracts bound the values they read this way before a kernel uses them.
+inline std::int64_t index_at(const Tensor& t, std::int64_t i) {
+  const std::int64_t at = i * t.stride(0);
+  return t.dtype() == DataType::kInt64 ? t.data_as<const std::int64_t>()[at]
+                                       : t.data_as<const std::int32_t>()[at];
 }
-inline std::int32_t index_at(const Tensor& t, std::int64_t i, std::int64_t j) {
-  return t.data_as<const std::int32_t>()[i * t.stride(0) + j * t.stride(1)];
+inline std::int64_t index_at(const Tensor& t, std::int64_t i, std::int64_t j) {
+  const std::int64_t at = i * t.stride(0) + j * t.stride(1);
+  return t.dtype() == DataType::kInt64 ? t.data_as<const std::int64_t>()[at]
+                                       : t.data_as<const std::int32_t>()[at];
 }
 
 }  // namespace tileops::ops
