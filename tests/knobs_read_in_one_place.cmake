@@ -1,6 +1,7 @@
-# Fails when C++ outside src/runtime/knobs.cc reads the environment (getenv), or when Python
-# reads a TILEOPS_ variable that the knobs table does not list: `tileops env` prints the table,
-# so every knob must be in it. Run: cmake -DROOT=<source dir> -P tests/knobs_read_in_one_place.cmake
+# Fails when C++ outside src/runtime/knobs.cc reads the environment (getenv), when Python reads
+# a TILEOPS_ variable that the knobs table does not list (`tileops env` prints the table, so every
+# knob must be in it), or when a C++ test sets the environment other than through
+# tests/support/scoped_env.h (which restores it however the test ends). Run: cmake -DROOT=<source dir> -P tests/knobs_read_in_one_place.cmake
 file(READ ${ROOT}/src/runtime/knobs.cc table)
 file(GLOB_RECURSE cxx_files ${ROOT}/src/*.cc ${ROOT}/src/*.h ${ROOT}/include/*.h
      ${ROOT}/tools/*.cc ${ROOT}/tools/*.h ${ROOT}/python/src/*.cc ${ROOT}/python/src/*.h
@@ -13,6 +14,16 @@ foreach(f ${cxx_files})
   file(STRINGS ${f} hits REGEX "getenv[ ]*\\(")
   if(hits)
     list(APPEND bad "${f}: reads the environment, use tileops::knob (src/runtime/knobs.cc)")
+  endif()
+endforeach()
+file(GLOB_RECURSE test_files ${ROOT}/tests/*.cc ${ROOT}/tests/*.h)
+foreach(f ${test_files})
+  if(f STREQUAL "${ROOT}/tests/support/scoped_env.h")
+    continue()
+  endif()
+  file(STRINGS ${f} hits REGEX "(setenv|unsetenv|putenv)[ ]*\\(")
+  if(hits)
+    list(APPEND bad "${f}: sets the environment, use testing::ScopedEnv (tests/support/scoped_env.h)")
   endif()
 endforeach()
 file(GLOB_RECURSE py_files ${ROOT}/python/tileops/*.py)
