@@ -442,6 +442,16 @@ def test_reshape_and_cache_combined(dtype, block_size):
     assert torch.equal(own, ref)
 
 
+def test_reshape_and_cache_kv_cache_as_a_view_of_vllm_flash_layout():
+    # One [num_blocks, 2, block_size, Hkv, D] buffer seen as InfiniOps' [2, num_blocks, ...].
+    key, value = make((3, HKV, D), torch.float32), make((3, HKV, D), torch.float32, seed=1)
+    kv = torch.zeros(5, 2, 4, HKV, D).permute(1, 0, 2, 3, 4)
+    slots = torch.tensor([0, 9, 19])
+    ref = scatter_ref(key, value, kv, slots)
+    infini.reshape_and_cache(key, value, kv, slots, kv)
+    assert torch.equal(kv, ref)
+
+
 def test_reshape_and_cache_separate_out_and_errors():
     key, value = make((2, HKV, D), torch.float32), make((2, HKV, D), torch.float32, seed=1)
     kv_in = torch.zeros(2, 3, 4, HKV, D)
