@@ -44,6 +44,19 @@ def test_add_mul(name, dtype, layout):
     assert torch.equal(out2, getattr(ops, name)(x, y[:1]))
 
 
+@pytest.mark.parametrize("name", ["add", "mul"])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.uint8])
+def test_add_mul_narrow_integers_wrap_as_torch(name, dtype):
+    # InfiniOps tests int16; the narrow widths wrap modulo 2^n, as torch's do.
+    info = torch.iinfo(dtype)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randint(info.min, info.max + 1, (7, 19), generator=gen, dtype=dtype)
+    y = torch.randint(info.min, info.max + 1, (19, 7), generator=gen, dtype=dtype).t()  # strided
+    out = poisoned((7, 19), dtype)
+    getattr(infini, name)(x, y, out, stream=0)
+    assert torch.equal(out, getattr(torch, name)(x, y))
+
+
 def test_add_bad_inputs():
     x = torch.ones(4)
     with pytest.raises(TypeError, match="missing argument 'out'"):
@@ -452,6 +465,18 @@ def test_reshape_and_cache_kv_cache_as_a_view_of_vllm_flash_layout():
     assert torch.equal(kv, ref)
 
 
+def test_reshape_and_cache_kv_cache_as_a_view_of_vllm_hnd_layout():
+    # One [num_blocks, 2, Hkv, block_size, D] buffer (vLLM's HND flash layout) seen as
+    # InfiniOps' [2, num_blocks, block_size, Hkv, D]: the key and value halves interleave block by
+    # block without sharing an element.
+    key, value = make((3, HKV, D), torch.float32), make((3, HKV, D), torch.float32, seed=1)
+    kv = torch.zeros(5, 2, HKV, 4, D).permute(1, 0, 3, 2, 4)
+    slots = torch.tensor([0, 9, 19])
+    ref = scatter_ref(key, value, kv, slots)
+    infini.reshape_and_cache(key, value, kv, slots, kv)
+    assert torch.equal(kv, ref)
+
+
 def test_reshape_and_cache_separate_out_and_errors():
     key, value = make((2, HKV, D), torch.float32), make((2, HKV, D), torch.float32, seed=1)
     kv_in = torch.zeros(2, 3, 4, HKV, D)
@@ -514,6 +539,11 @@ def test_flash_attention_sliding_window_forms():
                                sliding_window=8)
     with pytest.raises(ValueError, match="num_heads"):
         infini.flash_attention(q, k, v, lens, lens, None, 3, 4, 64, 0.125, True, -1, -1, 0, both)
+    # int64 cu_seqlens, as InfiniOps' own test passes them.
+    wide = poisoned(q.shape, torch.float32)
+    infini.flash_attention(q, k, v, lens.long(), lens.long(), None, 4, 4, 64, 0.125, True, 7, 0,
+                           0, wide)
+    assert torch.equal(wide, pair)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -604,6 +634,21 @@ def test_top_k_top_p_sampler_peaked_rows_are_argmax(dtype):
     out3 = torch.full((3,), -7, dtype=torch.int64)
     infini.top_k_top_p_sampler(logits, out=out3)  # k and p default to None
     assert torch.equal(out3, out)
+
+
+def test_top_k_top_p_sampler_writes_int32_tokens():
+    # InfiniOps' contract writes int32 tokens; int64 (vLLM's) is the same draw.
+    logits = make((4, 40), torch.float32, low=-1, high=1, seed=3)
+    k, p = torch.full((4,), 5, dtype=torch.int64), torch.full((4,), 0.9)
+    narrow = torch.full((4,), -7, dtype=torch.int32)
+    wide = torch.full((4,), -7, dtype=torch.int64)
+    torch.manual_seed(11)
+    infini.top_k_top_p_sampler(logits, k, p, narrow, stream=0)
+    torch.manual_seed(11)
+    infini.top_k_top_p_sampler(logits, k, p, wide, stream=0)
+    assert narrow.tolist() == wide.tolist()
+    top5 = logits.topk(5, dim=-1).indices
+    assert all(int(narrow[i]) in top5[i].tolist() for i in range(4))
 
 
 def test_samplers_draw_from_the_global_generators():
