@@ -1,5 +1,6 @@
 // Float64 reference of the rotary embeddings for the tests: a vLLM cos/sin cache and the
-// rotation of [T, H*D] / [T, H, D] operands written as plain loops over float64 values.
+// rotation of [*tokens, H*D] / [*tokens, H, D] operands written as plain loops over float64
+// values (token t is row-major over the tokens' dims, as positions' values are).
 #pragma once
 
 #include <cmath>
@@ -27,13 +28,15 @@ inline TensorStorage rotary_cache(std::int64_t max_pos, std::int64_t rot_dim, Da
   return cache;
 }
 
-// Rotates x ([T, H*D] or [T, H, D] values) with per-token cos/sin halves: cos_half(t, i),
-// sin_half(t, i) for i < rot/2. Elements past rot are unchanged.
+// Rotates x ([*tokens, H*D] or [*tokens, H, D] values; `tokens` of them, x.size(0) when < 0)
+// with per-token cos/sin halves: cos_half(t, i), sin_half(t, i) for i < rot/2. Elements past
+// rot are unchanged.
 template <typename CosSin>
 std::vector<double> rotate_reference(const Tensor& x, std::int64_t head_size, std::int64_t rot,
-                                     bool neox, CosSin cos_sin) {
+                                     bool neox, CosSin cos_sin, std::int64_t tokens = -1) {
   std::vector<double> v = to_doubles(x);
-  const std::int64_t tokens = x.size(0);
+  if (tokens < 0) tokens = x.size(0);
+  if (tokens == 0) return v;
   const std::int64_t heads = static_cast<std::int64_t>(v.size()) / (tokens * head_size);
   for (std::int64_t t = 0; t < tokens; ++t) {
     for (std::int64_t h = 0; h < heads; ++h) {
@@ -52,17 +55,21 @@ std::vector<double> rotate_reference(const Tensor& x, std::int64_t head_size, st
   return v;
 }
 
-// rotary_embedding's expected result for x with positions and a cos_sin_cache.
+// rotary_embedding's expected result for x with positions (any shape: x leads with it) and a
+// cos_sin_cache.
 inline std::vector<double> rotary_reference(const Tensor& x, const Tensor& positions,
                                             const Tensor& cache, std::int64_t head_size,
                                             bool neox) {
   const std::vector<double> pos = to_doubles(positions);
   const std::vector<double> table = to_doubles(cache);
   const std::int64_t rot = cache.size(1);
-  return rotate_reference(x, head_size, rot, neox, [&](std::int64_t t, std::int64_t i) {
-    const auto row = static_cast<std::int64_t>(pos[t]) * rot;
-    return std::pair{table[row + i], table[row + rot / 2 + i]};
-  });
+  return rotate_reference(
+      x, head_size, rot, neox,
+      [&](std::int64_t t, std::int64_t i) {
+        const auto row = static_cast<std::int64_t>(pos[t]) * rot;
+        return std::pair{table[row + i], table[row + rot / 2 + i]};
+      },
+      positions.numel());
 }
 
 }  // namespace tileops::testing

@@ -24,7 +24,8 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
                cos.shape().to_string());
   }
   const std::int64_t rot_dim = per_element ? c : 2 * c;
-  check_rotary_operands(check, t[0], t[1], head_size, rot_dim, cos.size(0), t[4], t[5],
+  const Dims rows{cos.size(0)};
+  check_rotary_operands(check, t[0], t[1], head_size, rot_dim, {rows, "cos's rows"}, t[4], t[5],
                         {{cos, "cos"}, {t[3], "sin"}});
   attrs[2] = static_cast<double>(rot_dim);
   attrs[3] = per_element ? 1.0 : 0.0;

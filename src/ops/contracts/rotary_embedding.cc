@@ -24,12 +24,14 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
                "<= 0 or cos_sin_cache.shape[1] = " + std::to_string(rot_dim),
                std::to_string(rotary_dim));
   }
-  if (cache.size(0) == 0 && positions.size(0) > 0) {
+  if (cache.size(0) == 0 && positions.numel() > 0) {
     check.fail(ErrorKind::kInvalidArgument, "cos_sin_cache", "at least one position (row)",
                cache.shape().to_string());
   }
-  check_rotary_operands(check, t[1], t[2], int64_attribute(attrs[0]), rot_dim, positions.size(0),
-                        t[4], t[5], {{positions, "positions"}, {cache, "cos_sin_cache"}});
+  // positions [num_tokens] or vLLM's [batch, seq] (any rank >= 1): query and key lead with it.
+  check_rotary_operands(check, t[1], t[2], int64_attribute(attrs[0]), rot_dim,
+                        {positions.shape(), "positions' shape"}, t[4], t[5],
+                        {{positions, "positions"}, {cache, "cos_sin_cache"}});
   attrs[2] = static_cast<double>(rot_dim);
 }
 

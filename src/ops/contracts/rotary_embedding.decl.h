@@ -6,14 +6,15 @@
 namespace tileops::ops::decls {
 
 inline constexpr OpDecl rotary_embedding = with_detail(
-    "key may be NULL (no key); rotary_dim <= 0 means cos_sin_cache's shape[1]; NULL "
-    "query_out/key_out: in place.",
+    "query, key: [*positions.shape, H*head_size] or [*positions.shape, H, head_size]. key may "
+    "be NULL (no key); rotary_dim <= 0 means cos_sin_cache's shape[1]; NULL query_out/key_out: "
+    "in place.",
     declare(
         "rotary_embedding", "RotaryEmbedding",
-        "vLLM rotary embedding; in place into query/key when the outputs are omitted. Returns "
-        "(query_out or query, key_out or key).",
+        "vLLM rotary embedding, positions [T] or [batch, seq] (any rank >= 1); in place into "
+        "query/key when the outputs are omitted. Returns (query_out or query, key_out or key).",
         {
-            input("positions", kIndex).rank_is(1),
+            input("positions", kIndex).rank_at_least(1),
             input("query", kStandardFloat),
             optional_input("key", dtype_of(1)),
             attribute("head_size", ArgKind::kInt64),

@@ -5,23 +5,25 @@
 namespace tileops::ops {
 namespace {
 
+// "[2, 3, H*64] or [2, 3, H, 64] (the leading dims are positions' shape)".
+std::string layouts(RotaryTokens tokens, std::int64_t head_size) {
+  std::string lead = "[";
+  for (const std::int64_t n : tokens.shape) lead += std::to_string(n) + ", ";
+  const std::string d = std::to_string(head_size);
+  return lead + "H*" + d + "] or " + lead + "H, " + d + "] (the leading dims are " +
+         std::string(tokens.source) + ")";
+}
+
+// t is [*tokens, H*head_size] or [*tokens, H, head_size]: its leading dims are the tokens'
+// shape, however they are strided (the implementations do not need them to collapse).
 void check_heads(const ArgCheck& check, const Tensor& t, std::string_view arg,
-                 std::int64_t head_size, std::int64_t tokens) {
-  if (t.rank() != 2 && t.rank() != 3) {
-    check.fail(ErrorKind::kInvalidArgument, arg, "rank 2 [T, H*head_size] or 3 [T, H, head_size]",
-               t.shape().to_string());
-  }
-  if (t.size(0) != tokens) {
-    check.fail(ErrorKind::kInvalidArgument, arg,
-               std::to_string(tokens) + " tokens in dim 0 (the rows of positions / cos)",
-               t.shape().to_string());
-  }
-  const bool whole_heads = t.rank() == 3 ? t.size(2) == head_size : t.size(1) % head_size == 0;
-  if (!whole_heads) {
-    check.fail(ErrorKind::kInvalidArgument, arg,
-               t.rank() == 3 ? "last dim == head_size " + std::to_string(head_size)
-                             : "last dim a multiple of head_size " + std::to_string(head_size),
-               t.shape().to_string());
+                 std::int64_t head_size, RotaryTokens tokens) {
+  const int lead = tokens.shape.size();
+  bool ok = t.rank() == lead + 1 || t.rank() == lead + 2;
+  for (int i = 0; ok && i < lead; ++i) ok = t.size(i) == tokens.shape[i];
+  if (ok) ok = t.rank() == lead + 2 ? t.size(lead + 1) == head_size : t.size(lead) % head_size == 0;
+  if (!ok) {
+    check.fail(ErrorKind::kInvalidArgument, arg, layouts(tokens, head_size), t.shape().to_string());
   }
 }
 
@@ -32,7 +34,7 @@ bool same_view(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 void check_rotary_operands(const ArgCheck& check, const Tensor& query, const Tensor& key,
-                           std::int64_t head_size, std::int64_t rot_dim, std::int64_t tokens,
+                           std::int64_t head_size, std::int64_t rot_dim, RotaryTokens tokens,
                            const Tensor& query_out, const Tensor& key_out,
                            std::initializer_list<ArgCheck::Named> tables) {
   if (head_size <= 0) {

@@ -15,7 +15,7 @@ class ApplyRotaryPosEmbCpu final : public Operator {
   explicit ApplyRotaryPosEmbCpu(const Problem& p)
       : plan_(p.tensors[0], p.tensors[1], p.tensors[4], p.tensors[5],
               static_cast<std::int64_t>(p.attributes[0]),
-              static_cast<std::int64_t>(p.attributes[2]), p.attributes[1] != 0.0),
+              static_cast<std::int64_t>(p.attributes[2]), p.attributes[1] != 0.0, 1),
         per_element_(p.attributes[3] != 0.0),
         cos_rows_(p.tensors[2].strides[0]),
         cos_cols_(p.tensors[2].strides[1]),

@@ -1,6 +1,7 @@
 #include "src/ops/cpu/rotary.h"
 
 #include <algorithm>
+#include <span>
 
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
@@ -12,25 +13,48 @@
 
 namespace tileops::ops::cpu {
 
-HeadRows HeadRows::of(const TensorDesc& t, std::int64_t head_size) {
+TokenOffsets::TokenOffsets(const Dims& shape, const Dims& strides, int rank) {
+  // Innermost first, then reversed: a dim whose stride spans the merged inner ones joins them.
+  Dims extents, steps;
+  for (int i = rank - 1; i >= 0; --i) {
+    if (shape[i] == 1) continue;
+    const int last = extents.size() - 1;
+    if (last >= 0 && strides[i] == steps[last] * extents[last]) {
+      extents[last] *= shape[i];
+    } else {
+      extents.push_back(shape[i]);
+      steps.push_back(strides[i]);
+    }
+  }
+  for (int i = extents.size() - 1; i >= 0; --i) {
+    shape_.push_back(extents[i]);
+    strides_.push_back(steps[i]);
+  }
+}
+
+HeadRows HeadRows::of(const TensorDesc& t, std::int64_t head_size, int token_rank) {
   if (!t.present) return {};
-  if (t.shape.size() == 3) return {t.shape[1], t.strides[0], t.strides[1], t.strides[2]};
-  // [T, H·head_size]: head h starts h·head_size elements into the row.
-  return {t.shape[1] / head_size, t.strides[0], head_size * t.strides[1], t.strides[1]};
+  const TokenOffsets token(t.shape, t.strides, token_rank);
+  if (t.shape.size() == token_rank + 2) {
+    return {t.shape[token_rank], token, t.strides[token_rank], t.strides[token_rank + 1]};
+  }
+  // [*tokens, H·head_size]: head h starts h·head_size elements into the row.
+  return {t.shape[token_rank] / head_size, token, head_size * t.strides[token_rank],
+          t.strides[token_rank]};
 }
 
 RotaryPlan::RotaryPlan(const TensorDesc& query, const TensorDesc& key, const TensorDesc& query_out,
                        const TensorDesc& key_out, std::int64_t head_size, std::int64_t rot_dim,
-                       bool neox)
-    : tokens_(query.shape[0]),
+                       bool neox, int token_rank)
+    : tokens_(Dims(std::span(query.shape.begin(), query.shape.begin() + token_rank)).product()),
       head_size_(head_size),
       rot_dim_(rot_dim),
       neox_(neox),
       has_key_(key.present),
-      query_(HeadRows::of(query, head_size)),
-      key_(HeadRows::of(key, head_size)),
-      query_out_(HeadRows::of(query_out, head_size)),
-      key_out_(HeadRows::of(key_out, head_size)) {}
+      query_(HeadRows::of(query, head_size, token_rank)),
+      key_(HeadRows::of(key, head_size, token_rank)),
+      query_out_(HeadRows::of(query_out, head_size, token_rank)),
+      key_out_(HeadRows::of(key_out, head_size, token_rank)) {}
 
 void RotaryPlan::rotate_heads(const Tensor& in, const HeadRows& in_rows, const Tensor& out,
                               const HeadRows& out_rows, std::int64_t t, const float* c,
@@ -40,9 +64,11 @@ void RotaryPlan::rotate_heads(const Tensor& in, const HeadRows& in_rows, const T
   const bool in_place = in.data() == out.data();
   const bool direct = dtype == DataType::kFloat32 && in_rows.element == 1 && out_rows.element == 1;
   const auto rotate = neox_ ? rotate_halves : rotate_pairs;
+  const std::int64_t in_token = in_rows.token(t);
+  const std::int64_t out_token = out_rows.token(t);
   for (std::int64_t h = 0; h < in_rows.heads; ++h) {
-    char* src = element_at(in, t * in_rows.token + h * in_rows.head);
-    char* dst = element_at(out, t * out_rows.token + h * out_rows.head);
+    char* src = element_at(in, in_token + h * in_rows.head);
+    char* dst = element_at(out, out_token + h * out_rows.head);
     if (direct) {
       rotate(reinterpret_cast<const float*>(src), c, s, rot_dim_, reinterpret_cast<float*>(dst));
     } else {

@@ -10,24 +10,52 @@
 
 namespace tileops::ops::cpu {
 
-// One operand as [T, heads, head_size]: element (t, h, i) at t·token + h·head + i·element.
-struct HeadRows {
-  std::int64_t heads = 0;
-  std::int64_t token = 0;
-  std::int64_t head = 0;
-  std::int64_t element = 0;
-  static HeadRows of(const TensorDesc& t, std::int64_t head_size);
+// Element offsets of the tokens of a [*tokens, ...] operand, token t numbered row-major over
+// the leading dims. Dims that collapse into one stride are merged (usually all of them); the
+// others stay, so a transposed [batch, seq] view is walked as it lies, without a copy.
+class TokenOffsets {
+ public:
+  TokenOffsets() = default;
+  // Over the first `rank` dims of shape and strides.
+  TokenOffsets(const Dims& shape, const Dims& strides, int rank);
+
+  std::int64_t operator()(std::int64_t t) const {
+    if (shape_.size() == 1) return t * strides_[0];
+    std::int64_t offset = 0;
+    for (int i = shape_.size() - 1; i >= 0; --i) {
+      offset += (t % shape_[i]) * strides_[i];
+      t /= shape_[i];
+    }
+    return offset;
+  }
+
+ private:
+  Dims shape_;  // outermost first, no extents of 1
+  Dims strides_;
 };
 
-// Fills c and s (rot_dim floats each) for token t: out = x·c + partner(x)·s, the sign of the
-// rotation folded into s. scratch: rot_dim floats the function may use.
+// One operand as [*tokens, heads, head_size]: element (t, h, i) at token(t) + h·head + i·element.
+struct HeadRows {
+  std::int64_t heads = 0;
+  TokenOffsets token;
+  std::int64_t head = 0;
+  std::int64_t element = 0;
+  // t is [*tokens, H·head_size] or [*tokens, H, head_size] with `token_rank` leading dims.
+  static HeadRows of(const TensorDesc& t, std::int64_t head_size, int token_rank);
+};
+
+// Fills c and s (rot_dim floats each) for token t (row-major over the tokens' dims): out = x·c +
+// partner(x)·s, the sign of the rotation folded into s. scratch: rot_dim floats the function may
+// use.
 using RotaryTables = FunctionRef<void(std::int64_t t, float* c, float* s, float* scratch)>;
 
 class RotaryPlan {
  public:
-  // tensors in the order query, key, query_out, key_out (key and key_out may be absent).
+  // tensors in the order query, key, query_out, key_out (key and key_out may be absent), each
+  // leading with the tokens' `token_rank` dims.
   RotaryPlan(const TensorDesc& query, const TensorDesc& key, const TensorDesc& query_out,
-             const TensorDesc& key_out, std::int64_t head_size, std::int64_t rot_dim, bool neox);
+             const TensorDesc& key_out, std::int64_t head_size, std::int64_t rot_dim, bool neox,
+             int token_rank);
 
   // Rotates the first rot_dim elements of every head and copies the rest when an output is not
   // its input. Tokens are split over the thread pool.

@@ -1,6 +1,7 @@
 // rotary_embedding on CPU: every position is checked against the cache first (a bad one leaves
-// the outputs untouched); then tokens are split over the thread pool, each token's cos/sin
-// cache row expanded once to per-element tables and applied to all its query and key heads.
+// the outputs untouched); then tokens (positions' elements, row-major) are split over the thread
+// pool, each token's cos/sin cache row expanded once to per-element tables and applied to all its
+// query and key heads.
 #include <memory>
 #include <string>
 
@@ -18,9 +19,11 @@ class RotaryEmbeddingCpu final : public Operator {
   explicit RotaryEmbeddingCpu(const Problem& p)
       : plan_(p.tensors[1], p.tensors[2], p.tensors[4], p.tensors[5],
               static_cast<std::int64_t>(p.attributes[0]),
-              static_cast<std::int64_t>(p.attributes[2]), p.attributes[1] != 0.0),
+              static_cast<std::int64_t>(p.attributes[2]), p.attributes[1] != 0.0,
+              p.tensors[0].shape.size()),
         positions_int64_(p.tensors[0].dtype == DataType::kInt64),
-        positions_stride_(p.tensors[0].strides[0]),
+        positions_shape_(p.tensors[0].shape),
+        positions_(p.tensors[0].shape, p.tensors[0].strides, p.tensors[0].shape.size()),
         max_pos_(p.tensors[3].shape[0]),
         cache_row_(p.tensors[3].strides[0]),
         cache_col_(p.tensors[3].strides[1]) {}
@@ -47,11 +50,12 @@ class RotaryEmbeddingCpu final : public Operator {
 
  private:
   std::int64_t position(const Tensor& positions, std::int64_t t) const {
-    return positions_int64_ ? positions.data_as<std::int64_t>()[t * positions_stride_]
-                            : positions.data_as<std::int32_t>()[t * positions_stride_];
+    return positions_int64_ ? positions.data_as<std::int64_t>()[positions_(t)]
+                            : positions.data_as<std::int32_t>()[positions_(t)];
   }
 
-  // Throws naming the first position outside [0, max_pos) and its token.
+  // Throws naming the first position outside [0, max_pos), its token and, for batched
+  // positions, its index.
   void check_positions(const Tensor& positions) const {
     for (std::int64_t t = 0; t < plan_.tokens(); ++t) {
       const std::int64_t p = position(positions, t);
@@ -59,14 +63,27 @@ class RotaryEmbeddingCpu final : public Operator {
         throw_argument_error(
             ErrorKind::kInvalidArgument, "rotary_embedding", "positions",
             "positions in [0, " + std::to_string(max_pos_) + ") (the rows of cos_sin_cache)",
-            "position " + std::to_string(p) + " at token " + std::to_string(t));
+            "position " + std::to_string(p) + " at token " + std::to_string(t) + index_of(t));
       }
     }
   }
 
+  // " (positions[1, 2])" for token t of batched positions; empty for [num_tokens].
+  std::string index_of(std::int64_t t) const {
+    if (positions_shape_.size() == 1) return "";
+    Dims index;
+    index.resize(positions_shape_.size());
+    for (int i = positions_shape_.size() - 1; i >= 0; --i) {
+      index[i] = t % positions_shape_[i];
+      t /= positions_shape_[i];
+    }
+    return " (positions" + index.to_string() + ")";
+  }
+
   RotaryPlan plan_;
   bool positions_int64_;
-  std::int64_t positions_stride_;
+  Dims positions_shape_;
+  TokenOffsets positions_;
   std::int64_t max_pos_;
   std::int64_t cache_row_;
   std::int64_t cache_col_;
