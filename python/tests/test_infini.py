@@ -351,6 +351,22 @@ def test_rotary_embedding_infiniops_order(dtype, neox, rot):
     assert torch.equal(qi, q_out) and torch.equal(ki, k_out)
 
 
+@pytest.mark.parametrize("neox", [True, False])
+def test_rotary_embedding_batched_positions(neox):
+    # vLLM's batched form: positions [batch, seq], query [batch, seq, H*D], key [batch, seq, H, D];
+    # the same tokens flattened give the same rotation.
+    n = 6  # 2 sequences of 3 tokens
+    pos, cache = positions()[:n], cos_sin_cache(D, torch.float32)
+    query, key = make((n, H * D), torch.float32, seed=4), make((n, HKV, D), torch.float32, seed=5)
+    flat_q, flat_k = query.clone(), key.clone()
+    infini.rotary_embedding(pos, flat_q, flat_k, D, cache, neox, D)
+    batched_q, batched_k = query.clone().view(2, 3, H * D), key.clone().view(2, 3, HKV, D)
+    infini.rotary_embedding(pos.view(2, 3), batched_q, batched_k, D, cache, neox, D, stream=0)
+    assert torch.equal(batched_q.view(n, H * D), flat_q)
+    assert torch.equal(batched_k.view(n, HKV, D), flat_k)
+    assert not torch.equal(flat_q, query)  # it rotated
+
+
 def pre_gathered_cache(cache, pos, neox):
     """InfiniOps' [2T, head_size] table: per-token cos rows, then sin rows, expanded per element."""
     cos, sin = cache[pos].chunk(2, dim=-1)
