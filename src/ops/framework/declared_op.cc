@@ -81,6 +81,7 @@ bool geometry_matches(const Problem& problem, std::span<const Tensor> tensors) {
 // What call() remembers of an operator's last validated call on a thread.
 struct CallMemo {
   bool valid = false;
+  bool in_use = false;  // a call of this operator is running on this thread
   int implementation_index = 0;
   std::vector<TensorDesc> given;   // as the caller passed them: an omitted one is absent
   std::vector<double> attributes;  // as the caller passed them
@@ -295,6 +296,17 @@ void DeclaredOp::call(std::span<const Tensor> tensors, std::span<const double> a
   const std::size_t slot = memo_slot();
   if (slot >= memos.size()) memos.resize(slot + 1);
   CallMemo& memo = memos[slot];
+  if (memo.in_use) {  // an implementation calling its own operator: validate without the memo
+    run_problem(problem(tensors, resolved_tensors, attributes), resolved_tensors, ctx);
+    return;
+  }
+  struct InUse {
+    bool& flag;
+    explicit InUse(bool& f) : flag(f) { flag = true; }
+    ~InUse() { flag = false; }
+    InUse(const InUse&) = delete;
+    InUse& operator=(const InUse&) = delete;
+  } in_use(memo.in_use);
   if (memo_matches(memo, tensors, attributes, ctx.implementation_index)) {
     const ArgCheck check(decl_.name);
     for (int i = 0; i < decl_.num_args; ++i) {
