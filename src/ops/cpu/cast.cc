@@ -38,8 +38,13 @@ Geometry collapse(const TensorDesc& in, const TensorDesc& out) {
     if (extent == 1) continue;
     if (!dims.empty()) {
       auto& inner = dims.back();
-      if (in.strides[i] == inner[0] * inner[1] && out.strides[i] == inner[0] * inner[2]) {
-        inner[0] *= extent;
+      // An empty tensor may have extents whose products overflow: such dims are not merged.
+      std::int64_t in_next = 0, out_next = 0, merged = 0;
+      if (!__builtin_mul_overflow(inner[0], inner[1], &in_next) &&
+          !__builtin_mul_overflow(inner[0], inner[2], &out_next) &&
+          !__builtin_mul_overflow(inner[0], extent, &merged) && in.strides[i] == in_next &&
+          out.strides[i] == out_next) {
+        inner[0] = merged;
         continue;
       }
     }
