@@ -1,7 +1,7 @@
 """rotary_embedding, reshape_and_cache and top_k_top_p_sampler against torch 1.13 on 2 threads.
 
-Usage: TILEOPS_NUM_THREADS=2 PYTHONPATH=python /usr/bin/python3 bench/kv_ops_bench.py
-Writes bench/results/cpu-kv-ops.md. Peers, timed in the same run: torch's implementation of the
+Usage: TILEOPS_NUM_THREADS=2 PYTHONPATH=python /usr/bin/python3 bench/kv_ops_bench.py [--target T]
+Writes bench/results/cpu-kv-ops.md (cpu-kv-ops-<T>.md for a forced SIMD target). Peers, timed in the same run: torch's implementation of the
 same operation (vLLM's forward_native rotary, index_copy_ into the cache, vLLM's torch top-k/top-p
 sampler) and a torch copy (`copy_`) of the bytes the operator must move, whose time is the
 bandwidth floor.
@@ -13,10 +13,15 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(__file__))
+from target_option import result_name, take_target  # noqa: E402
+
+TARGET = take_target(sys.argv)
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from tileops import ops  # noqa: E402
 
-from report_util import cpu_name  # noqa: E402
+from report_util import cpu_name, cpu_simd  # noqa: E402
 
 H, HKV, D, MAX_POS = 32, 8, 128, 4096
 
@@ -109,7 +114,6 @@ def sampler_rows():
     return rows
 
 
-
 def main():
     torch.set_num_threads(2)
     rows = rotary_rows(torch.float32) + rotary_rows(torch.bfloat16)
@@ -119,6 +123,8 @@ def main():
         "",
         f"- machine: {cpu_name()}, {os.cpu_count()} CPUs (shared with other builds: noisy), "
         f"tileops and torch on 2 threads, torch {torch.__version__}",
+        f"- CPU SIMD: {cpu_simd()}; tileops SIMD target: {TARGET} (TILEOPS_SIMD_TARGET; torch "
+        "runs its own dispatch)",
         "- best of 7 samples per cell, all cells of a row measured in the same run "
         "(`bench/kv_ops_bench.py`)",
         "- torch: vLLM's forward_native rotary (in place), `index_copy_` into the flat cache, "
@@ -134,7 +140,7 @@ def main():
                      f"{t_copy:.4f} | {t_copy / t_ops:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    path = os.path.join(os.path.dirname(__file__), "results", "cpu-kv-ops.md")
+    path = os.path.join(os.path.dirname(__file__), "results", result_name("cpu-kv-ops", TARGET))
     with open(path, "w") as f:
         f.write(text)
 
