@@ -223,4 +223,38 @@ constexpr OpDecl declaration_only(OpDecl d) { return d.has_contract = false, d; 
 constexpr OpDecl with_derived_attributes(int n, OpDecl d) { return d.derived_attributes = n, d; }
 constexpr OpDecl with_detail(std::string_view detail, OpDecl d) { return d.detail = detail, d; }
 
+// How implementations and hooks name what they read: an argument's index among the operator's
+// tensors (Problem::tensors, the tensors a run gets) or among its attributes
+// (Problem::attributes, folded ones left out). A name the declaration lacks, or of the other
+// kind, does not compile: `tensors[tensor_index(decls::rms_norm, "weight")]`.
+void no_tensor_argument_of_that_name();     // not constexpr: calling it stops compilation
+void no_attribute_argument_of_that_name();  // not constexpr: calling it stops compilation
+consteval int tensor_index(const OpDecl& op, std::string_view name) {
+  int index = 0;
+  for (const ArgDecl& a : op.arguments()) {
+    if (!is_tensor(a.kind)) continue;
+    if (a.name == name) return index;
+    ++index;
+  }
+  no_tensor_argument_of_that_name();
+  return -1;
+}
+consteval int attribute_index(const OpDecl& op, std::string_view name) {
+  int index = 0;
+  for (const ArgDecl& a : op.arguments()) {
+    if (is_tensor(a.kind) || a.folded) continue;
+    if (a.name == name) return index;
+    ++index;
+  }
+  no_attribute_argument_of_that_name();
+  return -1;
+}
+// The i-th attribute the check hook derives (OpDecl::derived_attributes), after the declared ones.
+consteval int derived_attribute_index(const OpDecl& op, int i) {
+  int declared = 0;
+  for (const ArgDecl& a : op.arguments()) declared += !is_tensor(a.kind) && !a.folded;
+  if (i < 0 || i >= op.derived_attributes) no_attribute_argument_of_that_name();
+  return declared + i;
+}
+
 }  // namespace tileops::ops

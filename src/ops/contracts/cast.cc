@@ -7,9 +7,13 @@
 namespace tileops::ops {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/cast.decl.h).
+constexpr int kInput = tensor_index(decls::cast, "input");
+constexpr int kOut = tensor_index(decls::cast, "out");
+
 void check(const ArgCheck& check, std::span<const Tensor> tensors, std::span<double>) {
-  check.rank_is(tensors[1], "out", tensors[0].rank());
-  check.shape_is(tensors[1], "out", tensors[0].shape(), "same as input");
+  check.rank_is(tensors[kOut], "out", tensors[kInput].rank());
+  check.shape_is(tensors[kOut], "out", tensors[kInput].shape(), "same as input");
 }
 
 }  // namespace

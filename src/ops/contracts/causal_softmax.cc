@@ -9,8 +9,12 @@
 namespace tileops::ops {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/causal_softmax.decl.h).
+constexpr int kInput = tensor_index(decls::causal_softmax, "input");
+constexpr int kOut = tensor_index(decls::causal_softmax, "out");
+
 void check(const ArgCheck& check, std::span<const Tensor> tensors, std::span<double>) {
-  const Tensor& input = tensors[0];
+  const Tensor& input = tensors[kInput];
   if (input.rank() != 2 && input.rank() != 3) {
     check.fail(ErrorKind::kInvalidArgument, "input", "rank 2 [S, T] or 3 [B, S, T]",
                "rank " + std::to_string(input.rank()) + " " + input.describe());
@@ -19,11 +23,11 @@ void check(const ArgCheck& check, std::span<const Tensor> tensors, std::span<dou
     check.fail(ErrorKind::kInvalidArgument, "input", "T >= S (last dim at least the one before)",
                input.shape().to_string());
   }
-  check.shape_is(tensors[1], "out", input.shape(), "same as input");
+  check.shape_is(tensors[kOut], "out", input.shape(), "same as input");
 }
 
 Dims output_shape(std::string_view, int, std::span<const Tensor> tensors, std::span<const double>) {
-  return tensors[0].shape();
+  return tensors[kInput].shape();
 }
 
 }  // namespace

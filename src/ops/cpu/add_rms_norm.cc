@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "src/ops/contracts/add_rms_norm.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
@@ -18,17 +19,26 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/add_rms_norm.decl.h).
+constexpr int kInput = tensor_index(decls::add_rms_norm, "input");
+constexpr int kResidual = tensor_index(decls::add_rms_norm, "residual");
+constexpr int kWeight = tensor_index(decls::add_rms_norm, "weight");
+constexpr int kOut = tensor_index(decls::add_rms_norm, "out");
+constexpr int kResidualOut = tensor_index(decls::add_rms_norm, "residual_out");
+constexpr int kEps = attribute_index(decls::add_rms_norm, "eps");
+
 class AddRmsNormCpu final : public Operator {
  public:
   explicit AddRmsNormCpu(const Problem& problem)
-      : eps_(static_cast<float>(problem.attributes[0])), width_(problem.tensors[0].shape.back()) {}
+      : eps_(static_cast<float>(problem.attributes[kEps])),
+        width_(problem.tensors[kInput].shape.back()) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& input = tensors[0];
-    const Tensor& residual = tensors[1];
-    const Tensor& weight = tensors[2];
-    const Tensor& out = tensors[3];
-    const Tensor& residual_out = tensors[4];
+    const Tensor& input = tensors[kInput];
+    const Tensor& residual = tensors[kResidual];
+    const Tensor& weight = tensors[kWeight];
+    const Tensor& out = tensors[kOut];
+    const Tensor& residual_out = tensors[kResidualOut];
     const RowOffsets input_rows(input);
     const RowOffsets residual_rows(residual);
     const RowOffsets out_rows(out);

@@ -2,6 +2,8 @@
 
 #include <type_traits>
 
+#include "src/ops/contracts/add.decl.h"
+#include "src/ops/contracts/mul.decl.h"
 #include "src/ops/cpu/elementwise_float.h"
 #include "src/ops/cpu/elementwise_loop.h"
 #include "src/ops/cpu/simd/elementwise_kernels.h"
@@ -12,11 +14,20 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from add's declaration; mul declares the same arguments.
+constexpr int kInput = tensor_index(decls::add, "input");
+constexpr int kOther = tensor_index(decls::add, "other");
+constexpr int kOut = tensor_index(decls::add, "out");
+static_assert(kInput == tensor_index(decls::mul, "input") &&
+              kOther == tensor_index(decls::mul, "other") &&
+              kOut == tensor_index(decls::mul, "out"));
+
 ElementwiseLoop make_loop(const Problem& problem) {
-  const TensorDesc& out = problem.tensors[2];
+  const TensorDesc& out = problem.tensors[kOut];
   std::array<Dims, ElementwiseLoop::kOperands> strides;
+  const int operands[ElementwiseLoop::kOperands] = {kInput, kOther, kOut};  // the loop's order
   for (int i = 0; i < ElementwiseLoop::kOperands; ++i) {
-    const TensorDesc& t = problem.tensors[static_cast<std::size_t>(i)];
+    const TensorDesc& t = problem.tensors[operands[i]];
     strides[i] = broadcast_strides(t.shape, t.strides, out.shape);
   }
   return ElementwiseLoop(out.shape, strides);
@@ -25,9 +36,9 @@ ElementwiseLoop make_loop(const Problem& problem) {
 // Integers wrap: U is the unsigned type of the element, whose arithmetic is defined modulo 2^n.
 template <typename U, typename Op>
 void run_wrapping(const ElementwiseLoop& loop, const Tensor* tensors, Op op, ThreadPool& pool) {
-  const U* a = static_cast<const U*>(tensors[0].data());
-  const U* b = static_cast<const U*>(tensors[1].data());
-  U* out = static_cast<U*>(tensors[2].data());
+  const U* a = static_cast<const U*>(tensors[kInput].data());
+  const U* b = static_cast<const U*>(tensors[kOther].data());
+  U* out = static_cast<U*>(tensors[kOut].data());
   const std::int64_t sa = loop.inner_stride(0);
   const std::int64_t sb = loop.inner_stride(1);
   const std::int64_t so = loop.inner_stride(2);
@@ -52,7 +63,7 @@ void run_wrapping(const ElementwiseLoop& loop, const Tensor* tensors, Op op, Thr
 class BroadcastArithmeticCpu final : public Operator {
  public:
   BroadcastArithmeticCpu(const Problem& problem, Arithmetic op)
-      : loop_(make_loop(problem)), dtype_(problem.tensors[2].dtype), op_(op) {}
+      : loop_(make_loop(problem)), dtype_(problem.tensors[kOut].dtype), op_(op) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     switch (dtype_) {
@@ -70,7 +81,7 @@ class BroadcastArithmeticCpu final : public Operator {
       case DataType::kBFloat16:
         return run_float_elementwise(
             loop_, op_ == Arithmetic::kAdd ? ElementwiseOp::kAdd : ElementwiseOp::kMul, dtype_,
-            tensors[0].data(), tensors[1].data(), tensors[2], ctx);
+            tensors[kInput].data(), tensors[kOther].data(), tensors[kOut], ctx);
       default:
         throw_internal_error("cpu add/mul", "dtype not validated by the contract");
     }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/ops/contracts/cast.decl.h"
 #include "src/ops/cpu/cast_rows.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
@@ -19,6 +20,10 @@
 
 namespace tileops::ops::cpu {
 namespace {
+
+// Argument positions, by name from the declaration (src/ops/contracts/cast.decl.h).
+constexpr int kInput = tensor_index(decls::cast, "input");
+constexpr int kOut = tensor_index(decls::cast, "out");
 
 constexpr std::int64_t kBlock = 16384;             // elements per work item along a row
 constexpr std::int64_t kMinPerThread = 64 * 1024;  // smaller casts stay on one thread
@@ -65,9 +70,9 @@ enum class Route { kCopy, kFloat, kLookup, kWideLookup, kConvert };
 class CastCpu final : public Operator {
  public:
   explicit CastCpu(const Problem& problem)
-      : from_(problem.tensors[0].dtype),
-        to_(problem.tensors[1].dtype),
-        geometry_(collapse(problem.tensors[0], problem.tensors[1])),
+      : from_(problem.tensors[kInput].dtype),
+        to_(problem.tensors[kOut].dtype),
+        geometry_(collapse(problem.tensors[kInput], problem.tensors[kOut])),
         convert_(cast_row_function(from_, to_)) {
     if (from_ == to_) {
       route_ = Route::kCopy;
@@ -88,8 +93,8 @@ class CastCpu final : public Operator {
   }
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& input = tensors[0];
-    const Tensor& out = tensors[1];
+    const Tensor& input = tensors[kInput];
+    const Tensor& out = tensors[kOut];
     if (input.numel() == 0) return;
     const RowOffsets in_rows(geometry_.shape, geometry_.in_strides);
     const RowOffsets out_rows(geometry_.shape, geometry_.out_strides);

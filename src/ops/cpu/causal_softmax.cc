@@ -3,22 +3,27 @@
 // chunks of the thread pool get equal work.
 #include <memory>
 
+#include "src/ops/contracts/causal_softmax.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/softmax_rows.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/causal_softmax.decl.h).
+constexpr int kInput = tensor_index(decls::causal_softmax, "input");
+constexpr int kOut = tensor_index(decls::causal_softmax, "out");
+
 class CausalSoftmaxCpu final : public Operator {
  public:
   explicit CausalSoftmaxCpu(const Problem& problem)
-      : queries_(problem.tensors[0].shape[problem.tensors[0].shape.size() - 2]),
-        keys_(problem.tensors[0].shape.back()) {}
+      : queries_(problem.tensors[kInput].shape[problem.tensors[kInput].shape.size() - 2]),
+        keys_(problem.tensors[kInput].shape.back()) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     // Row i of the S query rows sees keys [0, T - S + i]; T >= S makes that non-empty.
     run_softmax_rows(
-        tensors[0], tensors[1], 1.0f,
+        tensors[kInput], tensors[kOut], 1.0f,
         [this](std::int64_t r) { return keys_ - queries_ + r % queries_ + 1; }, RowOrder::kZigZag,
         ctx);
   }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "src/ops/contracts/embedding.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/strided_copy.h"
@@ -14,6 +15,11 @@
 
 namespace tileops::ops::cpu {
 namespace {
+
+// Argument positions, by name from the declaration (src/ops/contracts/embedding.decl.h).
+constexpr int kInputIds = tensor_index(decls::embedding, "input_ids");
+constexpr int kWeight = tensor_index(decls::embedding, "weight");
+constexpr int kOut = tensor_index(decls::embedding, "out");
 
 constexpr std::int64_t kCheckChunk = 32768;          // ids per chunk of the range check
 constexpr std::int64_t kCopyChunkBytes = 64 * 1024;  // bytes of rows per chunk of the copy
@@ -93,21 +99,21 @@ class IdList {
 class EmbeddingCpu final : public Operator {
  public:
   explicit EmbeddingCpu(const Problem& problem)
-      : ids_(problem.tensors[0]),
-        ids_shape_(problem.tensors[0].shape),
-        num_embeddings_(problem.tensors[1].shape[0]),
-        width_(problem.tensors[1].shape[1]),
-        weight_row_stride_(problem.tensors[1].strides[0]),
-        weight_stride_(problem.tensors[1].strides[1]),
-        out_rows_(problem.tensors[2].shape, problem.tensors[2].strides),
-        out_row_stride_(uniform_stride(ids_shape_, problem.tensors[2].strides)),
-        out_stride_(problem.tensors[2].strides.back()),
-        element_size_(size_of(problem.tensors[1].dtype)) {}
+      : ids_(problem.tensors[kInputIds]),
+        ids_shape_(problem.tensors[kInputIds].shape),
+        num_embeddings_(problem.tensors[kWeight].shape[0]),
+        width_(problem.tensors[kWeight].shape[1]),
+        weight_row_stride_(problem.tensors[kWeight].strides[0]),
+        weight_stride_(problem.tensors[kWeight].strides[1]),
+        out_rows_(problem.tensors[kOut].shape, problem.tensors[kOut].strides),
+        out_row_stride_(uniform_stride(ids_shape_, problem.tensors[kOut].strides)),
+        out_stride_(problem.tensors[kOut].strides.back()),
+        element_size_(size_of(problem.tensors[kWeight].dtype)) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const void* ids = tensors[0].data();
-    const char* weight = static_cast<const char*>(tensors[1].data());
-    char* out = static_cast<char*>(tensors[2].data());
+    const void* ids = tensors[kInputIds].data();
+    const char* weight = static_cast<const char*>(tensors[kWeight].data());
+    char* out = static_cast<char*>(tensors[kOut].data());
     ThreadPool& pool = ctx.threads();
     check_ids(ids, pool);
     if (width_ == 0) return;

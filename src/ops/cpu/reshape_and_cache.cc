@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "src/ops/contracts/reshape_and_cache.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/strided_copy.h"
@@ -13,6 +14,16 @@
 
 namespace tileops::ops::cpu {
 namespace {
+
+// Argument positions, by name from the declaration (src/ops/contracts/reshape_and_cache.decl.h).
+constexpr int kKey = tensor_index(decls::reshape_and_cache, "key");
+constexpr int kValue = tensor_index(decls::reshape_and_cache, "value");
+constexpr int kKeyCache = tensor_index(decls::reshape_and_cache, "key_cache");
+constexpr int kValueCache = tensor_index(decls::reshape_and_cache, "value_cache");
+constexpr int kSlotMapping = tensor_index(decls::reshape_and_cache, "slot_mapping");
+// Key then value: the rows given and the cache they go to.
+constexpr int kRows[] = {kKey, kValue};
+constexpr int kCaches[] = {kKeyCache, kValueCache};
 
 // A [Hkv, D] block at some base: head stride and element stride.
 struct Block {
@@ -41,14 +52,14 @@ void copy_block(const char* src, const Block& from, char* dst, const Block& to,
 class ReshapeAndCacheCpu final : public Operator {
  public:
   explicit ReshapeAndCacheCpu(const Problem& p)
-      : tokens_(p.tensors[4].shape[0]),
-        slots_int64_(p.tensors[4].dtype == DataType::kInt64),
-        slot_stride_(p.tensors[4].strides[0]),
-        block_size_(p.tensors[2].shape[1]),
-        num_slots_(p.tensors[2].shape[0] * p.tensors[2].shape[1]) {
+      : tokens_(p.tensors[kSlotMapping].shape[0]),
+        slots_int64_(p.tensors[kSlotMapping].dtype == DataType::kInt64),
+        slot_stride_(p.tensors[kSlotMapping].strides[0]),
+        block_size_(p.tensors[kKeyCache].shape[1]),
+        num_slots_(p.tensors[kKeyCache].shape[0] * p.tensors[kKeyCache].shape[1]) {
     for (int i = 0; i < 2; ++i) {
-      const TensorDesc& rows = p.tensors[i];
-      const TensorDesc& cache = p.tensors[2 + i];
+      const TensorDesc& rows = p.tensors[kRows[i]];
+      const TensorDesc& cache = p.tensors[kCaches[i]];
       rows_[i] = {rows.shape[1], rows.shape[2], rows.strides[1], rows.strides[2]};
       token_stride_[i] = rows.strides[0];
       cache_[i] = {cache.shape[2], cache.shape[3], cache.strides[2], cache.strides[3]};
@@ -61,7 +72,7 @@ class ReshapeAndCacheCpu final : public Operator {
   }
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& slots = tensors[4];
+    const Tensor& slots = tensors[kSlotMapping];
     check_slots(slots);
     ctx.threads().parallel_range(
         tokens_, std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, row_bytes_)),
@@ -72,8 +83,8 @@ class ReshapeAndCacheCpu final : public Operator {
             const std::int64_t block = slot / block_size_;
             const std::int64_t offset = slot % block_size_;
             for (int i = 0; i < 2; ++i) {
-              const Tensor& rows = tensors[i];
-              const Tensor& cache = tensors[2 + i];
+              const Tensor& rows = tensors[kRows[i]];
+              const Tensor& cache = tensors[kCaches[i]];
               copy_block(
                   element_at(rows, t * token_stride_[i]), rows_[i],
                   element_at(cache, block * block_stride_[i] + offset * slot_in_block_stride_[i]),

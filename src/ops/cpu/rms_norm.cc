@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "src/ops/contracts/rms_norm.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
@@ -17,15 +18,22 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/rms_norm.decl.h).
+constexpr int kInput = tensor_index(decls::rms_norm, "input");
+constexpr int kWeight = tensor_index(decls::rms_norm, "weight");
+constexpr int kOut = tensor_index(decls::rms_norm, "out");
+constexpr int kEps = attribute_index(decls::rms_norm, "eps");
+
 class RmsNormCpu final : public Operator {
  public:
   explicit RmsNormCpu(const Problem& problem)
-      : eps_(static_cast<float>(problem.attributes[0])), width_(problem.tensors[0].shape.back()) {}
+      : eps_(static_cast<float>(problem.attributes[kEps])),
+        width_(problem.tensors[kInput].shape.back()) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& input = tensors[0];
-    const Tensor& weight = tensors[1];
-    const Tensor& out = tensors[2];
+    const Tensor& input = tensors[kInput];
+    const Tensor& weight = tensors[kWeight];
+    const Tensor& out = tensors[kOut];
     const RowOffsets input_rows(input);
     const RowOffsets out_rows(out);
     const std::int64_t rows = input_rows.rows();

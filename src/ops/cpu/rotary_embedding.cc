@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "src/ops/contracts/rotary_embedding.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/rotary.h"
 #include "src/ops/cpu/row_offsets.h"
@@ -14,30 +15,42 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/rotary_embedding.decl.h).
+constexpr int kPositions = tensor_index(decls::rotary_embedding, "positions");
+constexpr int kQuery = tensor_index(decls::rotary_embedding, "query");
+constexpr int kKey = tensor_index(decls::rotary_embedding, "key");
+constexpr int kCosSinCache = tensor_index(decls::rotary_embedding, "cos_sin_cache");
+constexpr int kQueryOut = tensor_index(decls::rotary_embedding, "query_out");
+constexpr int kKeyOut = tensor_index(decls::rotary_embedding, "key_out");
+constexpr int kHeadSize = attribute_index(decls::rotary_embedding, "head_size");
+constexpr int kIsNeoxStyle = attribute_index(decls::rotary_embedding, "is_neox_style");
+constexpr int kRotaryDim = attribute_index(decls::rotary_embedding, "rotary_dim");
+
 class RotaryEmbeddingCpu final : public Operator {
  public:
   explicit RotaryEmbeddingCpu(const Problem& p)
-      : plan_(p.tensors[1], p.tensors[2], p.tensors[4], p.tensors[5],
-              static_cast<std::int64_t>(p.attributes[0]),
-              static_cast<std::int64_t>(p.attributes[2]), p.attributes[1] != 0.0,
-              p.tensors[0].shape.size()),
-        positions_int64_(p.tensors[0].dtype == DataType::kInt64),
-        positions_shape_(p.tensors[0].shape),
-        positions_(p.tensors[0].shape, p.tensors[0].strides, p.tensors[0].shape.size()),
-        max_pos_(p.tensors[3].shape[0]),
-        cache_row_(p.tensors[3].strides[0]),
-        cache_col_(p.tensors[3].strides[1]) {}
+      : plan_(p.tensors[kQuery], p.tensors[kKey], p.tensors[kQueryOut], p.tensors[kKeyOut],
+              static_cast<std::int64_t>(p.attributes[kHeadSize]),
+              static_cast<std::int64_t>(p.attributes[kRotaryDim]),
+              p.attributes[kIsNeoxStyle] != 0.0, p.tensors[kPositions].shape.size()),
+        positions_int64_(p.tensors[kPositions].dtype == DataType::kInt64),
+        positions_shape_(p.tensors[kPositions].shape),
+        positions_(p.tensors[kPositions].shape, p.tensors[kPositions].strides,
+                   p.tensors[kPositions].shape.size()),
+        max_pos_(p.tensors[kCosSinCache].shape[0]),
+        cache_row_(p.tensors[kCosSinCache].strides[0]),
+        cache_col_(p.tensors[kCosSinCache].strides[1]) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& positions = tensors[0];
-    const Tensor& cache = tensors[3];
+    const Tensor& positions = tensors[kPositions];
+    const Tensor& cache = tensors[kCosSinCache];
     check_positions(positions);
     const std::int64_t half = plan_.rot_dim() / 2;
     const DataType cache_dtype = cache.dtype();
     const bool neox = plan_.neox();
     const std::int64_t rot_dim = plan_.rot_dim();
     plan_.run(
-        tensors[1], tensors[2], tensors[4], tensors[5],
+        tensors[kQuery], tensors[kKey], tensors[kQueryOut], tensors[kKeyOut],
         [&](std::int64_t t, float* c, float* s, float* scratch) {
           const char* row = element_at(cache, position(positions, t) * cache_row_);
           const auto bytes = static_cast<std::int64_t>(cache.element_size());

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "src/ops/contracts/top_k_top_p_sampler.decl.h"
+#include "src/ops/contracts/topk_topp_sampling.decl.h"
 #include "src/ops/cpu/sampling.h"
 #include "tileops/core/error.h"
 #include "tileops/ops/problem.h"
@@ -13,18 +15,23 @@
 namespace tileops::ops::cpu {
 
 class FilterReader {
+  // Where both samplers declare k and p.
+  static constexpr int kK = tensor_index(decls::top_k_top_p_sampler, "k");
+  static constexpr int kP = tensor_index(decls::top_k_top_p_sampler, "p");
+  static_assert(kK == tensor_index(decls::topk_topp_sampling, "topk") &&
+                kP == tensor_index(decls::topk_topp_sampling, "topp"));
+
  public:
-  // problem.tensors[1] is k, [2] is p; op and p_arg name them (k needs no check: any value is
-  // valid) in errors.
+  // op and p_arg name p in errors (k needs no check: any value is valid).
   FilterReader(const Problem& problem, const char* op, const char* p_arg)
       : op_(op),
         p_arg_(p_arg),
-        has_k_(problem.tensors[1].present),
-        has_p_(problem.tensors[2].present),
-        k_int64_(has_k_ && problem.tensors[1].dtype == DataType::kInt64),
-        p_float64_(has_p_ && problem.tensors[2].dtype == DataType::kFloat64),
-        k_stride_(stride_of(problem.tensors[1])),
-        p_stride_(stride_of(problem.tensors[2])) {}
+        has_k_(problem.tensors[kK].present),
+        has_p_(problem.tensors[kP].present),
+        k_int64_(has_k_ && problem.tensors[kK].dtype == DataType::kInt64),
+        p_float64_(has_p_ && problem.tensors[kP].dtype == DataType::kFloat64),
+        k_stride_(stride_of(problem.tensors[kK])),
+        p_stride_(stride_of(problem.tensors[kP])) {}
 
   RowFilter operator()(const Tensor& k, const Tensor& p, std::int64_t row) const {
     RowFilter filter;

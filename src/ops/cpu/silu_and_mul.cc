@@ -3,6 +3,7 @@
 // shared elementwise loop.
 #include <memory>
 
+#include "src/ops/contracts/silu_and_mul.decl.h"
 #include "src/ops/cpu/elementwise_float.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/elementwise_kernels.h"
@@ -10,23 +11,29 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/silu_and_mul.decl.h).
+constexpr int kInput = tensor_index(decls::silu_and_mul, "input");
+constexpr int kOut = tensor_index(decls::silu_and_mul, "out");
+constexpr int kDim = attribute_index(decls::silu_and_mul, "dim");
+
 class SiluAndMulCpu final : public Operator {
  public:
   explicit SiluAndMulCpu(const Problem& problem)
-      : loop_(problem.tensors[1].shape,
-              {problem.tensors[0].strides, problem.tensors[0].strides, problem.tensors[1].strides}),
-        dtype_(problem.tensors[1].dtype) {
-    const int dim = static_cast<int>(problem.attributes[0]);
-    const TensorDesc& input = problem.tensors[0];
+      : loop_(problem.tensors[kOut].shape,
+              {problem.tensors[kInput].strides, problem.tensors[kInput].strides,
+               problem.tensors[kOut].strides}),
+        dtype_(problem.tensors[kOut].dtype) {
+    const int dim = static_cast<int>(problem.attributes[kDim]);
+    const TensorDesc& input = problem.tensors[kInput];
     second_half_bytes_ =
         input.shape[dim] / 2 * input.strides[dim] * static_cast<std::int64_t>(size_of(dtype_));
   }
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const char* first = static_cast<const char*>(tensors[0].data());
+    const char* first = static_cast<const char*>(tensors[kInput].data());
     // An empty input may have no data: never offset a null pointer.
     const char* second = first == nullptr ? first : first + second_half_bytes_;
-    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, second, first, tensors[1], ctx);
+    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, second, first, tensors[kOut], ctx);
   }
 
  private:

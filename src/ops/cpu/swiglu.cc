@@ -2,6 +2,7 @@
 // dims merged where all three tensors are contiguous together).
 #include <memory>
 
+#include "src/ops/contracts/swiglu.decl.h"
 #include "src/ops/cpu/elementwise_float.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/elementwise_kernels.h"
@@ -9,16 +10,22 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/swiglu.decl.h).
+constexpr int kInput = tensor_index(decls::swiglu, "input");
+constexpr int kGate = tensor_index(decls::swiglu, "gate");
+constexpr int kOut = tensor_index(decls::swiglu, "out");
+
 class SwigluCpu final : public Operator {
  public:
   explicit SwigluCpu(const Problem& problem)
-      : loop_(problem.tensors[2].shape,
-              {problem.tensors[0].strides, problem.tensors[1].strides, problem.tensors[2].strides}),
-        dtype_(problem.tensors[2].dtype) {}
+      : loop_(problem.tensors[kOut].shape,
+              {problem.tensors[kInput].strides, problem.tensors[kGate].strides,
+               problem.tensors[kOut].strides}),
+        dtype_(problem.tensors[kOut].dtype) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, tensors[0].data(),
-                          tensors[1].data(), tensors[2], ctx);
+    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, tensors[kInput].data(),
+                          tensors[kGate].data(), tensors[kOut], ctx);
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "src/ops/contracts/top_k_top_p_sampler.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/sampling.h"
@@ -15,17 +16,24 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/top_k_top_p_sampler.decl.h).
+constexpr int kLogits = tensor_index(decls::top_k_top_p_sampler, "logits");
+constexpr int kK = tensor_index(decls::top_k_top_p_sampler, "k");
+constexpr int kP = tensor_index(decls::top_k_top_p_sampler, "p");
+constexpr int kSeed = tensor_index(decls::top_k_top_p_sampler, "seed");
+constexpr int kOut = tensor_index(decls::top_k_top_p_sampler, "out");
+
 class TopKTopPSamplerCpu final : public Operator {
  public:
   explicit TopKTopPSamplerCpu(const Problem& p)
-      : vocab_(p.tensors[0].shape[1]),
-        row_stride_(p.tensors[0].strides[0]),
-        col_stride_(p.tensors[0].strides[1]),
+      : vocab_(p.tensors[kLogits].shape[1]),
+        row_stride_(p.tensors[kLogits].strides[0]),
+        col_stride_(p.tensors[kLogits].strides[1]),
         filters_(p, "top_k_top_p_sampler", "p") {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& logits = tensors[0];
-    const auto seed = *static_cast<const std::uint64_t*>(tensors[3].data());
+    const Tensor& logits = tensors[kLogits];
+    const auto seed = *static_cast<const std::uint64_t*>(tensors[kSeed].data());
     const std::int64_t n = vocab_;
     sample_rows(
         logits.size(0), n,
@@ -43,8 +51,8 @@ class TopKTopPSamplerCpu final : public Operator {
           scaled_exp_sum(w, 1.0f, max, n, w);
           return sum_f64(w, n);
         },
-        [&](std::int64_t row) { return filters_(tensors[1], tensors[2], row); }, seed, tensors[4],
-        ctx);
+        [&](std::int64_t row) { return filters_(tensors[kK], tensors[kP], row); }, seed,
+        tensors[kOut], ctx);
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "src/ops/contracts/topk_topp_sampling.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/sampling.h"
@@ -15,17 +16,24 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/topk_topp_sampling.decl.h).
+constexpr int kProbs = tensor_index(decls::topk_topp_sampling, "probs");
+constexpr int kTopk = tensor_index(decls::topk_topp_sampling, "topk");
+constexpr int kTopp = tensor_index(decls::topk_topp_sampling, "topp");
+constexpr int kSeed = tensor_index(decls::topk_topp_sampling, "seed");
+constexpr int kOut = tensor_index(decls::topk_topp_sampling, "out");
+
 class TopkToppSamplingCpu final : public Operator {
  public:
   explicit TopkToppSamplingCpu(const Problem& p)
-      : vocab_(p.tensors[0].shape[1]),
-        row_stride_(p.tensors[0].strides[0]),
-        col_stride_(p.tensors[0].strides[1]),
+      : vocab_(p.tensors[kProbs].shape[1]),
+        row_stride_(p.tensors[kProbs].strides[0]),
+        col_stride_(p.tensors[kProbs].strides[1]),
         filters_(p, "topk_topp_sampling", "topp") {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& probs = tensors[0];
-    const auto seed = *static_cast<const std::uint64_t*>(tensors[3].data());
+    const Tensor& probs = tensors[kProbs];
+    const auto seed = *static_cast<const std::uint64_t*>(tensors[kSeed].data());
     const std::int64_t n = vocab_;
     sample_rows(
         probs.size(0), n,
@@ -43,8 +51,8 @@ class TopkToppSamplingCpu final : public Operator {
           }
           return total;
         },
-        [&](std::int64_t row) { return filters_(tensors[1], tensors[2], row); }, seed, tensors[4],
-        ctx);
+        [&](std::int64_t row) { return filters_(tensors[kTopk], tensors[kTopp], row); }, seed,
+        tensors[kOut], ctx);
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/ops/contracts/flash_attention.decl.h"
 #include "src/ops/cpu/attention/kv_pack.h"
 #include "src/ops/cpu/attention/prefill_tile.h"
 #include "src/ops/cpu/register.h"
@@ -20,6 +21,15 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declaration (src/ops/contracts/flash_attention.decl.h).
+constexpr int kQuery = tensor_index(decls::flash_attention, "query");
+constexpr int kKey = tensor_index(decls::flash_attention, "key");
+constexpr int kValue = tensor_index(decls::flash_attention, "value");
+constexpr int kCuSeqlensQ = tensor_index(decls::flash_attention, "cu_seqlens_q");
+constexpr int kCuSeqlensKv = tensor_index(decls::flash_attention, "cu_seqlens_kv");
+constexpr int kBlockTable = tensor_index(decls::flash_attention, "block_table");
+constexpr int kOutput = tensor_index(decls::flash_attention, "output");
+
 constexpr std::int64_t kKvTileStrips = 4;    // key tile = 4 strips (96 keys on AVX2)
 constexpr std::int64_t kQueryTileRows = 64;  // rows (positions × group heads) per query tile
 
@@ -28,7 +38,7 @@ std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m *
 class FlashAttentionCpu final : public Operator {
  public:
   explicit FlashAttentionCpu(const Problem& problem)
-      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[0].dtype) {
+      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[kQuery].dtype) {
     packed_.nr = attention_nr();
     packed_.kv_tile = kKvTileStrips * packed_.nr;
     packed_.head_size = shape_.head_size;
@@ -37,10 +47,10 @@ class FlashAttentionCpu final : public Operator {
   }
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& query = tensors[0];
-    const Tensor& cu_q = tensors[3];
-    const Tensor& cu_kv = tensors[4];
-    const Tensor& block_table = tensors[5];
+    const Tensor& query = tensors[kQuery];
+    const Tensor& cu_q = tensors[kCuSeqlensQ];
+    const Tensor& cu_kv = tensors[kCuSeqlensKv];
+    const Tensor& block_table = tensors[kBlockTable];
     // bfloat16 on AMX tiles or AVX512-BF16 dot products where the CPU has them (head sizes of
     // whole 16-column strips).
     Bf16BlockFn bf16_block = nullptr;
@@ -58,7 +68,7 @@ class FlashAttentionCpu final : public Operator {
     const std::int64_t tile_floats =
         pairs ? (bf16_kv_tile_elements(shape_.head_size, kv_tile) + 1) / 2 : packed_.tile_floats();
     const std::vector<Sequence> sequences =
-        read_sequences(query, tensors[1], cu_q, cu_kv, block_table);
+        read_sequences(query, tensors[kKey], cu_q, cu_kv, block_table);
     const auto batch = static_cast<std::int64_t>(sequences.size());
     const std::int64_t kv_heads = shape_.kv_heads;
 
@@ -102,8 +112,8 @@ class FlashAttentionCpu final : public Operator {
     float* tiles = lease.as<float>();
     float* thread_scratch = tiles + total_tiles * tile_floats;
 
-    const KvRows keys(tensors[1], block_table, shape_.block_size);
-    const KvRows values(tensors[2], block_table, shape_.block_size);
+    const KvRows keys(tensors[kKey], block_table, shape_.block_size);
+    const KvRows values(tensors[kValue], block_table, shape_.block_size);
     // Phase 1: pack (sequence, kv head, key tile) items.
     std::vector<std::uint8_t> nonfinite(total_tiles, 0);
     pool.parallel_claim(total_tiles, [&](int chunk, std::int64_t item) {
@@ -133,7 +143,7 @@ class FlashAttentionCpu final : public Operator {
                      packed_,
                      dtype_,
                      query,
-                     tensors[6],
+                     tensors[kOutput],
                      tiles,
                      tile_offset.data(),
                      first_tile.data(),

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/ops/contracts/paged_attention.decl.h"
 #include "src/ops/cpu/attention/attention_plan.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
@@ -27,6 +28,16 @@
 
 namespace tileops::ops::cpu {
 namespace {
+
+// Argument positions, by name from the declaration (src/ops/contracts/paged_attention.decl.h).
+constexpr int kQuery = tensor_index(decls::paged_attention, "query");
+constexpr int kKeyCache = tensor_index(decls::paged_attention, "key_cache");
+constexpr int kValueCache = tensor_index(decls::paged_attention, "value_cache");
+constexpr int kSeqLens = tensor_index(decls::paged_attention, "seq_lens");
+constexpr int kBlockTable = tensor_index(decls::paged_attention, "block_table");
+constexpr int kOutput = tensor_index(decls::paged_attention, "output");
+constexpr int kSeqLensHost = tensor_index(decls::paged_attention, "seq_lens_host");
+constexpr int kBlockTableHost = tensor_index(decls::paged_attention, "block_table_host");
 
 constexpr std::int64_t kChunk = 64;          // most keys per online-softmax step
 constexpr std::int64_t kMinSplit = 256;      // fewer keys per split cost more to merge than gain
@@ -48,12 +59,13 @@ struct HeadState {
 class PagedAttentionCpu final : public Operator {
  public:
   explicit PagedAttentionCpu(const Problem& problem)
-      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[0].dtype) {}
+      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[kQuery].dtype) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& query = tensors[0];
-    const Tensor& lens = present(tensors[6]) ? tensors[6] : tensors[3];
-    const Tensor& table = present(tensors[7]) ? tensors[7] : tensors[4];
+    const Tensor& query = tensors[kQuery];
+    const Tensor& lens = present(tensors[kSeqLensHost]) ? tensors[kSeqLensHost] : tensors[kSeqLens];
+    const Tensor& table =
+        present(tensors[kBlockTableHost]) ? tensors[kBlockTableHost] : tensors[kBlockTable];
     const std::int64_t batch = query.size(0);
     const std::int64_t heads = shape_.heads;
     const std::int64_t d = shape_.head_size;
@@ -101,8 +113,8 @@ class PagedAttentionCpu final : public Operator {
                         "paged_attention: argument 'query'"));
     float* partial = lease.as<float>();
     float* thread_scratch = partial + partials * state_floats;
-    const KvRows keys(tensors[1], table, shape_.block_size);
-    const KvRows values(tensors[2], table, shape_.block_size);
+    const KvRows keys(tensors[kKeyCache], table, shape_.block_size);
+    const KvRows values(tensors[kValueCache], table, shape_.block_size);
 
     pool.parallel_claim(static_cast<std::int64_t>(items.size()), [&](int chunk, std::int64_t i) {
       float* mine = thread_scratch + chunk * scratch;
@@ -110,13 +122,13 @@ class PagedAttentionCpu final : public Operator {
       const HeadState state{slot, slot + heads, slot + 2 * heads};
       run_item(query, keys, values, items[i], state, mine + state_floats);
       if (items[i].partial < 0) {
-        finish(state, 1, 0, items[i].b, items[i].k1 > items[i].k0, tensors[5]);
+        finish(state, 1, 0, items[i].b, items[i].k1 > items[i].k0, tensors[kOutput]);
       }
     });
     pool.parallel_for(static_cast<std::int64_t>(merge_batch.size()), [&](std::int64_t u) {
       float* slot = partial + merge_first[u] * state_floats;
       finish({slot, slot + heads, slot + 2 * heads}, merge_count[u], state_floats, merge_batch[u],
-             true, tensors[5]);
+             true, tensors[kOutput]);
     });
   }
 

@@ -3,12 +3,19 @@
 // added in the epilogue.
 #include <memory>
 
+#include "src/ops/contracts/linear.decl.h"
 #include "src/ops/cpu/gemm/batched_gemm.h"
 #include "src/ops/cpu/gemm/engines.h"
 #include "src/ops/cpu/register.h"
 
 namespace tileops::ops::cpu {
 namespace {
+
+// Argument positions, by name from the declaration (src/ops/contracts/linear.decl.h).
+constexpr int kInput = tensor_index(decls::linear, "input");
+constexpr int kWeight = tensor_index(decls::linear, "weight");
+constexpr int kBias = tensor_index(decls::linear, "bias");
+constexpr int kOut = tensor_index(decls::linear, "out");
 
 // A rank-1 vector as a one-row matrix.
 Tensor as_matrix(const Tensor& t) {
@@ -21,9 +28,9 @@ class LinearCpu final : public Operator {
   explicit LinearCpu(const GemmEngineInfo& engine) : engine_(engine) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& bias = tensors[2];
-    BatchedGemm g =
-        make_batched_gemm(as_matrix(tensors[0]), false, tensors[1], true, as_matrix(tensors[3]));
+    const Tensor& bias = tensors[kBias];
+    BatchedGemm g = make_batched_gemm(as_matrix(tensors[kInput]), false, tensors[kWeight], true,
+                                      as_matrix(tensors[kOut]));
     if (bias.data() != nullptr) {
       g.call.bias = bias.data();
       g.call.bias_dtype = bias.dtype();

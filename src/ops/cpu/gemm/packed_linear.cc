@@ -10,6 +10,8 @@
 #include <span>
 #include <string_view>
 
+#include "src/ops/contracts/linear_packed.decl.h"
+#include "src/ops/contracts/pack_linear_weight.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
@@ -85,12 +87,12 @@ void pack_groups(const Tensor& weight, T* packed, const Geometry& geo, std::int6
 class PackLinearWeightCpu final : public Operator {
  public:
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor& weight = tensors[0];
+    const Tensor& weight = tensors[tensor_index(decls::pack_linear_weight, "weight")];
     // An empty weight packs nothing (its other extent is unchecked: up to INT64_MAX), and
     // walking N's groups (up to 2^59 of them) for an empty K would only take time.
     if (weight.numel() == 0) return;
     const Geometry geo(weight.size(0), weight.size(1), weight.dtype());
-    void* packed = tensors[1].data();
+    void* packed = tensors[tensor_index(decls::pack_linear_weight, "packed")].data();
     ctx.threads().parallel_range(geo.groups, 1, [&](int, std::int64_t g0, std::int64_t g1) {
       if (weight.element_size() == 4) {
         pack_groups(weight, static_cast<std::uint32_t*>(packed), geo, g0, g1);
@@ -126,7 +128,10 @@ class Carve {
 class LinearPackedCpu final : public Operator {
  public:
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    const Tensor &input = tensors[0], &packed = tensors[1], &bias = tensors[2], &out = tensors[3];
+    const Tensor& input = tensors[tensor_index(decls::linear_packed, "input")];
+    const Tensor& packed = tensors[tensor_index(decls::linear_packed, "packed")];
+    const Tensor& bias = tensors[tensor_index(decls::linear_packed, "bias")];
+    const Tensor& out = tensors[tensor_index(decls::linear_packed, "out")];
     const RowOffsets in_rows(input), out_rows(out);
     const std::int64_t m = in_rows.rows(), n = out.size(-1);
     if (m == 0 || n == 0) return;

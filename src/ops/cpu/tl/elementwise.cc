@@ -5,6 +5,10 @@
 // float32 and round once on store, integers wrap.
 #include <memory>
 
+#include "src/ops/contracts/add.decl.h"
+#include "src/ops/contracts/mul.decl.h"
+#include "src/ops/contracts/silu_and_mul.decl.h"
+#include "src/ops/contracts/swiglu.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/tl/folded_loop.h"
 #include "src/ops/framework/broadcast.h"
@@ -91,13 +95,22 @@ void launch_binary(const Context& ctx, Binary op, const Tensor& a, const Dims& a
 class BroadcastBinaryTl final : public Operator {
  public:
   BroadcastBinaryTl(const Problem& p, Binary op) : op_(op) {
-    const TensorDesc& out = p.tensors[2];
-    a_strides_ = broadcast_strides(p.tensors[0].shape, p.tensors[0].strides, out.shape);
-    b_strides_ = broadcast_strides(p.tensors[1].shape, p.tensors[1].strides, out.shape);
+    const TensorDesc& out = p.tensors[kOut];
+    a_strides_ = broadcast_strides(p.tensors[kInput].shape, p.tensors[kInput].strides, out.shape);
+    b_strides_ = broadcast_strides(p.tensors[kOther].shape, p.tensors[kOther].strides, out.shape);
   }
   void run(std::span<const Tensor> t, const Context& ctx) const override {
-    launch_binary(ctx, op_, t[0], a_strides_, 0, t[1], b_strides_, 0, t[2]);
+    launch_binary(ctx, op_, t[kInput], a_strides_, 0, t[kOther], b_strides_, 0, t[kOut]);
   }
+
+ private:
+  // Argument positions from add's declaration; mul declares the same.
+  static constexpr int kInput = tensor_index(decls::add, "input");
+  static constexpr int kOther = tensor_index(decls::add, "other");
+  static constexpr int kOut = tensor_index(decls::add, "out");
+  static_assert(kInput == tensor_index(decls::mul, "input") &&
+                kOther == tensor_index(decls::mul, "other") &&
+                kOut == tensor_index(decls::mul, "out"));
 
  private:
   Binary op_;
@@ -108,7 +121,10 @@ class BroadcastBinaryTl final : public Operator {
 class SwigluTl final : public Operator {
  public:
   void run(std::span<const Tensor> t, const Context& ctx) const override {
-    launch_binary(ctx, Binary::kSwiglu, t[0], t[0].strides(), 0, t[1], t[1].strides(), 0, t[2]);
+    const Tensor& input = t[tensor_index(decls::swiglu, "input")];
+    const Tensor& gate = t[tensor_index(decls::swiglu, "gate")];
+    launch_binary(ctx, Binary::kSwiglu, input, input.strides(), 0, gate, gate.strides(), 0,
+                  t[tensor_index(decls::swiglu, "out")]);
   }
 };
 
@@ -116,12 +132,14 @@ class SwigluTl final : public Operator {
 // half, the multiplier the second, both viewed with input's strides at out's shape.
 class SiluAndMulTl final : public Operator {
  public:
-  explicit SiluAndMulTl(const Problem& p) : dim_(static_cast<int>(p.attributes[0])) {}
+  explicit SiluAndMulTl(const Problem& p)
+      : dim_(static_cast<int>(p.attributes[attribute_index(decls::silu_and_mul, "dim")])) {}
   void run(std::span<const Tensor> t, const Context& ctx) const override {
-    const Tensor& input = t[0];
-    const std::int64_t half = t[1].size(dim_) * input.stride(dim_);
+    const Tensor& input = t[tensor_index(decls::silu_and_mul, "input")];
+    const Tensor& out = t[tensor_index(decls::silu_and_mul, "out")];
+    const std::int64_t half = out.size(dim_) * input.stride(dim_);
     launch_binary(ctx, Binary::kSwiglu, input, input.strides(), half, input, input.strides(), 0,
-                  t[1]);
+                  out);
   }
 
  private:

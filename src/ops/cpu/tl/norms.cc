@@ -13,6 +13,8 @@
 // 0.77; an earlier round read the same either way).
 #include <memory>
 
+#include "src/ops/contracts/add_rms_norm.decl.h"
+#include "src/ops/contracts/rms_norm.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/streaming.h"
@@ -147,7 +149,12 @@ const tl::Kernel& add_rms_norm_kernel() {
   return kernel;
 }
 
-float eps_of(const Problem& p) { return static_cast<float>(p.attributes[0]); }
+// rms_norm and add_rms_norm both have eps as their only attribute.
+float eps_of(const Problem& p) {
+  static_assert(attribute_index(decls::rms_norm, "eps") == 0 &&
+                attribute_index(decls::add_rms_norm, "eps") == 0);
+  return static_cast<float>(p.attributes[0]);
+}
 
 // The weight as a float32 vector with its stride: w itself, or its widened copy in `lease`.
 struct Weight {
@@ -168,7 +175,9 @@ class RmsNormTl final : public Operator {
  public:
   explicit RmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
   void run(std::span<const Tensor> t, const Context& ctx) const override {
-    const Tensor &x = t[0], &w = t[1], &out = t[2];
+    const Tensor& x = t[tensor_index(decls::rms_norm, "input")];
+    const Tensor& w = t[tensor_index(decls::rms_norm, "weight")];
+    const Tensor& out = t[tensor_index(decls::rms_norm, "out")];
     const Dims strides[] = {x.strides(), out.strides()};
     const FoldedLoop loop(x.shape(), strides, true);
     const auto& d = loop.shape();
@@ -190,7 +199,11 @@ class AddRmsNormTl final : public Operator {
  public:
   explicit AddRmsNormTl(const Problem& p) : eps_(eps_of(p)) {}
   void run(std::span<const Tensor> t, const Context& ctx) const override {
-    const Tensor &x = t[0], &res = t[1], &w = t[2], &out = t[3], &res_out = t[4];
+    const Tensor& x = t[tensor_index(decls::add_rms_norm, "input")];
+    const Tensor& res = t[tensor_index(decls::add_rms_norm, "residual")];
+    const Tensor& w = t[tensor_index(decls::add_rms_norm, "weight")];
+    const Tensor& out = t[tensor_index(decls::add_rms_norm, "out")];
+    const Tensor& res_out = t[tensor_index(decls::add_rms_norm, "residual_out")];
     const Dims strides[] = {x.strides(), res.strides(), out.strides(), res_out.strides()};
     const FoldedLoop loop(x.shape(), strides, true);
     const auto& d = loop.shape();

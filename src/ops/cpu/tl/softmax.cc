@@ -17,6 +17,8 @@
 #include <memory>
 #include <optional>
 
+#include "src/ops/contracts/causal_softmax.decl.h"
+#include "src/ops/contracts/scaled_softmax.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/tl/folded_loop.h"
 #include "src/ops/framework/workspace_bytes.h"
@@ -207,6 +209,11 @@ class SoftmaxTl final : public Operator {
  public:
   SoftmaxTl(float scale, bool causal) : scale_(scale), causal_(causal) {}
   void run(std::span<const Tensor> t, const Context& ctx) const override {
+    // causal_softmax and scaled_softmax: (input, out).
+    static_assert(tensor_index(decls::causal_softmax, "input") == 0 &&
+                  tensor_index(decls::scaled_softmax, "input") == 0 &&
+                  tensor_index(decls::causal_softmax, "out") == 1 &&
+                  tensor_index(decls::scaled_softmax, "out") == 1);
     const Tensor &x = t[0], &out = t[1];
     if (x.numel() == 0) return;
     if (causal_) {
@@ -255,9 +262,12 @@ class SoftmaxTl final : public Operator {
 void register_tl_softmax(std::vector<Implementation>& out) {
   out.push_back({"causal_softmax", DeviceType::kCpu, 1, "tl",
                  [](const Problem&) { return std::make_unique<SoftmaxTl>(1.0f, true); }});
-  out.push_back({"scaled_softmax", DeviceType::kCpu, 1, "tl", [](const Problem& p) {
-                   return std::make_unique<SoftmaxTl>(static_cast<float>(p.attributes[0]), false);
-                 }});
+  out.push_back(
+      {"scaled_softmax", DeviceType::kCpu, 1, "tl", [](const Problem& p) {
+         return std::make_unique<SoftmaxTl>(
+             static_cast<float>(p.attributes[attribute_index(decls::scaled_softmax, "scale")]),
+             false);
+       }});
 }
 
 }  // namespace tileops::ops::cpu
