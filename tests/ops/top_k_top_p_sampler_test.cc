@@ -132,6 +132,24 @@ INSTANTIATE_TEST_SUITE_P(
                                          DataType::kBFloat16),
                        ::testing::Values(Layout::kContiguous, Layout::kStrided)));
 
+TEST(TopKTopPSampler, TopKOverManyBlocksKeepsLowerIndicesOnTies) {
+  // Six tokens of equal weight spread over the 16-token blocks the heap scan skips, among
+  // lighter ones: top-5 keeps the five lowest of them, and every draw is one of those five.
+  constexpr std::int64_t kVocab = 203;
+  std::vector<double> logits(kVocab, 0.0);
+  for (int i = 0; i < kVocab; ++i) logits[static_cast<std::size_t>(i)] = -0.01 * (i % 17);
+  const std::set<int> kept{3, 40, 47, 150, 190};
+  for (int i : {3, 40, 47, 150, 190, 200}) logits[static_cast<std::size_t>(i)] = 5.0;
+  const auto counts = draw_counts(logits, 4000, 5, 1.0, 77);
+  for (int i = 0; i < kVocab; ++i) {
+    if (kept.count(i)) {
+      EXPECT_GT(counts[static_cast<std::size_t>(i)], 600) << "token " << i;
+    } else {
+      EXPECT_EQ(counts[static_cast<std::size_t>(i)], 0) << "token " << i;
+    }
+  }
+}
+
 TEST(TopKTopPSampler, PerRowKAndP) {
   // Row r keeps the top r+1 tokens (k) or its nucleus (p); every draw must stay inside.
   constexpr std::int64_t kRows = 4, kVocab = 8;

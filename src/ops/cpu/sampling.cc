@@ -55,6 +55,16 @@ std::int64_t draw(const std::uint64_t* keys, std::int64_t count, double mass, do
 // Top-k up to this k scans through a heap; larger k selects with nth_element.
 constexpr std::int64_t kHeapTopK = 1024;
 
+// The heap scan looks at blocks of this many weights before looking at each token.
+constexpr std::int64_t kSkipBlock = 16;
+std::uint32_t max_bits(const float* w) {
+  std::uint32_t bits[kSkipBlock];
+  std::memcpy(bits, w, sizeof bits);
+  std::uint32_t most = 0;
+  for (const std::uint32_t b : bits) most = std::max(most, b);
+  return most;
+}
+
 }  // namespace
 
 double sum_f64(const float* w, std::int64_t n) {
@@ -101,12 +111,21 @@ std::int64_t sample_row(const float* w, std::int64_t n, double total, RowFilter 
       // A min-heap of the k heaviest so far: most tokens cost one comparison with its root.
       for (std::int64_t i = 0; i < count; ++i) keys[i] = key_of(w, i);
       std::make_heap(keys, keys + count, heavier);
-      for (std::int64_t i = count; i < n; ++i) {
-        const std::uint64_t key = key_of(w, i);
-        if (key <= keys[0]) continue;
-        std::pop_heap(keys, keys + count, heavier);
-        keys[count - 1] = key;
-        std::push_heap(keys, keys + count, heavier);
+      for (std::int64_t block = count; block < n; block += kSkipBlock) {
+        const std::int64_t end = std::min(n, block + kSkipBlock);
+        // A block whose weights' bits are all at most the root's holds no heavier token (equal
+        // bits lose to the root's lower index): one vectorised max skips it.
+        if (end - block == kSkipBlock &&
+            max_bits(w + block) <= static_cast<std::uint32_t>(keys[0] >> 32)) {
+          continue;
+        }
+        for (std::int64_t i = block; i < end; ++i) {
+          const std::uint64_t key = key_of(w, i);
+          if (key <= keys[0]) continue;
+          std::pop_heap(keys, keys + count, heavier);
+          keys[count - 1] = key;
+          std::push_heap(keys, keys + count, heavier);
+        }
       }
     } else {
       for (std::int64_t i = 0; i < n; ++i) keys[i] = key_of(w, i);
