@@ -46,3 +46,13 @@ def params(op, dtypes=FLOATS):
     return pytest.mark.parametrize(
         "dtype,index,layout",
         [(d, i, l) for d in dtypes for i in indices(op) for l in LAYOUTS])
+
+
+def poisoned(shape, dtype, layout="contiguous"):
+    """An output full of NaN (or -7 for integers), strided when asked."""
+    fill = float("nan") if dtype.is_floating_point else -7
+    wide = list(shape)
+    if layout == "strided":
+        wide[-1] *= 2
+    out = torch.full(wide, fill, dtype=dtype)
+    return out[..., ::2] if layout == "strided" else out
