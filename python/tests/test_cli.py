@@ -52,3 +52,10 @@ def test_bad_thread_count_is_ignored_with_a_notice(value):
     assert result.returncode == 0, result.stderr
     assert f"ignoring TILEOPS_NUM_THREADS={value}" in result.stderr
     assert "[1, 4096]" in result.stderr
+
+
+def test_version_is_the_package_version():
+    import tileops
+    got = run("--version")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == f"tileops {tileops.__version__}"

@@ -6,6 +6,7 @@
 
 #include "tileops/core/checked_size.h"
 #include "tileops/core/data_type.h"
+#include "tileops/runtime/cpu_info.h"
 
 namespace tileops::c_api {
 namespace {
@@ -128,3 +129,5 @@ tileops_status status_of(ErrorKind kind) noexcept {
 }  // namespace tileops::c_api
 
 extern "C" const char* tileops_last_error(void) { return tileops::c_api::tl_last_error; }
+
+extern "C" const char* tileops_version(void) { return tileops::version(); }

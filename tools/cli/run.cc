@@ -9,14 +9,19 @@
 
 #include "examples/llama/demo.h"
 #include "tileops/core/error.h"
+#include "tileops/runtime/cpu_info.h"
 #include "tools/cli/commands.h"
 
 namespace tileops::cli {
 
 int run(const char* program, int argc, char** argv) {
+  if (argc >= 1 && std::strcmp(argv[0], "--version") == 0) {
+    std::printf("tileops %s\n", version());
+    return 0;
+  }
   if (argc < 1 || std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "help") == 0) {
     std::printf(
-        "usage: %s <command> [options]\n"
+        "usage: %s <command> [options] | --version\n"
         "commands:\n"
         "  demo [--quick] [--operators-only|--decoder-only] [decoder options]\n"
         "                   run every operator on LLM shapes, check and time each, then\n"

@@ -73,6 +73,9 @@ typedef struct tileops_context { /* NOLINT(readability-identifier-naming): C nam
  * valid until the next failing call on this thread. */
 const char* tileops_last_error(void);
 
+/* The library's version, "MAJOR.MINOR.PATCH" (the CMake package's and tileops.__version__). */
+const char* tileops_version(void);
+
 /* The contracts are those of include/tileops/ops/<op>.h. The entries of the declared operators
  * are generated from their declarations: */
 #include "tileops/c/tileops_ops.h"  // IWYU pragma: export
