@@ -15,6 +15,7 @@ Options: --root DIR (default $TILEOPS_CATALOG_DIR, else the repository's catalog
 import argparse
 import importlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -173,3 +174,6 @@ def main(argv):
         print(f"tileops {e}" if str(e).startswith("catalog") else f"tileops catalog: {e}",
               file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `tileops catalog list | head`: the reader has what it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so that the exit flush is quiet
+        return 0
