@@ -84,9 +84,9 @@ def reference(q, k, v, scale=None):
     group = q.shape[1] // k.shape[1]
     kk = np.repeat(k.double().numpy(), group, axis=1)
     vv = np.repeat(v.double().numpy(), group, axis=1)
-    score = np.einsum("bhsd,bhtd->bhst", q.double().numpy(), kk) * scale
+    score = (q.double().numpy() @ kk.swapaxes(-1, -2)) * scale
     p = np.exp(score - score.max(-1, keepdims=True))
-    return np.einsum("bhst,bhtd->bhsd", p / p.sum(-1, keepdims=True), vv)
+    return (p / p.sum(-1, keepdims=True)) @ vv
 
 
 def bench_case(shape, dtype):

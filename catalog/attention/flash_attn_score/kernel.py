@@ -63,7 +63,7 @@ def flash_attn_score(q, k, scale=None, out=None, core_num=0):
 def reference(q, k, scale=None):
     """float64 numpy p, the row max taken per BLOCK_N columns (the last block may be short)."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    score = np.einsum("bsd,btd->bst", q.double().numpy(), k.double().numpy()) * scale
+    score = (q.double().numpy() @ k.double().numpy().swapaxes(-1, -2)) * scale
     p = np.empty_like(score)
     for c in range(0, score.shape[-1], BLOCK_N):
         block = score[..., c:c + BLOCK_N]
