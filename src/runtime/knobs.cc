@@ -31,6 +31,12 @@ constexpr Knob kKnobs[] = {
      "the Python the CLI's Python commands run (default: the build's)"},
     {"TILEOPS_EXTENSION_DIR", "a directory",
      "read by `import tileops`: where it looks for its extension modules first"},
+    {"TILEOPS_CATALOG_DIR", "a directory",
+     "the kernel catalog `tileops catalog` reads (default: the source tree's catalog/)"},
+    {"TILEOPS_CATALOG_BACKENDS", "a comma list of interp, cpu",
+     "the backends the catalog's tests run on (default: $TILEOPS_TL_BACKEND, else both)"},
+    {"TILEOPS_CATALOG_LARGE", "1 turns it on",
+     "the catalog's tests also run their large shapes on the cpu backend"},
 };
 
 // Read, not owned: listed so that knob() stays the only reader.

@@ -1,6 +1,7 @@
-// The `tileops` executable. `new`, `check` and `verify` read and run Python: they are the Python
-// package's (tileops.cli), so this process becomes `python -m tileops <command> ...` (argv, never
-// a shell) with the interpreter the build was configured with ($TILEOPS_PYTHON overrides it).
+// The `tileops` executable. `new`, `check`, `verify` and `catalog` read and run Python: they are
+// the Python package's (tileops.cli), so this process becomes `python -m tileops <command> ...`
+// (argv, never a shell) with the interpreter the build was configured with ($TILEOPS_PYTHON
+// overrides it).
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,7 +18,7 @@ namespace {
 
 bool is_python_command(const char* command) {
   return std::strcmp(command, "new") == 0 || std::strcmp(command, "check") == 0 ||
-         std::strcmp(command, "verify") == 0;
+         std::strcmp(command, "verify") == 0 || std::strcmp(command, "catalog") == 0;
 }
 
 int exec_python(int argc, char** argv) {

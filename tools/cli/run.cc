@@ -1,6 +1,6 @@
 // The `tileops` command line, shared by the executable (main.cc) and `python -m tileops`
-// (python/src/cli.cc): help, the C++ subcommands (new, check and verify are tileops.cli's, in
-// Python), and errors as one line on stderr: any exception
+// (python/src/cli.cc): help, the C++ subcommands (new, check, verify and catalog are
+// tileops.cli's, in Python), and errors as one line on stderr: any exception
 // (tileops::Error, std::bad_alloc, std::filesystem_error, ...) is status 1, a usage error 2.
 #include <cstdio>
 #include <cstring>
@@ -35,6 +35,9 @@ int run(const char* program, int argc, char** argv) {
         "                   static checks of tile-language kernel files (nothing runs)\n"
         "  verify FILE      check, then FILE's tests on interp and cpu; writes\n"
         "                   verification.md and verification.json next to FILE\n"
+        "  catalog list|search QUERY|show NAME|verify NAME|bench NAME|index [--check]\n"
+        "                   the kernel catalog (catalog/): find, read, test and time its\n"
+        "                   reference kernels\n"
         "%s",
         program, tileops::llama::demo_options_help());
     return argc < 1 ? 2 : 0;
@@ -42,7 +45,7 @@ int run(const char* program, int argc, char** argv) {
   try {
     if (std::strcmp(argv[0], "demo") == 0) return run_demo(argc - 1, argv + 1);
     if (std::strcmp(argv[0], "env") == 0) return run_env(argc - 1, argv + 1);
-    for (const char* python_side : {"new", "check", "verify"}) {
+    for (const char* python_side : {"new", "check", "verify", "catalog"}) {
       if (std::strcmp(argv[0], python_side) == 0) {
         std::fprintf(stderr, "tileops: '%s' is a Python command: run python -m tileops %s\n",
                      python_side, python_side);

@@ -1,12 +1,13 @@
-"""The ``tileops`` command line from Python: ``new``, ``check`` and ``verify`` run here (they
-read and run Python); every other command (``env``, ``demo``, ``help``) is the C++ CLI inside
-the extension. The C++ ``tileops`` executable runs ``python -m tileops`` for the Python ones."""
+"""The ``tileops`` command line from Python: ``new``, ``check``, ``verify`` and ``catalog`` run
+here (they read and run Python); every other command (``env``, ``demo``, ``help``) is the C++
+CLI inside the extension. The C++ ``tileops`` executable runs ``python -m tileops`` for the
+Python ones."""
 
 import importlib
 import sys
 
 PYTHON_COMMANDS = {"new": "tileops.cli.new", "check": "tileops.cli.check",
-                   "verify": "tileops.cli.verify"}
+                   "verify": "tileops.cli.verify", "catalog": "tileops.cli.catalog"}
 
 
 def main(argv=None):

@@ -1,0 +1,1 @@
+"""The kernel catalog: reference kernels in the Python tile language (see README.md)."""

@@ -1,0 +1,1 @@
+"""The attention family of the kernel catalog."""

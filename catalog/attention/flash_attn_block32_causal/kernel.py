@@ -1,0 +1,137 @@
+"""Block-causal flash attention forward: key k is visible to query q when k // 32 <= q // 32.
+Online softmax with float32 state, p.half() value path, row max and row sum outputs; K/V tiles
+wholly in the future of a query tile are skipped by the loop bound (never loaded)."""
+
+import math
+
+import numpy as np
+import torch
+
+from tileops import asc, asc2
+
+TILE_M = 64
+TILE_N = 128
+BLOCK = 32  # the mask's granularity (part of the contract)
+MASKED = -1e30  # finite: exp(MASKED - m) is 0, never NaN
+
+
+@asc2.jit
+def flash_attn_block32_causal_kernel(q_ptr, k_ptr, v_ptr, o_ptr, max_ptr, sum_ptr, bh, s1, s2,
+                                     scale, qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2,
+                                     os0, os1, os2, ms0, ms1, ls0, ls1,
+                                     d: asc.ConstExpr[int], tile_m: asc.ConstExpr[int],
+                                     tile_n: asc.ConstExpr[int], block: asc.ConstExpr[int]):
+    q_gm = asc2.tensor(q_ptr, [bh, s1, d], [qs0, qs1, qs2])
+    k_gm = asc2.tensor(k_ptr, [bh, s2, d], [ks0, ks1, ks2])
+    v_gm = asc2.tensor(v_ptr, [bh, s2, d], [vs0, vs1, vs2])
+    o_gm = asc2.tensor(o_ptr, [bh, s1, d], [os0, os1, os2])
+    max_gm = asc2.tensor(max_ptr, [bh, s1], [ms0, ms1])
+    sum_gm = asc2.tensor(sum_ptr, [bh, s1], [ls0, ls1])
+    tiles_m = asc2.ceildiv(s1, tile_m)
+    for t in asc2.range(asc2.block_idx(), bh * tiles_m, asc2.block_num()):
+        b = t // tiles_m
+        row = t % tiles_m * tile_m
+        # The last query row of this tile sees keys up to the end of its 32-block; tiles past
+        # that are in every row's future: the loop stops before them.
+        last_row = asc2.minimum(row + tile_m, s1) - 1
+        visible = asc2.minimum((last_row // block + 1) * block, s2)
+        q_block = (asc2.arange(tile_m) + row).reshape(tile_m, 1) // block
+        q = asc2.load(q_gm, [1, tile_m, d], offsets=[b, row, 0]).reshape(tile_m, d)
+        m = asc2.full([tile_m, 1], MASKED, asc2.float32)
+        l = asc2.zeros([tile_m, 1], asc2.float32)
+        o = asc2.zeros([tile_m, d], asc2.float32)
+        for j in asc2.range(asc2.ceildiv(visible, tile_n)):
+            col = j * tile_n
+            k = asc2.load(k_gm, [1, tile_n, d], offsets=[b, col, 0]).reshape(tile_n, d)
+            v = asc2.load(v_gm, [1, tile_n, d], offsets=[b, col, 0]).reshape(tile_n, d)
+            score = asc2.matmul(q, k.T) * scale
+            k_pos = asc2.arange(tile_n) + col
+            keep = asc2.logical_and(k_pos // block <= q_block, k_pos < s2)
+            score = asc2.where(keep, score, MASKED)
+            m_new = asc2.maximum(m, score.max(1, keep_dims=True))
+            alpha = asc2.exp(m - m_new)
+            p = asc2.exp(score - m_new)
+            l = l * alpha + p.sum(1, keep_dims=True)
+            o = asc2.matmul_acc(o * alpha, p.to(asc2.float16).to(asc2.float32),
+                                v.to(asc2.float32))
+            m = m_new
+        asc2.store((o / l).reshape(1, tile_m, d), o_gm, offsets=[b, row, 0])
+        asc2.store(m.reshape(1, tile_m), max_gm, offsets=[b, row])
+        asc2.store(l.reshape(1, tile_m), sum_gm, offsets=[b, row])
+
+
+def _output(given, shape, name):
+    if given is None:
+        return torch.empty(shape, dtype=torch.float32)
+    if list(given.shape) != list(shape) or given.dtype != torch.float32:
+        raise ValueError(f"{name}: expected float32 {list(shape)}, got {given.dtype} "
+                         f"{list(given.shape)}")
+    return given
+
+
+def flash_attn_block32_causal(q, k, v, scale=None, out=None, rowmax=None, rowsum=None,
+                              core_num=0):
+    """q: [BH, S1, D], k, v: [BH, S2, D] (float16/bfloat16/float32, any strides); returns
+    (out [BH, S1, D], rowmax [BH, S1], rowsum [BH, S1]) float32 under the mask
+    k // 32 <= q // 32 (top-left: query 0 and key 0 are aligned)."""
+    if q.dim() != 3:
+        raise ValueError(f"q: expected [BH, S1, D], got {list(q.shape)}")
+    bh, s1, d = q.shape
+    for name, t in (("k", k), ("v", v)):
+        if t.dim() != 3 or t.shape[0] != bh or t.shape[2] != d:
+            raise ValueError(f"{name}: expected [{bh}, S2, {d}], got {list(t.shape)}")
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name}: expected {q.dtype} like q, got {t.dtype}")
+    if k.shape[1] != v.shape[1]:
+        raise ValueError(f"v: expected S2 = {k.shape[1]} like k, got {v.shape[1]}")
+    if k.shape[1] == 0:
+        raise ValueError("k: S2 must be at least 1 (query 0 sees key 0)")
+    s2 = k.shape[1]
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    out = _output(out, (bh, s1, d), "out")
+    rowmax = _output(rowmax, (bh, s1), "rowmax")
+    rowsum = _output(rowsum, (bh, s1), "rowsum")
+    flash_attn_block32_causal_kernel[core_num](
+        q, k, v, out, rowmax, rowsum, bh, s1, s2, scale, *q.stride(), *k.stride(), *v.stride(),
+        *out.stride(), *rowmax.stride(), *rowsum.stride(), d, TILE_M, TILE_N, BLOCK)
+    return out, rowmax, rowsum
+
+
+def reference(q, k, v, scale=None):
+    """float64 numpy (out, rowmax, rowsum) under the block-causal mask."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    score = (q.double().numpy() @ k.double().numpy().swapaxes(-1, -2)) * scale
+    q_pos = np.arange(q.shape[1])[:, None] // BLOCK
+    k_pos = np.arange(k.shape[1])[None, :] // BLOCK
+    score = np.where(k_pos <= q_pos, score, -np.inf)
+    m = score.max(-1, keepdims=True)
+    p = np.exp(score - m)
+    l = p.sum(-1, keepdims=True)
+    return (p / l) @ v.double().numpy(), m[..., 0], l[..., 0]
+
+
+def bench_case(shape, dtype):
+    """What `tileops catalog bench` times: this kernel and torch's masked manual attention."""
+    b, h, s1, s2, d = shape
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn((b * h, n, d), generator=gen).to(getattr(torch, dtype))
+               for n in (s1, s2, s2))
+    outs = (torch.empty((b * h, s1, d)), torch.empty((b * h, s1)), torch.empty((b * h, s1)))
+    qf, kf, vf = q.float(), k.float(), v.float()
+    future = (torch.arange(s2)[None, :] // BLOCK) > (torch.arange(s1)[:, None] // BLOCK)
+    scale = 1.0 / math.sqrt(d)
+
+    def manual():
+        score = (torch.bmm(qf, kf.transpose(1, 2)) * scale).masked_fill(future, -math.inf)
+        return torch.softmax(score, -1) @ vf
+
+    # About half the score matrix is visible (S1 = S2): count the work done, not skipped.
+    return {"run": lambda: flash_attn_block32_causal(q, k, v, None, *outs), "torch": manual,
+            "flops": 2.0 * b * h * s1 * s2 * d}
+
+
+if __name__ == "__main__":  # a self-check on the backend asc.runtime.config selects
+    q, k, v = (torch.randn((2, n, 32)).half() for n in (70, 150, 150))
+    got, want = flash_attn_block32_causal(q, k, v), reference(q, k, v)
+    for g, w, tol in zip(got, want, (1e-2, 1e-5, 1e-5)):
+        np.testing.assert_allclose(g.numpy(), w, rtol=tol, atol=tol)
