@@ -153,7 +153,7 @@ TEST(TlJit, VerifierRejectsMalformedIr) {
   f.params.push_back({tl::ParamKind::kFloat, p, "x"});
   tl::Op op;
   op.kind = tl::OpKind::kUnary;
-  op.sub = static_cast<std::uint8_t>(tl::UnaryOp::kExp);
+  op.attrs = tl::UnaryAttrs{tl::UnaryOp::kExp};
   op.operands = {p + 5};  // never defined
   op.results = {f.new_value({tl::TypeKind::kScalar, f32, {}})};
   op.loc = {"kernel.py", 7, "k"};
@@ -166,6 +166,15 @@ TEST(TlJit, VerifierRejectsMalformedIr) {
   }
   f.body.ops[0].operands = {p};
   EXPECT_NO_THROW(tl::verify(f));
+  f.body.ops[0].attrs = tl::BinaryAttrs{tl::BinaryOp::kAdd};  // attributes of another kind
+  try {
+    tl::verify(f);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel.py:7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("attributes"), std::string::npos) << e.what();
+  }
+  f.body.ops[0].attrs = tl::UnaryAttrs{tl::UnaryOp::kExp};
   f.types[f.body.ops[0].results[0]].dtype = DataType::kInt32;  // recorded type disagrees
   EXPECT_THROW(tl::verify(f), Error);
 }

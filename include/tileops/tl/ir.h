@@ -5,9 +5,11 @@
 // Ops carry the user's source location so that the verifier and the backends can point at it.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tileops/core/data_type.h"
@@ -33,32 +35,33 @@ struct Type {
   std::string to_string() const;  // "f32", "tile<4x128xf32>", "tensor<2xf16>", "ptr<bf16>"
 };
 
+// Each kind's attributes are the struct named after the `;` (see "Attributes" below).
 enum class OpKind : std::uint8_t {
-  kConstant,   // attrs: number (f or i); result scalar
-  kBlockIdx,   // result int64 scalar
-  kBlockNum,   // result int64 scalar
-  kTensor,     // operands: ptr, shape..., [strides...]; attrs: ints[0] = rank, flag has_strides
-  kTensorDim,  // operands: tensor; attrs: axis; result int64 scalar
-  kLoad,       // operands: tensor, offsets..., pad (scalar); attrs: shape, location
-  kStore,      // operands: value, tensor, offsets..., [mask count]; flag: has mask
-  kAtomic,     // operands: value, tensor, offsets..., [mask count]; sub: AtomicOp
-  kPrefetch,   // operands: tensor, offsets...; attrs: shape (a hint; no result)
-  kFull,       // operands: value (scalar); attrs: shape, dtype
-  kArange,     // attrs: shape {n}, dtype
-  kUnary,      // operands: x; sub: UnaryOp
-  kBinary,     // operands: a, b; sub: BinaryOp
-  kWhere,      // operands: cond, a, b
-  kCast,       // operands: x; attrs: dtype, sub: RoundMode, flag: bitcast (sub unused)
-  kReduce,     // operands: x; sub: ReduceOp; attrs: dims (ints), flag keep_dims
-  kCumsum,     // operands: x; attrs: axis
-  kReshape,    // operands: x; attrs: shape
-  kBroadcast,  // operands: x; attrs: shape
-  kTranspose,  // operands: x; attrs: permutation (ints)
-  kSlice,      // operands: x; attrs: offsets (ints), shape
-  kConcat,     // operands: tiles...; attrs: axis
-  kMatmul,     // operands: a, b, [acc or bias]; flag: has third operand
-  kFor,        // operands: start, stop, step, inits...; region: (iv, carried...) -> yields
-  kIf,         // operands: cond; regions: then, else -> yields
+  kConstant,   // ConstantAttrs; result scalar
+  kBlockIdx,   // NoAttrs; result int64 scalar
+  kBlockNum,   // NoAttrs; result int64 scalar
+  kTensor,     // TensorAttrs; operands: ptr, shape..., [strides...]
+  kTensorDim,  // AxisAttrs; operands: tensor; result int64 scalar
+  kLoad,       // LoadAttrs; operands: tensor, offsets..., pad (scalar)
+  kStore,      // StoreAttrs; operands: value, tensor, offsets..., [mask count]
+  kAtomic,     // AtomicAttrs; operands: value, tensor, offsets..., [mask count]
+  kPrefetch,   // ShapeAttrs; operands: tensor, offsets... (a hint; no result)
+  kFull,       // FillAttrs; operands: value (scalar)
+  kArange,     // FillAttrs (shape {n})
+  kUnary,      // UnaryAttrs; operands: x
+  kBinary,     // BinaryAttrs; operands: a, b
+  kWhere,      // NoAttrs; operands: cond, a, b
+  kCast,       // CastAttrs; operands: x
+  kReduce,     // ReduceAttrs; operands: x
+  kCumsum,     // AxisAttrs; operands: x
+  kReshape,    // ShapeAttrs; operands: x
+  kBroadcast,  // ShapeAttrs; operands: x
+  kTranspose,  // TransposeAttrs; operands: x
+  kSlice,      // SliceAttrs; operands: x
+  kConcat,     // AxisAttrs; operands: tiles...
+  kMatmul,     // MatmulAttrs; operands: a, b, [acc or bias]
+  kFor,  // ForAttrs; operands: start, stop, step, inits...; region: (iv, carried...) -> yields
+  kIf,   // NoAttrs; operands: cond; regions: then, else -> yields
 };
 
 enum class UnaryOp : std::uint8_t {
@@ -140,20 +143,130 @@ const char* name_of(TileLocation location);  // "UB", "L0A", ... ("any" for kAny
 
 struct Region;
 
+// Attributes. One struct per kind of op (shared where kinds take the same settings), each
+// compared by its defaulted equality: passes compare whole attribute sets and never list fields.
+using Extents = std::vector<std::int64_t>;  // static tile extents, dims or a permutation
+
+// A double compared by its bits: constants 0.0 and -0.0 (or two NaN payloads) stay distinct.
+struct ExactDouble {
+  double value = 0;
+  bool operator==(const ExactDouble& other) const {
+    return std::bit_cast<std::uint64_t>(value) == std::bit_cast<std::uint64_t>(other.value);
+  }
+};
+
+struct NoAttrs {
+  bool operator==(const NoAttrs&) const = default;
+};
+struct ConstantAttrs {
+  DataType dtype = DataType::kFloat32;
+  ExactDouble number;        // the value of a floating dtype
+  std::int64_t integer = 0;  // the value of an integer or bool dtype
+  bool operator==(const ConstantAttrs&) const = default;
+};
+struct TensorAttrs {
+  std::int64_t rank = 0;
+  bool has_strides = false;  // strides follow the shape operands; else row-major
+  bool operator==(const TensorAttrs&) const = default;
+};
+struct AxisAttrs {
+  std::int64_t axis = 0;  // may be negative (counts from the last dim)
+  bool operator==(const AxisAttrs&) const = default;
+};
+struct LoadAttrs {
+  Extents shape;
+  TileLocation location = TileLocation::kAny;  // the location= hint
+  bool operator==(const LoadAttrs&) const = default;
+};
+struct StoreAttrs {
+  bool masked = false;  // the last operand counts the elements to store
+  bool operator==(const StoreAttrs&) const = default;
+};
+struct AtomicAttrs {
+  AtomicOp op = AtomicOp::kAdd;
+  bool masked = false;  // the last operand counts the elements to update
+  bool operator==(const AtomicAttrs&) const = default;
+};
+struct ShapeAttrs {
+  Extents shape;
+  bool operator==(const ShapeAttrs&) const = default;
+};
+struct FillAttrs {
+  Extents shape;
+  DataType dtype = DataType::kFloat32;
+  bool operator==(const FillAttrs&) const = default;
+};
+struct UnaryAttrs {
+  UnaryOp op = UnaryOp::kAbs;
+  bool operator==(const UnaryAttrs&) const = default;
+};
+struct BinaryAttrs {
+  BinaryOp op = BinaryOp::kAdd;
+  bool operator==(const BinaryAttrs&) const = default;
+};
+struct CastAttrs {
+  DataType dtype = DataType::kFloat32;
+  RoundMode round = RoundMode::kRint;  // unused by a bitcast
+  bool bitcast = false;
+  bool operator==(const CastAttrs&) const = default;
+};
+struct ReduceAttrs {
+  ReduceOp op = ReduceOp::kSum;
+  Extents dims;  // empty: every dim
+  bool keep_dims = false;
+  bool operator==(const ReduceAttrs&) const = default;
+};
+struct TransposeAttrs {
+  Extents permutation;
+  bool operator==(const TransposeAttrs&) const = default;
+};
+struct SliceAttrs {
+  Extents offsets;
+  Extents shape;
+  bool operator==(const SliceAttrs&) const = default;
+};
+struct MatmulAttrs {
+  bool accumulate = false;  // the third operand is an accumulator (else, if present, a bias)
+  bool operator==(const MatmulAttrs&) const = default;
+};
+struct ForAttrs {
+  std::int64_t unroll = 1;
+  bool parallel = false;  // iterations spread over threads (no carried values)
+  bool operator==(const ForAttrs&) const = default;
+};
+
+using OpAttrs = std::variant<NoAttrs, ConstantAttrs, TensorAttrs, AxisAttrs, LoadAttrs, StoreAttrs,
+                             AtomicAttrs, ShapeAttrs, FillAttrs, UnaryAttrs, BinaryAttrs, CastAttrs,
+                             ReduceAttrs, TransposeAttrs, SliceAttrs, MatmulAttrs, ForAttrs>;
+
+// The attributes an op of `kind` carries, default-initialised.
+OpAttrs default_attrs(OpKind kind);
+// Whether `attrs` hold the struct `kind` takes.
+bool attrs_match(OpKind kind, const OpAttrs& attrs);
+// Throws tileops::Error: an op of `kind` read as the wrong attribute struct (a malformed IR).
+[[noreturn]] void throw_attrs_mismatch(OpKind kind);
+
 struct Op {
   OpKind kind = OpKind::kConstant;
-  std::uint8_t sub = 0;                 // UnaryOp / BinaryOp / ReduceOp / AtomicOp / RoundMode
-  bool flag = false;                    // kind-specific (see OpKind)
-  DataType dtype = DataType::kFloat32;  // kFull, kArange, kCast, kConstant
-  std::vector<std::int64_t> ints;       // shape / dims / axis / permutation / offsets
-  std::vector<std::int64_t> ints2;      // second list (kSlice shape; kFor: unroll, parallel)
-  double number = 0;                    // kConstant float value
-  std::int64_t integer = 0;             // kConstant integer value
+  OpAttrs attrs = ConstantAttrs{};
   std::vector<int> operands;
   std::vector<int> results;
   std::vector<Region> regions;
   SourceLoc loc;
-  TileLocation location = TileLocation::kAny;  // kLoad: the location= hint
+
+  // The attributes as struct A; throws tileops::Error when the op holds another struct.
+  template <class A>
+  const A& as() const {
+    const A* a = std::get_if<A>(&attrs);
+    if (a == nullptr) throw_attrs_mismatch(kind);
+    return *a;
+  }
+  template <class A>
+  A& as() {
+    A* a = std::get_if<A>(&attrs);
+    if (a == nullptr) throw_attrs_mismatch(kind);
+    return *a;
+  }
 };
 
 struct Region {

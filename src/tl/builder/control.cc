@@ -128,7 +128,7 @@ void Range::close() {
   Region body = t.close_region();
   Op op = make_op(OpKind::kFor, loc_);
   op.operands = {bounds_[0], bounds_[1], bounds_[2]};
-  op.ints2 = {unroll_, parallel_ ? 1 : 0};
+  op.attrs = ForAttrs{.unroll = unroll_, .parallel = parallel_};
   std::vector<int> args = {body.args[0]};
   std::vector<Var*> changed;
   for (const Carried& c : carried) {

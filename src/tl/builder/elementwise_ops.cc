@@ -20,7 +20,7 @@ bool is_bitwise_or_logical(BinaryOp op) { return op >= BinaryOp::kBitAnd; }
 // x != 0 as a bool value (logical ops on non-bool operands).
 int not_zero(Tracer& t, int x, const Loc& loc) {
   Op ne = make_op(OpKind::kBinary, loc);
-  ne.sub = static_cast<std::uint8_t>(BinaryOp::kNe);
+  ne.attrs = BinaryAttrs{BinaryOp::kNe};
   ne.operands = {x, t.constant(0, t.type_of(x).dtype, false, to_loc(loc))};
   return t.append1(std::move(ne));
 }
@@ -120,7 +120,7 @@ Value binary(BinaryOp op, const Operand& a, const Operand& b, Loc loc) {
     }
   }
   Op o = make_op(OpKind::kBinary, loc);
-  o.sub = static_cast<std::uint8_t>(op);
+  o.attrs = BinaryAttrs{op};
   o.operands = {ia, ib};
   return Value::from_id(t.append1(std::move(o)));
 }
@@ -135,7 +135,7 @@ Value unary(UnaryOp op, const Operand& x, Loc loc) {
     return Value::from_id(id);
   }
   Op o = make_op(OpKind::kUnary, loc);
-  o.sub = static_cast<std::uint8_t>(op);
+  o.attrs = UnaryAttrs{op};
   o.operands = {id};
   return Value::from_id(t.append1(std::move(o)));
 }
@@ -231,8 +231,7 @@ Value Value::to(DataType dtype, RoundMode mode, Loc loc) const {
   Tracer& t = Tracer::current("to", loc);
   if (dtype == this->dtype() && mode == RoundMode::kRint) return *this;
   Op o = make_op(OpKind::kCast, loc);
-  o.dtype = dtype;
-  o.sub = static_cast<std::uint8_t>(mode);
+  o.attrs = CastAttrs{.dtype = dtype, .round = mode};
   o.operands = {id_};
   return from_id(t.append1(std::move(o)));
 }
@@ -242,8 +241,7 @@ Value Value::bitcast(DataType dtype, Loc loc) const {
   need_value(t, Operand(*this, loc), "bitcast");
   if (dtype == this->dtype() && bitcast_compatible(dtype, dtype)) return *this;
   Op o = make_op(OpKind::kCast, loc);
-  o.dtype = dtype;
-  o.flag = true;
+  o.attrs = CastAttrs{.dtype = dtype, .bitcast = true};
   o.operands = {id_};
   return from_id(t.append1(std::move(o)));
 }

@@ -40,7 +40,7 @@ void write(OpKind kind, AtomicOp atomic, const Operand& value, const Value& tens
            const IndexList& offsets, const char* construct, const Loc& loc) {
   Tracer& t = Tracer::current(construct, loc);
   Op op = make_op(kind, loc);
-  op.sub = static_cast<std::uint8_t>(atomic);
+  bool masked = false;
   int v = value.value.id();
   const Type& tensor_type = t.type_of(tensor.id());
   // Numbers and scalars take the tensor's dtype; tiles must match it (a silent narrowing of a
@@ -51,8 +51,13 @@ void write(OpKind kind, AtomicOp atomic, const Operand& value, const Value& tens
   op.operands = {v, tensor.id()};
   for (int o : offsets_of(t, tensor, offsets, construct, loc)) op.operands.push_back(o);
   if (!t.masks().empty()) {
-    op.flag = true;
+    masked = true;
     op.operands.push_back(t.masks().back());
+  }
+  if (kind == OpKind::kAtomic) {
+    op.attrs = AtomicAttrs{.op = atomic, .masked = masked};
+  } else {
+    op.attrs = StoreAttrs{.masked = masked};
   }
   t.append(std::move(op));
 }
@@ -62,7 +67,7 @@ void write(OpKind kind, AtomicOp atomic, const Operand& value, const Value& tens
 Value tensor(const Value& ptr, const IndexList& shape, const IndexList& strides, Loc loc) {
   Tracer& t = Tracer::current("tensor", loc);
   Op op = make_op(OpKind::kTensor, loc);
-  op.ints = {static_cast<std::int64_t>(shape.size())};
+  op.as<TensorAttrs>().rank = static_cast<std::int64_t>(shape.size());
   op.operands = {ptr.id()};
   for (const Operand& d : shape) op.operands.push_back(index_value(t, d, "tensor"));
   if (!strides.empty()) {
@@ -71,7 +76,7 @@ Value tensor(const Value& ptr, const IndexList& shape, const IndexList& strides,
                   "expected " + std::to_string(shape.size()) + " strides, got " +
                       std::to_string(strides.size()));
     }
-    op.flag = true;
+    op.as<TensorAttrs>().has_strides = true;
     for (const Operand& s : strides) op.operands.push_back(index_value(t, s, "tensor"));
   }
   return Value::from_id(t.append1(std::move(op)));
@@ -80,7 +85,7 @@ Value tensor(const Value& ptr, const IndexList& shape, const IndexList& strides,
 Value Value::dim(int axis, Loc loc) const {
   Tracer& t = Tracer::current("dim", loc);
   Op op = make_op(OpKind::kTensorDim, loc);
-  op.ints = {axis};
+  op.attrs = AxisAttrs{.axis = axis};
   op.operands = {id_};
   return from_id(t.append1(std::move(op)));
 }
@@ -104,8 +109,7 @@ Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
            const Operand& pad_value, TileLocation location, Loc loc) {
   Tracer& t = Tracer::current("load", loc);
   Op op = make_op(OpKind::kLoad, loc);
-  op.location = location;
-  op.ints = static_shape(t, shape, "load");
+  op.attrs = LoadAttrs{.shape = static_shape(t, shape, "load"), .location = location};
   op.operands = {tensor.id()};
   for (int o : offsets_of(t, tensor, offsets, "load", loc)) op.operands.push_back(o);
   const int pad = pad_value.value.id();
@@ -119,7 +123,7 @@ Value load(const Value& tensor, const Shape& shape, const IndexList& offsets,
 void prefetch(const Value& tensor, const Shape& shape, const IndexList& offsets, Loc loc) {
   Tracer& t = Tracer::current("prefetch", loc);
   Op op = make_op(OpKind::kPrefetch, loc);
-  op.ints = static_shape(t, shape, "prefetch");
+  op.attrs = ShapeAttrs{.shape = static_shape(t, shape, "prefetch")};
   op.operands = {tensor.id()};
   for (int o : offsets_of(t, tensor, offsets, "prefetch", loc)) op.operands.push_back(o);
   t.append(std::move(op));
@@ -159,8 +163,7 @@ Mask::~Mask() {
 Value full(const Shape& shape, const Operand& value, DataType dtype, Loc loc) {
   Tracer& t = Tracer::current("full", loc);
   Op op = make_op(OpKind::kFull, loc);
-  op.ints = static_shape(t, shape, "full");
-  op.dtype = dtype;
+  op.attrs = FillAttrs{.shape = static_shape(t, shape, "full"), .dtype = dtype};
   op.operands = {coerce(t, value.value.id(), dtype, loc)};
   return Value::from_id(t.append1(std::move(op)));
 }
@@ -178,8 +181,7 @@ Value zeros_like(const Value& tile, Loc loc) { return full_like(tile, 0, loc); }
 Value arange(std::int64_t n, DataType dtype, Loc loc) {
   Tracer& t = Tracer::current("arange", loc);
   Op op = make_op(OpKind::kArange, loc);
-  op.ints = {n};
-  op.dtype = dtype;
+  op.attrs = FillAttrs{.shape = {n}, .dtype = dtype};
   return Value::from_id(t.append1(std::move(op)));
 }
 

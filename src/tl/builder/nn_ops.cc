@@ -46,7 +46,7 @@ Value matmul(const Value& a, const Value& b, const Value& bias, Loc loc) {
 Value matmul_acc(const Value& acc, const Value& a, const Value& b, Loc loc) {
   Tracer& t = Tracer::current("matmul_acc", loc);
   Op op = make_op(OpKind::kMatmul, loc);
-  op.flag = true;
+  op.as<MatmulAttrs>().accumulate = true;
   op.operands = {a.id(), b.id(), acc.id()};
   return Value::from_id(t.append1(std::move(op)));
 }

@@ -60,6 +60,7 @@ DataType promote_weak(DataType strong, DataType weak) {
 Op make_op(OpKind kind, const Loc& loc) {
   Op op;
   op.kind = kind;
+  op.attrs = default_attrs(kind);
   op.loc = to_loc(loc);
   return op;
 }
@@ -69,8 +70,7 @@ int coerce(Tracer& t, int id, DataType dtype, const Loc& loc) {
   if (type.dtype == dtype) return id;
   if (const auto c = t.constant_value(id)) return t.constant(*c, dtype, false, to_loc(loc));
   Op op = make_op(OpKind::kCast, loc);
-  op.dtype = dtype;
-  op.sub = static_cast<std::uint8_t>(RoundMode::kRint);
+  op.attrs = CastAttrs{.dtype = dtype, .round = RoundMode::kRint};
   op.operands = {id};
   return t.append1(std::move(op));
 }

@@ -5,11 +5,10 @@
 namespace tileops::tl {
 namespace {
 
-Value one_input(OpKind kind, const Value& x, std::vector<std::int64_t> ints, const char* construct,
-                const Loc& loc) {
+Value one_input(OpKind kind, const Value& x, OpAttrs attrs, const char* construct, const Loc& loc) {
   Tracer& t = Tracer::current(construct, loc);
   Op op = make_op(kind, loc);
-  op.ints = std::move(ints);
+  op.attrs = std::move(attrs);
   op.operands = {x.id()};
   return Value::from_id(t.append1(std::move(op)));
 }
@@ -28,9 +27,7 @@ int wrap_axis(const Value& x, int axis, const char* construct, const Loc& loc) {
 Value reduce(ReduceOp r, const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc) {
   Tracer& t = Tracer::current(name_of(r), loc);
   Op op = make_op(OpKind::kReduce, loc);
-  op.sub = static_cast<std::uint8_t>(r);
-  op.flag = keep_dims;
-  op.ints.assign(dims.begin(), dims.end());
+  op.attrs = ReduceAttrs{.op = r, .dims = {dims.begin(), dims.end()}, .keep_dims = keep_dims};
   op.operands = {x.id()};
   if ((r == ReduceOp::kAll || r == ReduceOp::kAny) && x.valid() && x.is_tile() &&
       x.dtype() != DataType::kBool) {
@@ -68,16 +65,17 @@ Value any(const Value& x, const std::vector<int>& dims, bool keep_dims, Loc loc)
 }
 
 Value cumsum(const Value& x, int axis, Loc loc) {
-  return one_input(OpKind::kCumsum, x, {axis}, "cumsum", loc);
+  return one_input(OpKind::kCumsum, x, AxisAttrs{.axis = axis}, "cumsum", loc);
 }
 
 Value reshape(const Value& x, const Shape& shape, Loc loc) {
   Tracer& t = Tracer::current("reshape", loc);
-  return one_input(OpKind::kReshape, x, static_shape(t, shape, "reshape"), "reshape", loc);
+  return one_input(OpKind::kReshape, x, ShapeAttrs{static_shape(t, shape, "reshape")}, "reshape",
+                   loc);
 }
 
 Value ravel(const Value& x, Loc loc) {
-  return one_input(OpKind::kReshape, x, {x.size()}, "ravel", loc);
+  return one_input(OpKind::kReshape, x, ShapeAttrs{{x.size()}}, "ravel", loc);
 }
 
 Value expand_dims(const Value& x, int axis, Loc loc) {
@@ -88,7 +86,7 @@ Value expand_dims(const Value& x, int axis, Loc loc) {
                 "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
   }
   shape.insert(shape.begin() + (axis < 0 ? axis + rank : axis), 1);
-  return one_input(OpKind::kReshape, x, shape, "expand_dims", loc);
+  return one_input(OpKind::kReshape, x, ShapeAttrs{shape}, "expand_dims", loc);
 }
 
 Value squeeze(const Value& x, int axis, Loc loc) {
@@ -100,7 +98,7 @@ Value squeeze(const Value& x, int axis, Loc loc) {
                     " must have extent 1 (and the result rank >= 1)");
   }
   shape.erase(shape.begin() + a);
-  return one_input(OpKind::kReshape, x, shape, "squeeze", loc);
+  return one_input(OpKind::kReshape, x, ShapeAttrs{shape}, "squeeze", loc);
 }
 
 Value broadcast_to(const Value& x, const Shape& shape, Loc loc) {
@@ -108,12 +106,11 @@ Value broadcast_to(const Value& x, const Shape& shape, Loc loc) {
   std::vector<std::int64_t> s = static_shape(t, shape, "broadcast_to");
   if (x.is_scalar()) {
     Op op = make_op(OpKind::kFull, loc);
-    op.ints = s;
-    op.dtype = x.dtype();
+    op.attrs = FillAttrs{.shape = s, .dtype = x.dtype()};
     op.operands = {x.id()};
     return Value::from_id(t.append1(std::move(op)));
   }
-  return one_input(OpKind::kBroadcast, x, s, "broadcast_to", loc);
+  return one_input(OpKind::kBroadcast, x, ShapeAttrs{s}, "broadcast_to", loc);
 }
 
 Value transpose(const Value& x, const std::vector<int>& permutation, Loc loc) {
@@ -121,7 +118,7 @@ Value transpose(const Value& x, const std::vector<int>& permutation, Loc loc) {
   if (perm.empty()) {
     for (int i = static_cast<int>(x.shape().size()) - 1; i >= 0; --i) perm.push_back(i);
   }
-  return one_input(OpKind::kTranspose, x, perm, "transpose", loc);
+  return one_input(OpKind::kTranspose, x, TransposeAttrs{perm}, "transpose", loc);
 }
 
 Value Value::T(Loc loc) const {  // NOLINT(readability-identifier-naming)
@@ -131,8 +128,8 @@ Value Value::T(Loc loc) const {  // NOLINT(readability-identifier-naming)
 Value copy(const Value& tile, const Shape& shape, const Shape& offsets, Loc loc) {
   Tracer& t = Tracer::current("copy", loc);
   Op op = make_op(OpKind::kSlice, loc);
-  op.ints = static_shape(t, offsets, "copy");
-  op.ints2 = static_shape(t, shape, "copy");
+  op.attrs = SliceAttrs{.offsets = static_shape(t, offsets, "copy"),
+                        .shape = static_shape(t, shape, "copy")};
   op.operands = {tile.id()};
   return Value::from_id(t.append1(std::move(op)));
 }
@@ -140,7 +137,7 @@ Value copy(const Value& tile, const Shape& shape, const Shape& offsets, Loc loc)
 Value concat(const std::vector<Value>& tiles, int axis, Loc loc) {
   Tracer& t = Tracer::current("concat", loc);
   Op op = make_op(OpKind::kConcat, loc);
-  op.ints = {axis};
+  op.attrs = AxisAttrs{.axis = axis};
   for (const Value& v : tiles) op.operands.push_back(v.id());
   return Value::from_id(t.append1(std::move(op)));
 }

@@ -54,13 +54,14 @@ std::vector<int> Tracer::append(Op op) {
 int Tracer::constant(long double number, DataType dtype, bool weak, const SourceLoc& loc) {
   Op op;
   op.kind = OpKind::kConstant;
-  op.dtype = dtype;
   op.loc = loc;
+  ConstantAttrs& value = op.as<ConstantAttrs>();
+  value.dtype = dtype;
   if (is_floating(dtype)) {
-    op.number = static_cast<double>(number);
+    value.number.value = static_cast<double>(number);
   } else {
-    op.integer = dtype == DataType::kBool ? (number != 0) : static_cast<std::int64_t>(number);
-    number = static_cast<long double>(op.integer);
+    value.integer = dtype == DataType::kBool ? (number != 0) : static_cast<std::int64_t>(number);
+    number = static_cast<long double>(value.integer);
   }
   const int id = append1(std::move(op));
   constants_[id] = number;

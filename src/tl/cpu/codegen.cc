@@ -320,9 +320,9 @@ void Emitter::op(const Op& o) {
       const DataType d = type(res).dtype;
       std::string v;
       if (is_floating(d)) {
-        v = float_literal(interp::round_to(d, o.number), d);
+        v = float_literal(interp::round_to(d, o.as<ConstantAttrs>().number.value), d);
       } else {
-        v = wrap_int(d, std::to_string(interp::wrap_to(d, o.integer)) + "ll");
+        v = wrap_int(d, std::to_string(interp::wrap_to(d, o.as<ConstantAttrs>().integer)) + "ll");
       }
       line() << "const " << compute_type(d) << " " << name(res) << " = " << v << ";\n";
       return;
@@ -338,7 +338,8 @@ void Emitter::op(const Op& o) {
       return;
     case OpKind::kTensorDim: {
       const auto rank = static_cast<std::int64_t>(type(o.operands[0]).shape.size());
-      const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+      const std::int64_t given = o.as<AxisAttrs>().axis;
+      const std::int64_t axis = given < 0 ? given + rank : given;
       line() << "const i64 " << name(res) << " = " << name(o.operands[0]) << "_d" << axis << ";\n";
       return;
     }
@@ -423,7 +424,8 @@ void Emitter::for_op(const Op& o) {
   // A constant 0 fails at trace time; one known only at run time fails here, as Python's range.
   line() << "if (" << step << " == 0) return "
          << error_site(o, "range", "step must not be 0 (it is at run time)") << ";\n";
-  if (o.ints2.size() > 0 && o.ints2[0] > 1) line() << "#pragma GCC unroll " << o.ints2[0] << "\n";
+  const std::int64_t unroll = o.as<ForAttrs>().unroll;
+  if (unroll > 1) line() << "#pragma GCC unroll " << unroll << "\n";
   open(cat({"for (u64 ", k, " = 0, ", n, " = tl_trip_count(", start, ", ", stop, ", ", step, "); ",
             k, " < ", n, "; ++", k, ")"}));
   line() << "const i64 " << iv << " = (i64)((u64)" << start << " + " << k << " * (u64)" << step
@@ -470,7 +472,8 @@ void Emitter::if_op(const Op& o) {
 void Emitter::tensor_op(const Op& o) {
   const std::string t = name(o.results[0]);
   const DataType d = type(o.results[0]).dtype;
-  const auto rank = static_cast<std::size_t>(o.ints[0]);
+  const TensorAttrs& attrs = o.as<TensorAttrs>();
+  const auto rank = static_cast<std::size_t>(attrs.rank);
   line() << memory_type(d) << "* const " << t << " = (" << memory_type(d) << "*)"
          << name(o.operands[0]) << ";\n";
   const int site = error_site(o, "tensor", "negative extent");
@@ -480,7 +483,7 @@ void Emitter::tensor_op(const Op& o) {
   }
   for (std::size_t i = 0; i < rank; ++i) {
     line() << "const i64 " << t << "_s" << i << " = ";
-    if (o.flag) {
+    if (attrs.has_strides) {
       out_ << name(o.operands[1 + rank + i]) << ";\n";
     } else {
       // Wrapping: an overflowing product fails tl_geometry_ok below.

@@ -271,11 +271,10 @@ void Emitter::elementwise_op(const Op& o) {
   const Type& rt = type(res);
   auto expr = [&](const std::vector<std::string>& x) {
     if (o.kind == OpKind::kUnary) {
-      return unary_expr(static_cast<UnaryOp>(o.sub), type(o.operands[0]).dtype, rt.dtype, x[0]);
+      return unary_expr(o.as<UnaryAttrs>().op, type(o.operands[0]).dtype, rt.dtype, x[0]);
     }
     if (o.kind == OpKind::kBinary) {
-      return binary_expr(static_cast<BinaryOp>(o.sub), type(o.operands[0]).dtype, rt.dtype, x[0],
-                         x[1]);
+      return binary_expr(o.as<BinaryAttrs>().op, type(o.operands[0]).dtype, rt.dtype, x[0], x[1]);
     }
     // Both operands as arguments: evaluated unconditionally, so a loop reading them (a 16-bit
     // tile widened where read) if-converts into a vector select.
@@ -408,9 +407,10 @@ void Emitter::cast_op(const Op& o) {
   const int res = o.results[0];
   const int x = o.operands[0];
   const DataType s = type(x).dtype, d = type(res).dtype;
-  const auto mode = static_cast<RoundMode>(o.sub);
+  const CastAttrs& cast = o.as<CastAttrs>();
+  const RoundMode mode = cast.round;
   auto expr = [&](const std::string& v) -> std::string {
-    if (o.flag) return cat({"(", from_bits(d, bits_of(s, v)), ")"});
+    if (cast.bitcast) return cat({"(", from_bits(d, bits_of(s, v)), ")"});
     if (d == DataType::kBool) return "(u8)(" + v + " != 0)";
     if (!is_floating(s)) {
       if (!is_floating(d)) return wrap_int(d, "(i64)" + v);
@@ -421,7 +421,8 @@ void Emitter::cast_op(const Op& o) {
     if (!is_floating(d)) {
       static const char* const kRound[] = {"__builtin_nearbyint", "__builtin_floor",
                                            "__builtin_ceil", "__builtin_trunc", "__builtin_round"};
-      std::string n = cat({"tl_f2i(", kRound[o.sub], "((double)", v, "))"});
+      std::string n =
+          cat({"tl_f2i(", kRound[static_cast<std::size_t>(mode)], "((double)", v, "))"});
       if (d == DataType::kInt64) return n;
       const std::int64_t lo =
           d == DataType::kUInt8 ? 0 : -(std::int64_t{1} << (8 * size_of(d) - 1));
@@ -431,7 +432,8 @@ void Emitter::cast_op(const Op& o) {
     }
     if (mode != RoundMode::kRint) {
       return std::string("(") + compute_type(d) + ")rt->cast((double)" + v + ", " +
-             std::to_string(static_cast<int>(d)) + ", " + std::to_string(o.sub) + ")";
+             std::to_string(static_cast<int>(d)) + ", " + std::to_string(static_cast<int>(mode)) +
+             ")";
     }
     if (d == DataType::kFloat64) return "(double)" + v;
     if (d == DataType::kFloat32) return "(float)" + v;
@@ -443,7 +445,7 @@ void Emitter::cast_op(const Op& o) {
     return;
   }
   // A bitcast of a tile kept as 16-bit bits (a load) reads them, not the widened value.
-  const bool raw_bits = o.flag && widened_[static_cast<std::size_t>(x)];
+  const bool raw_bits = cast.bitcast && widened_[static_cast<std::size_t>(x)];
   const auto element = [&](const std::string& index) {
     if (!raw_bits) return expr(at(x, index));
     const char* bits = s == DataType::kBFloat16 ? "tl_bf_bits(" : "tl_h_bits(";

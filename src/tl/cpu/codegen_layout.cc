@@ -24,7 +24,8 @@ void Emitter::move_op(const Op& o) {
   declare(res);
   if (o.kind == OpKind::kConcat) {
     const auto rank = static_cast<std::int64_t>(rt.shape.size());
-    const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+    const std::int64_t given = o.as<AxisAttrs>().axis;
+    const std::int64_t axis = given < 0 ? given + rank : given;
     const Strides out = row_major(rt.shape);
     std::int64_t base = 0;
     for (int id : o.operands) {
@@ -44,10 +45,12 @@ void Emitter::move_op(const Op& o) {
   } else if (o.kind == OpKind::kTranspose) {
     const Strides in = row_major(xt.shape);
     const auto rank = static_cast<std::int64_t>(rt.shape.size());
-    for (std::int64_t p : o.ints) strides.push_back(in[p < 0 ? p + rank : p]);
+    for (std::int64_t p : o.as<TransposeAttrs>().permutation)
+      strides.push_back(in[p < 0 ? p + rank : p]);
   } else {  // slice
     strides = row_major(xt.shape);
-    for (std::size_t d = 0; d < strides.size(); ++d) base += o.ints[d] * strides[d];
+    const Extents& offsets = o.as<SliceAttrs>().offsets;
+    for (std::size_t d = 0; d < strides.size(); ++d) base += offsets[d] * strides[d];
   }
   strided_loops(rt.shape, {strides}, {base}, [&](const std::vector<std::string>& index) {
     line() << name(res) << "[tl_k] = " << at(x, index[0]) << ";\n";
@@ -62,7 +65,8 @@ void Emitter::matmul_op(const Op& o) {
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
   const std::string& ld = row_stride_[static_cast<std::size_t>(o.operands[0])];
   const std::string lda = ld.empty() ? std::to_string(k) : ld;
-  if (o.flag && at_.dtype != DataType::kFloat64 && consumable(o.operands[2])) {
+  if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&
+      consumable(o.operands[2])) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
     line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b

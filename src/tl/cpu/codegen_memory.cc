@@ -205,7 +205,7 @@ const Op* Emitter::sinkable_store(const Op& producer, int id) const {
   for (std::size_t j = i + 1; j < r.ops.size(); ++j) {
     const Op& s = r.ops[j];
     if (s.kind == OpKind::kStore && s.operands[0] == id) {
-      if (s.flag || type(s.operands[1]).dtype != DataType::kFloat32 ||
+      if (s.as<StoreAttrs>().masked || type(s.operands[1]).dtype != DataType::kFloat32 ||
           !emitted_[static_cast<std::size_t>(s.operands[1])])
         return nullptr;
       for (std::size_t k = 1; k < s.operands.size(); ++k) {
@@ -331,13 +331,14 @@ void Emitter::store_op(const Op& o) {
   std::vector<std::string> offsets;
   for (std::size_t i = 0; i < rank; ++i) offsets.push_back(name(o.operands[2 + i]));
   const bool atomic = o.kind == OpKind::kAtomic;
-  const std::string mask = o.flag ? name(o.operands.back()) : "";
+  const bool masked = atomic ? o.as<AtomicAttrs>().masked : o.as<StoreAttrs>().masked;
+  const std::string mask = masked ? name(o.operands.back()) : "";
   auto write = [&](const std::string& ref, const std::string& v) {
     if (!atomic) return store_element(d, ref, v);
     const bool fl = is_floating(d);
-    return "rt->atomic(" + std::to_string(o.sub) + ", " + std::to_string(static_cast<int>(d)) +
-           ", &" + ref + ", " + (fl ? "(double)" + v : "0.0") + ", " + (fl ? "0" : "(i64)" + v) +
-           ");";
+    return "rt->atomic(" + std::to_string(static_cast<int>(o.as<AtomicAttrs>().op)) + ", " +
+           std::to_string(static_cast<int>(d)) + ", &" + ref + ", " +
+           (fl ? "(double)" + v : "0.0") + ", " + (fl ? "0" : "(i64)" + v) + ");";
   };
   if (vt.kind != TypeKind::kTile) {  // one element at `offsets`
     std::string cond = mask.empty() ? "true" : mask + " > 0";
@@ -443,11 +444,12 @@ void Emitter::prefetch_op(const Op& o) {
   const std::string t = name(o.operands[0]);
   std::vector<std::string> offsets;
   std::int64_t elements = 1;
-  for (std::size_t d = 0; d < o.ints.size(); ++d) {
+  const Extents& shape = o.as<ShapeAttrs>().shape;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
     offsets.push_back(name(o.operands[1 + d]));
-    elements *= o.ints[d];
+    elements *= shape[d];
   }
-  const auto [inside, at_] = contiguous_tile(t, o.ints, offsets, false);
+  const auto [inside, at_] = contiguous_tile(t, shape, offsets, false);
   const std::string h = fresh("tl_hint");
   const std::int64_t bytes =
       elements * static_cast<std::int64_t>(size_of(type(o.operands[0]).dtype));

@@ -25,15 +25,16 @@ std::string int_limit(DataType dtype, bool greatest) {
 
 std::int64_t Emitter::suffix_run(const Op& o) const {
   const Type& xt = type(o.operands[0]);
-  const auto op = static_cast<ReduceOp>(o.sub);
+  const ReduceAttrs& attrs = o.as<ReduceAttrs>();
+  const ReduceOp op = attrs.op;
   if (xt.kind != TypeKind::kTile) return 0;
   const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin;
   // Integer maxima and minima are exact in any order; integer sums keep the interpreter's loop.
   if (!extreme && (!is_floating(xt.dtype) || (op != ReduceOp::kSum && op != ReduceOp::kMean)))
     return 0;
   const std::size_t rank = xt.shape.size();
-  std::vector<bool> reduced(rank, o.ints.empty());
-  for (std::int64_t d : o.ints) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
+  std::vector<bool> reduced(rank, attrs.dims.empty());
+  for (std::int64_t d : attrs.dims) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
   std::int64_t count = 1;
   bool seen_reduced = false;
   for (std::size_t d = 0; d < rank; ++d) {
@@ -50,17 +51,15 @@ std::int64_t Emitter::suffix_run(const Op& o) const {
 bool Emitter::nonnegative(int id) const {
   const Op* d = def_[static_cast<std::size_t>(id)];
   return d != nullptr && d->kind == OpKind::kUnary &&
-         (static_cast<UnaryOp>(d->sub) == UnaryOp::kExp ||
-          static_cast<UnaryOp>(d->sub) == UnaryOp::kExp2);
+         (d->as<UnaryAttrs>().op == UnaryOp::kExp || d->as<UnaryAttrs>().op == UnaryOp::kExp2);
 }
 
 const Op* Emitter::sum_of(int id) const {
   if (current_ == nullptr || type(id).dtype != DataType::kFloat32) return nullptr;
   for (const Op& o : current_->ops) {
-    const auto op = static_cast<ReduceOp>(o.sub);
-    if (o.kind == OpKind::kReduce && o.operands[0] == id &&
-        (op == ReduceOp::kSum || op == ReduceOp::kMean) && suffix_run(o) != 0)
-      return &o;
+    if (o.kind != OpKind::kReduce || o.operands[0] != id) continue;
+    const ReduceOp op = o.as<ReduceAttrs>().op;
+    if ((op == ReduceOp::kSum || op == ReduceOp::kMean) && suffix_run(o) != 0) return &o;
   }
   return nullptr;
 }
@@ -139,7 +138,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   const std::string sum =
       "(((tl_a[0] + tl_a[4]) + (tl_a[1] + tl_a[5])) + ((tl_a[2] + tl_a[6]) + (tl_a[3] + "
       "tl_a[7])))";
-  const bool mean = static_cast<ReduceOp>(r.sub) == ReduceOp::kMean;
+  const bool mean = r.as<ReduceAttrs>().op == ReduceOp::kMean;
   line() << out << "[o] = " << round_double(rt.dtype, mean ? sum + " / (double)" + c : sum)
          << ";\n";
   close();
@@ -151,10 +150,11 @@ void Emitter::reduce_op(const Op& o) {
   const int x = o.operands[0];
   const Type& xt = type(x);
   const Type& rt = type(res);
-  const auto op = static_cast<ReduceOp>(o.sub);
+  const ReduceAttrs& attrs = o.as<ReduceAttrs>();
+  const ReduceOp op = attrs.op;
   const std::size_t rank = xt.shape.size();
-  std::vector<bool> reduced(rank, o.ints.empty());
-  for (std::int64_t d : o.ints) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
+  std::vector<bool> reduced(rank, attrs.dims.empty());
+  for (std::int64_t d : attrs.dims) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
   std::vector<std::int64_t> kept;
   std::int64_t count = 1;
   for (std::size_t d = 0; d < rank; ++d) {
@@ -320,7 +320,8 @@ void Emitter::cumsum_op(const Op& o) {
   const int x = o.operands[0];
   const Type& xt = type(x);
   const auto rank = static_cast<std::int64_t>(xt.shape.size());
-  const std::int64_t axis = o.ints[0] < 0 ? o.ints[0] + rank : o.ints[0];
+  const std::int64_t given = o.as<AxisAttrs>().axis;
+  const std::int64_t axis = given < 0 ? given + rank : given;
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t d = 0; d < rank; ++d) {
     if (d < axis) outer *= xt.shape[d];

@@ -54,7 +54,8 @@ class Frame {
 
 void Frame::exec_tensor(const Op& op) {
   TensorView& t = slot(op.results[0]).tensor;
-  const std::size_t rank = static_cast<std::size_t>(op.ints[0]);
+  const TensorAttrs& attrs = op.as<TensorAttrs>();
+  const auto rank = static_cast<std::size_t>(attrs.rank);
   t.base = static_cast<char*>(slot(op.operands[0]).pointer);
   t.dtype = f_.type_of(op.operands[0]).dtype;
   t.shape = ints(op, 1, rank);
@@ -63,7 +64,7 @@ void Frame::exec_tensor(const Op& op) {
       trace_error(ErrorKind::kInvalidArgument, op.loc, "tensor",
                   "negative extent " + std::to_string(e));
   }
-  t.strides = op.flag ? ints(op, 1 + rank, rank) : row_major_strides(t.shape);
+  t.strides = attrs.has_strides ? ints(op, 1 + rank, rank) : row_major_strides(t.shape);
   if (!tensor_geometry_ok(t)) {
     std::string what = "extents [";
     for (std::size_t i = 0; i < rank; ++i) what += (i ? ", " : "") + std::to_string(t.shape[i]);
@@ -78,10 +79,11 @@ void Frame::exec(const Op& op) {
   switch (op.kind) {
     case OpKind::kConstant: {
       Buffer& b = result(op);
+      const ConstantAttrs& value = op.as<ConstantAttrs>();
       if (b.floating())
-        b.set(0, op.number);
+        b.set(0, value.number.value);
       else
-        b.set_int(0, op.integer);
+        b.set_int(0, value.integer);
       return;
     }
     case OpKind::kBlockIdx:
@@ -96,8 +98,8 @@ void Frame::exec(const Op& op) {
     case OpKind::kTensorDim: {
       const TensorView& t = slot(op.operands[0]).tensor;
       const auto rank = static_cast<std::int64_t>(t.shape.size());
-      result(op).set_int(
-          0, t.shape[static_cast<std::size_t>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0])]);
+      const std::int64_t axis = op.as<AxisAttrs>().axis;
+      result(op).set_int(0, t.shape[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)]);
       return;
     }
     case OpKind::kLoad: {
@@ -110,8 +112,10 @@ void Frame::exec(const Op& op) {
     case OpKind::kStore:
     case OpKind::kAtomic: {
       const TensorView& t = slot(op.operands[1]).tensor;
+      const bool masked =
+          op.kind == OpKind::kAtomic ? op.as<AtomicAttrs>().masked : op.as<StoreAttrs>().masked;
       const std::int64_t mask =
-          op.flag ? std::max<std::int64_t>(0, scalar_int(op.operands.back())) : -1;
+          masked ? std::max<std::int64_t>(0, scalar_int(op.operands.back())) : -1;
       eval_store(buf(op.operands[0]), t, ints(op, 2, t.shape.size()), mask, op, atomic_mutex_);
       return;
     }
@@ -132,11 +136,10 @@ void Frame::exec(const Op& op) {
       return;
     }
     case OpKind::kUnary:
-      eval_unary(static_cast<UnaryOp>(op.sub), buf(op.operands[0]), result(op));
+      eval_unary(op.as<UnaryAttrs>().op, buf(op.operands[0]), result(op));
       return;
     case OpKind::kBinary:
-      eval_binary(static_cast<BinaryOp>(op.sub), buf(op.operands[0]), buf(op.operands[1]),
-                  result(op));
+      eval_binary(op.as<BinaryAttrs>().op, buf(op.operands[0]), buf(op.operands[1]), result(op));
       return;
     case OpKind::kWhere:
       eval_where(buf(op.operands[0]), buf(op.operands[1]), buf(op.operands[2]), result(op));
@@ -144,21 +147,24 @@ void Frame::exec(const Op& op) {
     case OpKind::kCast: {
       const Buffer& x = buf(op.operands[0]);
       Buffer& out = result(op);
-      if (op.flag) {
+      const CastAttrs& cast = op.as<CastAttrs>();
+      if (cast.bitcast) {
         for (std::size_t k = 0; k < out.size(); ++k) bitcast_element(x, k, out, k);
         return;
       }
-      for (std::size_t k = 0; k < out.size(); ++k)
-        cast_element(x, k, out, k, static_cast<RoundMode>(op.sub));
+      for (std::size_t k = 0; k < out.size(); ++k) cast_element(x, k, out, k, cast.round);
       return;
     }
-    case OpKind::kReduce:
-      eval_reduce(static_cast<ReduceOp>(op.sub), buf(op.operands[0]), op.ints, result(op));
+    case OpKind::kReduce: {
+      const ReduceAttrs& reduce = op.as<ReduceAttrs>();
+      eval_reduce(reduce.op, buf(op.operands[0]), reduce.dims, result(op));
       return;
+    }
     case OpKind::kCumsum: {
       const Buffer& x = buf(op.operands[0]);
       const auto rank = static_cast<std::int64_t>(x.shape.size());
-      eval_cumsum(x, static_cast<int>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0]), result(op));
+      const std::int64_t axis = op.as<AxisAttrs>().axis;
+      eval_cumsum(x, static_cast<int>(axis < 0 ? axis + rank : axis), result(op));
       return;
     }
     case OpKind::kReshape: {
@@ -172,22 +178,23 @@ void Frame::exec(const Op& op) {
       eval_broadcast(buf(op.operands[0]), result(op));
       return;
     case OpKind::kTranspose:
-      eval_transpose(buf(op.operands[0]), op.ints, result(op));
+      eval_transpose(buf(op.operands[0]), op.as<TransposeAttrs>().permutation, result(op));
       return;
     case OpKind::kSlice:
-      eval_slice(buf(op.operands[0]), op.ints, result(op));
+      eval_slice(buf(op.operands[0]), op.as<SliceAttrs>().offsets, result(op));
       return;
     case OpKind::kConcat: {
       std::vector<const Buffer*> xs;
       for (int id : op.operands) xs.push_back(&buf(id));
       const auto rank = static_cast<std::int64_t>(xs[0]->shape.size());
-      eval_concat(xs, static_cast<int>(op.ints[0] < 0 ? op.ints[0] + rank : op.ints[0]),
-                  result(op));
+      const std::int64_t axis = op.as<AxisAttrs>().axis;
+      eval_concat(xs, static_cast<int>(axis < 0 ? axis + rank : axis), result(op));
       return;
     }
     case OpKind::kMatmul:
       eval_matmul(buf(op.operands[0]), buf(op.operands[1]),
-                  op.operands.size() > 2 ? &buf(op.operands[2]) : nullptr, op.flag, result(op));
+                  op.operands.size() > 2 ? &buf(op.operands[2]) : nullptr,
+                  op.as<MatmulAttrs>().accumulate, result(op));
       return;
     case OpKind::kFor:
       exec_for(op);

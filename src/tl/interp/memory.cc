@@ -68,7 +68,7 @@ void eval_load(const TensorView& t, const std::vector<std::int64_t>& offsets, co
 void eval_store(const Buffer& value, const TensorView& t, const std::vector<std::int64_t>& offsets,
                 std::int64_t mask, const Op& op, std::mutex* atomic_mutex) {
   const bool atomic = op.kind == OpKind::kAtomic;
-  const auto kind = static_cast<AtomicOp>(op.sub);
+  const AtomicOp kind = atomic ? op.as<AtomicAttrs>().op : AtomicOp::kAdd;  // kAdd: unused
   for_each_in_bounds(t, value.shape, offsets, [&](std::size_t lane, char* address) {
     if (mask >= 0 && static_cast<std::int64_t>(lane) >= mask) return;
     if (!atomic) {

@@ -1,4 +1,7 @@
 // Printable names of the IR enums; these spellings are part of the stable text form.
+#include <string>
+
+#include "tileops/core/error.h"
 #include "tileops/tl/ir.h"
 
 namespace tileops::tl {
@@ -62,18 +65,76 @@ const char* name_of(TileLocation location) {
 }
 
 const char* name_of(const Op& op) {
+  if (!attrs_match(op.kind, op.attrs)) return name_of(op.kind);  // a malformed op, being reported
   switch (op.kind) {
     case OpKind::kUnary:
-      return name_of(static_cast<UnaryOp>(op.sub));
+      return name_of(op.as<UnaryAttrs>().op);
     case OpKind::kBinary:
-      return name_of(static_cast<BinaryOp>(op.sub));
+      return name_of(op.as<BinaryAttrs>().op);
     case OpKind::kReduce:
-      return name_of(static_cast<ReduceOp>(op.sub));
+      return name_of(op.as<ReduceAttrs>().op);
     case OpKind::kAtomic:
-      return name_of(static_cast<AtomicOp>(op.sub));
+      return name_of(op.as<AtomicAttrs>().op);
     default:
       return name_of(op.kind);
   }
+}
+
+OpAttrs default_attrs(OpKind kind) {
+  switch (kind) {
+    case OpKind::kConstant:
+      return ConstantAttrs{};
+    case OpKind::kTensor:
+      return TensorAttrs{};
+    case OpKind::kTensorDim:
+    case OpKind::kCumsum:
+    case OpKind::kConcat:
+      return AxisAttrs{};
+    case OpKind::kLoad:
+      return LoadAttrs{};
+    case OpKind::kStore:
+      return StoreAttrs{};
+    case OpKind::kAtomic:
+      return AtomicAttrs{};
+    case OpKind::kPrefetch:
+    case OpKind::kReshape:
+    case OpKind::kBroadcast:
+      return ShapeAttrs{};
+    case OpKind::kFull:
+    case OpKind::kArange:
+      return FillAttrs{};
+    case OpKind::kUnary:
+      return UnaryAttrs{};
+    case OpKind::kBinary:
+      return BinaryAttrs{};
+    case OpKind::kCast:
+      return CastAttrs{};
+    case OpKind::kReduce:
+      return ReduceAttrs{};
+    case OpKind::kTranspose:
+      return TransposeAttrs{};
+    case OpKind::kSlice:
+      return SliceAttrs{};
+    case OpKind::kMatmul:
+      return MatmulAttrs{};
+    case OpKind::kFor:
+      return ForAttrs{};
+    case OpKind::kBlockIdx:
+    case OpKind::kBlockNum:
+    case OpKind::kWhere:
+    case OpKind::kIf:
+      return NoAttrs{};
+  }
+  return NoAttrs{};
+}
+
+bool attrs_match(OpKind kind, const OpAttrs& attrs) {
+  return default_attrs(kind).index() == attrs.index();
+}
+
+void throw_attrs_mismatch(OpKind kind) {
+  throw_internal_error("tl IR", std::string("a '") + name_of(kind) +
+                                    "' op holds the attributes of another kind of op");
 }
 
 bool is_pure(const Op& op) {

@@ -85,51 +85,59 @@ class Printer {
       case OpKind::kConstant: {
         std::ostringstream v;
         v.precision(17);
-        if (is_floating(op.dtype)) {
-          v << op.number;
+        const ConstantAttrs& c = op.as<ConstantAttrs>();
+        if (is_floating(c.dtype)) {
+          v << c.number.value;
         } else {
-          v << op.integer;
+          v << c.integer;
         }
         out_ << " " << v.str();  // `%2 = const 0.5 : f32`
         break;
       }
-      case OpKind::kCast:
-        a.push_back(op.flag ? std::string("bitcast")
-                            : std::string("round=") + name_of(static_cast<RoundMode>(op.sub)));
+      case OpKind::kCast: {
+        const CastAttrs& c = op.as<CastAttrs>();
+        a.push_back(c.bitcast ? std::string("bitcast") : std::string("round=") + name_of(c.round));
         break;
-      case OpKind::kReduce:
-        a.push_back("dims=" + list(op.ints));
-        if (op.flag) a.emplace_back("keep_dims");
+      }
+      case OpKind::kReduce: {
+        const ReduceAttrs& r = op.as<ReduceAttrs>();
+        a.push_back("dims=" + list(r.dims));
+        if (r.keep_dims) a.emplace_back("keep_dims");
         break;
+      }
       case OpKind::kCumsum:
       case OpKind::kConcat:
       case OpKind::kTensorDim:
-        a.push_back("axis=" + list(op.ints));
+        a.push_back("axis=" + list({op.as<AxisAttrs>().axis}));
         break;
       case OpKind::kTranspose:
-        a.push_back("perm=" + list(op.ints));
+        a.push_back("perm=" + list(op.as<TransposeAttrs>().permutation));
         break;
       case OpKind::kSlice:
-        a.push_back("offsets=" + list(op.ints));
+        a.push_back("offsets=" + list(op.as<SliceAttrs>().offsets));
         break;
-      case OpKind::kFor:
-        a.push_back("unroll=" + std::to_string(op.ints2.at(0)));
-        if (op.ints2.at(1) != 0) a.emplace_back("parallel");
+      case OpKind::kFor: {
+        const ForAttrs& f = op.as<ForAttrs>();
+        a.push_back("unroll=" + std::to_string(f.unroll));
+        if (f.parallel) a.emplace_back("parallel");
         break;
+      }
       case OpKind::kStore:
+        if (op.as<StoreAttrs>().masked) a.emplace_back("masked");
+        break;
       case OpKind::kAtomic:
-        if (op.flag) a.emplace_back("masked");
+        if (op.as<AtomicAttrs>().masked) a.emplace_back("masked");
         break;
       case OpKind::kPrefetch:
-        a.push_back("shape=" + list(op.ints));
+        a.push_back("shape=" + list(op.as<ShapeAttrs>().shape));
         break;
       case OpKind::kLoad:
-        if (op.location != TileLocation::kAny) {
-          a.push_back(std::string("location=") + name_of(op.location));
+        if (const TileLocation at = op.as<LoadAttrs>().location; at != TileLocation::kAny) {
+          a.push_back(std::string("location=") + name_of(at));
         }
         break;
       case OpKind::kMatmul:
-        if (op.flag) a.emplace_back("acc");
+        if (op.as<MatmulAttrs>().accumulate) a.emplace_back("acc");
         break;
       default:
         break;

@@ -2,7 +2,6 @@
 // equal those of an op that dominates it (earlier in the same region or in an enclosing one) is
 // dropped and its results renamed to the earlier op's. Loads are not merged (a store between two
 // loads of one tensor may change what the second reads), nor ops owning regions.
-#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
@@ -13,26 +12,29 @@
 namespace tileops::tl {
 namespace {
 
-// Everything that decides an op's results; result types as text ("tile<8xf32>").
-using Key = std::tuple<int, int, bool, int, std::vector<std::int64_t>, std::vector<std::int64_t>,
-                       std::uint64_t, std::int64_t, std::vector<int>, std::string>;
-using Table = std::map<Key, std::vector<int>>;
+// Ops are bucketed by kind, operands and result types (as text: "tile<8xf32>"); within a
+// bucket, attributes are compared whole with their defaulted equality, so a new attribute can
+// never be left out of the comparison.
+using Bucket = std::tuple<OpKind, std::vector<int>, std::string>;
+struct Seen {
+  OpAttrs attrs;
+  std::vector<int> results;
+};
+using Table = std::map<Bucket, std::vector<Seen>>;
 
-Key key_of(const Op& op, const Function& function) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &op.number, sizeof(bits));
+Bucket bucket_of(const Op& op, const Function& function) {
   std::string result_types;
   for (int r : op.results) result_types += function.type_of(r).to_string() + ";";
-  return {static_cast<int>(op.kind),
-          op.sub,
-          op.flag,
-          static_cast<int>(op.dtype),
-          op.ints,
-          op.ints2,
-          bits,
-          op.integer,
-          op.operands,
-          std::move(result_types)};
+  return {op.kind, op.operands, std::move(result_types)};
+}
+
+const std::vector<int>* find(const Table& table, const Bucket& bucket, const OpAttrs& attrs) {
+  const auto it = table.find(bucket);
+  if (it == table.end()) return nullptr;
+  for (const Seen& seen : it->second) {
+    if (seen.attrs == attrs) return &seen.results;
+  }
+  return nullptr;
 }
 
 bool mergeable(const Op& op) {
@@ -50,12 +52,12 @@ void eliminate(Region& region, const Function& function, Table available,
     for (int& id : op.operands) fix(id);
     for (Region& nested : op.regions) eliminate(nested, function, available, rename);
     if (mergeable(op)) {
-      Key key = key_of(op, function);
-      if (auto it = available.find(key); it != available.end()) {
-        for (std::size_t i = 0; i < op.results.size(); ++i) rename[op.results[i]] = it->second[i];
+      Bucket bucket = bucket_of(op, function);
+      if (const std::vector<int>* earlier = find(available, bucket, op.attrs)) {
+        for (std::size_t i = 0; i < op.results.size(); ++i) rename[op.results[i]] = (*earlier)[i];
         continue;
       }
-      available.emplace(std::move(key), op.results);
+      available[std::move(bucket)].push_back({op.attrs, op.results});
     }
     kept.push_back(std::move(op));
   }

@@ -43,14 +43,4 @@ void eliminate_dead_code(Function& function) {
   }
 }
 
-std::vector<Pass> pipeline(int opt_level) {
-  std::vector<Pass> passes;
-  passes.push_back({"hoist-constants", hoist_constants});
-  if (opt_level >= 1) {
-    passes.push_back({"common-subexpressions", eliminate_common_subexpressions});
-    passes.push_back({"dead-code", eliminate_dead_code});
-  }
-  return passes;
-}
-
 }  // namespace tileops::tl

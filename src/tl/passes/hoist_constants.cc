@@ -3,7 +3,7 @@
 // point is that the IR (and its hash) no longer depends on the order in which C++ evaluated the
 // arguments that created them, and loops do not rematerialise them per iteration.
 #include <algorithm>
-#include <cstring>
+#include <bit>
 #include <map>
 #include <tuple>
 
@@ -14,10 +14,10 @@ namespace {
 
 using Key = std::tuple<int, std::int64_t, std::uint64_t>;
 
+// The canonical order: by dtype, then value (a float's bits keep 0.0 and -0.0 apart).
 Key key_of(const Op& op) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &op.number, sizeof(bits));
-  return {static_cast<int>(op.dtype), op.integer, bits};
+  const ConstantAttrs& c = op.as<ConstantAttrs>();
+  return {static_cast<int>(c.dtype), c.integer, std::bit_cast<std::uint64_t>(c.number.value)};
 }
 
 void collect(Region& region, std::map<Key, Op>& unique, std::map<int, int>& replace) {

@@ -25,7 +25,7 @@ std::vector<Type> Checker::elementwise() const {
     need_operands(1);
     need_value(0, "operand");
     const Type& x = operand(0);
-    const auto u = static_cast<UnaryOp>(op_.sub);
+    const UnaryOp u = op_.as<UnaryAttrs>().op;
     if (u == UnaryOp::kIsnan || u == UnaryOp::kIsinf) {
       need_float(x, "operand");
       return {tile_or_scalar(DataType::kBool, x.shape)};
@@ -64,7 +64,7 @@ std::vector<Type> Checker::elementwise() const {
     fail("dtype mismatch: " + type_name(a.dtype) + " and " + type_name(b.dtype),
          ErrorKind::kInvalidType);
   }
-  const auto bop = static_cast<BinaryOp>(op_.sub);
+  const BinaryOp bop = op_.as<BinaryAttrs>().op;
   const bool bitwise = bop >= BinaryOp::kBitAnd && bop <= BinaryOp::kShr;
   if (bitwise && is_floating(a.dtype)) {
     fail("needs integer or bool operands, got " + type_name(a.dtype), ErrorKind::kInvalidType);
@@ -83,32 +83,34 @@ std::vector<Type> Checker::memory() const {
       const Type& p = operand(0);
       if (p.kind != TypeKind::kPointer)
         fail("first operand must be a GlobalAddress, got " + p.to_string());
-      const std::size_t rank = op_.ints.at(0);
-      if (rank == 0 || rank > 8) fail("rank must be 1..8, got " + std::to_string(rank));
-      need_operands(1 + rank * (op_.flag ? 2 : 1));
+      const TensorAttrs& a = op_.as<TensorAttrs>();
+      if (a.rank < 1 || a.rank > 8) fail("rank must be 1..8, got " + std::to_string(a.rank));
+      const auto rank = static_cast<std::size_t>(a.rank);
+      need_operands(1 + rank * (a.has_strides ? 2 : 1));
       for (std::size_t i = 1; i < op_.operands.size(); ++i) need_int_scalar(i, "extent or stride");
       return {Type{TypeKind::kTensor, p.dtype, std::vector<std::int64_t>(rank, -1)}};
     }
     case OpKind::kTensorDim:
       if (operand(0).kind != TypeKind::kTensor) fail("needs a global tensor");
-      axis(op_.ints.at(0), operand(0).shape.size());
+      axis(op_.as<AxisAttrs>().axis, operand(0).shape.size());
       return {Type{TypeKind::kScalar, DataType::kInt64, {}}};
     case OpKind::kLoad:
     case OpKind::kPrefetch: {  // a load also has the pad value
       const bool load = op_.kind == OpKind::kLoad;
+      const Extents& shape = load ? op_.as<LoadAttrs>().shape : op_.as<ShapeAttrs>().shape;
       access(0, 1);
       const Type& t = operand(0);
       need_operands((load ? 2 : 1) + t.shape.size());
-      need_static(op_.ints, "tile shape");
-      check_tile_size(op_.ints, t.dtype);  // a prefetch has no result to check
-      if (op_.ints.size() != t.shape.size()) {
-        fail("tile rank " + std::to_string(op_.ints.size()) + " differs from tensor rank " +
+      need_static(shape, "tile shape");
+      check_tile_size(shape, t.dtype);  // a prefetch has no result to check
+      if (shape.size() != t.shape.size()) {
+        fail("tile rank " + std::to_string(shape.size()) + " differs from tensor rank " +
              std::to_string(t.shape.size()));
       }
       if (!load) return {};
       if (operand(op_.operands.size() - 1).dtype != t.dtype)
         fail("pad value dtype differs", ErrorKind::kInternal);
-      return {Type{TypeKind::kTile, t.dtype, op_.ints}};
+      return {Type{TypeKind::kTile, t.dtype, shape}};
     }
     case OpKind::kStore:
     case OpKind::kAtomic: {
@@ -116,8 +118,10 @@ std::vector<Type> Checker::memory() const {
       access(1, 2);
       const Type& v = operand(0);
       const Type& t = operand(1);
-      need_operands(2 + t.shape.size() + (op_.flag ? 1 : 0));
-      if (op_.flag) need_int_scalar(op_.operands.size() - 1, "mask count");
+      const bool masked =
+          op_.kind == OpKind::kAtomic ? op_.as<AtomicAttrs>().masked : op_.as<StoreAttrs>().masked;
+      need_operands(2 + t.shape.size() + (masked ? 1 : 0));
+      if (masked) need_int_scalar(op_.operands.size() - 1, "mask count");
       if (v.dtype != t.dtype) {
         fail("dtype mismatch: storing " + type_name(v.dtype) + " into a " + type_name(t.dtype) +
                  " tensor (cast with .to())",
@@ -131,13 +135,17 @@ std::vector<Type> Checker::memory() const {
         fail("needs a numeric dtype", ErrorKind::kInvalidType);
       return {};
     }
-    case OpKind::kFull:
-      need_static(op_.ints, "shape");
+    case OpKind::kFull: {
+      const FillAttrs& a = op_.as<FillAttrs>();
+      need_static(a.shape, "shape");
       if (operand(0).kind != TypeKind::kScalar) fail("fill value must be a scalar");
-      return {Type{TypeKind::kTile, op_.dtype, op_.ints}};
-    case OpKind::kArange:
-      need_static(op_.ints, "length");
-      return {Type{TypeKind::kTile, op_.dtype, op_.ints}};
+      return {Type{TypeKind::kTile, a.dtype, a.shape}};
+    }
+    case OpKind::kArange: {
+      const FillAttrs& a = op_.as<FillAttrs>();
+      need_static(a.shape, "length");
+      return {Type{TypeKind::kTile, a.dtype, a.shape}};
+    }
     default:
       break;
   }
@@ -162,9 +170,13 @@ std::vector<Type> Checker::infer() const {
 }
 
 std::vector<Type> Checker::infer_unchecked() const {
+  // Every reader below takes the attributes by name; a hand-built op may hold another kind's.
+  if (!attrs_match(op_.kind, op_.attrs)) {
+    fail("holds the attributes of another kind of op", ErrorKind::kInternal);
+  }
   switch (op_.kind) {
     case OpKind::kConstant:
-      return {Type{TypeKind::kScalar, op_.dtype, {}}};
+      return {Type{TypeKind::kScalar, op_.as<ConstantAttrs>().dtype, {}}};
     case OpKind::kBlockIdx:
     case OpKind::kBlockNum:
       return {Type{TypeKind::kScalar, DataType::kInt64, {}}};
@@ -181,14 +193,16 @@ std::vector<Type> Checker::infer_unchecked() const {
     case OpKind::kBinary:
     case OpKind::kWhere:
       return elementwise();
-    case OpKind::kCast:
+    case OpKind::kCast: {
+      const CastAttrs& a = op_.as<CastAttrs>();
       need_value(0, "operand");
-      if (op_.flag && !bitcast_compatible(operand(0).dtype, op_.dtype)) {
+      if (a.bitcast && !bitcast_compatible(operand(0).dtype, a.dtype)) {
         fail("dtype: needs a dtype of the same size as " + type_name(operand(0).dtype) +
-                 " (bool and 8-bit float formats excluded), got " + type_name(op_.dtype),
+                 " (bool and 8-bit float formats excluded), got " + type_name(a.dtype),
              ErrorKind::kInvalidType);
       }
-      return {tile_or_scalar(op_.dtype, operand(0).shape)};
+      return {tile_or_scalar(a.dtype, operand(0).shape)};
+    }
     case OpKind::kReduce:
     case OpKind::kCumsum:
       return reduce();
@@ -227,7 +241,9 @@ std::string construct_name(const Op& op) {
     case OpKind::kConstant:
       return "constant";
     case OpKind::kCast:
-      return op.flag ? "bitcast" : "to";
+      return std::holds_alternative<CastAttrs>(op.attrs) && std::get<CastAttrs>(op.attrs).bitcast
+                 ? "bitcast"
+                 : "to";
     default:
       return name_of(op);
   }

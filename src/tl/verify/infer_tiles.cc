@@ -7,16 +7,17 @@ std::vector<Type> Checker::reduce() const {
   need_tile(0, "operand");
   const Type& x = operand(0);
   if (op_.kind == OpKind::kCumsum) {
-    axis(op_.ints.at(0), x.shape.size());
+    axis(op_.as<AxisAttrs>().axis, x.shape.size());
     return {x};
   }
-  std::vector<bool> reduced(x.shape.size(), op_.ints.empty());
-  for (std::int64_t d : op_.ints) {
+  const ReduceAttrs& attrs = op_.as<ReduceAttrs>();
+  std::vector<bool> reduced(x.shape.size(), attrs.dims.empty());
+  for (std::int64_t d : attrs.dims) {
     const int a = axis(d, x.shape.size());
     if (reduced[a]) fail("dim " + std::to_string(d) + " given twice");
     reduced[a] = true;
   }
-  const auto r = static_cast<ReduceOp>(op_.sub);
+  const ReduceOp r = attrs.op;
   DataType dtype = x.dtype;
   if (r == ReduceOp::kMean) need_float(x, "operand");
   if (r == ReduceOp::kArgmax || r == ReduceOp::kArgmin) dtype = DataType::kInt32;
@@ -25,7 +26,7 @@ std::vector<Type> Checker::reduce() const {
   for (std::size_t i = 0; i < x.shape.size(); ++i) {
     if (!reduced[i])
       shape.push_back(x.shape[i]);
-    else if (op_.flag)
+    else if (attrs.keep_dims)
       shape.push_back(1);
   }
   return {tile_or_scalar(dtype, shape)};
@@ -36,7 +37,7 @@ std::vector<Type> Checker::reshaping() const {
     if (op_.operands.empty()) fail("needs at least one tile");
     const Type& first = operand(0);
     need_tile(0, "operand");
-    const int a = axis(op_.ints.at(0), first.shape.size());
+    const int a = axis(op_.as<AxisAttrs>().axis, first.shape.size());
     std::vector<std::int64_t> shape = first.shape;
     shape[a] = 0;
     for (std::size_t i = 0; i < op_.operands.size(); ++i) {
@@ -70,13 +71,13 @@ std::vector<Type> Checker::reshaping() const {
     need_float(a, "a");
     std::vector<std::int64_t> out = {a.shape[0], b.shape[1]};
     if (op_.operands.size() == 3) {
+      const bool acc = op_.as<MatmulAttrs>().accumulate;
       const Type& c = operand(2);
       if (c.dtype != DataType::kFloat32)
-        fail((op_.flag ? "acc" : std::string("bias")) + " must be float32, got " +
-                 type_name(c.dtype),
+        fail((acc ? "acc" : std::string("bias")) + " must be float32, got " + type_name(c.dtype),
              ErrorKind::kInvalidType);
-      if (op_.flag ? c.shape != out : broadcast_shapes(c.shape, out, op_) != out) {
-        fail("shape mismatch: " + std::string(op_.flag ? "acc " : "bias ") + shape_string(c.shape) +
+      if (acc ? c.shape != out : broadcast_shapes(c.shape, out, op_) != out) {
+        fail("shape mismatch: " + std::string(acc ? "acc " : "bias ") + shape_string(c.shape) +
              " for a " + shape_string(out) + " product");
       }
     }
@@ -85,42 +86,47 @@ std::vector<Type> Checker::reshaping() const {
   need_tile(0, "operand");
   const Type& x = operand(0);
   if (op_.kind == OpKind::kReshape) {
-    need_static(op_.ints, "shape");
-    check_tile_size(op_.ints, x.dtype);  // before its size is formed
-    Type t{TypeKind::kTile, x.dtype, op_.ints};
+    const Extents& to = op_.as<ShapeAttrs>().shape;
+    need_static(to, "shape");
+    check_tile_size(to, x.dtype);  // before its size is formed
+    Type t{TypeKind::kTile, x.dtype, to};
     if (t.size() != x.size())
-      fail("cannot reshape " + shape_string(x.shape) + " to " + shape_string(op_.ints));
+      fail("cannot reshape " + shape_string(x.shape) + " to " + shape_string(to));
     return {t};
   }
   if (op_.kind == OpKind::kBroadcast) {
-    need_static(op_.ints, "shape");
-    if (broadcast_shapes(x.shape, op_.ints, op_) != op_.ints)
-      fail("cannot broadcast " + shape_string(x.shape) + " to " + shape_string(op_.ints));
-    return {Type{TypeKind::kTile, x.dtype, op_.ints}};
+    const Extents& to = op_.as<ShapeAttrs>().shape;
+    need_static(to, "shape");
+    if (broadcast_shapes(x.shape, to, op_) != to)
+      fail("cannot broadcast " + shape_string(x.shape) + " to " + shape_string(to));
+    return {Type{TypeKind::kTile, x.dtype, to}};
   }
   if (op_.kind == OpKind::kTranspose) {
-    if (op_.ints.size() != x.shape.size())
-      fail("permutation " + shape_string(op_.ints) + " for rank " + std::to_string(x.shape.size()));
+    const Extents& perm = op_.as<TransposeAttrs>().permutation;
+    if (perm.size() != x.shape.size())
+      fail("permutation " + shape_string(perm) + " for rank " + std::to_string(x.shape.size()));
     std::vector<bool> seen(x.shape.size(), false);
     std::vector<std::int64_t> shape;
-    for (std::int64_t p : op_.ints) {
+    for (std::int64_t p : perm) {
       const int a = axis(p, x.shape.size());
-      if (seen[a]) fail("permutation " + shape_string(op_.ints) + " repeats a dim");
+      if (seen[a]) fail("permutation " + shape_string(perm) + " repeats a dim");
       seen[a] = true;
       shape.push_back(x.shape[a]);
     }
     return {Type{TypeKind::kTile, x.dtype, shape}};
   }
   // Slice.
-  need_static(op_.ints2, "shape");
-  if (op_.ints.size() != x.shape.size() || op_.ints2.size() != x.shape.size())
+  const SliceAttrs& slice = op_.as<SliceAttrs>();
+  need_static(slice.shape, "shape");
+  if (slice.offsets.size() != x.shape.size() || slice.shape.size() != x.shape.size())
     fail("offsets and shape need rank " + std::to_string(x.shape.size()));
   for (std::size_t d = 0; d < x.shape.size(); ++d) {
-    if (op_.ints[d] < 0 || op_.ints[d] > x.shape[d] - op_.ints2[d])  // no overflowing sum
-      fail("sub-tile " + shape_string(op_.ints2) + " at " + shape_string(op_.ints) + " exceeds " +
-           shape_string(x.shape));
+    if (slice.offsets[d] < 0 ||
+        slice.offsets[d] > x.shape[d] - slice.shape[d])  // no overflowing sum
+      fail("sub-tile " + shape_string(slice.shape) + " at " + shape_string(slice.offsets) +
+           " exceeds " + shape_string(x.shape));
   }
-  return {Type{TypeKind::kTile, x.dtype, op_.ints2}};
+  return {Type{TypeKind::kTile, x.dtype, slice.shape}};
 }
 
 std::vector<Type> Checker::control() const {
@@ -131,7 +137,7 @@ std::vector<Type> Checker::control() const {
     const std::size_t carried = op_.operands.size() - 3;
     if (body.args.size() != carried + 1 || body.yields.size() != carried)
       fail("malformed loop", ErrorKind::kInternal);
-    if (op_.ints2.at(1) != 0 && carried > 0) {
+    if (op_.as<ForAttrs>().parallel && carried > 0) {
       fail("parallel=true but the body carries a value from one iteration to the next (" +
            std::to_string(carried) + " loop-carried value(s), e.g. %" +
            std::to_string(body.args[1]) + ")");

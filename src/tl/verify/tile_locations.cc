@@ -21,10 +21,13 @@ struct Use {
 };
 using Uses = std::map<int, std::vector<Use>>;
 
+TileLocation location_of(const Op& load) { return load.as<LoadAttrs>().location; }
+bool accumulates(const Op& matmul) { return matmul.as<MatmulAttrs>().accumulate; }
+
 void collect(const Region& region, Uses& uses, std::vector<const Op*>& loads) {
   for (const Op& op : region.ops) {
     for (std::size_t i = 0; i < op.operands.size(); ++i) uses[op.operands[i]].push_back({&op, i});
-    if (op.kind == OpKind::kLoad && op.location != TileLocation::kAny) loads.push_back(&op);
+    if (op.kind == OpKind::kLoad && location_of(op) != TileLocation::kAny) loads.push_back(&op);
     for (const Region& nested : op.regions) collect(nested, uses, loads);
   }
 }
@@ -46,9 +49,10 @@ bool allowed(TileLocation location, const Op& op, std::size_t operand) {
     case TileLocation::kL1:
       return matmul && operand <= 1;
     case TileLocation::kL0C:
-      return (matmul && operand == 2 && op.flag) || (op.kind == OpKind::kStore && operand == 0);
+      return (matmul && operand == 2 && accumulates(op)) ||
+             (op.kind == OpKind::kStore && operand == 0);
     case TileLocation::kBT:
-      return matmul && operand == 2 && !op.flag;
+      return matmul && operand == 2 && !accumulates(op);
     default:
       return true;
   }
@@ -72,7 +76,7 @@ const char* expectation(TileLocation location) {
 std::string role(const Op& op, std::size_t operand) {
   if (op.kind == OpKind::kMatmul) {
     static const char* const kRoles[] = {"the left operand", "the right operand", "the bias"};
-    if (operand == 2 && op.flag) return "the accumulator of matmul_acc";
+    if (operand == 2 && accumulates(op)) return "the accumulator of matmul_acc";
     return std::string(kRoles[operand < 3 ? operand : 2]) + " of a matmul";
   }
   return "operand " + std::to_string(operand + 1) + " of '" + construct_name(op) + "'";
@@ -86,11 +90,11 @@ void check(const Op& load, int value, const Uses& uses, int depth) {
       for (int r : use.op->results) check(load, r, uses, depth + 1);
       continue;
     }
-    if (allowed(load.location, *use.op, use.operand)) continue;
+    if (allowed(location_of(load), *use.op, use.operand)) continue;
     trace_error(ErrorKind::kInvalidArgument, use.op->loc, construct_name(*use.op),
                 std::string("the tile loaded with location=TileLocation.") +
-                    name_of(load.location) + " at " + load.loc.to_string() + " may be " +
-                    expectation(load.location) + "; here it is " + role(*use.op, use.operand));
+                    name_of(location_of(load)) + " at " + load.loc.to_string() + " may be " +
+                    expectation(location_of(load)) + "; here it is " + role(*use.op, use.operand));
   }
 }
 
@@ -101,7 +105,8 @@ void verify_tile_locations(const Function& function) {
   std::vector<const Op*> loads;
   collect(function.body, uses, loads);
   for (const Op* load : loads) {
-    if (load->location == TileLocation::kUB || load->location == TileLocation::kFB) continue;
+    const TileLocation location = location_of(*load);
+    if (location == TileLocation::kUB || location == TileLocation::kFB) continue;
     check(*load, load->results.at(0), uses, 0);
   }
 }
