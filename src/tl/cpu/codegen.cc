@@ -83,29 +83,15 @@ std::string Emitter::widen_blocks(std::string& body, const std::string& base) co
   return fills;
 }
 
-int Emitter::fusion_root(int id) {
-  const auto i = static_cast<std::size_t>(id);
-  if (root_[i] >= 0) return root_[i];
-  root_[i] = id;  // also while the users are visited (the IR has no cycles)
-  if (uses_[i] == 0 || !elementwise_uses_[i]) return id;
-  int root = -1;
-  for (const Op* u : users_[i]) {
-    const int r = fusion_root(u->results[0]);
-    if (root >= 0 && r != root) return id;
-    root = r;
-  }
-  root_[i] = root;
-  return root;
-}
-
 bool Emitter::defer(int id, const std::string& expression, bool cheap, bool widening) {
   const auto i = static_cast<std::size_t>(id);
-  const Op* user = user_[i];
-  if (user == nullptr || user_region_[i] != current_ || expression.size() > 2000) return false;
-  if (uses_[i] != 1) {
+  const ValuePlan& p = plan(id);
+  const Op* user = p.last_user;
+  if (user == nullptr || p.user_region != current_ || expression.size() > 2000) return false;
+  if (p.uses != 1) {
     const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
-    const bool cheap_ok = cheap && (in_user == uses_[i] || (widening && elementwise_uses_[i]));
-    if (!cheap_ok && fusion_root(id) == id) return false;
+    const bool cheap_ok = cheap && (in_user == p.uses || (widening && p.elementwise_uses));
+    if (!cheap_ok && p.fusion_root == id) return false;
   }
   switch (user->kind) {
     case OpKind::kUnary:
@@ -174,10 +160,9 @@ void Emitter::fill(const std::string& dst, const Type& t, const std::string& val
 // A `full` tile whose one use is a loop's initial value (an accumulator's zeros): the loop's
 // buffer is filled directly, which saves a tile and its copy per entry into the loop.
 bool Emitter::fills_carried(int id) const {
-  const auto i = static_cast<std::size_t>(id);
-  const Op* d = def_[i];
-  return d != nullptr && d->kind == OpKind::kFull && type(id).kind == TypeKind::kTile &&
-         uses_[i] == 1 && user_[i] != nullptr && user_[i]->kind == OpKind::kFor;
+  const ValuePlan& p = plan(id);
+  return p.def != nullptr && p.def->kind == OpKind::kFull && type(id).kind == TypeKind::kTile &&
+         p.uses == 1 && p.last_user != nullptr && p.last_user->kind == OpKind::kFor;
 }
 
 void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
@@ -190,75 +175,14 @@ void Emitter::copy_named(const std::string& dst, const std::string& src, const T
   }
 }
 
-bool Emitter::reads_through_at(const Op& o, std::size_t index) const {
-  switch (o.kind) {
-    case OpKind::kUnary:
-    case OpKind::kBinary:
-    case OpKind::kWhere:
-    case OpKind::kCast:
-    case OpKind::kBroadcast:
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-      return true;
-    case OpKind::kStore:
-    case OpKind::kAtomic:
-      return index == 0;
-    case OpKind::kReduce:
-      return suffix_run(o) != 0;
-    default:
-      return false;
-  }
-}
-
-void Emitter::count_uses(const Region& r) {
-  for (const Op& o : r.ops) {
-    for (int id : o.results) def_[static_cast<std::size_t>(id)] = &o;
-    for (std::size_t k = 0; k < o.operands.size(); ++k) {
-      const int id = o.operands[k];
-      if (!reads_through_at(o, k)) raw_use_[static_cast<std::size_t>(id)] = true;
-      const auto i = static_cast<std::size_t>(id);
-      const bool elementwise = (o.kind == OpKind::kUnary || o.kind == OpKind::kBinary ||
-                                o.kind == OpKind::kWhere || o.kind == OpKind::kCast) &&
-                               type(o.results[0]).size() == type(id).size();
-      elementwise_uses_[i] =
-          (uses_[i] == 0 || (elementwise_uses_[i] && user_region_[i] == &r)) && elementwise;
-      ++uses_[i];
-      user_[i] = &o;
-      users_[i].push_back(&o);
-      user_region_[i] = &r;
-    }
-    for (const Region& inner : o.regions) count_uses(inner);
-    if (o.kind == OpKind::kFor) {
-      const Region& body = o.regions[0];
-      for (std::size_t c = 1; c < body.args.size(); ++c) {
-        carried_[static_cast<std::size_t>(body.args[c])] = true;
-      }
-    }
-  }
-  for (int id : r.yields) {
-    elementwise_uses_[static_cast<std::size_t>(id)] = false;
-    ++uses_[static_cast<std::size_t>(id)];
-    raw_use_[static_cast<std::size_t>(id)] = true;
-  }
-}
-
 GeneratedSource Emitter::run() {
-  uses_.assign(f_.types.size(), 0);
-  user_.assign(f_.types.size(), nullptr);
-  users_.assign(f_.types.size(), {});
-  root_.assign(f_.types.size(), -1);
-  user_region_.assign(f_.types.size(), nullptr);
-  elementwise_uses_.assign(f_.types.size(), false);
-  def_.assign(f_.types.size(), nullptr);
+  plan_ = plan_values(f_);
   summed_.assign(f_.types.size(), false);
   sunk_.assign(f_.types.size(), false);
   deferred_.assign(f_.types.size(), "");
-  carried_.assign(f_.types.size(), false);
   emitted_.assign(f_.types.size(), false);
-  raw_use_.assign(f_.types.size(), false);
   widened_.assign(f_.types.size(), false);
   row_stride_.assign(f_.types.size(), "");
-  count_uses(f_.body);
   out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
           "const TlRt* rt) {\n";
@@ -409,8 +333,7 @@ void Emitter::for_op(const Op& o) {
     declare(body.args[c + 1]);
     const int init = o.operands[3 + c];
     if (fills_carried(init)) {
-      fill(name(body.args[c + 1]), type(init),
-           name(def_[static_cast<std::size_t>(init)]->operands[0]));
+      fill(name(body.args[c + 1]), type(init), name(plan(init).def->operands[0]));
     } else {
       copy_value(body.args[c + 1], init);
     }

@@ -194,12 +194,12 @@ bool Emitter::updated_in_place(const Region& r, std::size_t load, std::size_t la
 }
 
 const Op* Emitter::sinkable_store(const Op& producer, int id) const {
-  if (uses_[static_cast<std::size_t>(id)] != 2) return nullptr;
+  if (plan(id).uses != 2) return nullptr;
   const Region& r = *current_;
   std::size_t i = 0;
   while (i < r.ops.size() && &r.ops[i] != &producer) ++i;
   auto defined_later = [&](int v) {  // by an op of this region from `producer` on
-    const Op* d = def_[static_cast<std::size_t>(v)];
+    const Op* d = plan(v).def;
     return d != nullptr && d >= &r.ops[i] && d < r.ops.data() + r.ops.size();
   };
   for (std::size_t j = i + 1; j < r.ops.size(); ++j) {
@@ -228,8 +228,8 @@ void Emitter::load_op(const Op& o) {
   for (std::size_t d = 0; d < tt.shape.size(); ++d) offsets.push_back(name(o.operands[1 + d]));
   // A 16-bit float tile whose every use reads it through at() stays in its memory type: the
   // widening to float happens in the consumer's loop (vectorised there), not in a copy.
-  const bool widen = (tt.dtype == DataType::kFloat16 || tt.dtype == DataType::kBFloat16) &&
-                     !raw_use_[static_cast<std::size_t>(res)];
+  const bool widen =
+      (tt.dtype == DataType::kFloat16 || tt.dtype == DataType::kBFloat16) && !plan(res).raw_use;
   const std::string ct = widen ? memory_type(tt.dtype) : compute_type(tt.dtype);
   // A tile that lies inside the tensor, contiguous in its row-major order, held in its memory
   // type, is read in place (a pointer into global memory) instead of copied, when no tensor

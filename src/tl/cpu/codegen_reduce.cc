@@ -23,33 +23,11 @@ std::string int_limit(DataType dtype, bool greatest) {
 
 }  // namespace
 
-std::int64_t Emitter::suffix_run(const Op& o) const {
-  const Type& xt = type(o.operands[0]);
-  const ReduceAttrs& attrs = o.as<ReduceAttrs>();
-  const ReduceOp op = attrs.op;
-  if (xt.kind != TypeKind::kTile) return 0;
-  const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin;
-  // Integer maxima and minima are exact in any order; integer sums keep the interpreter's loop.
-  if (!extreme && (!is_floating(xt.dtype) || (op != ReduceOp::kSum && op != ReduceOp::kMean)))
-    return 0;
-  const std::size_t rank = xt.shape.size();
-  std::vector<bool> reduced(rank, attrs.dims.empty());
-  for (std::int64_t d : attrs.dims) reduced[d < 0 ? d + static_cast<std::int64_t>(rank) : d] = true;
-  std::int64_t count = 1;
-  bool seen_reduced = false;
-  for (std::size_t d = 0; d < rank; ++d) {
-    if (reduced[d]) seen_reduced = true;
-    if (seen_reduced && !reduced[d] && xt.shape[d] != 1) return 0;
-    if (reduced[d]) count *= xt.shape[d];
-  }
-  return count;
-}
-
 // Only exp and exp2 results: squares qualify as well, but rms_norm, which agrees with the
 // interpreter bit for bit in practice with a double sum, then drifts by up to 3 ulps (under
 // fast_math every sum takes float32 accumulators: tl_sum64).
 bool Emitter::nonnegative(int id) const {
-  const Op* d = def_[static_cast<std::size_t>(id)];
+  const Op* d = plan(id).def;
   return d != nullptr && d->kind == OpKind::kUnary &&
          (d->as<UnaryAttrs>().op == UnaryOp::kExp || d->as<UnaryAttrs>().op == UnaryOp::kExp2);
 }

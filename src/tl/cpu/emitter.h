@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/tl/cpu/codegen.h"
+#include "src/tl/cpu/plan.h"
 
 namespace tileops::tl::cpu {
 
@@ -98,15 +99,13 @@ class Emitter {
                      const std::function<void(const std::vector<std::string>&)>& body);
 
   // A loop-carried tile used only by `o` (which may then overwrite it in place).
-  bool consumable(int id) const {
-    return carried_[static_cast<std::size_t>(id)] && uses_[static_cast<std::size_t>(id)] == 1;
-  }
+  bool consumable(int id) const { return plan(id).carried && plan(id).uses == 1; }
 
   // A float32 tile whose only use is as the left operand of a matmul: matmul_acc takes its row
   // stride, so a load may read it in place from a tensor whose rows are not adjacent.
   bool matmul_lhs_only(int id) const {
-    const Op* u = user_[static_cast<std::size_t>(id)];
-    return uses_[static_cast<std::size_t>(id)] == 1 && u != nullptr && u->kind == OpKind::kMatmul &&
+    const Op* u = plan(id).last_user;
+    return plan(id).uses == 1 && u != nullptr && u->kind == OpKind::kMatmul &&
            u->operands[0] == id && type(id).dtype == DataType::kFloat32 &&
            type(id).shape.size() == 2;
   }
@@ -115,9 +114,8 @@ class Emitter {
   // when it has the result's elements in the same order (or is a scalar), "0" for a one-element
   // tile, nullptr when it needs strided indexing.
   const char* flat_index(int id, const Type& result, const char* index) const;
-  // The run length when reduction `o` reduces contiguous trailing runs of a float tile with a
-  // multi-accumulator loop (sum, mean, max, min), else 0.
-  std::int64_t suffix_run(const Op& o) const;
+  // The planned run length of reduction `o` (plan.h).
+  std::int64_t suffix_run(const Op& o) const { return cpu::suffix_run(f_, o); }
   // In the body of a 64-lane loop (lane q of element base + q), replaces the reads of widened
   // 16-bit tiles at that element (at(): tl_bf2f(<v>[base + q]), tl_h2f(...)) by reads of float32
   // blocks, and returns the statements that fill those blocks (tl_widen64) before the lane loop.
@@ -144,6 +142,7 @@ class Emitter {
 
   // Helpers.
   const Type& type(int id) const { return f_.type_of(id); }
+  const ValuePlan& plan(int id) const { return plan_[static_cast<std::size_t>(id)]; }
   static std::string name(int id) { return std::string("v").append(std::to_string(id)); }
   // Element `index` of value `id` (a scalar ignores the index).
   std::string at(int id, const std::string& index) const;
@@ -186,43 +185,25 @@ class Emitter {
   }
 
  private:
-  void count_uses(const Region& r);
-  // Whether `o` reads its operand `index` only through at().
-  bool reads_through_at(const Op& o, std::size_t index) const;
   // Fusion: an elementwise result whose single use is another elementwise op of the same region
   // is not stored; its expression (index placeholder kIndex) is substituted at the use. A `cheap`
   // expression (a conversion) is also fused when its uses are several operands of one op (x * x),
   // and a `widening` one (a 16-bit float read as float) into several elementwise ops.
-  // Several uses are fused as well when they all end up in one expression (fusion_root): the
-  // polynomial of a hand-written exp uses its argument four times; the C++ compiler evaluates
-  // the repeated subexpression once.
+  // Several uses are fused as well when they all end up in one expression (the plan's
+  // fusion_root): the polynomial of a hand-written exp uses its argument four times; the C++
+  // compiler evaluates the repeated subexpression once.
   bool defer(int id, const std::string& expression, bool cheap = false, bool widening = false);
-  // The value whose loop evaluates elementwise value `id` when every op using it, and every op
-  // using those, is fused: following same-size elementwise uses in one region while they lead to
-  // a single value. `id` itself when they do not (or when it has a use of another kind).
-  int fusion_root(int id);
   static constexpr const char* kIndex = "@K@";
 
   const Function& f_;
-  std::vector<int> uses_;                      // operand and yield uses of each value
-  std::vector<bool> carried_;                  // loop-carried region arguments
-  std::vector<const Op*> user_;                // the last op using each value
-  std::vector<std::vector<const Op*>> users_;  // every op using each value (once per operand)
-  std::vector<int> root_;                      // fusion_root, memoised (-1: not yet)
-  std::vector<const Region*> user_region_;
-  // Every use of the value is an elementwise op of its size in one region, which may each
-  // evaluate a cheap expression of it (defer) instead of reading a materialised tile.
-  std::vector<bool> elementwise_uses_;
-  std::vector<const Op*> def_;  // the op defining each value (nullptr for arguments)
-  std::vector<bool> summed_;    // reductions already computed in their operand's loop
+  std::vector<ValuePlan> plan_;  // plan_values(f_), made before anything is printed
+  std::vector<bool> summed_;     // reductions already computed in their operand's loop
   // Tiles whose producing loop wrote them to their store's memory when <v>_sunk holds at run
   // time (sinkable_store): the store then runs only otherwise.
   std::vector<bool> sunk_;
   const Region* current_ = nullptr;    // the region being emitted
   std::vector<std::string> deferred_;  // fused expressions ("" when stored)
   std::vector<bool> emitted_;          // tensors whose C++ locals exist (tensor_op has run)
-  // Values some use reads by name (not through at()): they must be compute-typed arrays.
-  std::vector<bool> raw_use_;
   // 16-bit float tiles kept in their memory type (u16, in place or copied): at() widens each
   // element where it is read, so the conversion is fused into the consumer's loop.
   std::vector<bool> widened_;
