@@ -1,5 +1,5 @@
-// Per-target conversions of one float32 vector from and to float16/bfloat16 bits, shared by the
-// row kernels (convert.cc, elementwise_kernels.cc). Round-to-nearest-even, NaN stays NaN, and
+// Per-target conversions of one float32 vector from and to float16/bfloat16 bits, under the
+// element traits of rows-inl.h. Round-to-nearest-even, NaN stays NaN, and
 // the results equal the scalar functions of core/float16.h on every target. Include after
 // hwy/highway.h in a foreach_target translation unit: like Highway's own -inl.h headers, the
 // guard toggles so that each target's pass compiles it again.
@@ -131,42 +131,6 @@ HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::u
   StoreMaybeStreaming(JoinBF16Halves(du32, RoundToBF16High(d, even), RoundToBF16High(d, odd)), du32,
                       reinterpret_cast<std::uint32_t*>(p), stream);
 }
-
-// Readers of contiguous rows of one storage type as float32 vectors (Load: Lanes(d) elements at
-// p) and scalars (ToF32), for kernels templated on the row type. kPairs: LoadPairs reads
-// 2·Lanes(d) elements as LoadBF16PairsAsF32 does, cheaper than two Loads, for kernels that can
-// take the columns in that order.
-struct F32Rows {
-  using T = float;
-  static constexpr bool kPairs = false;
-  template <class D>
-  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
-    return hn::LoadU(d, p);
-  }
-  static float ToF32(T x) { return x; }
-};
-struct BF16Rows {
-  using T = std::uint16_t;
-  static constexpr bool kPairs = true;
-  template <class D>
-  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
-    return LoadBF16AsF32(d, p);
-  }
-  template <class D>
-  static HWY_INLINE void LoadPairs(D d, const T* p, hn::Vec<D>& even, hn::Vec<D>& odd) {
-    LoadBF16PairsAsF32(d, p, even, odd);
-  }
-  static float ToF32(T x) { return bfloat16_to_float(x); }
-};
-struct F16Rows {
-  using T = std::uint16_t;
-  static constexpr bool kPairs = false;
-  template <class D>
-  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
-    return LoadF16AsF32(d, p);
-  }
-  static float ToF32(T x) { return float16_to_float(x); }
-};
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -3,6 +3,7 @@
 #include "src/ops/cpu/simd/convert.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
@@ -15,50 +16,33 @@
 
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
-#include "src/ops/cpu/simd/convert-inl.h"
+#include "src/ops/cpu/simd/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void LoadF16(const std::uint16_t* src, std::int64_t n, float* dst) {
-  if constexpr (!kExactF16Vectors) {
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = float16_to_float(src[i]);
-    return;
-  }
-  const hn::ScalableTag<float> df;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadF16AsF32(df, src + i), df, dst + i);
-  for (; i < n; ++i) dst[i] = float16_to_float(src[i]);
+// Contiguous rows of any float dtype to and from float32, one export each.
+void LoadRow(DataType dtype, const void* src, std::int64_t n, float* dst) {
+  VisitFloat(dtype, "cpu convert", [&](auto elem) {
+    using E = decltype(elem);
+    const auto* s = static_cast<const typename E::T*>(src);
+    const hn::ScalableTag<float> d;
+    ForEachVector(d, 0, n, [&](std::int64_t i, auto part) {
+      Store<F32Elem>(d, Load<E>(d, s + i, part), dst + i, part);
+    });
+  });
 }
 
-void StoreF16(const float* src, std::int64_t n, std::uint16_t* dst) {
-  if constexpr (!kExactF16Vectors) {
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_float16(src[i]);
-    return;
-  }
-  const hn::ScalableTag<float> df;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) StoreF32AsF16(df, hn::LoadU(df, src + i), dst + i);
-  for (; i < n; ++i) dst[i] = float_to_float16(src[i]);
-}
-
-void LoadBF16(const std::uint16_t* src, std::int64_t n, float* dst) {
-  const hn::ScalableTag<float> df;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadBF16AsF32(df, src + i), df, dst + i);
-  for (; i < n; ++i) dst[i] = bfloat16_to_float(src[i]);
-}
-
-void StoreBF16(const float* src, std::int64_t n, std::uint16_t* dst) {
-  const hn::ScalableTag<float> df;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) StoreF32AsBF16(df, hn::LoadU(df, src + i), dst + i);
-  for (; i < n; ++i) dst[i] = float_to_bfloat16(src[i]);
+void StoreRow(DataType dtype, const float* src, std::int64_t n, void* dst) {
+  VisitFloat(dtype, "cpu convert", [&](auto elem) {
+    using E = decltype(elem);
+    auto* t = static_cast<typename E::T*>(dst);
+    const hn::ScalableTag<float> d;
+    ForEachVector(d, 0, n, [&](std::int64_t i, auto part) {
+      Store<E>(d, Load<F32Elem>(d, src + i, part), t + i, part);
+    });
+  });
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
@@ -67,87 +51,60 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace tileops::ops::cpu {
 
-HWY_EXPORT(LoadF16);
-HWY_EXPORT(StoreF16);
-HWY_EXPORT(LoadBF16);
-HWY_EXPORT(StoreBF16);
+HWY_EXPORT(LoadRow);
+HWY_EXPORT(StoreRow);
 
-void load_f32(const void* src, DataType dtype, std::int64_t stride, std::int64_t n, float* dst) {
-  if (n <= 0) return;
-  if (stride == 1) {
-    switch (dtype) {
-      case DataType::kFloat32:
-        std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
-        return;
-      case DataType::kFloat16:
-        TILEOPS_DYNAMIC_DISPATCH(LoadF16)(static_cast<const std::uint16_t*>(src), n, dst);
-        return;
-      case DataType::kBFloat16:
-        TILEOPS_DYNAMIC_DISPATCH(LoadBF16)(static_cast<const std::uint16_t*>(src), n, dst);
-        return;
-      default:
-        break;
-    }
-  }
+namespace {
+
+// Element `dtype` of a strided row, by the scalar conversions of core/float16.h.
+template <class F>
+void visit_scalar(DataType dtype, F&& f) {
   switch (dtype) {
-    case DataType::kFloat32: {
-      const float* s = static_cast<const float*>(src);
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];
-      return;
-    }
-    case DataType::kFloat16: {
-      const std::uint16_t* s = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = float16_to_float(s[i * stride]);
-      return;
-    }
-    case DataType::kBFloat16: {
-      const std::uint16_t* s = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = bfloat16_to_float(s[i * stride]);
-      return;
-    }
+    case DataType::kFloat32:
+      return f(
+          static_cast<const float*>(nullptr), [](float x) { return x; }, [](float x) { return x; });
+    case DataType::kFloat16:
+      return f(static_cast<const std::uint16_t*>(nullptr), float16_to_float, float_to_float16);
+    case DataType::kBFloat16:
+      return f(static_cast<const std::uint16_t*>(nullptr), bfloat16_to_float, float_to_bfloat16);
     default:
       throw_internal_error("cpu convert", "dtype is not float32/float16/bfloat16");
   }
 }
 
+}  // namespace
+
+void load_f32(const void* src, DataType dtype, std::int64_t stride, std::int64_t n, float* dst) {
+  if (n <= 0) return;
+  if (stride == 1) {
+    if (dtype == DataType::kFloat32) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+    } else {
+      TILEOPS_DYNAMIC_DISPATCH(LoadRow)(dtype, src, n, dst);
+    }
+    return;
+  }
+  visit_scalar(dtype, [&](auto tag, auto to_f32, auto) {
+    const auto* s = static_cast<decltype(tag)>(src);
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = to_f32(s[i * stride]);
+  });
+}
+
 void store_f32(const float* src, void* dst, DataType dtype, std::int64_t stride, std::int64_t n) {
   if (n <= 0) return;
   if (stride == 1) {
-    switch (dtype) {
-      case DataType::kFloat32:
-        if (static_cast<const void*>(src) != dst) {
-          std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
-        }
-        return;
-      case DataType::kFloat16:
-        TILEOPS_DYNAMIC_DISPATCH(StoreF16)(src, n, static_cast<std::uint16_t*>(dst));
-        return;
-      case DataType::kBFloat16:
-        TILEOPS_DYNAMIC_DISPATCH(StoreBF16)(src, n, static_cast<std::uint16_t*>(dst));
-        return;
-      default:
-        break;
+    if (dtype != DataType::kFloat32) {
+      TILEOPS_DYNAMIC_DISPATCH(StoreRow)(dtype, src, n, dst);
+    } else if (static_cast<const void*>(src) != dst) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
     }
+    return;
   }
-  switch (dtype) {
-    case DataType::kFloat32: {
-      float* d = static_cast<float*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i * stride] = src[i];
-      return;
-    }
-    case DataType::kFloat16: {
-      std::uint16_t* d = static_cast<std::uint16_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i * stride] = float_to_float16(src[i]);
-      return;
-    }
-    case DataType::kBFloat16: {
-      std::uint16_t* d = static_cast<std::uint16_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i * stride] = float_to_bfloat16(src[i]);
-      return;
-    }
-    default:
-      throw_internal_error("cpu convert", "dtype is not float32/float16/bfloat16");
-  }
+  visit_scalar(dtype, [&](auto tag, auto, auto from_f32) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    T* t = static_cast<T*>(dst);
+    for (std::int64_t i = 0; i < n; ++i) t[i * stride] = from_f32(src[i]);
+  });
 }
 
 }  // namespace tileops::ops::cpu

@@ -14,7 +14,7 @@
 
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
-#include "src/ops/cpu/simd/convert-inl.h"
+#include "src/ops/cpu/simd/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
@@ -347,9 +347,9 @@ void ColumnOrder(const float* in, std::int64_t rows, std::int64_t head_size, flo
                          bool to_kernel) {                                                       \
     ColumnOrder<R>(in, rows, head_size, out, to_kernel);                                         \
   }
-TILEOPS_DECODE_KERNELS(F32, F32Rows)
-TILEOPS_DECODE_KERNELS(BF16, BF16Rows)
-TILEOPS_DECODE_KERNELS(F16, F16Rows)
+TILEOPS_DECODE_KERNELS(F32, F32Elem)
+TILEOPS_DECODE_KERNELS(BF16, BF16Elem)
+TILEOPS_DECODE_KERNELS(F16, F16Elem)
 #undef TILEOPS_DECODE_KERNELS
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -13,7 +13,7 @@
 
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
-#include "src/ops/cpu/simd/convert-inl.h"
+#include "src/ops/cpu/simd/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
@@ -279,16 +279,16 @@ void DotRows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w_by
 
 void DotRowsF32(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
                 std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
-  DotRows<F32Rows>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+  DotRows<F32Elem>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
                  std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
                  std::int64_t ld_out) {
-  DotRows<BF16Rows>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+  DotRows<BF16Elem>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
                 std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
-  DotRows<F16Rows>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+  DotRows<F16Elem>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

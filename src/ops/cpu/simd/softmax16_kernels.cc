@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
@@ -19,8 +20,8 @@
 #define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax16_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "src/ops/cpu/simd/convert-inl.h"
 #include "src/ops/cpu/simd/fast_exp-inl.h"
+#include "src/ops/cpu/simd/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
@@ -30,23 +31,23 @@ using DF = hn::ScalableTag<float>;
 constexpr float kLog2E = 1.44269504088896341f;
 
 // A block is 2·Lanes elements. bfloat16 pairs are split in registers into [even | odd] halves
-// (convert-inl.h), which is how a block sits in scratch: the store undoes the order, and max and
-// sum do not care about it. Elements past a row's last whole block are handled one by one.
-template <bool kBF16>
+// (BF16Elem::LoadPairs), which is how a block sits in scratch: the store undoes the order, and max
+// and sum do not care about it. Elements past a row's last whole block go through ForEachVector.
+template <class E>
 HWY_INLINE void LoadBlock(DF d, const std::uint16_t* p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
-  if constexpr (kBF16) {
-    LoadBF16PairsAsF32(d, p, v0, v1);
+  if constexpr (E::kPairs) {
+    E::LoadPairs(d, p, v0, v1);
   } else {
-    v0 = LoadF16AsF32(d, p);
-    v1 = LoadF16AsF32(d, p + hn::Lanes(d));
+    v0 = E::Load(d, p);
+    v1 = E::Load(d, p + hn::Lanes(d));
   }
 }
 
 // StoreF32PairsAsBF16 for values known not to be NaN (probabilities in [0, 1]; a NaN row is
 // overwritten afterwards): the same round to nearest even, without the NaN select.
-template <bool kBF16>
+template <class E>
 HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, std::uint16_t* p, bool stream) {
-  if constexpr (kBF16) {
+  if constexpr (E::kPairs) {
     const hn::Rebind<std::uint32_t, DF> du32;
     const auto round = [&](hn::Vec<DF> v) {
       const auto u = hn::BitCast(du32, v);
@@ -56,22 +57,13 @@ HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, std::uint16_t* 
     StoreMaybeStreaming(JoinBF16Halves(du32, round(v0), round(v1)), du32,
                         reinterpret_cast<std::uint32_t*>(p), stream);
   } else {
-    StoreF32AsF16(d, v0, p, stream);
-    StoreF32AsF16(d, v1, p + hn::Lanes(d), stream);
+    E::Store(d, v0, p, stream);
+    E::Store(d, v1, p + hn::Lanes(d), stream);
   }
 }
 
-template <bool kBF16>
-float ToF32(std::uint16_t v) {
-  return kBF16 ? bfloat16_to_float(v) : float16_to_float(v);
-}
-template <bool kBF16>
-std::uint16_t FromF32(float v) {
-  return kBF16 ? float_to_bfloat16(v) : float_to_float16(v);
-}
-
 // max scale·x over the row (x86 max may drop a NaN: the exp pass's sum catches it).
-template <bool kBF16>
+template <class E>
 float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t blocks_end) {
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -82,7 +74,7 @@ float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t 
   auto m1 = m0;
   for (std::int64_t i = 0; i < blocks_end; i += 2 * lanes) {
     hn::Vec<DF> v0, v1;
-    LoadBlock<kBF16>(d, x + i, v0, v1);
+    LoadBlock<E>(d, x + i, v0, v1);
     if (scale_after) {
       m0 = hn::Max(m0, v0);
       m1 = hn::Max(m1, v1);
@@ -91,10 +83,12 @@ float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t 
       m1 = hn::Max(m1, hn::Mul(v1, s));
     }
   }
-  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (std::int64_t i = blocks_end; i < n; ++i) {
-    m = std::max(m, scale_after ? ToF32<kBF16>(x[i]) : ToF32<kBF16>(x[i]) * scale);
-  }
+  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+  ForEachVector(d, blocks_end, n, [&](std::int64_t i, auto part) {
+    const auto v = Load<E>(d, x + i, part);
+    m0 = hn::Max(m0, Valid(d, scale_after ? v : hn::Mul(v, s), part, lowest));
+  });
+  const float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
   return scale_after ? m * scale : m;
 }
 
@@ -117,7 +111,7 @@ struct StorePass {
 // The exp pass over whole blocks [begin, end), with the store pass over the same blocks when
 // kStore; meanwhile the next row (`ahead_bytes` at `ahead`) is prefetched, a line per 64 bytes
 // of x.
-template <bool kBF16, bool kExp, bool kStore>
+template <class E, bool kExp, bool kStore>
 HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const StorePass& st,
                        const char* ahead, std::int64_t ahead_bytes) {
   const DF d;
@@ -139,7 +133,7 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
         __builtin_prefetch(ahead + i * 2, 0, 2);
       }
       hn::Vec<DF> v0, v1;
-      LoadBlock<kBF16>(d, x + i, v0, v1);
+      LoadBlock<E>(d, x + i, v0, v1);
       const auto e0 = Exp2CoarseNonPositive(d, hn::MulSub(v0, scale, shift));
       const auto e1 = Exp2CoarseNonPositive(d, hn::MulSub(v1, scale, shift));
       hn::StoreU(e0, d, out + i);
@@ -149,46 +143,45 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
     if constexpr (kStore) {
       const auto v0 = hn::Mul(hn::LoadU(d, in + i), factor);
       const auto v1 = hn::Mul(hn::LoadU(d, in + i + lanes), factor);
-      StoreBlock<kBF16>(d, v0, v1, y + i, stream);
+      StoreBlock<E>(d, v0, v1, y + i, stream);
     }
   }
   if constexpr (kExp) ex.sum += hn::GetLane(hn::SumOfLanes(d, a0));
 }
 
 // The exp pass over the elements [begin, n) past the last whole block.
-template <bool kBF16>
+template <class E>
 void ExpTail(ExpPass& ex, std::int64_t begin, std::int64_t n) {
   const DF d;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  for (std::int64_t i = begin; i < n; i += lanes) {
-    const std::int64_t count = std::min(lanes, n - i);
-    HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
-    for (std::int64_t k = 0; k < count; ++k) buf[k] = ToF32<kBF16>(ex.x[i + k]);
-    const auto y = hn::MulSub(hn::Load(d, buf), hn::Set(d, ex.scale), hn::Set(d, ex.shift));
+  ForEachVector(d, begin, n, [&](std::int64_t i, auto part) {
+    const auto y =
+        hn::MulSub(Load<E>(d, ex.x + i, part), hn::Set(d, ex.scale), hn::Set(d, ex.shift));
     // The padding lanes must add nothing to the sum.
-    const auto e = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(count)),
-                                      Exp2CoarseNonPositive(d, y));
-    hn::Store(e, d, buf);
-    std::copy(buf, buf + count, ex.out + i);
+    const auto e = Valid(d, Exp2CoarseNonPositive(d, y), part, hn::Zero(d));
+    Store<F32Elem>(d, e, ex.out + i, part);
     ex.sum += hn::GetLane(hn::SumOfLanes(d, e));
-  }
+  });
 }
 
 // The store pass of row `row` (n elements, whole blocks up to blocks_end) from `begin` on; a NaN
 // factor makes the row NaN throughout.
-template <bool kBF16>
+template <class E>
 void StoreRest(const StorePass& st, std::int64_t begin, std::int64_t blocks_end, std::int64_t n) {
   // Its exp pass may not have run (the scratch is unwritten), so nothing is read.
   if (std::isnan(st.factor)) {
-    std::fill(st.y, st.y + n, FromF32<kBF16>(std::numeric_limits<float>::quiet_NaN()));
+    std::fill(st.y, st.y + n, E::FromF32(std::numeric_limits<float>::quiet_NaN()));
     return;
   }
   ExpPass none{};
-  Blocks<kBF16, false, true>(begin, blocks_end, none, st, nullptr, 0);
-  for (std::int64_t i = blocks_end; i < n; ++i) st.y[i] = FromF32<kBF16>(st.in[i] * st.factor);
+  Blocks<E, false, true>(begin, blocks_end, none, st, nullptr, 0);
+  const DF d;
+  const auto factor = hn::Set(d, st.factor);
+  ForEachVector(d, blocks_end, n, [&](std::int64_t i, auto part) {
+    Store<E>(d, hn::Mul(Load<F32Elem>(d, st.in + i, part), factor), st.y + i, part);
+  });
 }
 
-template <bool kBF16>
+template <class E>
 void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* scratch,
                    bool stream) {
   const std::int64_t block = 2 * static_cast<std::int64_t>(hn::Lanes(DF()));
@@ -199,7 +192,7 @@ void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* sc
   for (std::int64_t j = 0; j < count; ++j) {
     const auto* x = static_cast<const std::uint16_t*>(rows[j].x);
     const std::int64_t n = rows[j].n;
-    const float m = MaxPass<kBF16>(x, scale, n, blocks_end(j));
+    const float m = MaxPass<E>(x, scale, n, blocks_end(j));
     ExpPass ex{x, scale * kLog2E, m * kLog2E, scratch + (j % 2) * width, 0.0f};
     const char* ahead = j + 1 < count ? static_cast<const char*>(rows[j + 1].x) : nullptr;
     const std::int64_t ahead_bytes = j + 1 < count ? 2 * rows[j + 1].n : 0;
@@ -209,11 +202,11 @@ void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* sc
                                     ? std::min(blocks_end(j), blocks_end(j - 1))
                                     : 0;
     if (std::isfinite(m)) {
-      Blocks<kBF16, true, true>(0, shared, ex, previous, ahead, ahead_bytes);
-      Blocks<kBF16, true, false>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
-      ExpTail<kBF16>(ex, blocks_end(j), n);
+      Blocks<E, true, true>(0, shared, ex, previous, ahead, ahead_bytes);
+      Blocks<E, true, false>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
+      ExpTail<E>(ex, blocks_end(j), n);
     }
-    if (j > 0) StoreRest<kBF16>(previous, shared, blocks_end(j - 1), rows[j - 1].n);
+    if (j > 0) StoreRest<E>(previous, shared, blocks_end(j - 1), rows[j - 1].n);
     // The max entry contributes 2^0 = 1, so sum >= 1 unless a NaN made it NaN. A row whose
     // scaled values hold a NaN or +inf, or are all -inf, is NaN throughout.
     const float factor = std::isfinite(m) && !std::isnan(ex.sum)
@@ -221,17 +214,20 @@ void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* sc
                              : std::numeric_limits<float>::quiet_NaN();
     previous = {ex.out, factor, static_cast<std::uint16_t*>(rows[j].y), stream};
   }
-  if (count > 0) StoreRest<kBF16>(previous, 0, blocks_end(count - 1), rows[count - 1].n);
+  if (count > 0) StoreRest<E>(previous, 0, blocks_end(count - 1), rows[count - 1].n);
   if (stream) end_streaming_stores();
 }
 
-void SoftmaxRowsBF16(const Row16* rows, std::int64_t count, float scale, float* scratch,
-                     bool stream) {
-  SoftmaxRows16<true>(rows, count, scale, scratch, stream);
-}
-void SoftmaxRowsF16(const Row16* rows, std::int64_t count, float scale, float* scratch,
-                    bool stream) {
-  SoftmaxRows16<false>(rows, count, scale, scratch, stream);
+void SoftmaxRows(DataType dtype, const Row16* rows, std::int64_t count, float scale, float* scratch,
+                 bool stream) {
+  VisitFloat(dtype, "softmax_rows_16", [&](auto elem) {
+    using E = decltype(elem);
+    if constexpr (std::is_same_v<E, F32Elem>) {
+      throw_internal_error("softmax_rows_16", "dtype is not float16/bfloat16");
+    } else {
+      SoftmaxRows16<E>(rows, count, scale, scratch, stream);
+    }
+  });
 }
 
 }  // namespace tileops::ops::cpu::HWY_NAMESPACE
@@ -240,19 +236,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace tileops::ops::cpu {
 
-HWY_EXPORT(SoftmaxRowsBF16);
-HWY_EXPORT(SoftmaxRowsF16);
+HWY_EXPORT(SoftmaxRows);
 
 void softmax_rows_16(DataType dtype, const Row16* rows, std::int64_t count, float scale,
                      float* scratch, bool stream) {
-  switch (dtype) {
-    case DataType::kBFloat16:
-      return TILEOPS_DYNAMIC_DISPATCH(SoftmaxRowsBF16)(rows, count, scale, scratch, stream);
-    case DataType::kFloat16:
-      return TILEOPS_DYNAMIC_DISPATCH(SoftmaxRowsF16)(rows, count, scale, scratch, stream);
-    default:
-      throw_internal_error("softmax_rows_16", "dtype is not float16/bfloat16");
-  }
+  TILEOPS_DYNAMIC_DISPATCH(SoftmaxRows)(dtype, rows, count, scale, scratch, stream);
 }
 
 void softmax_row_16(DataType dtype, const void* x, float scale, std::int64_t n, float* scratch,

@@ -1,5 +1,5 @@
 // Highway kernels of the softmax operators, compiled once per SIMD target and dispatched at run
-// time. Tails go through a one-vector buffer so every element sees the same vector Exp.
+// time. Tails are partial vectors (rows-inl.h), so every element sees the same vector Exp.
 #include "src/ops/cpu/simd/softmax_kernels.h"
 
 #include <algorithm>
@@ -15,25 +15,21 @@
 #include "hwy/highway.h"
 // Exp; per-target header, so it must follow highway.h inside the foreach_target pass.
 #include "hwy/contrib/math/math-inl.h"
-#include "src/ops/cpu/simd/convert-inl.h"
 #include "src/ops/cpu/simd/fast_exp-inl.h"
+#include "src/ops/cpu/simd/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
+using E = F32Elem;
 
 void ExpRow(const float* x, std::int64_t n, float* out) {
   const DF d;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Exp(d, hn::LoadU(d, x + i)), d, out + i);
-  if (i == n) return;
-  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
-  std::copy(x + i, x + n, buf);
-  hn::Store(hn::Exp(d, hn::Load(d, buf)), d, buf);
-  std::copy(buf, buf + (n - i), out + i);
+  ForEachVector(d, 0, n, [&](std::int64_t i, auto part) {
+    Store<E>(d, hn::Exp(d, Load<E>(d, x + i, part)), out + i, part);
+  });
 }
 
 float ScaledMax(const float* x, float scale, std::int64_t n) {
@@ -52,19 +48,14 @@ float ScaledMax(const float* x, float scale, std::int64_t n) {
     m0 = hn::Max(m0, y0);
     m1 = hn::Max(m1, y1);
   }
-  for (; i + lanes <= n; i += lanes) {
-    const auto y = hn::Mul(hn::LoadU(d, x + i), s);
+  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+  ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
+    const auto y = Valid(d, hn::Mul(Load<E>(d, x + j, part), s), part, lowest);
     nan = hn::Or(nan, hn::IsNaN(y));
     m0 = hn::Max(m0, y);
-  }
+  });
   if (!hn::AllFalse(d, nan)) return std::numeric_limits<float>::quiet_NaN();
-  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (; i < n; ++i) {
-    const float y = x[i] * scale;
-    if (std::isnan(y)) return y;
-    m = std::max(m, y);
-  }
-  return m;
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
 }
 
 // ScaledMax without its NaN tracking (x86 max may drop a NaN), for the row softmax, where a
@@ -80,10 +71,11 @@ HWY_INLINE float ScaledMaxOfNumbers(const float* x, float scale, std::int64_t n)
     m0 = hn::Max(m0, hn::Mul(hn::LoadU(d, x + i), s));
     m1 = hn::Max(m1, hn::Mul(hn::LoadU(d, x + i + lanes), s));
   }
-  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::Mul(hn::LoadU(d, x + i), s));
-  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (; i < n; ++i) m = std::max(m, x[i] * scale);
-  return m;
+  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+  ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
+    m0 = hn::Max(m0, Valid(d, hn::Mul(Load<E>(d, x + j, part), s), part, lowest));
+  });
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
 }
 
 // e^(x·scale − shift) of each element into out; returns their sum.
@@ -114,21 +106,12 @@ HWY_INLINE float ScaledExpSumImpl(const float* x, float scale, float shift, std:
     a0 = hn::Add(a0, e0);
     a1 = hn::Add(a1, e1);
   }
-  for (; i + lanes <= n; i += lanes) {
-    const auto e = exp(hn::LoadU(d, x + i));
-    hn::StoreU(e, d, out + i);
+  ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
+    // The padding lanes of a partial vector must add nothing to the sum.
+    const auto e = Valid(d, exp(Load<E>(d, x + j, part)), part, hn::Zero(d));
+    Store<E>(d, e, out + j, part);
     a0 = hn::Add(a0, e);
-  }
-  if (i < n) {
-    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
-    std::copy(x + i, x + n, buf);
-    // The padding lanes must add nothing to the sum.
-    const auto e =
-        hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(n - i)), exp(hn::Load(d, buf)));
-    hn::Store(e, d, buf);
-    std::copy(buf, buf + (n - i), out + i);
-    a1 = hn::Add(a1, e);
-  }
+  });
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
 }
 
@@ -140,14 +123,11 @@ float ScaledExpSum(const float* x, float scale, float shift, std::int64_t n, flo
 HWY_INLINE void ScaleRowImpl(const float* x, float factor, std::int64_t n, float* out,
                              bool stream) {
   const DF d;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const auto f = hn::Set(d, factor);
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    StoreMaybeStreaming(hn::Mul(hn::LoadU(d, x + i), f), d, out + i, stream);
-  }
+  ForEachVector(d, 0, n, [&](std::int64_t i, auto part) {
+    Store<E>(d, hn::Mul(Load<E>(d, x + i, part), f), out + i, part, stream);
+  });
   if (stream) end_streaming_stores();
-  for (; i < n; ++i) out[i] = x[i] * factor;
 }
 
 void ScaleRow(const float* x, float factor, std::int64_t n, float* out) {
@@ -156,16 +136,9 @@ void ScaleRow(const float* x, float factor, std::int64_t n, float* out) {
 
 void ExpNonPositiveRow(const float* x, std::int64_t n, float* out) {
   const DF d;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  std::int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    hn::StoreU(ExpNonPositive(d, hn::LoadU(d, x + i)), d, out + i);
-  }
-  if (i == n) return;
-  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
-  std::copy(x + i, x + n, buf);
-  hn::Store(ExpNonPositive(d, hn::Load(d, buf)), d, buf);
-  std::copy(buf, buf + (n - i), out + i);
+  ForEachVector(d, 0, n, [&](std::int64_t i, auto part) {
+    Store<E>(d, ExpNonPositive(d, Load<E>(d, x + i, part)), out + i, part);
+  });
 }
 
 // The exp pass of a row whose max is m; returns 1 / Σ e, or NaN when the row holds a NaN or
