@@ -1,6 +1,7 @@
 // Every operator of tileops::ops.
 #pragma once
 
+#include "tileops/ops/activations.h"
 #include "tileops/ops/add.h"
 #include "tileops/ops/add_rms_norm.h"
 #include "tileops/ops/apply_rotary_pos_emb.h"
