@@ -5,6 +5,7 @@
 #include "tileops/ops/add.h"
 #include "tileops/ops/add_rms_norm.h"
 #include "tileops/ops/apply_rotary_pos_emb.h"
+#include "tileops/ops/block_copies.h"
 #include "tileops/ops/cast.h"
 #include "tileops/ops/cat.h"
 #include "tileops/ops/causal_softmax.h"

@@ -10,7 +10,7 @@ from tileops import ops as _ops
 
 __all__ = [
     "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
-    "gelu_new", "gelu_fast", "gelu_quick",
+    "gelu_new", "gelu_fast", "gelu_quick", "swap_blocks", "copy_blocks",
 ]
 
 
@@ -53,3 +53,25 @@ def gelu_quick(out, input):
     """out = x * sigmoid(1.702 x)."""
     _ops.gelu_quick(input, out)
 
+
+def swap_blocks(src, dst, block_mapping):
+    """dst[block_mapping[i, 1]] = src[block_mapping[i, 0]] for each row (blocks along dim 0)."""
+    _ops.swap_blocks(src, dst, block_mapping)
+
+
+def copy_blocks(key_caches, value_caches, block_mapping):
+    """Within every cache of both lists, cache[block_mapping[i, 1]] = cache[block_mapping[i, 0]].
+
+    The caches must all have one block count (as vLLM's layers do), so the first cache's check
+    of the block ids stands for all and nothing is written when an id is out of range.
+    """
+    caches = list(key_caches) + list(value_caches)
+    if len(key_caches) != len(value_caches):
+        raise ValueError(f"copy_blocks: 'value_caches': expected as many caches as key_caches "
+                         f"({len(key_caches)}), got {len(value_caches)}")
+    blocks = {int(c.shape[0]) if len(c.shape) else None for c in caches}
+    if len(blocks) > 1:
+        raise ValueError(f"copy_blocks: 'key_caches': expected caches of one block count "
+                         f"(dim 0), got {sorted(b for b in blocks if b is not None)}")
+    for cache in caches:
+        _ops.copy_blocks(cache, block_mapping)
