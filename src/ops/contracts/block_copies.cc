@@ -13,6 +13,13 @@
 namespace tileops::ops {
 namespace {
 
+// Argument positions, by name from the declarations.
+constexpr int kSrc = tensor_index(decls::swap_blocks, "src");
+constexpr int kDst = tensor_index(decls::swap_blocks, "dst");
+constexpr int kSwapMapping = tensor_index(decls::swap_blocks, "block_mapping");
+constexpr int kCache = tensor_index(decls::copy_blocks, "cache");
+constexpr int kCopyMapping = tensor_index(decls::copy_blocks, "block_mapping");
+
 // Every row of block_mapping [n, 2] names a block of src (column 0) and of dst (column 1).
 void check_ids(const ArgCheck& check, const Tensor& mapping, std::int64_t src_blocks,
                std::string_view src, std::int64_t dst_blocks, std::string_view dst) {
@@ -38,26 +45,24 @@ void check_mapping_shape(const ArgCheck& check, const Tensor& mapping) {
   }
 }
 
-// Tensors: src, dst, block_mapping.
 void swap_data(const ArgCheck& check, std::span<const Tensor> t) {
-  check_ids(check, t[2], t[0].size(0), "src", t[1].size(0), "dst");
+  check_ids(check, t[kSwapMapping], t[kSrc].size(0), "src", t[kDst].size(0), "dst");
 }
 void swap_check(const ArgCheck& check, std::span<const Tensor> t, std::span<double>) {
-  const Tensor& src = t[0];
-  const Tensor& dst = t[1];
+  const Tensor& src = t[kSrc];
+  const Tensor& dst = t[kDst];
   Dims block = src.shape();
   block[0] = dst.size(0);
   check.shape_is(dst, "dst", block, "src's block shape (all dims but the first)");
-  check_mapping_shape(check, t[2]);
+  check_mapping_shape(check, t[kSwapMapping]);
   swap_data(check, t);
 }
 
-// Tensors: cache, block_mapping.
 void copy_data(const ArgCheck& check, std::span<const Tensor> t) {
-  check_ids(check, t[1], t[0].size(0), "cache", t[0].size(0), "cache");
+  check_ids(check, t[kCopyMapping], t[kCache].size(0), "cache", t[kCache].size(0), "cache");
 }
 void copy_check(const ArgCheck& check, std::span<const Tensor> t, std::span<double>) {
-  check_mapping_shape(check, t[1]);
+  check_mapping_shape(check, t[kCopyMapping]);
   copy_data(check, t);
 }
 

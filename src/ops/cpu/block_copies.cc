@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "src/ops/contracts/copy_blocks.decl.h"
+#include "src/ops/contracts/swap_blocks.decl.h"
 #include "src/ops/cpu/copy_plan.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/framework/attention_layout.h"
