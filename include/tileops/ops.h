@@ -1,9 +1,11 @@
 // Every operator of tileops::ops.
 #pragma once
 
+#include "tileops/ops/activations.h"
 #include "tileops/ops/add.h"
 #include "tileops/ops/add_rms_norm.h"
 #include "tileops/ops/apply_rotary_pos_emb.h"
+#include "tileops/ops/block_copies.h"
 #include "tileops/ops/cast.h"
 #include "tileops/ops/cat.h"
 #include "tileops/ops/causal_softmax.h"

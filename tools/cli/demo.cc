@@ -141,6 +141,7 @@ std::vector<Case> make_cases(std::int64_t tokens, DataType dt, std::mt19937_64& 
                       [=] { return ref::softmax_rows(values(x), tokens, 0.125, false, tokens); }));
   }
   append_kv_cases(cases, tokens, dt, rng);
+  append_vllm_cases(cases, tokens, dt, rng);
   append_gemm_cases(cases, tokens, dt, rng);
   append_attention_cases(cases, tokens, dt, rng);
   return cases;

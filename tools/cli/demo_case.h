@@ -97,6 +97,10 @@ inline Case declared_case(std::string op, std::string shape, DataType dt,
 void append_kv_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
                      std::mt19937_64& rng);
 
+// vLLM's activations beside silu_and_mul, swap_blocks and copy_blocks (demo_vllm_cases.cc).
+void append_vllm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
+                       std::mt19937_64& rng);
+
 // gemm, matmul and linear (demo_gemm_cases.cc).
 void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,
                        std::mt19937_64& rng);

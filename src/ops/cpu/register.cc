@@ -5,7 +5,9 @@
 namespace tileops::ops {
 
 void register_cpu_implementations(std::vector<Implementation>& out) {
+  cpu::register_activations(out);
   cpu::register_add(out);
+  cpu::register_block_copies(out);
   cpu::register_add_rms_norm(out);
   cpu::register_apply_rotary_pos_emb(out);
   cpu::register_cast(out);

@@ -7,7 +7,9 @@
 
 namespace tileops::ops::cpu {
 
+void register_activations(std::vector<Implementation>& out);  // gelu_and_mul, gelu_new, ...
 void register_add(std::vector<Implementation>& out);
+void register_block_copies(std::vector<Implementation>& out);  // swap_blocks, copy_blocks
 void register_add_rms_norm(std::vector<Implementation>& out);
 void register_apply_rotary_pos_emb(std::vector<Implementation>& out);
 void register_cast(std::vector<Implementation>& out);
