@@ -9,18 +9,18 @@
 
 namespace tileops::ops::contracts {
 
-template <const OpDecl& kDecl>
-constexpr ContractHooks kGatedHooks{.check = check_gated_at<kDecl>,
-                                    .output_shape = gated_output_shape_at<kDecl>,
+template <GatedArgs kArgs>
+constexpr ContractHooks kGatedHooks{.check = check_gated_at<kArgs>,
+                                    .output_shape = gated_output_shape_at<kArgs>,
                                     .check_reads_geometry_only = true};
 
 extern constinit const DeclaredOp gelu_and_mul{decls::gelu_and_mul,
-                                               kGatedHooks<decls::gelu_and_mul>};
-extern constinit const DeclaredOp gelu_tanh_and_mul{decls::gelu_tanh_and_mul,
-                                                    kGatedHooks<decls::gelu_tanh_and_mul>};
+                                               kGatedHooks<gated_args(decls::gelu_and_mul)>};
+extern constinit const DeclaredOp gelu_tanh_and_mul{
+    decls::gelu_tanh_and_mul, kGatedHooks<gated_args(decls::gelu_tanh_and_mul)>};
 extern constinit const DeclaredOp mul_and_silu{decls::mul_and_silu,
-                                               kGatedHooks<decls::mul_and_silu>};
+                                               kGatedHooks<gated_args(decls::mul_and_silu)>};
 extern constinit const DeclaredOp fatrelu_and_mul{decls::fatrelu_and_mul,
-                                                  kGatedHooks<decls::fatrelu_and_mul>};
+                                                  kGatedHooks<gated_args(decls::fatrelu_and_mul)>};
 
 }  // namespace tileops::ops::contracts

@@ -20,18 +20,25 @@ void check_gated(const ArgCheck& check, const Tensor& input, const Tensor& out, 
 // What Python allocates for an omitted out; throws naming dim or input.
 Dims gated_output_shape(std::string_view op, const Tensor& input, double dim);
 
-// The hooks of a gated operator, reading its input, out and dim by name.
-template <const OpDecl& kDecl>
+// Where a gated operator's declaration puts input, out and dim. (Computed outside the hook
+// templates: clang 14 evaluates a consteval call on a template parameter too early.)
+struct GatedArgs {
+  int input, out, dim;
+};
+consteval GatedArgs gated_args(const OpDecl& op) {
+  return {tensor_index(op, "input"), tensor_index(op, "out"), attribute_index(op, "dim")};
+}
+
+// The hooks of a gated operator: check_gated_at<gated_args(decls::op)>.
+template <GatedArgs kArgs>
 void check_gated_at(const ArgCheck& check, std::span<const Tensor> tensors,
                     std::span<double> attributes) {
-  check_gated(check, tensors[tensor_index(kDecl, "input")], tensors[tensor_index(kDecl, "out")],
-              attributes[attribute_index(kDecl, "dim")]);
+  check_gated(check, tensors[kArgs.input], tensors[kArgs.out], attributes[kArgs.dim]);
 }
-template <const OpDecl& kDecl>
+template <GatedArgs kArgs>
 Dims gated_output_shape_at(std::string_view op, int, std::span<const Tensor> tensors,
                            std::span<const double> attributes) {
-  return gated_output_shape(op, tensors[tensor_index(kDecl, "input")],
-                            attributes[attribute_index(kDecl, "dim")]);
+  return gated_output_shape(op, tensors[kArgs.input], attributes[kArgs.dim]);
 }
 
 }  // namespace tileops::ops

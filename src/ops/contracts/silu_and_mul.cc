@@ -8,8 +8,8 @@ namespace tileops::ops::contracts {
 
 extern constinit const DeclaredOp silu_and_mul{
     decls::silu_and_mul,
-    {.check = check_gated_at<decls::silu_and_mul>,
-     .output_shape = gated_output_shape_at<decls::silu_and_mul>,
+    {.check = check_gated_at<gated_args(decls::silu_and_mul)>,
+     .output_shape = gated_output_shape_at<gated_args(decls::silu_and_mul)>,
      .check_reads_geometry_only = true}};
 
 }  // namespace tileops::ops::contracts
