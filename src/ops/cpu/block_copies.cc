@@ -15,6 +15,13 @@
 namespace tileops::ops::cpu {
 namespace {
 
+// Argument positions, by name from the declarations.
+constexpr int kSrc = tensor_index(decls::swap_blocks, "src");
+constexpr int kDst = tensor_index(decls::swap_blocks, "dst");
+constexpr int kSwapMapping = tensor_index(decls::swap_blocks, "block_mapping");
+constexpr int kCache = tensor_index(decls::copy_blocks, "cache");
+constexpr int kCopyMapping = tensor_index(decls::copy_blocks, "block_mapping");
+
 // Blocks below this many bytes are copied on one thread: waking the pool would cost more.
 constexpr std::int64_t kParallelBlockBytes = 1 << 18;
 
@@ -71,10 +78,12 @@ class BlockCopyCpu final : public Operator {
 }  // namespace
 
 void register_block_copies(std::vector<Implementation>& out) {
-  out.push_back({"swap_blocks", DeviceType::kCpu, 0, "native",
-                 [](const Problem& p) { return std::make_unique<BlockCopyCpu>(p, 0, 1, 2); }});
-  out.push_back({"copy_blocks", DeviceType::kCpu, 0, "native",
-                 [](const Problem& p) { return std::make_unique<BlockCopyCpu>(p, 0, 0, 1); }});
+  out.push_back({"swap_blocks", DeviceType::kCpu, 0, "native", [](const Problem& p) {
+                   return std::make_unique<BlockCopyCpu>(p, kSrc, kDst, kSwapMapping);
+                 }});
+  out.push_back({"copy_blocks", DeviceType::kCpu, 0, "native", [](const Problem& p) {
+                   return std::make_unique<BlockCopyCpu>(p, kCache, kCache, kCopyMapping);
+                 }});
 }
 
 }  // namespace tileops::ops::cpu
