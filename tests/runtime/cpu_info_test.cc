@@ -18,6 +18,7 @@ TEST(CpuInfo, SimdTargetsBestFirst) {
   EXPECT_EQ(cpu_best_simd_target(), targets.front());
 }
 
+#if defined(__x86_64__) && defined(__linux__)
 // The flags line of /proc/cpuinfo, padded with spaces (" flag flag ... ").
 std::string proc_cpu_flags() {
   std::ifstream in("/proc/cpuinfo");
@@ -32,6 +33,7 @@ std::string proc_cpu_flags() {
   }
   return flags;
 }
+#endif
 
 TEST(CpuInfo, AmxMatchesProcCpuinfo) {
 #if defined(__x86_64__) && defined(__linux__)
