@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from report_util import cpu_name, cpu_simd  # noqa: E402
+from report_util import ab_best, cpu_name, cpu_simd  # noqa: E402
 from target_option import result_name, take_target  # noqa: E402
 
 TARGET = take_target(sys.argv)
@@ -74,14 +74,7 @@ def run_side(python_dir):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    baseline = os.path.abspath(sys.argv[1])
-    label = sys.argv[2] if len(sys.argv) > 2 else baseline
-    here = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "python"))
-    best = {"baseline": {}, "this tree": {}}
-    for _ in range(ROUNDS):
-        for side, path in (("baseline", baseline), ("this tree", here)):
-            for name, us in run_side(path).items():
-                best[side][name] = min(us, best[side].get(name, float("inf")))
+    label, best = ab_best(sys.argv, run_side, ROUNDS)
     lines = [
         "# KV-cache and elementwise kernels: this tree against a baseline build, same run",
         "",

@@ -1,5 +1,6 @@
-"""What the bench/*.py reports share: the CPU's name and SIMD features, and a timer for torch
-peers."""
+"""What the bench/*.py reports share: the CPU's name and SIMD features, a timer for torch
+peers, and the alternating rounds of the A/B reports."""
+import os
 import platform
 import time
 
@@ -45,3 +46,19 @@ def time_it(fn, min_time=0.3, warm_up=True):
         fn()
         reps += 1
     return (time.perf_counter() - start) / reps
+
+
+def ab_best(argv, run_side, rounds):
+    """The A/B reports' rounds: argv is [script, BASELINE_PYTHON_DIR, (LABEL)]. run_side(dir) runs
+    one side in its own process and returns {case: time}; the sides alternate for `rounds` rounds
+    and each case keeps its best (noise on a shared machine only adds time). Returns (label,
+    {"baseline": {...}, "this tree": {...}})."""
+    baseline = os.path.abspath(argv[1])
+    label = argv[2] if len(argv) > 2 else baseline
+    here = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "python"))
+    best = {"baseline": {}, "this tree": {}}
+    for _ in range(rounds):
+        for side, path in (("baseline", baseline), ("this tree", here)):
+            for name, value in run_side(path).items():
+                best[side][name] = min(value, best[side].get(name, float("inf")))
+    return label, best
