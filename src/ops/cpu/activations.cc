@@ -1,9 +1,8 @@
 // vLLM's activations on CPU (include/tileops/ops/activations.h). The gated forms read the two
 // halves of input along `dim` as views with input's strides, the second offset by
 // d·stride[dim]; the elementwise forms read input once. Both run over the elementwise loop:
-// blocks are read into float32 (in place when already contiguous float32), mapped, and rounded
-// once on store.
-#include <algorithm>
+// run_staged_float reads blocks into float32 (in place when already contiguous float32), maps
+// them, and rounds once on store.
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -15,10 +14,9 @@
 #include "src/ops/contracts/gelu_quick.decl.h"
 #include "src/ops/contracts/gelu_tanh_and_mul.decl.h"
 #include "src/ops/contracts/mul_and_silu.decl.h"
+#include "src/ops/cpu/elementwise_float.h"
 #include "src/ops/cpu/elementwise_loop.h"
 #include "src/ops/cpu/register.h"
-#include "src/ops/cpu/simd/convert.h"
-#include "tileops/runtime/workspace_pool.h"
 
 namespace tileops::ops::cpu {
 namespace {
@@ -77,7 +75,7 @@ float silu(float x) { return times_sigmoid(x, std::exp(-x)); }
 // a <= threshold is false for NaN, which therefore propagates.
 float fatrelu(float a, float threshold) { return a <= threshold ? 0.0f : a; }
 
-// out[i] = act(a[i], b[i]) on float32; b is unread by the elementwise forms. out may be a.
+// out[i] = act(a[i], b[i]) on float32; b is null for the elementwise forms. out may be a.
 void activation_rows(Activation act, float threshold, const float* a, const float* b,
                      std::int64_t n, float* out) {
   const auto map = [&](auto f) {
@@ -120,32 +118,12 @@ class ActivationCpu final : public Operator {
   }
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
-    if (loop_.inner_extent() == 0 || tensors[kOut].numel() == 0) return;  // an empty tensor
     const char* first = static_cast<const char*>(tensors[kInput].data());
-    const char* second = is_gated(act_) ? first + second_half_bytes_ : first;
-    char* out = static_cast<char*>(tensors[kOut].data());
-    const std::int64_t size = static_cast<std::int64_t>(size_of(dtype_));
-    const std::int64_t sa = loop_.inner_stride(0);
-    const std::int64_t so = loop_.inner_stride(2);
-    ThreadPool& pool = ctx.threads();
-    // Per thread: one float32 block of each half and of the result.
-    const std::int64_t block = std::min(loop_.inner_extent(), ElementwiseLoop::kBlock);
-    const std::size_t per_thread = static_cast<std::size_t>(3 * block);
-    WorkspacePool::Lease lease = ctx.workspace().acquire(
-        kCpu, ctx.stream, 0,
-        sizeof(float) * per_thread * static_cast<std::size_t>(pool.num_threads()));
-    float* scratch = lease.as<float>();
-    const bool direct_out = dtype_ == DataType::kFloat32 && so == 1;
-    loop_.run(pool, [&](int chunk, const std::int64_t* offsets, std::int64_t n) {
-      float* s = scratch + per_thread * static_cast<std::size_t>(chunk);
-      const float* a = row_f32(first + offsets[0] * size, dtype_, sa, n, s);
-      const float* b =
-          is_gated(act_) ? row_f32(second + offsets[1] * size, dtype_, sa, n, s + block) : a;
-      char* dst = out + offsets[2] * size;
-      float* result = direct_out ? reinterpret_cast<float*>(dst) : s + 2 * block;
-      activation_rows(act_, threshold_, a, b, n, result);
-      if (!direct_out) store_f32(result, dst, dtype_, so, n);
-    });
+    const char* second = is_gated(act_) ? first + second_half_bytes_ : nullptr;
+    run_staged_float(loop_, dtype_, first, second, tensors[kOut], ctx,
+                     [this](const float* a, const float* b, std::int64_t n, float* result) {
+                       activation_rows(act_, threshold_, a, b, n, result);
+                     });
   }
 
  private:

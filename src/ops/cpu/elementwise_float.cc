@@ -44,7 +44,23 @@ void run_float_elementwise(const ElementwiseLoop& loop, ElementwiseOp op, DataTy
     return;
   }
 
-  if (loop.inner_extent() == 0) return;  // an empty tensor
+  run_staged_float(loop, dtype, a, b, out, ctx,
+                   [op](const float* x, const float* y, std::int64_t n, float* result) {
+                     elementwise_rows(op, DataType::kFloat32, x, y, n, result);
+                   });
+}
+
+void run_staged_float(const ElementwiseLoop& loop, DataType dtype, const void* a, const void* b,
+                      const Tensor& out, const Context& ctx, const FloatBlockFn& compute) {
+  if (loop.inner_extent() == 0 || out.numel() == 0) return;  // an empty tensor
+  const std::int64_t sa = loop.inner_stride(0);
+  const std::int64_t sb = loop.inner_stride(1);
+  const std::int64_t so = loop.inner_stride(2);
+  const std::int64_t size = static_cast<std::int64_t>(size_of(dtype));
+  const char* a_bytes = static_cast<const char*>(a);
+  const char* b_bytes = static_cast<const char*>(b);
+  char* out_bytes = static_cast<char*>(out.data());
+  ThreadPool& pool = ctx.threads();
   // Per thread: one float32 block of each operand.
   const std::int64_t block = std::min(loop.inner_extent(), ElementwiseLoop::kBlock);
   const std::size_t per_thread = static_cast<std::size_t>(3 * block);
@@ -56,14 +72,12 @@ void run_float_elementwise(const ElementwiseLoop& loop, ElementwiseOp op, DataTy
   loop.run(pool, [&](int chunk, const std::int64_t* offsets, std::int64_t n) {
     float* s = scratch + per_thread * static_cast<std::size_t>(chunk);
     const float* x = stage(a_bytes + offsets[0] * size, dtype, sa, n, s);
-    const float* y = stage(b_bytes + offsets[1] * size, dtype, sb, n, s + block);
+    const float* y =
+        b_bytes == nullptr ? nullptr : stage(b_bytes + offsets[1] * size, dtype, sb, n, s + block);
     void* dst = out_bytes + offsets[2] * size;
-    if (direct_out) {
-      elementwise_rows(op, DataType::kFloat32, x, y, n, dst);
-    } else {
-      elementwise_rows(op, DataType::kFloat32, x, y, n, s + 2 * block);
-      store_f32(s + 2 * block, dst, dtype, so, n);
-    }
+    float* result = direct_out ? static_cast<float*>(dst) : s + 2 * block;
+    compute(x, y, n, result);
+    if (!direct_out) store_f32(result, dst, dtype, so, n);
   });
 }
 
