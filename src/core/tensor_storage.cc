@@ -17,8 +17,7 @@ constexpr std::size_t kAlignment = 64;
 // Allocations of at least kLarge start on a 2 MiB boundary, are rounded up to whole 2 MiB pages
 // (at most 3% more) and ask Linux for transparent huge pages (its default policy, "madvise",
 // gives them only when asked): a paged KV cache read block by block then needs one TLB entry per
-// 2 MiB instead of per 4 KiB (paged_attention decode, B = 8, context 4096: 0.95-0.98x the time
-// of the same cache in 4 KiB pages, in-process A/B on the 2-vCPU EPYC).
+// 2 MiB instead of per 4 KiB (bench/results/cpu-tuning.md).
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kLarge = std::size_t{64} << 20;
 

@@ -9,11 +9,12 @@
 namespace tileops::ops {
 namespace {
 
-// Tensors {query, key, cos, sin, query_out, key_out}; attributes {head_size, is_neox_style} and
-// the derived {rot_dim, per_element}.
+constexpr const OpDecl& kDecl = decls::apply_rotary_pos_emb;
+
+// Derives {rot_dim, per_element}.
 void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attrs) {
-  const Tensor& cos = t[2];
-  const auto head_size = int64_attribute(attrs[0]);
+  const Tensor& cos = t[tensor_index(kDecl, "cos")];
+  const auto head_size = int64_attribute(attrs[attribute_index(kDecl, "head_size")]);
   // c == head_size: per-element tables; 2c <= head_size: per-frequency halves, rot_dim = 2c.
   const std::int64_t c = cos.size(1);
   const bool per_element = c == head_size;
@@ -25,10 +26,12 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
   }
   const std::int64_t rot_dim = per_element ? c : 2 * c;
   const Dims rows{cos.size(0)};
-  check_rotary_operands(check, t[0], t[1], head_size, rot_dim, {rows, "cos's rows"}, t[4], t[5],
-                        {{cos, "cos"}, {t[3], "sin"}});
-  attrs[2] = static_cast<double>(rot_dim);
-  attrs[3] = per_element ? 1.0 : 0.0;
+  check_rotary_operands(check, t[tensor_index(kDecl, "query")], t[tensor_index(kDecl, "key")],
+                        head_size, rot_dim, {rows, "cos's rows"},
+                        t[tensor_index(kDecl, "query_out")], t[tensor_index(kDecl, "key_out")],
+                        {{cos, "cos"}, {t[tensor_index(kDecl, "sin")], "sin"}});
+  attrs[derived_attribute_index(kDecl, 0)] = static_cast<double>(rot_dim);
+  attrs[derived_attribute_index(kDecl, 1)] = per_element ? 1.0 : 0.0;
 }
 
 }  // namespace

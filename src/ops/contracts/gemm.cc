@@ -10,28 +10,36 @@
 namespace tileops::ops {
 namespace {
 
-// Tensors {a, b, c}; attributes {alpha, beta, trans_a, trans_b}.
+constexpr int kA = tensor_index(decls::gemm, "a");
+constexpr int kB = tensor_index(decls::gemm, "b");
+constexpr int kC = tensor_index(decls::gemm, "c");
+constexpr int kAlpha = attribute_index(decls::gemm, "alpha");
+constexpr int kBeta = attribute_index(decls::gemm, "beta");
+constexpr int kTransA = attribute_index(decls::gemm, "trans_a");
+constexpr int kTransB = attribute_index(decls::gemm, "trans_b");
+
 void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attrs) {
-  for (const ArgCheck::Named& x : {ArgCheck::Named{t[0], "a"}, ArgCheck::Named{t[1], "b"}}) {
+  for (const ArgCheck::Named& x : {ArgCheck::Named{t[kA], "a"}, ArgCheck::Named{t[kB], "b"}}) {
     if (x.tensor.rank() != 2 && x.tensor.rank() != 3) {
       check.fail(ErrorKind::kInvalidArgument, x.name, "rank 2 or 3 ([M, K] or [batch, M, K])",
                  "rank " + std::to_string(x.tensor.rank()) + " " + x.tensor.describe());
     }
   }
-  for (int i : {0, 1}) {
+  for (int i : {kAlpha, kBeta}) {
     if (!std::isfinite(attrs[i])) {
-      check.fail(ErrorKind::kInvalidArgument, i == 0 ? "alpha" : "beta", "a finite value",
+      check.fail(ErrorKind::kInvalidArgument, i == kAlpha ? "alpha" : "beta", "a finite value",
                  std::to_string(attrs[i]));
     }
   }
-  check.shape_is(t[2], "c", product_shape(check, t[0], attrs[2] != 0.0, t[1], attrs[3] != 0.0),
+  check.shape_is(t[kC], "c",
+                 product_shape(check, t[kA], attrs[kTransA] != 0.0, t[kB], attrs[kTransB] != 0.0),
                  "[batch..., M, N]");
 }
 
 // c's shape, for a binding that allocates it (when beta == 0).
 Dims output_shape(std::string_view op, int /*arg*/, std::span<const Tensor> t,
                   std::span<const double> attrs) {
-  return product_output_shape(op, t[0], attrs[2] != 0.0, t[1], attrs[3] != 0.0);
+  return product_output_shape(op, t[kA], attrs[kTransA] != 0.0, t[kB], attrs[kTransB] != 0.0);
 }
 
 }  // namespace

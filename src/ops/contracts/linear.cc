@@ -7,6 +7,11 @@
 namespace tileops::ops {
 namespace {
 
+constexpr int kInput = tensor_index(decls::linear, "input");
+constexpr int kWeight = tensor_index(decls::linear, "weight");
+constexpr int kBias = tensor_index(decls::linear, "bias");
+constexpr int kOut = tensor_index(decls::linear, "out");
+
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
 // input's shape with the last dim N = weight.size(0).
@@ -16,23 +21,26 @@ Dims out_shape(const Tensor& input, const Tensor& weight) {
   return shape;
 }
 
-// Tensors {input, weight, bias, out}.
 void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> /*attrs*/) {
-  const std::int64_t n = t[1].size(0);
-  check.shape_is(t[1], "weight", Dims{n, t[0].size(-1)}, "[N, K] with K the last dim of input");
-  if (present(t[2])) check.shape_is(t[2], "bias", Dims{n}, "[N], N = weight.size(0)");
-  check.shape_is(t[3], "out", out_shape(t[0], t[1]), "input's shape with the last dim N");
+  const Tensor& input = t[kInput];
+  const Tensor& weight = t[kWeight];
+  const std::int64_t n = weight.size(0);
+  check.shape_is(weight, "weight", Dims{n, input.size(-1)}, "[N, K] with K the last dim of input");
+  if (present(t[kBias])) check.shape_is(t[kBias], "bias", Dims{n}, "[N], N = weight.size(0)");
+  check.shape_is(t[kOut], "out", out_shape(input, weight), "input's shape with the last dim N");
 }
 
 Dims output_shape(std::string_view op, int /*arg*/, std::span<const Tensor> t,
                   std::span<const double> /*attrs*/) {
-  if (t[0].rank() < 1 || t[1].rank() != 2) {
-    const bool input_bad = t[0].rank() < 1;
+  const Tensor& input = t[kInput];
+  const Tensor& weight = t[kWeight];
+  if (input.rank() < 1 || weight.rank() != 2) {
+    const bool input_bad = input.rank() < 1;
     ArgCheck(op).fail(ErrorKind::kInvalidArgument, input_bad ? "input" : "weight",
                       input_bad ? "rank >= 1" : "rank 2 [N, K]",
-                      t[input_bad ? 0 : 1].shape().to_string());
+                      (input_bad ? input : weight).shape().to_string());
   }
-  return out_shape(t[0], t[1]);
+  return out_shape(input, weight);
 }
 
 }  // namespace

@@ -38,31 +38,31 @@ void check_packed(const ArgCheck& check, const Tensor& packed, DataType dtype, s
   }
 }
 
-// Tensors {weight, packed}.
 void check_pack(const ArgCheck& check, std::span<const Tensor> t, std::span<double> /*attrs*/) {
-  const Tensor& w = t[0];
-  check_packed(check, t[1], w.dtype(),
+  const Tensor& w = t[tensor_index(decls::pack_linear_weight, "weight")];
+  check_packed(check, t[tensor_index(decls::pack_linear_weight, "packed")], w.dtype(),
                packed_numel(w.size(0), w.size(1), w.dtype(),
                             "pack_linear_weight: argument 'weight': its packed form"),
                "packed_linear_weight_numel(N, K, dtype) for the [N, K] weight");
 }
 
-// Tensors {input, packed, bias, out}; N is out's last dim.
+// N is out's last dim.
 void check_linear(const ArgCheck& check, std::span<const Tensor> t, std::span<double> /*attrs*/) {
-  const Tensor& input = t[0];
-  const Tensor& out = t[3];
+  const Tensor& input = t[tensor_index(decls::linear_packed, "input")];
+  const Tensor& out = t[tensor_index(decls::linear_packed, "out")];
+  const Tensor& bias = t[tensor_index(decls::linear_packed, "bias")];
   check.rank_is(out, "out", input.rank());
   const std::int64_t k = input.size(-1);
   const std::int64_t n = out.size(-1);
   Dims expected = input.shape();
   expected[expected.size() - 1] = n;
   check.shape_is(out, "out", expected, "input's shape with the last dim N");
-  check_packed(check, t[1], input.dtype(),
+  check_packed(check, t[tensor_index(decls::linear_packed, "packed")], input.dtype(),
                packed_numel(n, k, input.dtype(),
                             "linear_packed: argument 'packed': the packed form of [N, K]"),
                "pack_linear_weight's form of an [N, K] weight, N = out's last dim and K = "
                "input's");
-  if (present(t[2])) check.shape_is(t[2], "bias", Dims{n}, "[N], N = out's last dim");
+  if (present(bias)) check.shape_is(bias, "bias", Dims{n}, "[N], N = out's last dim");
 }
 
 }  // namespace

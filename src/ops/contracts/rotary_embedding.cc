@@ -11,14 +11,16 @@
 namespace tileops::ops {
 namespace {
 
-// Tensors {positions, query, key, cos_sin_cache, query_out, key_out}; attributes {head_size,
-// is_neox_style, rotary_dim}, rotary_dim resolved here. The positions' values are data: the
-// implementation checks them against max_pos before writing anything.
+constexpr const OpDecl& kDecl = decls::rotary_embedding;
+
+// rotary_dim is resolved here. The positions' values are data: the implementation checks them
+// against max_pos before writing anything.
 void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attrs) {
-  const Tensor& positions = t[0];
-  const Tensor& cache = t[3];
+  const Tensor& positions = t[tensor_index(kDecl, "positions")];
+  const Tensor& cache = t[tensor_index(kDecl, "cos_sin_cache")];
   const std::int64_t rot_dim = cache.size(1);
-  const auto rotary_dim = int64_attribute(attrs[2]);
+  double& rotary_dim_attr = attrs[attribute_index(kDecl, "rotary_dim")];
+  const auto rotary_dim = int64_attribute(rotary_dim_attr);
   if (rotary_dim > 0 && rotary_dim != rot_dim) {
     check.fail(ErrorKind::kInvalidArgument, "rotary_dim",
                "<= 0 or cos_sin_cache.shape[1] = " + std::to_string(rot_dim),
@@ -29,10 +31,12 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
                cache.shape().to_string());
   }
   // positions [num_tokens] or vLLM's [batch, seq] (any rank >= 1): query and key lead with it.
-  check_rotary_operands(check, t[1], t[2], int64_attribute(attrs[0]), rot_dim,
-                        {positions.shape(), "positions' shape"}, t[4], t[5],
+  check_rotary_operands(check, t[tensor_index(kDecl, "query")], t[tensor_index(kDecl, "key")],
+                        int64_attribute(attrs[attribute_index(kDecl, "head_size")]), rot_dim,
+                        {positions.shape(), "positions' shape"},
+                        t[tensor_index(kDecl, "query_out")], t[tensor_index(kDecl, "key_out")],
                         {{positions, "positions"}, {cache, "cos_sin_cache"}});
-  attrs[2] = static_cast<double>(rot_dim);
+  rotary_dim_attr = static_cast<double>(rot_dim);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // CopyPlan: a strided copy between two views of one shape, of any dtype, planned once per
 // geometry. Dims of extent 1 are dropped and dims contiguous on both sides merged, so
 // contiguous data moves as long memcpy runs and other layouts as few, long strided runs.
-// Copies whose fastest dims cross (transposes) are not tiled: on the 2-core VM measured, tiling
-// this generic walk gained under 1.5x, not worth its complexity for a rare layout.
+// Copies whose fastest dims cross (transposes) are not tiled: for a rare layout, the gain did not
+// pay for the complexity (bench/results/cpu-tuning.md).
 #pragma once
 
 #include <cstddef>

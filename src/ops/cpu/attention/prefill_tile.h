@@ -98,8 +98,8 @@ void mask_attention_scores(const AttentionShape& shape, const Sequence& seq, con
 // then values: bf16_kv_tile_elements bfloat16 per tile; head_size a multiple of 16, at most 256),
 // and the query tiles run over them. call.packed_tiles then holds those bfloat16 tiles, call.packed
 // is unused.
-// Keys per tile: 64 on AMX; 128 on AVX512-BF16, whose block products cost more per call (Zen 5,
-// causal H=8 S=2048 D=128: 0.39 of the VDPBF16PS peak with 64, 0.51 with 128, 0.50 with 256).
+// Keys per tile: 64 on AMX; 128 on AVX512-BF16, whose block products cost more per call
+// (bench/results/cpu-tuning.md).
 inline std::int64_t bf16_kv_tile(Bf16BlockFn block) { return block == &amx_bf16_block ? 64 : 128; }
 inline std::int64_t bf16_kv_tile_elements(std::int64_t head_size, std::int64_t kv_tile) {
   return kv_tile * ((head_size + 31) / 32 * 32 + head_size);

@@ -31,8 +31,7 @@ constexpr std::string_view kWhat = "gemm: argument 'a': its workspace";
 constexpr std::int64_t kAmxKc = 256;
 // On AVX512-BF16 the register tile holds 8 × 48 results and each K pair costs 24 products: the
 // accumulator's trips to L2 and the calls per K block cost more than streaming B triples
-// (3 × kc × 64 bytes) from L2. 2048³ on Zen 5 (1 thread, of the VDPBF16PS peak): kc = 256 0.82,
-// 512 0.85, 1024 0.88, 2048 0.91.
+// (3 × kc × 64 bytes) from L2 (bench/results/cpu-tuning.md).
 constexpr std::int64_t kDpbf16Kc = 2048;
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelElements = std::int64_t{4} << 20;  // bfloat16: 8 MiB

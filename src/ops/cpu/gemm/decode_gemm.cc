@@ -59,8 +59,8 @@ void dpbf16_decode(const GemmCall& call, const Context& ctx) {
 }  // namespace
 
 void decode_gemm(const GemmCall& call, const Context& ctx) {
-  // One row of x streams the weight as fast without AMX (N = K = 4096: 39 against 34 GB/s); at 16
-  // rows the vector path is bound by its multiply-adds (10 against 23 GB/s).
+  // One row of x streams the weight as fast without AMX; at 16 rows the vector path is bound by
+  // its multiply-adds (bench/results/cpu-tuning.md).
   if (call.m > 1 && call.a.dtype == DataType::kBFloat16 && call.b.dtype == DataType::kBFloat16 &&
       amx_bf16_enabled()) {
     return amx_linear_gemm(call, ctx);

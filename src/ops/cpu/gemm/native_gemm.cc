@@ -24,27 +24,19 @@ namespace {
 // A B strip (kc × nr floats: 24 KiB on AVX2, 96 KiB on AVX-512) is reused by every A strip of a
 // row block from L1 or L2; an A block (mc × kc, at most 384 KiB) and its accumulator (mc × nc, at
 // most 768 KiB) stay in L2. A packed panel (K × nc) is at most kPanelFloats: it is read from L3
-// once per row block. f32 2048³ on the 2-vCPU Xeon (bench/gemm_report.py): 0.56-0.61 of the FMA
-// peak with the accumulator of all rows in L3 and a barrier per K block, 0.57-0.68 this way.
-// AVX-512's K blocks are twice as long (its 8 × 48 tiles' accumulators go to L2 half as often):
-// Zen 5, 2 threads, 2048³: 0.78-0.79 of the FMA peak with kc = 256, 0.81-0.84 with 512, 0.81-0.82
-// with 1024.
+// once per row block. AVX-512's K blocks are twice as long: its 8 × 48 tiles' accumulators go to
+// L2 half as often (bench/results/cpu-tuning.md).
 constexpr std::int64_t kMaxKc = 256;  // AVX-512 (nr = 48): twice this
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
 constexpr std::int64_t kMcMax = 192;
 constexpr std::int64_t kMaxNr = 64;  // gemm_nr() on every target (48 on AVX-512)
 // bfloat16 on AMX with a linear's weight: up to this many rows the weight is read in place
-// (amx_linear_gemm); beyond, packing it pays. 1.1B-parameter demo prefill: 128 tokens 290-310
-// against 150-190 tokens/s with packing, 512 tokens 257-349 against 231, 1024 even; 2048³
-// 0.40-0.43 against 0.48-0.56 TFLOP/s.
+// (amx_linear_gemm); beyond, packing it pays (bench/results/cpu-tuning.md).
 constexpr std::int64_t kAmxLinearMaxRows = 512;
 // Up to this many rows with B's columns contiguous (a linear's weight), the decode path runs over
 // chunks of at most 16 rows, each streaming the weight again, rather than packing it once: the
-// bfloat16 GEMM (VDPBF16PS) overtakes it sooner. Zen 5, 2 threads, the 1.1B-parameter decoder's
-// prefill (weights from memory), tokens/s chunked against packed: bfloat16 M = 17 151-176/80-89,
-// 32 248-257/156-185, 64 231-238/248-263, 128 257-260/333-338; float32 17 76-77/41-46, 32
-// 104-125/79-96, 64 118-129/83-99, 96 and 128 within the noise.
+// bfloat16 GEMM (VDPBF16PS) overtakes it sooner (bench/results/cpu-tuning.md).
 constexpr std::int64_t kChunkedDecodeMaxRowsBf16 = 48;
 constexpr std::int64_t kChunkedDecodeMaxRows = 64;
 

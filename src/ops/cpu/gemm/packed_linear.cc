@@ -27,9 +27,8 @@ namespace tileops::ops::cpu {
 namespace {
 
 constexpr std::int64_t kRows = 16;  // weight rows per group, x rows per chunk
-// K per block: 16 x rows of a block take 8 KiB (bfloat16) or 16 KiB (float32) of L1. Zen 5,
-// M = 16, N = K = 4096, bfloat16, two threads, of the copy bandwidth: 256 0.98-1.0, 512 0.9-0.96,
-// 1024 0.9-0.95, 4096 (x from L2) 0.92-0.98.
+// K per block: 16 x rows of a block take 8 KiB (bfloat16) or 16 KiB (float32) of L1
+// (bench/results/cpu-tuning.md).
 constexpr std::int64_t kBlockK = 256;
 // Groups per batch over which the chunks of more than 16 x rows take turns, so that a batch's
 // blocks are reused from L2.

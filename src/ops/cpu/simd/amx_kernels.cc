@@ -140,10 +140,9 @@ TILEOPS_AMX_TARGET void amx_bf16_block(const std::uint16_t* a, std::int64_t rows
 }
 
 // One strip of X (decode): one row tile of W at a time over the K block, so that 16 weight rows
-// stream at once (four tiles, 64 rows, outran the hardware prefetchers: M = 2-16, N = 2048-32000,
-// weights from memory, alternating runs: 1.1-2.1x the bytes per second of four tiles at once).
-// More strips: 2×2 blocks, each W tile pair (from memory once, then L2) against every X strip
-// pair.
+// stream at once (four tiles, 64 rows, outran the hardware prefetchers)
+// (bench/results/cpu-tuning.md). More strips: 2×2 blocks, each W tile pair (from memory once, then
+// L2) against every X strip pair.
 TILEOPS_AMX_TARGET void amx_bf16_rows(const std::uint16_t* w, std::int64_t ld_w, std::int64_t tiles,
                                       std::int64_t kc, const std::uint16_t* xt, std::int64_t strips,
                                       float* out, std::int64_t ld_out, bool accumulate) {

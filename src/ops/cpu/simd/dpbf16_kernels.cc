@@ -79,9 +79,8 @@ TILEOPS_DPBF16_TARGET void dp_tile(const std::uint16_t* a, const std::uint16_t* 
 
 // The next K block of a group's weight rows (`next`, nullptr for none), fetched while the passes
 // of x rows (`pass` of `passes`) run over the current one: a line of each row every `passes`
-// steps, so that the weights stream at an even rate instead of all during pass 0 (Zen 5, M = 16,
-// N = K = 4096, 2 threads, alternating: 23-28 -> 31-34 GB/s of weights; 13% slower with the
-// weights in L2).
+// steps, so that the weights stream at an even rate instead of all during pass 0
+// (bench/results/cpu-tuning.md).
 struct NextBlock {
   const std::uint16_t* next;
   std::int64_t pass, passes;
@@ -142,9 +141,7 @@ TILEOPS_DPBF16_TARGET inline float sum_lanes(__m512 v) {
 }
 
 // K blocks: the group's 6 weight rows (24 KiB of a block) and 4 x rows (16 KiB) stay in L1 while
-// the next 4 x rows come from L2. Zen 5, M = 16, K = 4096, one thread, of the VDPBF16PS peak:
-// blocks of 512 0.77 with the weights in L2 and 0.66 streaming them, 2048 0.81 and 0.73; 4096
-// (all x rows from L2) 0.66 and 0.56.
+// the next 4 x rows come from L2 (bench/results/cpu-tuning.md).
 constexpr std::int64_t kDotBlock = 2048;
 
 // dot_block over the x rows [i, i + n) in blocks of up to kCols rows.
@@ -184,9 +181,7 @@ TILEOPS_DPBF16_TARGET void dot_group(const std::uint16_t* x, std::int64_t ld_x, 
 // How far ahead the packed kernels request their weight stream into L2 (as packed_block_f32).
 constexpr std::int64_t kPackedFetchBytes = 8192;
 
-// 16 accumulators: fewer chains do not cover VDPBF16PS's latency on Zen 5 (12 weight rows: 0.73
-// of its peak in cache). Zen 5, M = 16, N = K = 4096, two threads: the weights stream at 0.9-1.0
-// of the copy bandwidth, against 0.68-0.72 for dpbf16_dot_rows on the caller's layout.
+// 16 accumulators: fewer chains do not cover VDPBF16PS's latency (bench/results/cpu-tuning.md).
 TILEOPS_DPBF16_TARGET void packed_block(const std::uint16_t* x, const std::uint16_t* w,
                                         std::int64_t pairs, float* acc, bool accumulate,
                                         bool fetch) {

@@ -37,7 +37,7 @@ void dpbf16_packed_block(const std::uint16_t* x, const std::uint16_t* w, std::in
 // The same for two blocks of 16 x rows (x0, x1) and half of the weight rows: w points at pair
 // 0 of row 8·h of the group (w_group + 16·h), and acc0/acc1[j·16 + i] take rows 8·h + j, j < 8.
 // Per pair two x loads and 8 broadcasts feed 16 dot products, where one block of x rows takes
-// 16 broadcasts for 16 (bfloat16 2048³: 0.63 -> 0.72 of the VDPBF16PS peak).
+// 16 broadcasts for 16 (bench/results/cpu-tuning.md).
 void dpbf16_packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
                                const std::uint16_t* w, std::int64_t pairs, float* acc0, float* acc1,
                                bool accumulate, bool fetch);

@@ -25,9 +25,8 @@ std::int64_t GemmNr() { return 3 * static_cast<std::int64_t>(hn::Lanes(DF())); }
 // A register tile of kRows rows × 3 vectors, rows [kRow0, kRow0 + kRows) of an A strip. Per k:
 // 3·kRows FMAs against 3 B loads and kRows broadcasts. AVX2's 16 registers hold a 4-row tile
 // (12 accumulators, three B vectors, one broadcast); AVX-512's 32 hold 8 rows, which halves the
-// B loads per FMA: the B strip (kc × 48 floats, 48 KiB at kc = 256) streams from L2 there (macro
-// kernel alone, accumulators from L3, one thread: 0.81-0.87 of the FMA peak against 0.77 with
-// two 4-row tiles).
+// B loads per FMA: the B strip (kc × 48 floats, 48 KiB at kc = 256) streams from L2 there
+// (bench/results/cpu-tuning.md).
 template <int kRows, int kRow0>
 HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                               std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
@@ -154,14 +153,12 @@ void TransposeRows(const float* const* rows, std::int64_t n_rows, std::int64_t c
 
 // K is walked in blocks whose kRows weight rows stay in L1 while every group of x rows visits
 // them: the weights come from memory once, x from L1 or L2. Partial sums are vectors kept in
-// `part`. Zen 5, M = 16, N = K = 4096 float32, two threads streaming the weights: blocks of 256
-// (all x rows of a block in L1) 166-168 GFLOP/s, 512 189-196, 1024 208-220, 2048 194-200.
+// `part`. 1024 is the fastest block measured (bench/results/cpu-tuning.md).
 constexpr std::int64_t kDotBlock = 1024;
 // Weight rows per group: kDotRows<W> rows × 4 x rows of accumulators plus kDotRows<W> + 1
 // registers. 3 rows fill AVX2's 16 registers. AVX-512's 32 hold 6 float32 rows, which halves
-// the x loads per FMA, or 4 16-bit rows, whose widening needs registers too (M = 16 decode:
-// float32 1.4-1.9x, bfloat16 1.4-2x the weight bytes per second of 3 rows; 6 bfloat16 rows
-// measured below 4).
+// the x loads per FMA, or 4 16-bit rows, whose widening needs registers too
+// (bench/results/cpu-tuning.md).
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 template <class W>
 constexpr int kDotRows = sizeof(typename W::T) == 4 ? 6 : 4;
@@ -172,9 +169,8 @@ constexpr int kDotRows = 3;
 
 // The next K block of a group's weight rows (`next`, nullptr for none), fetched while the passes
 // of x rows (`pass` of `passes`) run over the current one: one line of each row every `passes`
-// lines' steps, so that the weights stream at an even rate instead of all during pass 0 (the same
-// case as above with blocks of 1024: 201-220 -> 241-247 GFLOP/s; with the weights in L2, 10%
-// slower).
+// lines' steps, so that the weights stream at an even rate instead of all during pass 0
+// (bench/results/cpu-tuning.md).
 template <class T>
 struct NextBlock {
   const T* next;

@@ -19,9 +19,7 @@ namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 
-// How far ahead of its use the weight stream is requested into L2 (Zen 5, M = 16, N = K = 4096,
-// K blocks of 256, two threads, of the copy bandwidth: 2 KiB ahead 0.86-0.93, 4 KiB 0.89-1.0,
-// 8 KiB 0.94-0.97; with K blocks of 1024, none 0.58-0.60).
+// How far ahead of its use the weight stream is requested into L2 (bench/results/cpu-tuning.md).
 constexpr std::int64_t kFetchFloats = 2048;
 
 // 16 accumulators of `lanes` x rows each: all 16 x rows in one pass on AVX-512, two passes (the

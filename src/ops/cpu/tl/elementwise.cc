@@ -31,8 +31,8 @@ enum class Binary { kAdd = 0, kMul = 1, kSwiglu = 2 };  // swiglu: a · silu(b)
 
 // silu(g) = g / (1 + e^-g), exactly 0 below -87.3 where e^-g overflows float32 (the native
 // operators' definition: never NaN for a finite g). Results rounded to 16 bits take e^-g from
-// exp2_coarse, as the native kernels do: a bfloat16 swiglu is bound by its arithmetic (in cache,
-// 47 -> 57 GB/s against exp).
+// exp2_coarse, as the native kernels do: a bfloat16 swiglu is bound by its arithmetic
+// (bench/results/cpu-tuning.md).
 tl::Value silu_f32(const tl::Value& g, DataType out) {
   const tl::Value e = out == DataType::kFloat32 ? tl::exp(-g) : exp2_coarse(g * -kLog2e);
   return tl::where(g < -87.3, 0.0, g / (1.0 + e));

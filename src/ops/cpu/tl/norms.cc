@@ -7,10 +7,8 @@
 // once per call on the host (the kernels would otherwise widen it again for every row), so one
 // kernel is compiled per input dtype. rms_norm compiles with fast_math, which lets its sums of
 // squares add blocks of 64 in float32 before widening them (tl_acc64_sq; relative error within 3
-// float32 roundings per block): the double sum's dependent additions bound the first walk
-// ([4096, 4096] bfloat16: 0.72 of native's throughput before, 0.87-0.92 after, in paired runs).
-// So does add_rms_norm (4 alternating paired runs each: float32 0.74 -> 0.77, bfloat16 0.74 ->
-// 0.77; an earlier round read the same either way).
+// float32 roundings per block): the double sum's dependent additions bound the first walk. So
+// does add_rms_norm (bench/results/cpu-tuning.md).
 #include <memory>
 
 #include "src/ops/contracts/add_rms_norm.decl.h"
@@ -211,7 +209,7 @@ class AddRmsNormTl final : public Operator {
                &sq = loop.strides(3);
     // The contract allows residual_out to be exactly x's or residual's view (in place). 16-bit
     // rows are read back too while the tensors fit in the cache: re-adding them costs a rounding
-    // per element, reading back a copy (bench: 0.87x the time for bfloat16, 1.2x for float32).
+    // per element, reading back a copy (bench/results/cpu-tuning.md).
     // Beyond it residual_out is streamed past the cache and re-adding is the cheaper.
     const bool reread = res_out.data() == res.data() || res_out.data() == x.data() ||
                         (x.element_size() == 2 && !stream_stores(res_out, 4));

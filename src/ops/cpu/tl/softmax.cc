@@ -150,8 +150,8 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
                               order == MaxOrder::kPositive) *
                     scale;
             }
-            // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel;
-            // with two threads 0.8x the time of going through the scratch row), else into the
+            // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel,
+            // faster than the scratch row (bench/results/cpu-tuning.md)), else into the
             // scratch row. Meanwhile the next row's chunk (whose max pass then reads from cache)
             // and this row's out chunk (so that pass 3 does not wait for its lines) are fetched:
             // this pass computes.
