@@ -1,7 +1,8 @@
 // pack_linear_weight + linear_packed against a float64 reference, for every dtype: decode rows
-// (M <= 16), chunks of 16 rows over batches of groups (M > 16, N > 512), K across blocks and
-// odd K (bfloat16 pairs), N off multiples of 16, strided weights, inputs and outputs, 1-D and
-// 3-D inputs, bias or none, empty K, every SIMD target, the class form, and bad inputs.
+// (M <= 16; x's rows as rows up to packed_rows_path_max(), on every target), chunks of 16 rows over
+// batches of groups (M > 16, N > 512), K across blocks and odd K (bfloat16 pairs), N off multiples
+// of 16, strided weights, inputs and outputs, 1-D and 3-D inputs, bias or none, empty K, every SIMD
+// target, the class form, and bad inputs.
 #include "tileops/ops/packed_linear.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,19 @@ TEST_P(PackedLinearTest, EveryTarget) {
   testing::for_each_simd_target([&] {
     check({16, 300}, 40, true, Layout::kContiguous);
     check({20, 77}, 19, false, Layout::kStrided);
+  });
+}
+
+// Up to packed_rows_path_max() rows (4 on AVX-512, 16 with fewer lanes) x's rows stay rows and
+// the weight rows are the lanes, in passes of up to 4 rows: every count of rows around both
+// limits, on every target, across K blocks, with an odd K and N off multiples of 16.
+TEST_P(PackedLinearTest, RowsAsRowsOnEveryTarget) {
+  testing::for_each_simd_target([&] {
+    for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16}) {
+      check({m, 600}, 37, m % 2 == 1, m % 3 == 0 ? Layout::kStrided : Layout::kContiguous);
+    }
+    check({3, 513}, 17, true, Layout::kStrided);  // odd K: bfloat16's last pair padded
+    check({2, 7}, 70, false, Layout::kContiguous);
   });
 }
 

@@ -23,6 +23,7 @@
 #include "examples/llama/demo.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
+#include "src/ops/cpu/simd/packed_linear_kernels.h"
 #include "src/tl/cpu/compiler.h"
 #include "src/tl/cpu/disk_cache.h"
 #include "tileops/core/error.h"
@@ -202,6 +203,7 @@ struct Facts {
   std::string simd_target_error;   // the variable's value is unusable (why)
   bool dpbf16 = false;             // bfloat16 products on VDPBF16PS
   bool amx = false;                // bfloat16 products on AMX tiles
+  std::int64_t packed_rows = 0;    // linear_packed keeps x's rows as rows up to this M
   std::string jit_target;          // -march of the cpu backend's kernels
   int threads = 0;
   std::vector<Problem> problems;
@@ -235,6 +237,7 @@ Facts gather() {
     f.jit_target = tl::cpu::resolve_target(tl::Options{});
     f.dpbf16 = ops::cpu::dpbf16_enabled();
     f.amx = ops::cpu::amx_bf16_enabled();
+    f.packed_rows = ops::cpu::packed_rows_path_max();
   } else {
     f.simd_dispatch = "none";
     f.jit_target = "none";
@@ -337,6 +340,12 @@ void print_build(const Facts& f) {
               : !cpu_amx_bf16()              ? "off (absent)"
               : !simd_target_allows_avx512() ? "off (below the avx512 target)"
                                              : "off");
+  if (f.simd_target_error.empty()) {
+    std::printf(
+        "cpu: linear_packed: x's rows as rows, the weight rows as lanes, up to M = %lld; "
+        "blocks of 16 x rows as lanes beyond\n",
+        static_cast<long long>(f.packed_rows));
+  }
   std::printf("cuda: not built\n");
 }
 

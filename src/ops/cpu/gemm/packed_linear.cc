@@ -2,7 +2,8 @@
 // a block, groups of 16 weight rows; within a group, K steps of 16 rows × `pair` elements (pairs
 // for bfloat16's dot-product instruction, single elements otherwise), zero-padded to 16 rows and
 // to whole pairs. A thread's share of groups is then one sequential stream per K block, read
-// against 16 rows of x held in L1 (x's rows are the lanes; see packed_linear_kernels.h).
+// against 16 rows of x held in L1 (x's rows are the lanes; see packed_linear_kernels.h), or, for
+// a few rows of x, against those rows with the weight rows as the lanes (packed_rows_block).
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
@@ -136,6 +137,7 @@ class LinearPackedCpu final : public Operator {
     if (m == 0 || n == 0) return;
     const DataType dtype = input.dtype();
     const Geometry geo(n, input.size(-1), dtype);
+    if (m <= packed_rows_path_max()) return run_rows(tensors, in_rows, out_rows, geo, m, ctx);
     // bfloat16 x stays bfloat16 for the dot-product instruction; otherwise x is float32 and
     // float16 or bfloat16 weight blocks are widened into L1 before use.
     const bool dp = dtype == DataType::kBFloat16 && dpbf16_enabled();
@@ -282,6 +284,72 @@ class LinearPackedCpu final : public Operator {
                             bias32 != nullptr ? bias32 + col0 : nullptr, cols, row);
           if (!direct) store_f32(row, dst, dtype, out.stride(-1), cols);
         }
+      }
+    });
+  }
+
+ private:
+  // A few rows of x (decode): each converted to float32 once, then every weight block read once
+  // per kPackedRowsMax rows against them, the results accumulated as rows of `acc`.
+  static void run_rows(std::span<const Tensor> tensors, const RowOffsets& in_rows,
+                       const RowOffsets& out_rows, const Geometry& geo, std::int64_t m,
+                       const Context& ctx) {
+    const Tensor& input = tensors[tensor_index(decls::linear_packed, "input")];
+    const Tensor& packed = tensors[tensor_index(decls::linear_packed, "packed")];
+    const Tensor& bias = tensors[tensor_index(decls::linear_packed, "bias")];
+    const Tensor& out = tensors[tensor_index(decls::linear_packed, "out")];
+    const DataType dtype = input.dtype();
+    ThreadPool& pool = ctx.threads();
+    Carve carve("linear_packed: argument 'input': its workspace");
+    const std::int64_t ld_x = checked_add(geo.k_padded, 16, carve.what());  // off 4 KiB multiples
+    const std::int64_t ld_out = geo.groups * kRows;
+    const std::int64_t x_at = carve.take({m, ld_x}, sizeof(float));
+    const std::int64_t acc_at = carve.take({m, ld_out}, sizeof(float));
+    const std::int64_t bias_at = carve.take({ld_out}, sizeof(float));
+    const std::int64_t thread_at = carve.take({pool.num_threads(), ld_out}, sizeof(float));
+    WorkspacePool::Lease lease =
+        ctx.workspace().acquire(kCpu, ctx.stream, 0, static_cast<std::size_t>(carve.bytes()));
+    char* base = lease.as<char>();
+    auto* x = reinterpret_cast<float*>(base + x_at);
+    auto* acc = reinterpret_cast<float*>(base + acc_at);
+    float* bias32 = bias.data() != nullptr ? reinterpret_cast<float*>(base + bias_at) : nullptr;
+    if (bias32 != nullptr) load_f32(bias.data(), bias.dtype(), bias.stride(0), geo.n, bias32);
+    for (std::int64_t i = 0; i < m; ++i) {
+      float* row = x + i * ld_x;
+      load_f32(element_at(input, in_rows(i)), dtype, input.stride(-1), geo.k, row);
+      std::fill(row + geo.k, row + geo.k_padded, 0.0f);
+    }
+    const char* weights = static_cast<const char*>(packed.data());
+    const std::size_t w_size = input.element_size();
+    const bool direct = dtype == DataType::kFloat32 && out.stride(-1) == 1;
+    pool.parallel_range(geo.groups, 1, [&](int chunk, std::int64_t g0, std::int64_t g1) {
+      if (geo.blocks == 0) {
+        for (std::int64_t i = 0; i < m; ++i) {
+          std::fill(acc + i * ld_out + g0 * kRows, acc + i * ld_out + g1 * kRows, 0.0f);
+        }
+      }
+      for (std::int64_t kb = 0; kb < geo.blocks; ++kb) {
+        const std::int64_t len = geo.block_k(kb);
+        for (std::int64_t g = g0; g < g1; ++g) {
+          const char* w = weights + geo.block_offset(kb, g) * w_size;
+          for (std::int64_t i0 = 0; i0 < m; i0 += kPackedRowsMax) {
+            const int rows = static_cast<int>(std::min<std::int64_t>(kPackedRowsMax, m - i0));
+            const float* x_rows[kPackedRowsMax];
+            for (int r = 0; r < rows; ++r) x_rows[r] = x + (i0 + r) * ld_x + kb * kBlockK;
+            // Later passes find the block in L1: only the first requests the stream ahead.
+            packed_rows_block(x_rows, rows, w, dtype, len, acc + i0 * ld_out + g * kRows, ld_out,
+                              kb > 0, i0 == 0);
+          }
+        }
+      }
+      auto* scratch = reinterpret_cast<float*>(base + thread_at) + chunk * ld_out;
+      const std::int64_t col0 = g0 * kRows, cols = std::min(g1 * kRows, geo.n) - col0;
+      for (std::int64_t i = 0; i < m; ++i) {
+        char* dst = element_at(out, out_rows(i) + col0 * out.stride(-1));
+        float* row = direct ? reinterpret_cast<float*>(dst) : scratch;
+        gemm_epilogue_row(acc + i * ld_out + col0, 1.0f, nullptr, 0.0f,
+                          bias32 != nullptr ? bias32 + col0 : nullptr, cols, row);
+        if (!direct) store_f32(row, dst, dtype, out.stride(-1), cols);
       }
     });
   }

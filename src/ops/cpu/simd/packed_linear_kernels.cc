@@ -75,6 +75,121 @@ void PackedHalfBlocksF32(const float* HWY_RESTRICT x0, const float* HWY_RESTRICT
   }
 }
 
+// Weight element kinds of a packed block, as packed_rows_block reads them.
+enum class PackedKind { kF32, kF16, kBF16Pairs };
+
+// Rows of x as rows, the 16 weight rows of the group as the lanes (kV vectors per step): each
+// weight vector is loaded once and multiplies kM broadcast x elements, so a step costs kM · kV
+// multiply-adds and nothing is spent on padding rows of x.
+template <PackedKind kKind, int kM>
+struct PackedRows {
+  static constexpr std::size_t kLanes = hn::MaxLanes(DF());
+  static constexpr int kV = static_cast<int>(16 / kLanes);
+  // With few accumulators, independent sets of them cover the multiply-add latency.
+  static constexpr int kChains = kM * kV >= 8 ? 1 : 8 / (kM * kV);
+  using Sums = hn::Vec<DF>[kM][kV];
+
+  // The 16 weight lanes of K step p (K pair p for bfloat16) times x[i][p] (x[i][2p] and
+  // x[i][2p + 1]), into `sum`.
+  static HWY_INLINE void Step(const float* const* HWY_RESTRICT x, const void* HWY_RESTRICT w,
+                              std::int64_t p, bool fetch, Sums& sum) {
+    const DF d;
+    if constexpr (kKind == PackedKind::kBF16Pairs) {
+      const hn::RebindToUnsigned<DF> du;
+      const auto* pairs = static_cast<const std::uint32_t*>(w) + p * 16;
+      if (fetch) __builtin_prefetch(pairs + kFetchFloats, 0, 2);
+      const auto high = hn::Set(du, 0xFFFF0000u);
+      hn::Vec<DF> even[kV], odd[kV];
+      for (int v = 0; v < kV; ++v) {
+        const auto bits = hn::LoadU(du, pairs + v * kLanes);
+        even[v] = hn::BitCast(d, hn::ShiftLeft<16>(bits));
+        odd[v] = hn::BitCast(d, hn::And(bits, high));
+      }
+      for (int i = 0; i < kM; ++i) {
+        const auto xe = hn::Set(d, x[i][2 * p]), xo = hn::Set(d, x[i][2 * p + 1]);
+        for (int v = 0; v < kV; ++v) {
+          sum[i][v] = hn::MulAdd(odd[v], xo, hn::MulAdd(even[v], xe, sum[i][v]));
+        }
+      }
+    } else {
+      hn::Vec<DF> wv[kV];
+      if constexpr (kKind == PackedKind::kF32) {
+        const float* wp = static_cast<const float*>(w) + p * 16;
+        if (fetch) __builtin_prefetch(wp + kFetchFloats, 0, 2);
+        for (int v = 0; v < kV; ++v) wv[v] = hn::LoadU(d, wp + v * kLanes);
+      } else {
+        const auto* wp = static_cast<const std::uint16_t*>(w) + p * 16;
+        if (fetch && p % 2 == 0) __builtin_prefetch(wp + 2 * kFetchFloats, 0, 2);
+        for (int v = 0; v < kV; ++v) wv[v] = LoadF16AsF32(d, wp + v * kLanes);
+      }
+      for (int i = 0; i < kM; ++i) {
+        const auto xv = hn::Set(d, x[i][p]);
+        for (int v = 0; v < kV; ++v) sum[i][v] = hn::MulAdd(wv[v], xv, sum[i][v]);
+      }
+    }
+  }
+
+  static void Block(const float* const* HWY_RESTRICT x, const void* HWY_RESTRICT w,
+                    std::int64_t steps, float* HWY_RESTRICT acc, std::int64_t ld_acc,
+                    bool accumulate, bool fetch) {
+    const DF d;
+    hn::Vec<DF> sum[kChains][kM][kV];
+    for (auto& chain : sum) {
+      for (auto& row : chain) {
+        for (auto& v : row) v = hn::Zero(d);
+      }
+    }
+    const std::int64_t n = kKind == PackedKind::kBF16Pairs ? steps / 2 : steps;
+    std::int64_t p = 0;
+    for (; p + kChains <= n; p += kChains) {
+      for (int c = 0; c < kChains; ++c) Step(x, w, p + c, fetch, sum[c]);
+    }
+    for (; p < n; ++p) Step(x, w, p, fetch, sum[0]);
+    for (int i = 0; i < kM; ++i) {
+      for (int v = 0; v < kV; ++v) {
+        auto total = sum[0][i][v];
+        for (int c = 1; c < kChains; ++c) total = hn::Add(total, sum[c][i][v]);
+        float* out = acc + i * ld_acc + v * static_cast<std::int64_t>(kLanes);
+        hn::StoreU(accumulate ? hn::Add(total, hn::LoadU(d, out)) : total, d, out);
+      }
+    }
+  }
+};
+
+// Up to this many rows of x, linear_packed keeps them as rows (PackedRows). Where 16 float32 lanes
+// make a vector, the 16-row kernels (x rows as the lanes) take over beyond 4; with fewer lanes they
+// take several passes and unpack 16-bit blocks through memory, and lose at every M up to 16
+// (bench/results/cpu-tuning.md).
+std::int64_t PackedRowsPathMax() { return hn::MaxLanes(DF()) >= 16 ? 4 : 16; }
+
+template <PackedKind kKind>
+void PackedRowsKind(const float* const* x, int m, const void* w, std::int64_t steps, float* acc,
+                    std::int64_t ld_acc, bool accumulate, bool fetch) {
+  switch (m) {
+    case 1:
+      return PackedRows<kKind, 1>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
+    case 2:
+      return PackedRows<kKind, 2>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
+    case 3:
+      return PackedRows<kKind, 3>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
+    default:
+      return PackedRows<kKind, 4>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
+  }
+}
+
+void PackedRowsBlock(const float* const* x, int m, const void* w, DataType dtype,
+                     std::int64_t steps, float* acc, std::int64_t ld_acc, bool accumulate,
+                     bool fetch) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return PackedRowsKind<PackedKind::kF32>(x, m, w, steps, acc, ld_acc, accumulate, fetch);
+    case DataType::kFloat16:
+      return PackedRowsKind<PackedKind::kF16>(x, m, w, steps, acc, ld_acc, accumulate, fetch);
+    default:
+      return PackedRowsKind<PackedKind::kBF16Pairs>(x, m, w, steps, acc, ld_acc, accumulate, fetch);
+  }
+}
+
 // LoadF16AsF32: Highway's emulated promotion (SSE4, SCALAR) turns Inf and NaN into finite values.
 void UnpackBlockF16(const void* src, std::int64_t steps, float* dst) {
   const DF d;
@@ -110,6 +225,8 @@ HWY_EXPORT(PackedBlockF32);
 HWY_EXPORT(PackedHalfBlocksF32);
 HWY_EXPORT(UnpackBlockF16);
 HWY_EXPORT(UnpackBlockBF16);
+HWY_EXPORT(PackedRowsBlock);
+HWY_EXPORT(PackedRowsPathMax);
 
 void packed_block_f32(const float* x, const float* w, std::int64_t steps, float* acc,
                       bool accumulate, bool fetch) {
@@ -119,6 +236,19 @@ void packed_block_f32(const float* x, const float* w, std::int64_t steps, float*
 void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, std::int64_t steps,
                             float* acc0, float* acc1, bool accumulate, bool fetch) {
   TILEOPS_DYNAMIC_DISPATCH(PackedHalfBlocksF32)(x0, x1, w, steps, acc0, acc1, accumulate, fetch);
+}
+
+std::int64_t packed_rows_path_max() { return TILEOPS_DYNAMIC_DISPATCH(PackedRowsPathMax)(); }
+
+void packed_rows_block(const float* const* x, int m, const void* w, DataType dtype,
+                       std::int64_t steps, float* acc, std::int64_t ld_acc, bool accumulate,
+                       bool fetch) {
+  if (m < 1 || m > kPackedRowsMax ||
+      (dtype != DataType::kFloat32 && dtype != DataType::kFloat16 &&
+       dtype != DataType::kBFloat16)) {
+    throw_internal_error("packed_rows_block", "1 to 4 rows of a float32/float16/bfloat16 block");
+  }
+  TILEOPS_DYNAMIC_DISPATCH(PackedRowsBlock)(x, m, w, dtype, steps, acc, ld_acc, accumulate, fetch);
 }
 
 void unpack_block_f32(const void* src, DataType dtype, std::int64_t steps, float* dst) {

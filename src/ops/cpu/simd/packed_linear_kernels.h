@@ -23,6 +23,18 @@ void packed_block_f32(const float* x, const float* w, std::int64_t steps, float*
 void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, std::int64_t steps,
                             float* acc0, float* acc1, bool accumulate, bool fetch);
 
+// The form for a few rows of x (decode): x's rows stay rows (x[i] points at the block's first K
+// element of row i, float32, steps elements) and the group's 16 weight rows are the lanes, so
+// that no work goes to padding rows of x: acc[i·ld_acc + j] = (accumulate ? that : 0) +
+// Σ_p x[i][p] · w[p][j], weight row j < 16, i < m <= kPackedRowsMax. The block w is in its packed
+// dtype: float32 or float16 [steps][16], bfloat16 [steps / 2][16][2] (steps even). fetch as above.
+inline constexpr int kPackedRowsMax = 4;
+// The largest M for which linear_packed takes this form on the dispatched SIMD target.
+std::int64_t packed_rows_path_max();
+void packed_rows_block(const float* const* x, int m, const void* w, DataType dtype,
+                       std::int64_t steps, float* acc, std::int64_t ld_acc, bool accumulate,
+                       bool fetch);
+
 // The float32 [steps][16] block packed_block_f32 takes, from a packed float16 block (the same
 // order) or a bfloat16 block of K pairs ([steps / 2][16][2], steps even).
 void unpack_block_f32(const void* src, DataType dtype, std::int64_t steps, float* dst);
