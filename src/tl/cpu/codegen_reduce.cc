@@ -211,7 +211,7 @@ void Emitter::reduce_op(const Op& o) {
   const bool maximum = op == ReduceOp::kMax || op == ReduceOp::kArgmax;
   // Integer sums and products wrap: they accumulate in u64 with plain + and * (GCC 12's loop
   // vectoriser miscompiled the signed/unsigned cast chain (i64)((u64)a + (u64)b) over 8x16 int8
-  // tiles at -O3: tests/tl/tl_cpu_agreement_test.cc, narrow integer reductions).
+  // tiles at -O3: tests/tl/tl_cpu_reduce_agreement_test.cc, narrow integer reductions).
   const bool wrapping = !fl && !arg && !extreme && op != ReduceOp::kAll && op != ReduceOp::kAny;
   const std::string acc_type = fl || arg ? "double" : wrapping ? "u64" : "i64";
   std::string init;
