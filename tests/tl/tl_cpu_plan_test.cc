@@ -1,12 +1,18 @@
 // The cpu code generator's plan (src/tl/cpu/plan.h), checked on traced IR without generating
 // code: definitions and uses of each value, loop-carried values, which uses read a value by
-// name, where fusion chains end, and which reductions take the multi-accumulator loops.
+// name, where fusion chains end, and which reductions take the multi-accumulator loops; which
+// loads read in place, which values are fused and which 16-bit tiles 64-lane loops widen in
+// blocks, sums and stores computed in their producer's loop, and the work prefetch hints are
+// spread over. The kernels' results are checked by the agreement tests that run them.
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "src/tl/builder/tracer.h"
 #include "src/tl/cpu/plan.h"
+#include "src/tl/passes/passes.h"
 #include "tileops/tl.h"
 
 namespace tileops::testing {
@@ -29,6 +35,43 @@ tl::Function trace(const std::function<void(const tl::Value&, const tl::Value&)>
   tl::Function f = tracer.finish();
   tl::verify(f);
   return f;
+}
+
+// Traces `body` over pointers of the given dtypes, then an int and a bool, into a verified
+// Function run through the pass pipeline, as the jit gives it to a backend.
+tl::Function trace_params(const std::vector<DataType>& pointers,
+                          const std::function<void(const std::vector<tl::Value>&)>& body) {
+  tl::Tracer tracer("plan");
+  {
+    tl::TraceScope scope(&tracer);
+    tl::Function& f = tracer.function();
+    std::vector<tl::Value> params;
+    for (std::size_t i = 0; i < pointers.size(); ++i) {
+      const int p = tracer.new_value({tl::TypeKind::kPointer, pointers[i], {}});
+      f.params.push_back({tl::ParamKind::kGlobalAddress, p, "pointer"});
+      params.push_back(tl::Value::from_id(p));
+    }
+    const int n = tracer.new_value({tl::TypeKind::kScalar, DataType::kInt64, {}});
+    f.params.push_back({tl::ParamKind::kInt, n, "n"});
+    params.push_back(tl::Value::from_id(n));
+    const int flag = tracer.new_value({tl::TypeKind::kScalar, DataType::kBool, {}});
+    f.params.push_back({tl::ParamKind::kBool, flag, "flag"});
+    params.push_back(tl::Value::from_id(flag));
+    body(params);
+  }
+  tl::Function f = tracer.finish();
+  tl::verify(f);
+  for (const tl::Pass& pass : tl::pipeline(tl::Options{}.opt_level)) pass.run(f);
+  tl::verify(f);
+  return f;
+}
+
+// The ops of `kind` in `r` and its nested regions, in order.
+void find_ops(const tl::Region& r, tl::OpKind kind, std::vector<const tl::Op*>& out) {
+  for (const tl::Op& o : r.ops) {
+    if (o.kind == kind) out.push_back(&o);
+    for (const tl::Region& inner : o.regions) find_ops(inner, kind, out);
+  }
 }
 
 TEST(TlCpuPlan, UsesAndFusionRoots) {
@@ -110,6 +153,211 @@ TEST(TlCpuPlan, LoopCarriedValuesAndYields) {
   EXPECT_TRUE(next.raw_use);
   EXPECT_FALSE(next.elementwise_uses);
   EXPECT_EQ(next.fusion_root, body.yields.at(0));
+}
+
+// A tile stored back where it was loaded from, computed elementwise (and through a row max), is
+// read in place: the store writes each element after its last read. One stored a column further
+// on overlaps its own source at another offset: copied. The in-place tile, inside a loop and
+// large, gets a cursor prefetching the next iteration's; its expression is fused into the store.
+TEST(TlCpuPlan, LoadsReadInPlaceOnlyWhenNothingClobbersThem) {
+  constexpr std::int64_t kRows = 5, kWidth = 1000;
+  int v = -1, w = -1, scaled = -1, updated = -1;
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {kRows, kWidth}), ty = tl::tensor(p[1], {kRows, kWidth});
+    for (tl::Value r : tl::range(tl::block_idx(), kRows, tl::block_num())) {
+      const tl::Value vv = tl::load(tx, {1, kWidth}, {r, 0});
+      const tl::Value vs = vv * 3.0f;
+      const tl::Value vu = vs + tl::reduce_max(vv);
+      tl::store(vu, tx, {r, 0});
+      const tl::Value vw = tl::load(ty, {1, kWidth - 1}, {r, 0});
+      tl::store(vw * 2.0f, ty, {r, 1});
+      v = vv.id(), w = vw.id(), scaled = vs.id(), updated = vu.id();
+    }
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  EXPECT_TRUE(plan.at(v).read_in_place);
+  EXPECT_TRUE(plan.at(v).overlap_checks.empty());  // only its own tensor is stored to
+  EXPECT_TRUE(plan.at(v).next_tile_cursor);
+  EXPECT_FALSE(plan.at(v).any_row_stride);
+  EXPECT_FALSE(plan.at(v).widened);
+  EXPECT_FALSE(plan.at(w).read_in_place);
+  EXPECT_FALSE(plan.at(w).next_tile_cursor);
+  EXPECT_TRUE(plan.at(scaled).fused);
+  EXPECT_TRUE(plan.at(updated).fused);  // evaluated in the store's row loop
+  EXPECT_TRUE(plan.hint_work.empty());
+}
+
+// A float32 matmul left operand is read in place at any row stride; a tile loaded from one
+// tensor while another is stored to is read in place when the two do not overlap (checked at
+// run time against that tensor).
+TEST(TlCpuPlan, MatmulLeftOperandsAtAnyRowStrideAndOverlapChecks) {
+  int a = -1, b = -1, c = -1, stored = -1;
+  const tl::Function f = trace_params({f32, f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value ta = tl::tensor(p[0], {16, 64}), tb = tl::tensor(p[1], {64, 16});
+    const tl::Value tc = tl::tensor(p[2], {16, 64});
+    const tl::Value va = tl::load(ta, {16, 64}, {0, 0});
+    const tl::Value vb = tl::load(tb, {64, 16}, {0, 0});
+    const tl::Value vc = tl::load(tc, {16, 64}, {0, 0});
+    tl::store(tl::matmul(va, vb), tc, {0, 0});
+    tl::store(vc + 1.0f, ta, {0, 0});
+    a = va.id(), b = vb.id(), c = vc.id(), stored = tc.id();
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  EXPECT_TRUE(plan.at(a).read_in_place);
+  EXPECT_TRUE(plan.at(a).any_row_stride);
+  EXPECT_FALSE(plan.at(a).next_tile_cursor);  // not in a loop
+  EXPECT_FALSE(plan.at(b).any_row_stride);    // the right operand is read densely
+  // Both live until the product is stored to tc: read in place where tc does not overlap them.
+  EXPECT_TRUE(plan.at(b).read_in_place);
+  EXPECT_EQ(plan.at(a).overlap_checks, std::vector<int>{stored});
+  EXPECT_EQ(plan.at(b).overlap_checks, std::vector<int>{stored});
+  EXPECT_FALSE(plan.at(c).read_in_place);  // tc itself is stored to (the product) while it is live
+}
+
+// A 16-bit tile read only element by element stays 16-bit; its widening (read three times) is
+// fused into each consumer, and both the narrowing store's and the row sum's 64-lane loops read
+// it as float32 blocks.
+TEST(TlCpuPlan, WidenedTilesAreReadInBlocksByLaneLoops) {
+  for (DataType d : {DataType::kBFloat16, DataType::kFloat16}) {
+    int l = -1, v = -1, twice = -1, narrowed = -1, square = -1, sum = -1;
+    const tl::Function f = trace_params({d, d, f32}, [&](const std::vector<tl::Value>& p) {
+      const tl::Value tx = tl::tensor(p[0], {62, 1061}), ty = tl::tensor(p[1], {62, 1061});
+      const tl::Value ts = tl::tensor(p[2], {62, 1});
+      for (tl::Value r : tl::range(tl::block_idx(), 62, tl::block_num())) {
+        const tl::Value vl = tl::load(tx, {1, 1061}, {r, 0});
+        const tl::Value vv = vl.to(f32);
+        const tl::Value v2 = vv * 2.0f;
+        const tl::Value vn = v2.to(d);
+        tl::store(vn, ty, {r, 0});
+        const tl::Value vsq = vv * vv;
+        const tl::Value vsum = tl::reduce_sum(vsq, {1}, true);
+        tl::store(vsum, ts, {r, 0});
+        l = vl.id(), v = vv.id(), twice = v2.id(), narrowed = vn.id(), square = vsq.id();
+        sum = vsum.id();
+      }
+    });
+    const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+    EXPECT_TRUE(plan.at(l).widened) << name_of(d);
+    for (int id : {v, twice, narrowed, square}) EXPECT_TRUE(plan.at(id).fused) << id;
+    EXPECT_FALSE(plan.at(sum).fused);
+    EXPECT_EQ(tl::cpu::lane_blocks(f, plan.values, narrowed), std::vector<int>{l});
+    EXPECT_EQ(tl::cpu::lane_blocks(f, plan.values, square), std::vector<int>{l});
+    EXPECT_TRUE(tl::cpu::lane_blocks(f, plan.values, sum).empty());
+  }
+}
+
+// exp's loop also computes its row sum and, its tile lying in place, writes the store: the
+// reduction and the store print nothing of their own (the store runs only when it was not sunk).
+TEST(TlCpuPlan, RowSumsAndStoresInTheProducersLoop) {
+  int e = -1, total = -1;
+  const tl::Op* store = nullptr;
+  const tl::Function f = trace_params({f32, f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {4, 256}), ty = tl::tensor(p[1], {4, 256});
+    const tl::Value ts = tl::tensor(p[2], {4, 1});
+    for (tl::Value r : tl::range(tl::block_idx(), 4, tl::block_num())) {
+      const tl::Value ve = tl::exp(tl::load(tx, {1, 256}, {r, 0}));
+      const tl::Value vt = tl::reduce_sum(ve, {1}, true);
+      tl::store(ve, ty, {r, 0});
+      tl::store(vt, ts, {r, 0});
+      e = ve.id(), total = vt.id();
+    }
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  std::vector<const tl::Op*> stores;
+  find_ops(f.body, tl::OpKind::kStore, stores);
+  ASSERT_EQ(stores.size(), 2u);
+  store = stores[0];
+  EXPECT_FALSE(plan.at(e).fused);
+  EXPECT_TRUE(plan.at(e).nonnegative);  // exp: its sum may add blocks in float32
+  ASSERT_NE(plan.at(e).summed, nullptr);
+  EXPECT_EQ(plan.at(e).summed->results[0], total);
+  EXPECT_TRUE(plan.at(total).computed_by_producer);
+  EXPECT_EQ(plan.at(e).sunk_store, store);
+  EXPECT_EQ(plan.at(e).in_place_operand, -1);
+}
+
+// A loop-carried accumulator read only by the add of each step takes the sum in place.
+TEST(TlCpuPlan, CarriedTilesAreOverwrittenInPlace) {
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {8, 64}), ty = tl::tensor(p[1], {64});
+    tl::Var acc = tl::zeros({64}, f32);
+    for (const tl::Value i : tl::range(0, 8, 1)) {
+      acc = acc + tl::reshape(tl::load(tx, {1, 64}, {i, 0}), {64});
+    }
+    tl::store(acc, ty, {0});
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  std::vector<const tl::Op*> loops;
+  find_ops(f.body, tl::OpKind::kFor, loops);
+  ASSERT_EQ(loops.size(), 1u);
+  const tl::Region& body = loops[0]->regions.at(0);
+  ASSERT_EQ(body.args.size(), 2u);
+  const int carried = body.args[1], next = body.yields.at(0);
+  EXPECT_TRUE(plan.at(carried).consumable);
+  EXPECT_EQ(plan.at(next).in_place_operand, carried);
+  EXPECT_FALSE(plan.at(next).fused);                          // yielded: read by name
+  EXPECT_TRUE(plan.at(loops[0]->operands.at(3)).fills_loop);  // the zeros fill the loop's tile
+}
+
+// A tl::prefetch hint is spread over all the vector loops that follow it in its scope: here the
+// max, exp-and-sum and store loops of a 4096-float softmax row (4096 lanes each); the max loop,
+// first, fetches at most half of the hinted row, all of them together at least the whole row.
+// The hint replaces the cursor that would fetch the next iteration's row for the load, though
+// the load comes first.
+TEST(TlCpuPlan, PrefetchHintWorkIsTheLoopsThatFollow) {
+  int v = -1;
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {p[2], 4096}), ty = tl::tensor(p[1], {p[2], 4096});
+    for (tl::Value r : tl::range(tl::block_idx(), p[2], tl::block_num())) {
+      const tl::Value vv = tl::load(tx, {1, 4096}, {r, 0});
+      tl::prefetch(tx, {1, 4096}, {r + tl::block_num(), 0});
+      tl::store(tl::softmax(vv), ty, {r, 0});
+      v = vv.id();
+    }
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  std::vector<const tl::Op*> hints;
+  find_ops(f.body, tl::OpKind::kPrefetch, hints);
+  ASSERT_EQ(hints.size(), 1u);
+  ASSERT_EQ(plan.hint_work.count(hints[0]), 1u);
+  const std::int64_t work = plan.hint_work.at(hints[0]);
+  EXPECT_EQ(work, 3 * 4096);
+  EXPECT_TRUE(plan.at(v).read_in_place);
+  EXPECT_FALSE(plan.at(v).next_tile_cursor);
+  // Lines fetched per loop: (steps of the loop) x (lines per step); the max loop takes 32 lanes
+  // a step, the others 64.
+  const std::int64_t bytes = 4096 * 4;
+  const std::int64_t max_lines = 4096 / 32 * tl::cpu::hint_lines(bytes, 32, work);
+  const std::int64_t other_lines = 4096 / 64 * tl::cpu::hint_lines(bytes, 64, work);
+  EXPECT_LE(max_lines, 128) << "the max loop fetches more than half of the hint";
+  EXPECT_GE(max_lines + 2 * other_lines, 256) << "the loops do not cover the hinted row";
+}
+
+// Of the two branches of an if, one runs: a hint before it is spread over the larger branch's
+// loops, not both (each store loop takes the whole next row, 4 lines per 64 lanes).
+TEST(TlCpuPlan, PrefetchHintBeforeAnIfCountsOneBranch) {
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {p[2], 4096}), ty = tl::tensor(p[1], {p[2], 4096});
+    for (tl::Value r : tl::range(tl::block_idx(), p[2], tl::block_num())) {
+      const tl::Value v = tl::load(tx, {1, 4096}, {r, 0});
+      tl::prefetch(tx, {1, 4096}, {r + tl::block_num(), 0});
+      tl::if_(
+          p[3],
+          [&] {
+            tl::store(v * 2.0f, ty, {r, 0});
+          },
+          [&] {
+            tl::store(v * 0.5f, ty, {r, 0});
+          });
+    }
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  std::vector<const tl::Op*> hints;
+  find_ops(f.body, tl::OpKind::kPrefetch, hints);
+  ASSERT_EQ(hints.size(), 1u);
+  ASSERT_EQ(plan.hint_work.count(hints[0]), 1u);
+  EXPECT_EQ(plan.hint_work.at(hints[0]), 4096);
+  EXPECT_EQ(tl::cpu::hint_lines(4096 * 4, 64, 4096), 4);
 }
 
 }  // namespace

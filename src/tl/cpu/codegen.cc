@@ -1,9 +1,8 @@
-// The cpu code generator: types, control flow and global memory (compute ops are in
-// codegen_compute.cc). Generated loops have static trip counts wherever the IR has static
-// shapes, so -O3 vectorises them; loads and stores clip every row to the tensor's bounds.
+// The cpu code generator's printer: control flow and tensors (compute ops are in
+// codegen_compute.cc, memory in codegen_memory.cc); the plan (plan.h) is made first. Generated
+// loops have static trip counts wherever the IR has static shapes, so -O3 vectorises them; loads
+// and stores clip every row to the tensor's bounds.
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,78 +40,6 @@ std::int64_t stream_bytes() {
 }
 
 }  // namespace
-
-std::string Emitter::at(int id, const std::string& index) const {
-  if (widened_[static_cast<std::size_t>(id)]) {
-    const char* widen = type(id).dtype == DataType::kBFloat16 ? "tl_bf2f(" : "tl_h2f(";
-    return cat({widen, name(id), "[", index, "])"});
-  }
-  const std::string& fused = deferred_[static_cast<std::size_t>(id)];
-  if (!fused.empty()) {
-    std::string e = fused;
-    for (std::size_t p = e.find(kIndex); p != std::string::npos;
-         p = e.find(kIndex, p + index.size()))
-      e.replace(p, 3, index);
-    return "(" + e + ")";
-  }
-  return type(id).kind == TypeKind::kTile ? name(id) + "[" + index + "]" : name(id);
-}
-
-std::string Emitter::widen_blocks(std::string& body, const std::string& base) const {
-  std::string fills;
-  for (const bool bf16 : {true, false}) {
-    const std::string call = bf16 ? "tl_bf2f(" : "tl_h2f(";
-    const std::string index = "[" + base + " + q])";
-    for (std::size_t p = body.find(call); p != std::string::npos; p = body.find(call, p + 1)) {
-      const std::size_t start = p + call.size();
-      std::size_t end = start;
-      while (end < body.size() &&
-             (std::isalnum(static_cast<unsigned char>(body[end])) != 0 || body[end] == '_'))
-        ++end;
-      if (end == start || body.compare(end, index.size(), index) != 0) continue;
-      const std::string tile = body.substr(start, end - start), block = "tl_w_" + tile;
-      if (fills.find(block + "[64]") == std::string::npos) {
-        fills += cat({"alignas(64) float ", block, "[64]; tl_widen64<", bf16 ? "true" : "false",
-                      ">(", tile, " + (", base, "), ", block, "); "});
-      }
-      const std::string replaced = block + "[q]";
-      body.replace(p, end + index.size() - p, replaced);
-      p += replaced.size() - 1;
-    }
-  }
-  return fills;
-}
-
-bool Emitter::defer(int id, const std::string& expression, bool cheap, bool widening) {
-  const auto i = static_cast<std::size_t>(id);
-  const ValuePlan& p = plan(id);
-  const Op* user = p.last_user;
-  if (user == nullptr || p.user_region != current_ || expression.size() > 2000) return false;
-  if (p.uses != 1) {
-    const auto in_user = std::count(user->operands.begin(), user->operands.end(), id);
-    const bool cheap_ok = cheap && (in_user == p.uses || (widening && p.elementwise_uses));
-    if (!cheap_ok && p.fusion_root == id) return false;
-  }
-  switch (user->kind) {
-    case OpKind::kUnary:
-    case OpKind::kBinary:
-    case OpKind::kWhere:
-    case OpKind::kCast:
-      // Not into a broadcast: the expression would be evaluated once per element of the user.
-      if (type(user->results[0]).size() != type(id).size()) return false;
-      break;
-    case OpKind::kReduce:  // its accumulation loop evaluates the expression
-      if (suffix_run(*user) == 0) return false;
-      break;
-    case OpKind::kStore:  // its row loop evaluates the expression (the stored value, not an index)
-      if (user->operands[0] != id || type(id).kind != TypeKind::kTile) return false;
-      break;
-    default:
-      return false;
-  }
-  deferred_[i] = expression;
-  return true;
-}
 
 void Emitter::declare_named(const std::string& n, const Type& t) {
   if (t.kind == TypeKind::kTile) {
@@ -157,14 +84,6 @@ void Emitter::fill(const std::string& dst, const Type& t, const std::string& val
          << compute_type(t.dtype) << ")" << value << ";\n";
 }
 
-// A `full` tile whose one use is a loop's initial value (an accumulator's zeros): the loop's
-// buffer is filled directly, which saves a tile and its copy per entry into the loop.
-bool Emitter::fills_carried(int id) const {
-  const ValuePlan& p = plan(id);
-  return p.def != nullptr && p.def->kind == OpKind::kFull && type(id).kind == TypeKind::kTile &&
-         p.uses == 1 && p.last_user != nullptr && p.last_user->kind == OpKind::kFor;
-}
-
 void Emitter::copy_named(const std::string& dst, const std::string& src, const Type& t) {
   if (t.kind == TypeKind::kTile) {  // the same storage when an op worked in place
     // A loop, not memmove: no library call (compiler.cc), and the two never overlap partly.
@@ -176,13 +95,6 @@ void Emitter::copy_named(const std::string& dst, const std::string& src, const T
 }
 
 GeneratedSource Emitter::run() {
-  plan_ = plan_values(f_);
-  summed_.assign(f_.types.size(), false);
-  sunk_.assign(f_.types.size(), false);
-  deferred_.assign(f_.types.size(), "");
-  emitted_.assign(f_.types.size(), false);
-  widened_.assign(f_.types.size(), false);
-  row_stride_.assign(f_.types.size(), "");
   out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
           "const TlRt* rt) {\n";
@@ -218,12 +130,9 @@ GeneratedSource Emitter::run() {
 }
 
 void Emitter::region(const Region& r) {
-  const Region* outer = current_;
   // The cursors and tensors of this region go out of scope with it.
   const std::size_t cursors = prefetch_.size(), hints = hints_.size(), tensors = tensors_.size();
-  current_ = &r;
   for (const Op& o : r.ops) op(o);
-  current_ = outer;
   prefetch_.resize(cursors);
   hints_.resize(hints);
   hint_bytes_.resize(hints);
@@ -278,7 +187,7 @@ void Emitter::op(const Op& o) {
       prefetch_op(o);
       return;
     case OpKind::kFull:
-      if (fills_carried(res)) return;  // for_op fills the loop's buffer instead
+      if (plan(res).fills_loop) return;  // for_op fills the loop's buffer instead
       declare(res);
       fill(name(res), type(res), name(o.operands[0]));
       return;
@@ -332,7 +241,7 @@ void Emitter::for_op(const Op& o) {
   for (std::size_t c = 0; c < carried; ++c) {
     declare(body.args[c + 1]);
     const int init = o.operands[3 + c];
-    if (fills_carried(init)) {
+    if (plan(init).fills_loop) {
       fill(name(body.args[c + 1]), type(init), name(plan(init).def->operands[0]));
     } else {
       copy_value(body.args[c + 1], init);
@@ -353,9 +262,7 @@ void Emitter::for_op(const Op& o) {
             k, " < ", n, "; ++", k, ")"}));
   line() << "const i64 " << iv << " = (i64)((u64)" << start << " + " << k << " * (u64)" << step
          << ");\n";
-  ++loop_depth_;
   region(body);
-  --loop_depth_;
   if (carried == 1) {
     copy_value(body.args[1], body.yields[0]);
   } else if (carried > 1) {  // through temporaries: a yield may be another carried value
@@ -377,19 +284,13 @@ void Emitter::for_op(const Op& o) {
 
 void Emitter::if_op(const Op& o) {
   for (int r : o.results) declare(r);
-  // One branch runs: a hint in scope is advanced by the work of the larger one, not of both.
-  const std::map<const Op*, std::int64_t> before = hint_work_;
-  std::map<const Op*, std::int64_t> most = before;
   for (std::size_t branch = 0; branch < 2; ++branch) {
     open(branch == 0 ? "if (" + name(o.operands[0]) + ")" : "else");
     const Region& r = o.regions[branch];
     region(r);
     for (std::size_t i = 0; i < o.results.size(); ++i) copy_value(o.results[i], r.yields[i]);
     close();
-    for (const auto& [hint, work] : hint_work_) most[hint] = std::max(most[hint], work);
-    hint_work_ = before;
   }
-  hint_work_ = std::move(most);
 }
 
 void Emitter::tensor_op(const Op& o) {
@@ -439,8 +340,9 @@ void Emitter::tensor_op(const Op& o) {
   line() << "const char* const " << t << "_lo = (const char*)(" << t << " + (" << lo << "));\n";
   line() << "const char* const " << t << "_hi = (const char*)(" << t << " + (" << hi << "));\n";
   line() << "(void)" << t << "_lo; (void)" << t << "_hi;\n";
-  emitted_[static_cast<std::size_t>(o.results[0])] = true;
   tensors_.push_back(t);
 }
+
+GeneratedSource generate(const Function& function) { return Emitter(function).run(); }
 
 }  // namespace tileops::tl::cpu

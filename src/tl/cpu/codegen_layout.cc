@@ -63,10 +63,10 @@ void Emitter::matmul_op(const Op& o) {
   const Type& bt = type(o.operands[1]);
   const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
-  const std::string& ld = row_stride_[static_cast<std::size_t>(o.operands[0])];
-  const std::string lda = ld.empty() ? std::to_string(k) : ld;
+  // A left operand read in place at any row stride has it in <a>_ld (plan_loads.cc).
+  const std::string lda = plan(o.operands[0]).any_row_stride ? a + "_ld" : std::to_string(k);
   if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&
-      consumable(o.operands[2])) {
+      plan(o.operands[2]).consumable) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
     line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b

@@ -1,8 +1,6 @@
 // The cpu code generator: loads, stores and atomics. Every row of a tile is clipped to the
 // tensor's bounds ([tl_lo, tl_hi) columns, rows outside skipped), so a load reads and a store
 // writes only in-bounds elements; the contiguous case is a plain loop the compiler vectorises.
-#include <algorithm>
-#include <limits>
 
 #include "src/tl/cpu/emitter.h"
 
@@ -94,29 +92,6 @@ int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& sh
   return static_cast<int>(rank);
 }
 
-namespace {
-
-bool uses_any(const Op& o, const std::vector<bool>& live) {
-  for (int id : o.operands) {
-    if (live[static_cast<std::size_t>(id)]) return true;
-  }
-  for (const Region& r : o.regions) {
-    for (const Op& inner : r.ops) {
-      if (uses_any(inner, live)) return true;
-    }
-  }
-  return false;
-}
-
-void stored_tensors(const Op& o, std::vector<int>& out) {
-  if (o.kind == OpKind::kStore || o.kind == OpKind::kAtomic) out.push_back(o.operands[1]);
-  for (const Region& r : o.regions) {
-    for (const Op& inner : r.ops) stored_tensors(inner, out);
-  }
-}
-
-}  // namespace
-
 std::pair<std::string, std::string> Emitter::contiguous_tile(
     const std::string& t, const std::vector<std::int64_t>& shape,
     const std::vector<std::string>& offsets, bool any_row_stride) const {
@@ -135,122 +110,31 @@ std::pair<std::string, std::string> Emitter::contiguous_tile(
   return {inside, at_};
 }
 
-std::optional<std::vector<int>> Emitter::direct_load_hazards(const Op& load) const {
-  const Region& r = *current_;
-  std::size_t i = 0;
-  while (&r.ops[i] != &load) ++i;
-  // Everything derived from the loaded tile (a reshape aliases it, a fused expression reads it
-  // where it is consumed) is live until the last op of the region that uses any of it, or to
-  // the region's end when it is yielded.
-  std::vector<bool> live(f_.types.size(), false);
-  live[static_cast<std::size_t>(load.results[0])] = true;
-  std::size_t last = i;
-  for (std::size_t j = i + 1; j < r.ops.size(); ++j) {
-    if (!uses_any(r.ops[j], live)) continue;
-    for (int res : r.ops[j].results) live[static_cast<std::size_t>(res)] = true;
-    last = j;
-  }
-  for (int y : r.yields) {
-    if (live[static_cast<std::size_t>(y)]) last = r.ops.size() - 1;
-  }
-  std::vector<int> stored;
-  for (std::size_t j = i + 1; j <= last && j < r.ops.size(); ++j) stored_tensors(r.ops[j], stored);
-  const int tensor = load.operands[0];
-  if (std::find(stored.begin(), stored.end(), tensor) != stored.end()) {
-    if (!updated_in_place(r, i, last, live)) return std::nullopt;  // written while live
-    stored.erase(std::remove(stored.begin(), stored.end(), tensor), stored.end());
-  }
-  for (int t : stored) {
-    // A tensor made after the load has no address range yet at the load.
-    if (!emitted_[static_cast<std::size_t>(t)]) return std::nullopt;
-  }
-  return stored;
-}
-
-bool Emitter::updated_in_place(const Region& r, std::size_t load, std::size_t last,
-                               const std::vector<bool>& live) const {
-  const Op& l = r.ops[load];
-  const Op& s = r.ops[last];
-  const std::int64_t size = type(l.results[0]).size();
-  // The last use stores a tile of the loaded shape to the loaded tensor at the same offsets.
-  if (s.kind != OpKind::kStore || s.operands[1] != l.operands[0] ||
-      type(s.operands[0]).shape != type(l.results[0]).shape ||
-      !std::equal(l.operands.begin() + 1, l.operands.end() - 1, s.operands.begin() + 2,
-                  s.operands.begin() + 2 + static_cast<std::ptrdiff_t>(l.operands.size() - 2)))
-    return false;
-  for (std::size_t j = load + 1; j < last; ++j) {
-    const Op& o = r.ops[j];
-    std::vector<int> tensors;
-    stored_tensors(o, tensors);
-    if (std::find(tensors.begin(), tensors.end(), l.operands[0]) != tensors.end()) return false;
-    if (!uses_any(o, live) || o.kind == OpKind::kReduce || o.kind == OpKind::kStore) continue;
-    const bool elementwise = o.kind == OpKind::kUnary || o.kind == OpKind::kBinary ||
-                             o.kind == OpKind::kWhere || o.kind == OpKind::kCast;
-    // Same-shape results read element j for element j; one-element ones come from reductions.
-    const std::int64_t n = type(o.results[0]).size();
-    if (!elementwise || (n != size && n != 1)) return false;
-  }
-  return true;
-}
-
-const Op* Emitter::sinkable_store(const Op& producer, int id) const {
-  if (plan(id).uses != 2) return nullptr;
-  const Region& r = *current_;
-  std::size_t i = 0;
-  while (i < r.ops.size() && &r.ops[i] != &producer) ++i;
-  auto defined_later = [&](int v) {  // by an op of this region from `producer` on
-    const Op* d = plan(v).def;
-    return d != nullptr && d >= &r.ops[i] && d < r.ops.data() + r.ops.size();
-  };
-  for (std::size_t j = i + 1; j < r.ops.size(); ++j) {
-    const Op& s = r.ops[j];
-    if (s.kind == OpKind::kStore && s.operands[0] == id) {
-      if (s.as<StoreAttrs>().masked || type(s.operands[1]).dtype != DataType::kFloat32 ||
-          !emitted_[static_cast<std::size_t>(s.operands[1])])
-        return nullptr;
-      for (std::size_t k = 1; k < s.operands.size(); ++k) {
-        if (defined_later(s.operands[k])) return nullptr;
-      }
-      return &s;
-    }
-    const bool memory = s.kind == OpKind::kLoad || s.kind == OpKind::kStore ||
-                        s.kind == OpKind::kAtomic || !s.regions.empty();
-    if (memory) return nullptr;
-  }
-  return nullptr;
-}
-
 void Emitter::load_op(const Op& o) {
   const int res = o.results[0];
   const Type& tt = type(res);
+  const ValuePlan& p = plan(res);
   const std::string t = name(o.operands[0]);
   std::vector<std::string> offsets;
   for (std::size_t d = 0; d < tt.shape.size(); ++d) offsets.push_back(name(o.operands[1 + d]));
-  // A 16-bit float tile whose every use reads it through at() stays in its memory type: the
-  // widening to float happens in the consumer's loop (vectorised there), not in a copy.
-  const bool widen =
-      (tt.dtype == DataType::kFloat16 || tt.dtype == DataType::kBFloat16) && !plan(res).raw_use;
+  // A widened tile stays in its memory type (plan_loads.cc).
+  const bool widen = p.widened;
   const std::string ct = widen ? memory_type(tt.dtype) : compute_type(tt.dtype);
-  // A tile that lies inside the tensor, contiguous in its row-major order, held in its memory
-  // type, is read in place (a pointer into global memory) instead of copied, when no tensor
-  // stored to while it is live overlaps the loaded one (checked at run time) and it is not the
-  // same tensor: the copy would be the kernel's only use of it.
-  std::optional<std::vector<int>> hazards;
-  if (tt.dtype != DataType::kBool && ct == memory_type(tt.dtype)) hazards = direct_load_hazards(o);
   std::string dst = name(res);
   const std::string buffer = cat({"alignas(64) ", ct, " "});
-  // The left operand of a matmul is read in place whenever its rows are contiguous, at any row
-  // stride (matmul_acc takes it): the tl gemm then copies only B slices.
-  const bool any_row_stride = hazards && matmul_lhs_only(res);
+  const bool any_row_stride = p.any_row_stride;
   const std::int64_t buffer_bytes =
       tt.size() * (ct == memory_type(tt.dtype) ? static_cast<std::int64_t>(size_of(tt.dtype))
                                                : compute_bytes(tt.dtype));
-  if (hazards) {
+  // Read in place (a pointer into global memory) when the run-time checks pass: the tile lies
+  // inside the tensor, contiguous in its row-major order, and overlaps no tensor stored to while
+  // it is live.
+  if (p.read_in_place) {
     dst = name(res) + "_buf";
     line() << buffer << dst << "[" << tt.size() << "];\n";
     on_stack(buffer_bytes);
     auto [direct, at_] = contiguous_tile(t, tt.shape, offsets, any_row_stride);
-    for (int u : *hazards) {
+    for (int u : p.overlap_checks) {
       const std::string un = name(u);
       direct += cat({" && (", un, "_hi <= ", t, "_lo || ", t, "_hi <= ", un, "_lo)"});
     }
@@ -258,20 +142,11 @@ void Emitter::load_op(const Op& o) {
     line() << ct << "* const " << name(res) << " = " << name(res) << "_direct ? " << t << " + ("
            << at_ << ") : " << dst << ";\n";
     if (any_row_stride) {
-      row_stride_[static_cast<std::size_t>(res)] = name(res) + "_ld";
       line() << "const i64 " << name(res) << "_ld = " << name(res) << "_direct ? " << t
              << "_s0 : " << tt.shape[1] << ";\n";
     }
-    const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
-    // Smaller tiles: the hardware prefetcher suffices. The cursor covers contiguous bytes: not
-    // for a tile whose rows may lie apart.
-    // A kernel that places tl::prefetch hints (in scope, or later in this block) has taken over
-    // prefetching: no cursor then.
-    const bool hinted =
-        !hints_.empty() || (current_ != nullptr &&
-                            std::any_of(current_->ops.begin(), current_->ops.end(),
-                                        [](const Op& op) { return op.kind == OpKind::kPrefetch; }));
-    if (loop_depth_ > 0 && bytes >= 1024 && !any_row_stride && !hinted) {
+    if (p.next_tile_cursor) {
+      const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
       const std::string v = name(res), pf = v + "_pf", prev = v + "_prev";
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
@@ -307,21 +182,18 @@ void Emitter::load_op(const Op& o) {
   line() << "else { for (i64 j = tl_lo; j < tl_hi; ++j) tl_dst[j] = "
          << element("tl_src[tl_lo + (j - tl_lo) * tl_st]") << "; }\n";
   for (int i = 0; i < loops; ++i) close();
-  if (hazards) close();
-  widened_[static_cast<std::size_t>(res)] = widen;
+  if (p.read_in_place) close();
 }
 
 void Emitter::store_op(const Op& o) {
   const int value = o.operands[0];
-  // Written by the loop that produced the tile when its tile lay in place (sinkable_store).
-  if (sunk_[static_cast<std::size_t>(value)] && o.kind == OpKind::kStore) {
-    sunk_[static_cast<std::size_t>(value)] = false;
+  // Written by the loop that produced the tile when its tile lay in place (plan_sinks.cc).
+  if (plan(value).sunk_store == &o && !printing_unsunk_) {
+    printing_unsunk_ = true;
     open("if (!" + name(value) + "_sunk)");
-    const bool counting = count_work_;
-    count_work_ = false;
     store_op(o);
-    count_work_ = counting;
     close();
+    printing_unsunk_ = false;
     return;
   }
   const Type& vt = type(value);
@@ -361,8 +233,11 @@ void Emitter::store_op(const Op& o) {
   }
   // Element j of the row (a fused producer's expression is evaluated here).
   const std::string v = strip_round(d, at(value, "tl_row * " + width + " + j"));
-  std::string v8 = at(value, "tl_row * " + width + " + j + q");
-  const std::string widen8 = widen_blocks(v8, "tl_row * " + width + " + j");
+  // The 64-lane loops read widened tiles as float32 blocks (plan.h's lane_blocks).
+  const std::string base = "tl_row * " + width + " + j";
+  const LaneBlocks lanes{base + " + q", lane_blocks(f_, plan_.values, value)};
+  const std::string v8 = elements_.at(value, lanes.index, &lanes);
+  const std::string widen8 = lane_block_fills(f_, lanes.tiles, base);
   line() << memory_type(d) << "* const tl_out = " << t << " + tl_base;\n";
   std::string next_tiles;  // the 64-lane loops below prefetch the next iteration's tiles
   for (const std::string& pf : prefetch_) next_tiles += pf;
@@ -461,20 +336,13 @@ void Emitter::prefetch_op(const Op& o) {
   hint_ops_.push_back(&o);
 }
 
-std::string Emitter::advance_hints(std::int64_t lanes, std::int64_t total) {
+std::string Emitter::advance_hints(std::int64_t lanes, std::int64_t total) const {
   std::string code;
   for (std::size_t i = 0; i < hints_.size(); ++i) {
-    if (count_work_) {  // saturating: a sum of tile sizes
-      std::int64_t& w = hint_work_[hint_ops_[i]];
-      if (__builtin_add_overflow(w, total, &w)) w = std::numeric_limits<std::int64_t>::max();
-    }
-    const auto planned = planned_work_.find(hint_ops_[i]);
-    const std::int64_t work =
-        std::max<std::int64_t>(planned == planned_work_.end() ? total : planned->second, 1);
-    const __int128 share = (static_cast<__int128>(hint_bytes_[i]) * lanes + work - 1) / work;
-    const auto lines = static_cast<std::int64_t>(std::clamp<__int128>((share + 63) / 64, 1, 4));
-    code += cat({"tl_prefetch_lines<", std::to_string(lines), ", 2>(", hints_[i], ", ", hints_[i],
-                 "_end); "});
+    const auto planned = plan_.hint_work.find(hint_ops_[i]);
+    const std::int64_t work = planned == plan_.hint_work.end() ? total : planned->second;
+    code += cat({"tl_prefetch_lines<", std::to_string(hint_lines(hint_bytes_[i], lanes, work)),
+                 ", 2>(", hints_[i], ", ", hints_[i], "_end); "});
   }
   return code;
 }

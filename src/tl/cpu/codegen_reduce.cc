@@ -23,25 +23,6 @@ std::string int_limit(DataType dtype, bool greatest) {
 
 }  // namespace
 
-// Only exp and exp2 results: squares qualify as well, but rms_norm, which agrees with the
-// interpreter bit for bit in practice with a double sum, then drifts by up to 3 ulps (under
-// fast_math every sum takes float32 accumulators: tl_sum64).
-bool Emitter::nonnegative(int id) const {
-  const Op* d = plan(id).def;
-  return d != nullptr && d->kind == OpKind::kUnary &&
-         (d->as<UnaryAttrs>().op == UnaryOp::kExp || d->as<UnaryAttrs>().op == UnaryOp::kExp2);
-}
-
-const Op* Emitter::sum_of(int id) const {
-  if (current_ == nullptr || type(id).dtype != DataType::kFloat32) return nullptr;
-  for (const Op& o : current_->ops) {
-    if (o.kind != OpKind::kReduce || o.operands[0] != id) continue;
-    const ReduceOp op = o.as<ReduceAttrs>().op;
-    if ((op == ReduceOp::kSum || op == ReduceOp::kMean) && suffix_run(o) != 0) return &o;
-  }
-  return nullptr;
-}
-
 std::string Emitter::declare_reduced(const Op& o) {
   const int res = o.results[0];
   const Type& rt = type(res);
@@ -58,42 +39,45 @@ std::string Emitter::declare_reduced(const Op& o) {
 // terms per loop step; runs of non-negative terms add blocks of 64 in float32 first (tl_acc64:
 // within 3 float32 roundings, relative, of the exact block sum). Under fast_math every run adds
 // its blocks in float32 lanes, widened every 1024 terms (tl_sum64).
-void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& sink,
-                       const std::string& out) {
+void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::vector<int>& blocks,
+                       const std::string& sink, const std::string& out) {
   const Type& xt = type(r.operands[0]);
   const Type& rt = type(r.results[0]);
   const std::int64_t count = suffix_run(r);
   const std::string c = std::to_string(count);
   const bool vec = std::string(compute_type(xt.dtype)) == "float";  // explicit vectors
-  const bool nonneg = nonnegative(r.operands[0]);
-  const std::int64_t blocks = vec ? count - count % 64 : 0;
-  const std::int64_t tail16 = blocks + (count - blocks) / 16 * 16;
+  const bool nonneg = plan(r.operands[0]).nonnegative;
+  const std::int64_t in_blocks = vec ? count - count % 64 : 0;
+  const std::int64_t tail16 = in_blocks + (count - in_blocks) / 16 * 16;
   const std::int64_t tail = count - count % 8;
   const std::string i = "o * " + c + " + k", iq = i + " + q";
   // dst = element idx (stored to the sink too).
-  auto take = [&](const std::string& dst, const std::string& idx) {
-    const std::string v = value(idx);
+  auto take = [&](const std::string& dst, const std::string& idx,
+                  const LaneBlocks* lanes = nullptr) {
+    const std::string v = value(idx, lanes);
     return sink.empty() ? cat({dst, " = ", v, ";"})
                         : cat({"{ ", dst, " = ", v, "; ", sink, "[", idx, "] = ", dst, "; }"});
   };
   open("for (i64 o = 0; o < " + std::to_string(rt.size()) + "; ++o)");
   if (vec) {
     line() << "tl_v8d tl_lo = {}, tl_hi = {};\n";
-    if (blocks > 0) {
-      std::string body = take("tl_t[q]", iq);
-      const std::string fills = widen_blocks(body, "o * " + c + " + k");
+    if (in_blocks > 0) {
+      const LaneBlocks lanes{iq, blocks};
+      const std::string body = take("tl_t[q]", iq, &lanes);
+      const std::string fills = lane_block_fills(f_, blocks, "o * " + c + " + k");
       // A sink never overlaps what the lane loop reads other than element for element (a tile
       // read in place does not overlap a stored tensor, or is updated in place): no alias test.
       const char* ivdep = sink.empty() ? "" : "_Pragma(\"GCC ivdep\") ";
       line() << "tl_v16 tl_f[4] = {};\n";
-      line() << "for (i64 k = 0; k < " << blocks << "; k += 64) { " << advance_hints(64, xt.size())
-             << fills << "float tl_t[64]; " << ivdep << "for (int q = 0; q < 64; ++q) " << body
-             << " tl_sum64<" << (nonneg ? "true" : "false")
-             << ">(tl_f, tl_lo, tl_hi, tl_t, k); }\n";
+      line() << "for (i64 k = 0; k < " << in_blocks << "; k += 64) { "
+             << advance_hints(64, xt.size()) << fills << "float tl_t[64]; " << ivdep
+             << "for (int q = 0; q < 64; ++q) " << body << " tl_sum64<"
+             << (nonneg ? "true" : "false") << ">(tl_f, tl_lo, tl_hi, tl_t, k); }\n";
       line() << "tl_sum_flush(tl_f, tl_lo);\n";
     }
-    if (tail16 > blocks) {
-      line() << "for (i64 k = " << blocks << "; k < " << tail16 << "; k += 16) { float tl_t[16]; "
+    if (tail16 > in_blocks) {
+      line() << "for (i64 k = " << in_blocks << "; k < " << tail16
+             << "; k += 16) { float tl_t[16]; "
              << "for (int q = 0; q < 16; ++q) " << take("tl_t[q]", iq)
              << " tl_acc16(tl_lo, tl_hi, tl_t); }\n";
     }
@@ -107,7 +91,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
   } else {
     line() << "double tl_a[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n";
     line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
-           << "tl_a[q] += (double)" << value(iq) << ";\n";
+           << "tl_a[q] += (double)" << value(iq, nullptr) << ";\n";
   }
   if (tail < count) {
     line() << "for (i64 k = " << tail << "; k < " << c << "; ++k) { " << compute_type(xt.dtype)
@@ -124,7 +108,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::string& s
 
 void Emitter::reduce_op(const Op& o) {
   const int res = o.results[0];
-  if (summed_[static_cast<std::size_t>(res)]) return;  // computed in its operand's loop
+  if (plan(res).computed_by_producer) return;  // in its operand's loop (plan_sinks.cc)
   const int x = o.operands[0];
   const Type& xt = type(x);
   const Type& rt = type(res);
@@ -149,8 +133,10 @@ void Emitter::reduce_op(const Op& o) {
   // The loop reads the input through at(), so a fused producer is evaluated in it.
   const std::string c = std::to_string(count);
   if (suffix_run(o) != 0 && (op == ReduceOp::kSum || op == ReduceOp::kMean)) {
-    sum_runs(
-        o, [&](const std::string& i) { return at(x, i); }, "", out);
+    const ElementFn element = [&](const std::string& i, const LaneBlocks* lanes) {
+      return elements_.at(x, i, lanes);
+    };
+    sum_runs(o, element, lane_blocks(f_, plan_.values, x), "", out);
     close();
     return;
   }
@@ -225,7 +211,7 @@ void Emitter::reduce_op(const Op& o) {
   const bool maximum = op == ReduceOp::kMax || op == ReduceOp::kArgmax;
   // Integer sums and products wrap: they accumulate in u64 with plain + and * (GCC 12's loop
   // vectoriser miscompiled the signed/unsigned cast chain (i64)((u64)a + (u64)b) over 8x16 int8
-  // tiles at -O3: tests/tl/tl_cpu_agreement_test.cc, narrow integer reductions).
+  // tiles at -O3: tests/tl/tl_cpu_reduce_agreement_test.cc, narrow integer reductions).
   const bool wrapping = !fl && !arg && !extreme && op != ReduceOp::kAll && op != ReduceOp::kAny;
   const std::string acc_type = fl || arg ? "double" : wrapping ? "u64" : "i64";
   std::string init;
@@ -322,15 +308,6 @@ void Emitter::cumsum_op(const Op& o) {
   }
   close();
   close();
-}
-
-// Twice when the kernel has tl::prefetch hints: the first run measures the work that follows
-// each hint, over which the second spreads its fetch.
-GeneratedSource generate(const Function& function) {
-  Emitter first(function);
-  GeneratedSource source = first.run();
-  if (first.hint_work().empty()) return source;
-  return Emitter(function, first.hint_work()).run();
 }
 
 }  // namespace tileops::tl::cpu

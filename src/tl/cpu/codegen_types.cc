@@ -1,6 +1,8 @@
 // The cpu code generator: the C types of values and the expressions rounding or wrapping a
 // computed value to its dtype.
-#include "src/tl/cpu/emitter.h"
+#include <string_view>
+
+#include "src/tl/cpu/codegen_types.h"
 
 namespace tileops::tl::cpu {
 namespace {

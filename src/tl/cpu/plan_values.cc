@@ -1,4 +1,4 @@
-// Planning: the use analysis of every value (plan.h), computed over the IR before printing.
+// Planning: the use analysis of every value (plan.h), the first pass: what the others read.
 #include <cstddef>
 
 #include "src/tl/cpu/plan.h"
@@ -39,7 +39,18 @@ class Planner {
 
   std::vector<ValuePlan> run() {
     count_uses(f_.body);
-    for (std::size_t i = 0; i < plan_.size(); ++i) fusion_root(static_cast<int>(i));
+    for (std::size_t i = 0; i < plan_.size(); ++i) {
+      const int id = static_cast<int>(i);
+      fusion_root(id);
+      ValuePlan& v = at(id);
+      v.consumable = v.carried && v.uses == 1;
+      v.fills_loop = v.def != nullptr && v.def->kind == OpKind::kFull &&
+                     f_.type_of(id).kind == TypeKind::kTile && v.uses == 1 &&
+                     v.last_user != nullptr && v.last_user->kind == OpKind::kFor;
+      v.nonnegative = v.def != nullptr && v.def->kind == OpKind::kUnary &&
+                      (v.def->as<UnaryAttrs>().op == UnaryOp::kExp ||
+                       v.def->as<UnaryAttrs>().op == UnaryOp::kExp2);
+    }
     return std::move(plan_);
   }
 
