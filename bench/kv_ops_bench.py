@@ -1,9 +1,10 @@
-"""rotary_embedding, reshape_and_cache and top_k_top_p_sampler against torch 1.13 on 2 threads.
+"""rotary_embedding, reshape_and_cache, top_k_top_p_sampler and top_k_top_p_mask against torch 1.13
+on 2 threads.
 
 Usage: TILEOPS_NUM_THREADS=2 PYTHONPATH=python /usr/bin/python3 bench/kv_ops_bench.py [--target T]
 Writes bench/results/cpu-kv-ops.md (cpu-kv-ops-<T>.md for a forced SIMD target). Peers, timed in the same run: torch's implementation of the
 same operation (vLLM's forward_native rotary, index_copy_ into the cache, vLLM's torch top-k/top-p
-sampler) and a torch copy (`copy_`) of the bytes the operator must move, whose time is the
+sampler and its CPU apply_top_k_top_p) and a torch copy (`copy_`) of the bytes the operator must move, whose time is the
 bandwidth floor.
 """
 
@@ -71,6 +72,22 @@ def torch_sampler(logits, k, p):
     return torch.multinomial(logits.softmax(-1), 1)
 
 
+def torch_mask(logits, k, p):
+    """vLLM's apply_top_k_top_p on the CPU, in place: top-k alone through topk (its
+    apply_top_k_only), otherwise a full sort, the k-th value, the ascending cumulative softmax."""
+    if p is None:
+        kth = logits.topk(int(k.max()), dim=1).values.gather(1, (k - 1).long().unsqueeze(1))
+        return logits.masked_fill_(logits < kth, -float("inf"))
+    s, idx = logits.sort(dim=-1, descending=False)
+    if k is not None:
+        kth = s.gather(1, (s.shape[1] - k.long()).unsqueeze(1))
+        s.masked_fill_(s < kth, -float("inf"))
+    mask = s.softmax(dim=-1).cumsum(dim=-1) <= 1 - p.unsqueeze(1)
+    mask[:, -1] = False
+    s.masked_fill_(mask, -float("inf"))
+    return logits.scatter_(-1, idx, s)
+
+
 def rotary_rows(dtype):
     rows = []
     cache = torch.rand(MAX_POS, D).to(dtype)
@@ -114,10 +131,30 @@ def sampler_rows():
     return rows
 
 
+def mask_rows():
+    """top_k_top_p_mask at B = 8, V = 128256 (Llama 3); each timed call first copies fresh logits
+    in (both sides: the mask is in place), so the copy column is part of both times."""
+    rows, vocab = 8, 128256
+    k = torch.full((rows,), 50, dtype=torch.int64)
+    p = torch.full((rows,), 0.9)
+    out = []
+    for dtype in (torch.float32, torch.bfloat16):
+        logits = (torch.randn(rows, vocab) * 3).to(dtype)
+        work, peer = torch.empty_like(logits), torch.empty_like(logits)
+        for name, kk, pp in (("k=50 p=0.9", k, p), ("k=50", k, None), ("p=0.9", None, p)):
+            t_ops = best_ms(lambda: (work.copy_(logits), ops.top_k_top_p_mask(work, kk, pp)))
+            t_torch = best_ms(lambda: torch_mask(peer.copy_(logits), kk, pp))
+            t_copy = best_ms(lambda: work.copy_(logits))
+            out.append((f"top_k_top_p_mask [8, {vocab}] {name} (copy-in included)", dtype, t_ops,
+                        t_torch, t_copy))
+    return out
+
+
 def main():
     torch.set_num_threads(2)
     rows = rotary_rows(torch.float32) + rotary_rows(torch.bfloat16)
     rows += cache_rows(torch.float32) + cache_rows(torch.bfloat16) + sampler_rows()
+    rows += mask_rows()
     lines = [
         "# CPU KV-cache, rotary and sampling operators vs torch 1.13",
         "",
@@ -128,8 +165,9 @@ def main():
         "- best of 7 samples per cell, all cells of a row measured in the same run "
         "(`bench/kv_ops_bench.py`)",
         "- torch: vLLM's forward_native rotary (in place), `index_copy_` into the flat cache, "
-        "vLLM's torch top-k/top-p + multinomial; copy: torch `copy_` of the bytes the operator "
-        "must read (rotary: q and k; cache: key and value; sampler: the logits)",
+        "vLLM's torch top-k/top-p + multinomial, vLLM's CPU apply_top_k_top_p (sort; top-k alone: "
+        "topk); copy: torch `copy_` of the bytes the operator must read (rotary: q and k; cache: "
+        "key and value; sampler and mask: the logits)",
         "",
         "| case | dtype | tileops (ms) | torch (ms) | torch / tileops | copy (ms) | copy / tileops |",
         "|---|---|---|---|---|---|---|",

@@ -24,5 +24,6 @@
 #include "tileops/ops/scaled_softmax.h"
 #include "tileops/ops/silu_and_mul.h"
 #include "tileops/ops/swiglu.h"
+#include "tileops/ops/top_k_top_p_mask.h"
 #include "tileops/ops/top_k_top_p_sampler.h"
 #include "tileops/ops/topk_topp_sampling.h"

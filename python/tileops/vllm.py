@@ -3,7 +3,8 @@
 vLLM's kernels take the output first and return None (``torch.ops._C.gelu_and_mul(out, x)``);
 tileops' operators take their inputs first and ``out`` last. This module keeps vLLM's names,
 argument order and keywords, maps each call onto one tileops operator without copying tensor
-data, and returns None. Errors are tileops' own: ValueError (bad argument), TypeError (bad dtype).
+data, and returns None (vLLM's Python-level ``apply_top_k_top_p`` returns its logits, as here).
+Errors are tileops' own: ValueError (bad argument), TypeError (bad dtype).
 """
 
 from tileops import ops as _ops
@@ -12,6 +13,7 @@ __all__ = [
     "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
     "gelu_new", "gelu_fast", "gelu_quick", "swap_blocks", "copy_blocks",
 ]
+__all__ += ["apply_top_k_top_p"]
 
 
 def silu_and_mul(out, input):
@@ -75,3 +77,17 @@ def copy_blocks(key_caches, value_caches, block_mapping):
                          f"(dim 0), got {sorted(b for b in blocks if b is not None)}")
     for cache in caches:
         _ops.copy_blocks(cache, block_mapping)
+
+
+# ---- sampling: vllm/v1/sample/ops/topk_topp_sampler.py --------------------------------------
+
+
+def apply_top_k_top_p(logits, k, p):
+    """Logits [B, V] outside the top k, then outside the top-p nucleus, set to -inf in place.
+
+    k: None or an int32/int64 tensor [B] in [1, V]; p: None or a float32 tensor [B] in (0, 1].
+    Returns logits (vLLM's form). Ties at the k-th value are kept; the nucleus keeps equal logits
+    of higher index first, as vLLM's stable ascending sort does (tileops.ops.top_k_top_p_mask).
+    """
+    _ops.top_k_top_p_mask(logits, k, p)
+    return logits

@@ -1,8 +1,11 @@
 // `tileops demo` cases of the KV-cache, rotary and sampling operators on Llama-like shapes
 // (32 query heads, 8 KV heads, head size 128, 4096 positions, vocabulary 32000). The samplers
-// run with k = 1, whose result is checkable (the argmax), and on at most 64 rows.
+// run with k = 1, whose result is checkable (the argmax), and on at most 64 rows; the logit mask
+// with k = 50 alone, which a repeated run leaves as the first left it.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -113,6 +116,27 @@ void append_sampling_cases(std::vector<Case>& cases, std::int64_t tokens, DataTy
   cases.push_back({"topk_topp_sampling", shape, dt, bytes_of({probs, ids}),
                    [=] { ops::topk_topp_sampling(*probs, 1, 1.0, 42, *ids); }, [=] { return ids; },
                    [=] { return argmax_rows(values(probs), kVocab); }});
+  // Top-k masking of logits in place (top-k alone: a second run masks nothing more).
+  auto masked = random({rows, kVocab}, dt, rng, -8, 8);
+  auto top_k = empty({rows}, DataType::kInt64);
+  testing::from_doubles(top_k->view(),
+                        testing::reference::Values(static_cast<std::size_t>(rows), 50));
+  const testing::reference::Values before = values(masked);
+  cases.push_back(declared_case("top_k_top_p_mask", "[" + count + ", 32000] k=50", dt,
+                                {masked, top_k, nullptr}, {}, 2 * bytes_of({masked}), [=] {
+                                  testing::reference::Values expected = before;
+                                  for (std::int64_t r = 0; r < rows; ++r) {
+                                    const auto row = expected.begin() + r * kVocab;
+                                    testing::reference::Values sorted(row, row + kVocab);
+                                    std::nth_element(sorted.begin(), sorted.begin() + 49,
+                                                     sorted.end(), std::greater<>());
+                                    const double kth = sorted[49];
+                                    std::replace_if(
+                                        row, row + kVocab, [kth](double v) { return v < kth; },
+                                        -std::numeric_limits<double>::infinity());
+                                  }
+                                  return expected;
+                                }));
 }
 
 }  // namespace

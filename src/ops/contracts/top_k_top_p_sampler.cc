@@ -5,9 +5,19 @@
 
 namespace tileops::ops {
 
+namespace {
+
+constexpr SamplingArgs kArgs = sampling_args(decls::top_k_top_p_sampler, "logits", "k", "p");
+void check_top_k_top_p_sampler(const ArgCheck& check, std::span<const Tensor> tensors,
+                               std::span<double>) {
+  check_sampling(check, tensors, kArgs);
+}
+
+}  // namespace
+
 namespace contracts {
-extern constinit const DeclaredOp top_k_top_p_sampler{
-    decls::top_k_top_p_sampler, {check_sampling<&decls::top_k_top_p_sampler>}};
+extern constinit const DeclaredOp top_k_top_p_sampler{decls::top_k_top_p_sampler,
+                                                      {check_top_k_top_p_sampler}};
 }  // namespace contracts
 
 void top_k_top_p_sampler(const Tensor& logits, const Tensor& k, const Tensor& p, std::uint64_t seed,

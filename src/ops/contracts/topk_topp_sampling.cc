@@ -10,11 +10,17 @@ constexpr std::string_view kOp = "topk_topp_sampling";
 
 std::int64_t vocab_of(const Tensor& probs) { return probs.rank() == 2 ? probs.size(1) : 0; }
 
+constexpr SamplingArgs kArgs = sampling_args(decls::topk_topp_sampling, "probs", "topk", "topp");
+void check_topk_topp_sampling(const ArgCheck& check, std::span<const Tensor> tensors,
+                              std::span<double>) {
+  check_sampling(check, tensors, kArgs);
+}
+
 }  // namespace
 
 namespace contracts {
 extern constinit const DeclaredOp topk_topp_sampling{decls::topk_topp_sampling,
-                                                     {check_sampling<&decls::topk_topp_sampling>}};
+                                                     {check_topk_topp_sampling}};
 }  // namespace contracts
 
 void topk_topp_sampling(const Tensor& probs, std::int64_t topk, double topp, std::uint64_t seed,

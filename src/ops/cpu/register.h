@@ -33,6 +33,7 @@ void register_swiglu(std::vector<Implementation>& out);
 void register_tl_elementwise(std::vector<Implementation>& out);  // add, mul, silu_and_mul, swiglu
 void register_tl_norms(std::vector<Implementation>& out);        // rms_norm, add_rms_norm
 void register_tl_softmax(std::vector<Implementation>& out);      // scaled_softmax, causal_softmax
+void register_top_k_top_p_mask(std::vector<Implementation>& out);
 void register_top_k_top_p_sampler(std::vector<Implementation>& out);
 void register_topk_topp_sampling(std::vector<Implementation>& out);
 
