@@ -18,6 +18,12 @@ namespace {
 constexpr int kBits = attribute_index(decls::quantize_weight, "bits");
 constexpr int kGroupSize = attribute_index(decls::quantize_weight, "group_size");
 constexpr int kSymmetric = attribute_index(decls::quantize_weight, "symmetric");
+constexpr int kWeight = tensor_index(decls::quantize_weight, "weight");
+constexpr int kQweightOut = tensor_index(decls::quantize_weight, "qweight");
+constexpr int kInput = tensor_index(decls::linear_quantized, "input");
+constexpr int kQweight = tensor_index(decls::linear_quantized, "qweight");
+constexpr int kBias = tensor_index(decls::linear_quantized, "bias");
+constexpr int kOut = tensor_index(decls::linear_quantized, "out");
 
 // output_shape runs before the declared checks (Python allocates first): the integers are
 // bounded here too before any cast.
@@ -45,17 +51,18 @@ void contiguous_bytes(const ArgCheck& check, const Tensor& t, std::string_view a
 // Tensors {weight, qweight}.
 void check_quantize(const ArgCheck& check, std::span<const Tensor> t,
                     std::span<double> attributes) {
-  const QuantizedLayout l = layout_of(check.op(), t[0], attributes);
-  check.rank_is(t[1], "qweight", 1);
-  check.shape_is(t[1], "qweight", Dims{l.total_bytes},
+  const QuantizedLayout l = layout_of(check.op(), t[kWeight], attributes);
+  check.rank_is(t[kQweightOut], "qweight", 1);
+  check.shape_is(t[kQweightOut], "qweight", Dims{l.total_bytes},
                  "quantized_weight_bytes(N, K, bits, group_size, symmetric)");
-  contiguous_bytes(check, t[1], "qweight");
+  contiguous_bytes(check, t[kQweightOut], "qweight");
 }
 
 Dims quantize_output_shape(std::string_view op, int, std::span<const Tensor> t,
                            std::span<const double> attributes) {
-  ArgCheck(op).rank_is(t[0], "weight", 2);  // before the declared rules: Python allocates first
-  return Dims{layout_of(op, t[0], attributes).total_bytes};
+  ArgCheck(op).rank_is(t[kWeight], "weight",
+                       2);  // before the declared rules: Python allocates first
+  return Dims{layout_of(op, t[kWeight], attributes).total_bytes};
 }
 
 // qweight's header, read once its memory is known to be usable and contiguous.
@@ -69,17 +76,17 @@ QuantizedLayout header_of(const ArgCheck& check, const Tensor& qweight) {
 
 // Tensors {input, qweight, bias, out}.
 void check_linear_data(const ArgCheck& check, std::span<const Tensor> t) {
-  const Tensor& input = t[0];
-  const QuantizedLayout l = header_of(check, t[1]);
+  const Tensor& input = t[kInput];
+  const QuantizedLayout l = header_of(check, t[kQweight]);
   if (input.size(-1) != l.k) {
     check.fail(ErrorKind::kInvalidArgument, "input",
                "last dim K = " + std::to_string(l.k) + " (qweight's header)", input.describe());
   }
   Dims expected = input.shape();
   expected[expected.size() - 1] = l.n;
-  check.shape_is(t[3], "out", expected, "input's shape with the last dim N of qweight's header");
-  if (t[2].data() != nullptr || t[2].rank() != 0) {
-    check.shape_is(t[2], "bias", Dims{l.n}, "[N], N of qweight's header");
+  check.shape_is(t[kOut], "out", expected, "input's shape with the last dim N of qweight's header");
+  if (t[kBias].data() != nullptr || t[kBias].rank() != 0) {
+    check.shape_is(t[kBias], "bias", Dims{l.n}, "[N], N of qweight's header");
   }
 }
 
@@ -89,8 +96,8 @@ void check_linear(const ArgCheck& check, std::span<const Tensor> t, std::span<do
 
 Dims linear_output_shape(std::string_view op, int, std::span<const Tensor> t,
                          std::span<const double>) {
-  const QuantizedLayout l = header_of(ArgCheck(op), t[1]);
-  Dims shape = t[0].shape();
+  const QuantizedLayout l = header_of(ArgCheck(op), t[kQweight]);
+  Dims shape = t[kInput].shape();
   if (shape.size() == 0) return shape;  // the declared rank check names input
   shape[shape.size() - 1] = l.n;
   return shape;
