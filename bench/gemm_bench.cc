@@ -3,14 +3,19 @@
 // (out = x·Wᵀ, W [N, K]) per implementation for prefill (2048³) and decode (M = 1, 16;
 // N = K = 4096). Counters: flops_per_second (2·M·N·K per call) and weight_bytes_per_second
 // (the bytes of W per call, what decode must stream). Decode also runs linear_packed, over
-// pack_linear_weight's form of the weights.
+// pack_linear_weight's form of the weights. BM_linear_quantized runs linear_quantized (int8 and
+// int4 weights) at M = 1 and 16, alternating call by call with the copy of bench/ceilings.h so
+// that its counter copy_fraction (quantized weight bytes per second over the copy's bytes per
+// second) cancels the shared machine's drift; bench/quantized_report.py writes its table.
 // Run: TILEOPS_NUM_THREADS=2 build/release/bench/gemm_bench (bench/gemm_report.py does).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "bench/ceilings.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/ops.h"
 
@@ -89,6 +94,43 @@ void BM_linear_packed(benchmark::State& state) {
   set_linear_counters(state, m, n, k, bytes);
 }
 
+// Formats of BM_linear_quantized: bits, group_size, symmetric.
+struct QuantFormat {
+  int bits, group_size;
+  bool symmetric;
+};
+constexpr QuantFormat kQuantFormats[] = {
+    {8, 0, true}, {8, 128, true}, {4, 32, true}, {4, 128, true}, {4, 128, false}};
+
+// Args: format (kQuantFormats), dtype (as above), M, N, K.
+void BM_linear_quantized(benchmark::State& state) {
+  const QuantFormat f = kQuantFormats[state.range(0)];
+  const DataType dtype = dtype_arg(state.range(1));
+  const std::int64_t m = state.range(2), n = state.range(3), k = state.range(4);
+  TensorStorage x = make({m, k}, dtype), out = make({m, n}, dtype);
+  const std::int64_t bytes = ops::quantized_weight_bytes(n, k, f.bits, f.group_size, f.symmetric);
+  // One quantization (a float64 pass), copied: the copies only need to be distinct memory.
+  std::vector<TensorStorage> weights;
+  weights.push_back(make({bytes}, DataType::kUInt8));
+  ops::quantize_weight(make({n, k}, dtype), f.bits, f.group_size, f.symmetric, weights[0]);
+  for (std::int64_t c = 1; c < decode_copies(bytes); ++c) {
+    weights.push_back(make({bytes}, DataType::kUInt8));
+    std::memcpy(weights.back().data(), weights[0].data(), static_cast<std::size_t>(bytes));
+  }
+  std::size_t next = 0;
+  const bench::Medians med = bench::alternate_with_copy(state, [&] {
+    ops::linear_quantized(x, weights[next], Tensor(), out);
+    next = (next + 1) % weights.size();
+  });
+  const double weight_rate = static_cast<double>(bytes) / med.work_seconds;
+  const double copy_rate = med.copy_bytes / med.copy_seconds;
+  state.counters["weight_bytes_per_second"] = weight_rate;
+  state.counters["copy_bytes_per_second"] = copy_rate;
+  state.counters["copy_fraction"] = weight_rate / copy_rate;
+  state.counters["flops_per_second"] = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                                       static_cast<double>(k) / med.work_seconds;
+}
+
 void linear_cases(benchmark::internal::Benchmark* b) {
   for (int dtype : {0, 1}) {
     for (int index : {0, 1}) {
@@ -102,6 +144,11 @@ void linear_cases(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_linear)->Apply(linear_cases)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_linear_packed)
     ->ArgsProduct({{0, 1}, {1, 16}, {4096}, {4096}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_linear_quantized)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}, {1, 16}, {4096}, {4096}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

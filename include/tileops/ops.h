@@ -17,6 +17,7 @@
 #include "tileops/ops/mul.h"
 #include "tileops/ops/packed_linear.h"
 #include "tileops/ops/paged_attention.h"
+#include "tileops/ops/quantized_linear.h"
 #include "tileops/ops/registry.h"
 #include "tileops/ops/reshape_and_cache.h"
 #include "tileops/ops/rms_norm.h"

@@ -183,6 +183,10 @@ void bind_gemm_ops(py::module_& m) {
       },
       "Elements of pack_linear_weight's form of an [n, k] weight of dtype.", py::arg("n"),
       py::arg("k"), py::arg("dtype"));
+  m.def("quantized_weight_bytes", &ops::quantized_weight_bytes,
+        "Bytes of quantize_weight's output for an [n, k] weight with these attributes.",
+        py::arg("n"), py::arg("k"), py::arg("bits") = 8, py::arg("group_size") = 0,
+        py::arg("symmetric") = true);
   m.def("linear_packed", &linear_packed,
         "out = input @ weight.T + bias with the weight as pack_linear_weight(weight).",
         py::arg("input"), py::arg("packed"), py::arg("bias") = none, py::arg("out") = none,

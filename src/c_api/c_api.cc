@@ -58,6 +58,18 @@ tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t 
   });
 }
 
+tileops_status tileops_quantized_weight_bytes(int64_t n, int64_t k, int32_t bits,
+                                              int32_t group_size, int32_t symmetric,
+                                              int64_t* bytes) {
+  return guarded([&] {
+    if (bytes == nullptr) {
+      tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, "quantized_weight_bytes",
+                                    "bytes", "a pointer", "NULL");
+    }
+    *bytes = ops::quantized_weight_bytes(n, k, bits, group_size, symmetric != 0);
+  });
+}
+
 tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_tensor* residual,
                                     const tileops_tensor* weight, double eps,
                                     const tileops_tensor* out, const tileops_tensor* residual_out,

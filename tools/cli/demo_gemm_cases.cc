@@ -1,5 +1,6 @@
 // `tileops demo` cases of the matrix products: linear with bias (x[tokens, 1024]·W[1024, 1024]ᵀ),
-// pack_linear_weight and linear over the packed weight (linear_packed), gemm with alpha and beta
+// pack_linear_weight and linear over the packed weight (linear_packed), quantize_weight and
+// linear_quantized (int8 per channel, int4 groups of 128), gemm with alpha and beta
 // (trans_b) and a batched matmul of 8 heads. The widths stay near 1024
 // so the float64 reference of the 2048-token case takes about a second.
 #include <string>
@@ -46,6 +47,40 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
                      reference, kIn});
     cases.push_back(declared_case("linear_packed", "[" + tk + ", 1024] x [1024, 1024]T + bias", dt,
                                   {x, packed, bias, out}, {}, -1, reference, kIn));
+  }
+  // Quantized weights whose values are exactly representable (each group's largest magnitude
+  // is 127 or 7 steps of a power-of-two scale), so the float64 reference is linear over them.
+  for (const int bits : {8, 4}) {
+    constexpr std::int64_t kIn = 1024, kOut = 1024;
+    const int group = bits == 8 ? 0 : 128, levels = bits == 8 ? 127 : 7;
+    const double step = bits == 8 ? 1.0 / 1024 : 1.0 / 64;
+    auto x = random({tokens, kIn}, dt, rng), w = random({kOut, kIn}, dt, rng);
+    std::uniform_int_distribution<int> level(-levels, levels);
+    ref::Values exact(kOut * kIn);
+    for (std::int64_t i = 0; i < kOut * kIn; ++i) {
+      exact[i] = (i % 128 == 0 ? levels : level(rng)) * step;
+    }
+    testing::from_doubles(w->view(), exact);
+    auto bias = random({kOut}, dt, rng), out = empty({tokens, kOut}, dt);
+    const Dims q_shape{ops::quantized_weight_bytes(kOut, kIn, bits, group, true)};
+    auto q = empty(q_shape, DataType::kUInt8), requantized = empty(q_shape, DataType::kUInt8);
+    ops::quantize_weight(*w, bits, group, true, *q);
+    const auto reference = [=] {
+      const ref::Values b = values(bias);
+      return ref::linear(values(x), values(w), &b, tokens, kOut, kIn);
+    };
+    const std::string format = bits == 8 ? "int8 per channel" : "int4 groups of 128";
+    cases.push_back({"quantize_weight", "[1024, 1024] " + format + ", then linear_quantized", dt,
+                     bytes_of({w, requantized}),
+                     [=] { ops::quantize_weight(*w, bits, group, true, *requantized); },
+                     [=] {
+                       ops::linear_quantized(*x, *requantized, *bias, *out);
+                       return out;
+                     },
+                     reference, kIn});
+    cases.push_back(declared_case("linear_quantized",
+                                  "[" + tk + ", 1024] x " + format + " [1024, 1024]T + bias", dt,
+                                  {x, q, bias, nullptr}, {}, -1, reference, kIn));
   }
   {
     constexpr std::int64_t kK = 512, kN = 512;

@@ -97,6 +97,14 @@ tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_t
 tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t dtype,
                                                   int64_t* numel);
 
+/* Weight-only quantization (include/tileops/ops/quantized_linear.h): *bytes receives the size
+ * of quantize_weight's output for an [n, k] weight (bits 8 or 4, group_size, symmetric nonzero
+ * or 0); tileops_quantize_weight writes it into qweight (rank 1, contiguous uint8);
+ * tileops_linear_quantized reads it, N and K from its header. */
+tileops_status tileops_quantized_weight_bytes(int64_t n, int64_t k, int32_t bits,
+                                              int32_t group_size, int32_t symmetric,
+                                              int64_t* bytes);
+
 /* KV cache, rotary embedding and sampling (include/tileops/ops/<op>.h). NULL for an optional
  * tensor means none; the rotary operators' NULL query_out/key_out mean in place (into
  * query/key), and rotary_embedding's rotary_dim <= 0 means cos_sin_cache's shape[1]. */

@@ -21,6 +21,7 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_mul(out);
   cpu::register_packed_linear(out);
   cpu::register_paged_attention(out);
+  cpu::register_quantized_linear(out);
   cpu::register_reshape_and_cache(out);
   cpu::register_rms_norm(out);
   cpu::register_rotary_embedding(out);

@@ -23,6 +23,7 @@ void register_packed_linear(std::vector<Implementation>& out);
 void register_matmul(std::vector<Implementation>& out);
 void register_mul(std::vector<Implementation>& out);
 void register_paged_attention(std::vector<Implementation>& out);
+void register_quantized_linear(std::vector<Implementation>& out);
 void register_reshape_and_cache(std::vector<Implementation>& out);
 void register_rms_norm(std::vector<Implementation>& out);
 void register_rotary_embedding(std::vector<Implementation>& out);

@@ -1,0 +1,135 @@
+"""quantize_weight + linear_quantized against torch: a float64 reference quantizer written here
+(its scales and codes compared exactly with the buffer, decoded from the documented layout) and
+F.linear over the dequantized float64 weights; every format, dtype and layout, decode and prefill
+rows, the allocated outputs, the class form and the errors (ValueError naming the argument)."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import FLOATS, LAYOUTS, TOLERANCE, make, poisoned
+from tileops import ops
+
+FORMATS = [(8, 0, True), (8, 64, True), (4, 32, True), (4, 128, True), (4, 32, False),
+           (4, 64, False)]
+
+
+def round_half_away(t):
+    """C's round (torch.round rounds half to even)."""
+    return torch.sign(t) * torch.floor(t.abs() + 0.5)
+
+
+def reference(w, bits, group_size, symmetric):
+    """(scales [N, G], zero points [N, G], codes [N, K] as stored, dequantized [N, K] float64)."""
+    w = w.double()
+    n, k = w.shape
+    group = group_size or k
+    g = w.reshape(n, k // group, group)
+    if symmetric:
+        qmax, qmin = (127.0, -127.0) if bits == 8 else (7.0, -8.0)
+        s = (g.abs().amax(-1) / qmax).float().double()
+        z = torch.zeros_like(s)
+    else:
+        lo, hi = g.amin(-1).clamp(max=0), g.amax(-1).clamp(min=0)
+        s = ((hi - lo) / 15.0).float().double()
+        z = torch.where(s == 0, torch.zeros_like(s), round_half_away(-lo / s).clamp(0, 15))
+        qmin, qmax = 0.0, 15.0
+    safe = torch.where(s == 0, torch.ones_like(s), s)
+    q = torch.where(s[..., None] == 0, torch.zeros_like(g), round_half_away(g / safe[..., None]))
+    q = (q + z[..., None]).clamp(qmin, qmax)
+    deq = s[..., None] * (q - z[..., None])
+    stored_z = torch.full_like(s, 8.0) if bits == 4 and symmetric else z
+    stored_q = q + 8 if bits == 4 and symmetric else q
+    return s.float(), stored_z.float(), stored_q.reshape(n, k).long(), deq.reshape(n, k)
+
+
+def decode(buf, bits, group_size, symmetric):
+    """The buffer as docs/quantized-weights.md lays it out: (scales, zeros, codes) of the real rows."""
+    b = np.asarray(buf).view(np.uint8)
+    magic, = b[0:4].view(np.uint32)
+    assert magic == 0x57514F54 and b[4:6].view(np.uint16)[0] == 1
+    assert (b[6], b[7], b[8:12].view(np.int32)[0]) == (bits, int(symmetric), group_size)
+    n, k, total = b[16:40].view(np.int64)
+    assert total == b.size
+    k_padded = k if group_size else (k + 31) // 32 * 32
+    group = group_size or k_padded
+    groups, tiles = k_padded // group, (n + 3) // 4
+    meta, row_bytes = (16 if symmetric else 32), group * bits // 8
+    blocks = b[64:].reshape(tiles, groups, meta + 4 * row_bytes)
+    scales = blocks[..., :16].copy().view(np.float32).transpose(0, 2, 1).reshape(tiles * 4, groups)
+    zeros = (blocks[..., 16:32].copy().view(np.float32).transpose(0, 2, 1).reshape(tiles * 4, groups)
+             if not symmetric else np.full_like(scales, 8.0 if bits == 4 else 0.0))
+    codes = blocks[..., meta:].reshape(tiles, groups, 4, row_bytes).transpose(0, 2, 1, 3)
+    if bits == 8:
+        codes = codes.view(np.int8).astype(np.int64)
+    else:
+        codes = np.concatenate([codes & 15, codes >> 4], axis=-1).astype(np.int64)
+    codes = codes.reshape(tiles * 4, k_padded)
+    return scales[:n], zeros[:n], codes[:n, :k]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linear_quantized(dtype, layout, fmt):
+    bits, group_size, symmetric = fmt
+    k = 128 if group_size else 100
+    w = make((21, k), dtype, layout, low=-0.5, high=1.5, seed=1)
+    q = ops.quantize_weight(w, bits, group_size, symmetric)
+    assert q.dtype == torch.uint8 and q.dim() == 1
+    assert q.numel() == ops.quantized_weight_bytes(21, k, bits, group_size, symmetric)
+    s, z, codes, deq = reference(w, bits, group_size, symmetric)
+    got_s, got_z, got_codes = decode(q, bits, group_size, symmetric)
+    np.testing.assert_array_equal(got_s, s.numpy())
+    np.testing.assert_array_equal(got_z, z.numpy())
+    np.testing.assert_array_equal(got_codes, codes.numpy())
+    for rows in (1, 3, 17):
+        x = make((rows, k), dtype, layout, seed=rows)
+        bias = make((21,), dtype, seed=2)
+        got = ops.linear_quantized(x, q, bias)
+        assert got.dtype == dtype and got.shape == (rows, 21)
+        ref = F.linear(x.double(), deq, bias.double())
+        mag = x.double().abs() @ (s.double().repeat_interleave(group_size or k, 1)[:, :k]
+                                  * (codes.double().abs() + 8)).T
+        err = (got.double() - ref).abs()
+        bound = TOLERANCE[dtype] * (1 + ref.abs()) + 1e-5 * mag
+        assert bool((err <= bound).all()), f"max error {err.max().item()}"
+
+
+def test_given_outputs_and_class_form():
+    w = make((8, 64), torch.bfloat16, seed=3)
+    buf = torch.empty(ops.quantized_weight_bytes(8, 64, 4, 32, False), dtype=torch.uint8)
+    assert ops.quantize_weight(w, 4, 32, False, qweight=buf) is buf
+    x = make((2, 3, 64), torch.bfloat16, seed=4)
+    out = poisoned((2, 3, 8), torch.bfloat16)
+    assert ops.linear_quantized(x, buf, None, out=out) is out
+    op = ops.LinearQuantized(x, buf, None, out)
+    again = poisoned((2, 3, 8), torch.bfloat16)
+    op(x, buf, None, again)
+    assert torch.equal(out, again)
+
+
+def test_errors():
+    w = make((8, 64), torch.float32)
+    with pytest.raises(ValueError, match="'bits'"):
+        ops.quantize_weight(w, 3)
+    with pytest.raises(ValueError, match="'group_size'"):
+        ops.quantize_weight(w, 4, 0)
+    with pytest.raises(ValueError, match="multiple of group_size"):
+        ops.quantize_weight(make((8, 96), torch.float32), 4, 64)
+    bad = w.clone()
+    bad[3, 5] = float("nan")
+    with pytest.raises(ValueError, match="finite"):
+        ops.quantize_weight(bad)
+    q = ops.quantize_weight(w, 8, 32)
+    with pytest.raises(ValueError, match="'input'"):
+        ops.linear_quantized(make((2, 32), torch.float32), q)
+    corrupt = q.clone()
+    corrupt[0] ^= 1
+    with pytest.raises(ValueError, match="'qweight'"):
+        ops.linear_quantized(make((2, 64), torch.float32), corrupt)
+    with pytest.raises(ValueError, match="'qweight'"):
+        ops.linear_quantized(make((2, 64), torch.float32), q[:-1])
+    with pytest.raises((ValueError, TypeError), match="'qweight'"):
+        ops.linear_quantized(make((2, 64), torch.float32), q.float())

@@ -1,0 +1,174 @@
+#include "src/ops/cpu/simd/quantized_kernels.h"
+
+#include <cstddef>
+#include <cstring>
+
+#include "tileops/runtime/cpu_info.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/quantized_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+constexpr int kTile = 4;  // kQuantizedTileRows
+
+// A block's scales and zero points (z = 8 for symmetric int4, 0 for int8).
+struct BlockMeta {
+  float scale[kTile];
+  float zero[kTile];
+};
+
+template <int kBits, bool kZeros>
+HWY_INLINE BlockMeta MetaOf(const std::uint8_t* block) {
+  BlockMeta m;
+  std::memcpy(m.scale, block, sizeof(m.scale));
+  if constexpr (kZeros) {
+    std::memcpy(m.zero, block + sizeof(m.scale), sizeof(m.zero));
+  } else {
+    for (float& z : m.zero) z = kBits == 8 ? 0.0f : 8.0f;
+  }
+  return m;
+}
+
+// Lanes of int8 codes at p as float32.
+HWY_INLINE VF Int8Codes(DF d, const std::uint8_t* p) {
+  const hn::Rebind<std::int32_t, DF> di;
+  const hn::Rebind<std::int8_t, DF> di8;
+  return hn::ConvertTo(d,
+                       hn::PromoteTo(di, hn::LoadU(di8, reinterpret_cast<const std::int8_t*>(p))));
+}
+
+// Lanes of bytes at p split into their low and high nibbles as float32.
+HWY_INLINE void Int4Codes(DF d, const std::uint8_t* p, VF& lo, VF& hi) {
+  const hn::Rebind<std::uint32_t, DF> du;
+  const hn::Rebind<std::int32_t, DF> di;
+  const hn::Rebind<std::uint8_t, DF> du8;
+  const auto b = hn::PromoteTo(du, hn::LoadU(du8, p));
+  lo = hn::ConvertTo(d, hn::BitCast(di, hn::And(b, hn::Set(du, 15u))));
+  hi = hn::ConvertTo(d, hn::BitCast(di, hn::ShiftRight<4>(b)));
+}
+
+// The group's partial dot products are kept per row and scaled once at the group's end; for
+// int4 the zero point is taken off as s·z·Σx (the lanes of x summed over the group), so the
+// per-element work is the widening and one multiply-add.
+template <int kBits, bool kZeros>
+void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles,
+            const QuantizedBlocks& q, float* HWY_RESTRICT out) {
+  const DF d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    VF acc[kTile];
+    for (VF& a : acc) a = hn::Zero(d);
+    for (std::int64_t g = 0; g < q.groups; ++g) {
+      const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
+      const BlockMeta meta = MetaOf<kBits, kZeros>(block);
+      const std::uint8_t* codes = block + q.meta_bytes;
+      const float* xg = x + g * q.group;
+      VF part[kTile];
+      for (VF& s : part) s = hn::Zero(d);
+      if constexpr (kBits == 8) {
+        for (std::int64_t c = 0; c < q.group; c += lanes) {
+          const VF xv = hn::LoadU(d, xg + c);
+          for (int r = 0; r < kTile; ++r) {
+            part[r] = hn::MulAdd(Int8Codes(d, codes + r * q.row_code_bytes + c), xv, part[r]);
+          }
+        }
+        for (int r = 0; r < kTile; ++r)
+          acc[r] = hn::MulAdd(part[r], hn::Set(d, meta.scale[r]), acc[r]);
+      } else {
+        const std::int64_t half = q.group / 2;
+        VF xsum = hn::Zero(d);
+        for (std::int64_t c = 0; c < half; c += lanes) {
+          const VF xlo = hn::LoadU(d, xg + c), xhi = hn::LoadU(d, xg + half + c);
+          xsum = hn::Add(xsum, hn::Add(xlo, xhi));
+          for (int r = 0; r < kTile; ++r) {
+            VF lo, hi;
+            Int4Codes(d, codes + r * q.row_code_bytes + c, lo, hi);
+            part[r] = hn::MulAdd(hi, xhi, hn::MulAdd(lo, xlo, part[r]));
+          }
+        }
+        for (int r = 0; r < kTile; ++r) {
+          const VF s = hn::Set(d, meta.scale[r]);
+          acc[r] = hn::MulAdd(part[r], s, acc[r]);
+          acc[r] = hn::NegMulAdd(hn::Mul(s, hn::Set(d, meta.zero[r])), xsum, acc[r]);
+        }
+      }
+    }
+    for (int r = 0; r < kTile; ++r) out[t * kTile + r] = hn::GetLane(hn::SumOfLanes(d, acc[r]));
+  }
+}
+
+template <int kBits, bool kZeros>
+void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const QuantizedBlocks& q,
+                float* HWY_RESTRICT out, std::int64_t ld) {
+  const DF d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t g = 0; g < q.groups; ++g) {
+      const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
+      const BlockMeta meta = MetaOf<kBits, kZeros>(block);
+      for (int r = 0; r < kTile; ++r) {
+        const std::uint8_t* codes = block + q.meta_bytes + r * q.row_code_bytes;
+        float* o = out + (t * kTile + r) * ld + g * q.group;
+        const VF s = hn::Set(d, meta.scale[r]);
+        if constexpr (kBits == 8) {
+          for (std::int64_t c = 0; c < q.group; c += lanes) {
+            hn::StoreU(hn::Mul(Int8Codes(d, codes + c), s), d, o + c);
+          }
+        } else {
+          const VF z = hn::Set(d, meta.zero[r]);
+          const std::int64_t half = q.group / 2;
+          for (std::int64_t c = 0; c < half; c += lanes) {
+            VF lo, hi;
+            Int4Codes(d, codes + c, lo, hi);
+            hn::StoreU(hn::Mul(hn::Sub(lo, z), s), d, o + c);
+            hn::StoreU(hn::Mul(hn::Sub(hi, z), s), d, o + half + c);
+          }
+        }
+      }
+    }
+  }
+}
+
+void QuantizedDotsM1(const float* x, const std::uint8_t* p, std::int64_t tiles,
+                     const QuantizedBlocks& q, float* out) {
+  if (q.bits == 8) return DotsM1<8, false>(x, p, tiles, q, out);
+  if (q.zeros) return DotsM1<4, true>(x, p, tiles, q, out);
+  return DotsM1<4, false>(x, p, tiles, q, out);
+}
+
+void DequantizeTiles(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
+                     float* out, std::int64_t ld) {
+  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, out, ld);
+  if (q.zeros) return Dequantize<4, true>(p, tiles, q, out, ld);
+  return Dequantize<4, false>(p, tiles, q, out, ld);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::ops::cpu {
+
+HWY_EXPORT(QuantizedDotsM1);
+HWY_EXPORT(DequantizeTiles);
+
+void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
+                       const QuantizedBlocks& q, float* out) {
+  TILEOPS_DYNAMIC_DISPATCH(QuantizedDotsM1)(x, tiles_start, tiles, q, out);
+}
+
+void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
+                      float* out, std::int64_t ld) {
+  TILEOPS_DYNAMIC_DISPATCH(DequantizeTiles)(tiles_start, tiles, q, out, ld);
+}
+
+}  // namespace tileops::ops::cpu
+#endif

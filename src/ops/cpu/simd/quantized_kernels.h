@@ -1,0 +1,30 @@
+// SIMD kernels of linear over quantized weights (src/ops/cpu/gemm/quantized_linear.cc; the
+// format is src/ops/contracts/quantized_format.h). A tile is kQuantizedTileRows = 4 weight rows;
+// per group along K it holds 4 float32 scales, with zero points 4 float32 zero points, then each
+// row's codes: int8, or int4 with byte i of a row's group holding code i (low nibble) and code
+// i + group / 2 (high nibble), so that one vector of bytes widens to two runs of x.
+#pragma once
+
+#include <cstdint>
+
+namespace tileops::ops::cpu {
+
+// The block geometry the kernels walk (a QuantizedLayout's, without the header).
+struct QuantizedBlocks {
+  int bits = 8;        // 8: signed codes, w = s·q; 4: codes 0..15, w = s·(q − z)
+  bool zeros = false;  // int4 with zero points stored (else z = 8)
+  std::int64_t group = 0, groups = 0, meta_bytes = 0, row_code_bytes = 0, block_bytes = 0;
+};
+
+// out[4·t + r] = Σ_k x[k] · w(4·t + r, k) over the group·groups elements of x, for `tiles` tiles
+// starting at `tiles_start` (the first tile's first block): x is float32 and zero where the
+// weight is padded. The weight is dequantized in registers, one scale multiply per group.
+void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
+                       const QuantizedBlocks& q, float* out);
+
+// out[(4·t + r)·ld + k] = w(4·t + r, k) as float32 for the same tiles and k < group·groups: the
+// small panel that the many-row path multiplies with the float32 dot-product kernel.
+void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
+                      float* out, std::int64_t ld);
+
+}  // namespace tileops::ops::cpu
