@@ -262,7 +262,7 @@ TL_INLINE void tl_stream_bytes(void* dst, const void* v) {
 #endif
 }
 // 64 bfloat16 (kBF16) or float16 values widened to float32 in one go, before a 64-lane loop that
-// reads them (Emitter::widen_blocks): per 16 lanes one masked word permute that puts each
+// reads them (the plan's lane_blocks, plan.h): per 16 lanes one masked word permute that puts each
 // bfloat16 in the high half of its lane, or one vcvtph2ps (exact, as tl_h2f), where GCC widened
 // element by element with a zero extension, a shift and every other time an extract (bfloat16),
 // or tl_h2f's integer steps (float16).
