@@ -12,6 +12,9 @@ __all__ = [
     "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
     "gelu_new", "gelu_fast", "gelu_quick", "swap_blocks", "copy_blocks",
 ]
+# Paged attention and the KV-cache writes (their own block below).
+__all__ += ["paged_attention_v1", "paged_attention_v2", "reshape_and_cache",
+            "reshape_and_cache_flash"]
 
 
 def silu_and_mul(out, input):
@@ -75,3 +78,98 @@ def copy_blocks(key_caches, value_caches, block_mapping):
                          f"(dim 0), got {sorted(b for b in blocks if b is not None)}")
     for cache in caches:
         _ops.copy_blocks(cache, block_mapping)
+
+
+# --- Paged attention and the KV-cache writes --------------------------------------------------
+# vLLM's caches: key [num_blocks, Hkv, D / x, block_size, x] (x = 16 bytes of elements), value
+# [num_blocks, Hkv, D, block_size]; the flash layout [num_blocks, block_size, Hkv, D] for both.
+# tileops reads the first two in place through views in its own dim order (no copy).
+
+
+def _permuted(t, dims):
+    """A view of `t` with its dims in `dims` order (torch: permute, numpy: transpose)."""
+    permute = getattr(t, "permute", None) or t.transpose
+    return permute(*dims)
+
+
+def _rank(t):
+    return len(t.shape)
+
+
+def _vllm_caches(op, key_cache, value_cache):
+    """vLLM's key/value caches as tileops' [num_blocks, block_size, Hkv, D / x, x] and
+    [num_blocks, block_size, Hkv, D] views."""
+    if _rank(key_cache) != 5:
+        raise ValueError(f"{op}: 'key_cache': expected [num_blocks, num_kv_heads, head_size / x, "
+                         f"block_size, x], got shape {list(key_cache.shape)}")
+    if _rank(value_cache) != 4:
+        raise ValueError(f"{op}: 'value_cache': expected [num_blocks, num_kv_heads, head_size, "
+                         f"block_size], got shape {list(value_cache.shape)}")
+    return _permuted(key_cache, (0, 3, 1, 2, 4)), _permuted(value_cache, (0, 3, 1, 2))
+
+
+def _auto_cache(op, kv_cache_dtype):
+    if kv_cache_dtype != "auto":
+        raise NotImplementedError(
+            f"{op}: 'kv_cache_dtype': expected 'auto' (caches of the model's dtype); "
+            f"fp8 caches are not supported yet, got {kv_cache_dtype!r}")
+
+
+def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
+                       seq_lens, block_size, max_seq_len, alibi_slopes=None,
+                       kv_cache_dtype="auto", k_scale=None, v_scale=None, tp_rank=0,
+                       blocksparse_local_blocks=0, blocksparse_vert_stride=0,
+                       blocksparse_block_size=64, blocksparse_head_sliding_step=0):
+    """out[b, h] = softmax(scale * q k^T + alibi) v over sequence b's cached keys (vLLM's caches).
+
+    query/out [num_seqs, num_heads, head_size]; key_cache and value_cache in vLLM's layouts
+    (read in place); block_tables [num_seqs, max_blocks] and seq_lens [num_seqs] (int32 or
+    int64); alibi_slopes float32 [num_heads] or None. ``max_seq_len`` and ``tp_rank`` only guide
+    vLLM's CUDA launch and are not read. ``scale`` must be nonzero (tileops' own 0 would mean
+    1/sqrt(head_size)). Refused: fp8 caches (``kv_cache_dtype`` other than "auto") and
+    block-sparse attention (``blocksparse_vert_stride`` > 1).
+    """
+    op = "paged_attention_v1"
+    _auto_cache(op, kv_cache_dtype)
+    if blocksparse_vert_stride > 1:
+        raise NotImplementedError(f"{op}: 'blocksparse_vert_stride': block-sparse attention is "
+                                  f"not supported (expected <= 1), got {blocksparse_vert_stride}")
+    if scale == 0:
+        raise ValueError(f"{op}: 'scale': expected a nonzero scale, got 0")
+    key_cache, value_cache = _vllm_caches(op, key_cache, value_cache)
+    _ops.paged_attention(query, key_cache, value_cache, seq_lens, block_tables,
+                         num_kv_heads=num_kv_heads, scale=scale, block_size=block_size,
+                         output=out, alibi_slopes=alibi_slopes)
+
+
+def paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache,
+                       num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                       alibi_slopes=None, kv_cache_dtype="auto", k_scale=None, v_scale=None,
+                       tp_rank=0, blocksparse_local_blocks=0, blocksparse_vert_stride=0,
+                       blocksparse_block_size=64, blocksparse_head_sliding_step=0):
+    """paged_attention_v1's result. vLLM's v2 splits each sequence into partitions and needs the
+    workspaces exp_sum, max_logits [num_seqs, num_heads, partitions] and tmp_out [num_seqs,
+    num_heads, partitions, head_size]; tileops splits long contexts itself (its own workspace),
+    so they are accepted and neither read nor written."""
+    paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
+                       seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+                       v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+                       blocksparse_block_size, blocksparse_head_sliding_step)
+
+
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype="auto",
+                      k_scale=None, v_scale=None):
+    """key/value [T, Hkv, D] into vLLM's key_cache [num_blocks, Hkv, D / x, block_size, x] and
+    value_cache [num_blocks, Hkv, D, block_size] at slot_mapping (int32/int64 [T], -1 skips)."""
+    op = "reshape_and_cache"
+    _auto_cache(op, kv_cache_dtype)
+    key_cache, value_cache = _vllm_caches(op, key_cache, value_cache)
+    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+
+
+def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping,
+                            kv_cache_dtype="auto", k_scale=None, v_scale=None):
+    """key/value [T, Hkv, D] into key_cache/value_cache [num_blocks, block_size, Hkv, D] (any
+    strides: vLLM's HND layout is a view of this) at slot_mapping (-1 skips)."""
+    _auto_cache("reshape_and_cache_flash", kv_cache_dtype)
+    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)

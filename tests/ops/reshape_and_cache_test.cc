@@ -104,6 +104,60 @@ TEST(ReshapeAndCache, CombinedCacheAndThreads) {
   EXPECT_EQ(testing::compare(kv.view(), k_part, {0.0, 0.0}), "");
 }
 
+// vLLM's caches in place: the key cache [num_blocks, Hkv, D / x, block_size, x] as the 5-D view
+// [num_blocks, block_size, Hkv, D / x, x] (contiguous pieces of x, or every other element),
+// the value cache [num_blocks, Hkv, D, block_size] as a 4-D view; bit for bit, gaps untouched.
+TEST(ReshapeAndCache, VllmCacheLayouts) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat8E4M3FN}) {
+    for (std::int64_t gap : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " gap " << gap);
+      std::mt19937_64 rng(25);
+      const std::int64_t tokens = 29, bs = 16, d = 48;
+      const std::int64_t x = 16 / static_cast<std::int64_t>(size_of(dtype));
+      const std::int64_t piece = x * gap, row = bs * piece, head = (d / x) * row;
+      auto key = testing::random_tensor({tokens, kHeads, d}, dtype, rng, Layout::kStrided);
+      auto value = testing::random_tensor({tokens, kHeads, d}, dtype, rng);
+      TensorStorage key_cache(Dims{kBlocks, bs, kHeads, d / x, x},
+                              Dims{kHeads * head, piece, head, row, gap}, dtype);
+      TensorStorage value_cache(Dims{kBlocks, bs, kHeads, d}, Dims{kHeads * d * bs, 1, d * bs, bs},
+                                dtype);
+      key_cache.fill_bytes(0xFF), value_cache.fill_bytes(0xFF);
+      testing::from_doubles(key_cache, std::vector<double>(kBlocks * bs * kHeads * d, 0.5));
+      testing::from_doubles(value_cache, std::vector<double>(kBlocks * bs * kHeads * d, -0.5));
+      auto slots = testing::poisoned({tokens}, DataType::kInt64);
+      const std::vector<double> slot_values = pick_slots(tokens, kBlocks * bs, rng);
+      testing::from_doubles(slots, slot_values);
+      const auto k_expected =
+          expected_cache(testing::to_doubles(key_cache.view()), testing::to_doubles(key.view()),
+                         slot_values, kHeads * d);
+      const auto v_expected =
+          expected_cache(testing::to_doubles(value_cache.view()), testing::to_doubles(value.view()),
+                         slot_values, kHeads * d);
+      std::vector<unsigned char> gaps = testing::snapshot(key_cache);
+      reshape_and_cache(key, value, key_cache, value_cache, slots);
+      EXPECT_EQ(testing::compare(key_cache.view(), k_expected, {0.0, 0.0}), "");
+      EXPECT_EQ(testing::compare(value_cache.view(), v_expected, {0.0, 0.0}), "");
+      if (gap == 2) {  // the odd elements are no part of the view: still 0xFF
+        const std::vector<unsigned char> after = testing::snapshot(key_cache);
+        const std::size_t size = size_of(dtype);
+        for (std::size_t i = size; i + size <= after.size(); i += 2 * size) {
+          ASSERT_EQ(after[i], gaps[i]) << i;
+        }
+      }
+    }
+  }
+  // A 5-D cache whose last two dims do not make D is refused naming it.
+  std::mt19937_64 rng(26);
+  auto key = testing::random_tensor({2, kHeads, 8}, DataType::kFloat32, rng);
+  auto kc = testing::poisoned({kBlocks, 16, kHeads, 3, 3}, DataType::kFloat32);
+  auto vc = testing::poisoned({kBlocks, 16, kHeads, 8}, DataType::kFloat32);
+  auto slots = testing::poisoned({2}, DataType::kInt32);
+  testing::from_doubles(slots, {0, 1});
+  expect_rejected([&] { reshape_and_cache(key, key, kc, vc, slots); },
+                  std::vector<const TensorStorage*>{&kc, &vc}, "key_cache",
+                  ErrorKind::kInvalidArgument, {"D / x, x"});
+}
+
 TEST(ReshapeAndCache, CachedInstanceIsCorrectOnNewData) {
   std::mt19937_64 rng(23);
   const Dims rows{4, kHeads, 8}, cache{kBlocks, 16, kHeads, 8};

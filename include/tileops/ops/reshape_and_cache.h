@@ -13,7 +13,10 @@ namespace tileops::ops {
 // any other slot outside [0, num_blocks·block_size) is kInvalidArgument naming slot_mapping and
 // the token, raised before anything is written. Caches have their input's dtype (any dtype:
 // rows are copied bit for bit) and must not overlap the inputs or each other. Two tokens with
-// one slot: which row lands is unspecified. Any strides.
+// one slot: which row lands is unspecified. Any strides. Either cache may split D in two,
+// [num_blocks, block_size, Hkv, D / x, x]: vLLM's key cache [num_blocks, Hkv, D / x, block_size,
+// x] as `.permute(0, 3, 1, 2, 4)` (its value cache [num_blocks, Hkv, D, block_size] is the 4-D
+// `.permute(0, 3, 1, 2)`).
 void reshape_and_cache(const Tensor& key, const Tensor& value, const Tensor& key_cache,
                        const Tensor& value_cache, const Tensor& slot_mapping,
                        const Context& ctx = {});

@@ -15,8 +15,9 @@ inline constexpr OpDecl reshape_and_cache = with_detail(
         {
             input("key").rank_is(3),
             input("value").rank_is(3),
-            in_out("key_cache", dtype_of(0)).rank_is(4),
-            in_out("value_cache", dtype_of(1)).rank_is(4),
+            // Either cache may split D in two, [.., Hkv, D / x, x] (vLLM's key cache permuted).
+            in_out("key_cache", dtype_of(0)).rank_at_least(4),
+            in_out("value_cache", dtype_of(1)).rank_at_least(4),
             input("slot_mapping", kIndex).rank_is(1),
         })));
 

@@ -25,14 +25,20 @@ constexpr int kSlotMapping = tensor_index(decls::reshape_and_cache, "slot_mappin
 constexpr int kRows[] = {kKey, kValue};
 constexpr int kCaches[] = {kKeyCache, kValueCache};
 
-// A [Hkv, D] block at some base: head stride and element stride.
+// A [Hkv, D] block at some base: head stride and element stride; a split cache's D runs in
+// pieces of `split` elements `split_stride` apart (split 0: one piece).
 struct Block {
   std::int64_t heads;
   std::int64_t width;
   std::int64_t head_stride;
   std::int64_t element_stride;
+  std::int64_t split = 0;
+  std::int64_t split_stride = 0;
 
-  bool dense() const { return element_stride == 1 && (heads == 1 || head_stride == width); }
+  bool dense() const {
+    return element_stride == 1 && (split == 0 || split_stride == split) &&
+           (heads == 1 || head_stride == width);
+  }
 };
 
 // Copies one token's [Hkv, D] block between two layouts of the same dtype.
@@ -43,9 +49,14 @@ void copy_block(const char* src, const Block& from, char* dst, const Block& to,
     copy_elements(src, 1, dst, 1, from.heads * from.width, element_size);
     return;
   }
+  // Only caches are split: `from` is a row of the input.
+  const std::int64_t piece = to.split != 0 ? to.split : from.width;
   for (std::int64_t h = 0; h < from.heads; ++h) {
-    copy_elements(src + h * from.head_stride * bytes, from.element_stride,
-                  dst + h * to.head_stride * bytes, to.element_stride, from.width, element_size);
+    for (std::int64_t p = 0; p * piece < from.width; ++p) {
+      copy_elements(src + (h * from.head_stride + p * piece * from.element_stride) * bytes,
+                    from.element_stride, dst + (h * to.head_stride + p * to.split_stride) * bytes,
+                    to.element_stride, piece, element_size);
+    }
   }
 }
 
@@ -60,9 +71,15 @@ class ReshapeAndCacheCpu final : public Operator {
     for (int i = 0; i < 2; ++i) {
       const TensorDesc& rows = p.tensors[kRows[i]];
       const TensorDesc& cache = p.tensors[kCaches[i]];
-      rows_[i] = {rows.shape[1], rows.shape[2], rows.strides[1], rows.strides[2]};
+      rows_[i] = {rows.shape[1], rows.shape[2], rows.strides[1], rows.strides[2], 0, 0};
       token_stride_[i] = rows.strides[0];
-      cache_[i] = {cache.shape[2], cache.shape[3], cache.strides[2], cache.strides[3]};
+      const bool split = cache.shape.size() == 5;
+      cache_[i] = {cache.shape[2],
+                   rows.shape[2],
+                   cache.strides[2],
+                   cache.strides[split ? 4 : 3],
+                   split ? cache.shape[4] : 0,
+                   split ? cache.strides[3] : 0};
       block_stride_[i] = cache.strides[0];
       slot_in_block_stride_[i] = cache.strides[1];
       row_bytes_ =

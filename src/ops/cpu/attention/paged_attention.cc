@@ -38,6 +38,7 @@ constexpr int kBlockTable = tensor_index(decls::paged_attention, "block_table");
 constexpr int kOutput = tensor_index(decls::paged_attention, "output");
 constexpr int kSeqLensHost = tensor_index(decls::paged_attention, "seq_lens_host");
 constexpr int kBlockTableHost = tensor_index(decls::paged_attention, "block_table_host");
+constexpr int kAlibiSlopes = tensor_index(decls::paged_attention, "alibi_slopes");
 
 constexpr std::int64_t kChunk = 64;          // most keys per online-softmax step
 constexpr std::int64_t kMinSplit = 256;      // fewer keys per split cost more to merge than gain
@@ -46,6 +47,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct DecodeItem {
   std::int64_t b, k0, k1;
+  std::int64_t len;      // the sequence's keys (ALiBi counts back from the last)
   std::int64_t partial;  // slot in the partial buffer, -1: the only split (writes the output)
 };
 
@@ -100,7 +102,7 @@ class PagedAttentionCpu final : public Operator {
       }
       for (std::int64_t s = 0; s < splits; ++s) {
         items.push_back(
-            {b, lo + s * n / splits, lo + (s + 1) * n / splits, splits > 1 ? partials++ : -1});
+            {b, lo + s * n / splits, lo + (s + 1) * n / splits, len, splits > 1 ? partials++ : -1});
       }
     }
 
@@ -115,12 +117,21 @@ class PagedAttentionCpu final : public Operator {
     float* thread_scratch = partial + partials * state_floats;
     const KvRows keys(tensors[kKeyCache], table, shape_.block_size);
     const KvRows values(tensors[kValueCache], table, shape_.block_size);
+    std::vector<float> slopes;
+    if (present(tensors[kAlibiSlopes])) {
+      const Tensor& given = tensors[kAlibiSlopes];
+      slopes.resize(static_cast<std::size_t>(heads));
+      for (std::int64_t h = 0; h < heads; ++h) {
+        slopes[h] = given.data_as<const float>()[h * given.stride(0)];
+      }
+    }
+    const float* alibi = slopes.empty() ? nullptr : slopes.data();
 
     pool.parallel_claim(static_cast<std::int64_t>(items.size()), [&](int chunk, std::int64_t i) {
       float* mine = thread_scratch + chunk * scratch;
       float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
       const HeadState state{slot, slot + heads, slot + 2 * heads};
-      run_item(query, keys, values, items[i], state, mine + state_floats);
+      run_item(query, keys, values, alibi, items[i], state, mine + state_floats);
       if (items[i].partial < 0) {
         finish(state, 1, 0, items[i].b, items[i].k1 > items[i].k0, tensors[kOutput]);
       }
@@ -153,15 +164,17 @@ class PagedAttentionCpu final : public Operator {
   }
 
   // The bytes of one cached row the kernels read (all of its strided elements).
+  // A split row: its first piece (x elements) only.
   std::int64_t row_bytes(const KvRows& kv) const {
-    return shape_.head_size * static_cast<std::int64_t>(size_of(dtype_)) *
+    const std::int64_t elements = kv.split() != 0 ? kv.split() : shape_.head_size;
+    return elements * static_cast<std::int64_t>(size_of(dtype_)) *
            std::max<std::int64_t>(1, kv.d_stride());
   }
 
   // Bytes of one key's row of all kv heads when they are contiguous (the usual cache), else 0.
   std::int64_t whole_row_bytes(const KvRows& kv) const {
     const std::int64_t d = shape_.head_size;
-    if (kv.d_stride() != 1 || kv.head_stride() != d || kv.key_stride() != shape_.kv_heads * d) {
+    if (!kv.row_contiguous() || kv.head_stride() != d || kv.key_stride() != shape_.kv_heads * d) {
       return 0;
     }
     return kv.key_stride() * static_cast<std::int64_t>(size_of(dtype_));
@@ -187,25 +200,40 @@ class PagedAttentionCpu final : public Operator {
     return {first, h * kv.head_stride() * static_cast<std::int64_t>(size_of(dtype_)), n};
   }
 
-  // The kernels read contiguous rows: rows whose last dim is strided are gathered into `buffer`
-  // (n rows of head_size elements) and listed in `gathered`.
+  // The kernels read contiguous rows: strided or split rows are gathered into `buffer` (n rows
+  // of head_size elements; a split row's pieces of x elements one copy each when they are
+  // contiguous, as in vLLM's key cache) and listed in `gathered`.
   CacheRows contiguous(const KvRows& kv, const CacheRows& rows, char* buffer,
                        const char** gathered) const {
-    if (kv.d_stride() == 1) return rows;
+    if (kv.row_contiguous()) return rows;
     const std::int64_t d = shape_.head_size;
     const auto size = static_cast<std::int64_t>(size_of(dtype_));
+    const std::int64_t piece = kv.split() != 0 && kv.d_stride() == 1 ? kv.split() : 1;
     for (std::int64_t i = 0; i < rows.n; ++i) {
       const auto* row = static_cast<const char*>(rows.row(i));
       char* out = buffer + i * d * size;
-      for (std::int64_t c = 0; c < d; ++c) {
-        std::memcpy(out + c * size, row + c * kv.d_stride() * size, static_cast<std::size_t>(size));
+      for (std::int64_t c = 0; c < d; c += piece) {
+        std::memcpy(out + c * size, row + kv.element_offset(c) * size,
+                    static_cast<std::size_t>(piece * size));
       }
       gathered[i] = out;
     }
     return {gathered, 0, rows.n};
   }
 
-  void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
+  // vLLM's ALiBi: query row g (head h0 + g) gains slope[h0 + g] * (key - (len - 1)) for the
+  // chunk's keys first, first + 1, ..., first + n - 1.
+  static void add_alibi(const float* slope, std::int64_t h0, std::int64_t groups, float* s,
+                        std::int64_t lds, std::int64_t n, std::int64_t first, std::int64_t len) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float m = slope[h0 + g];
+      for (std::int64_t j = 0; j < n; ++j) {
+        s[g * lds + j] += m * static_cast<float>(first + j - (len - 1));
+      }
+    }
+  }
+
+  void run_item(const Tensor& query, const KvRows& keys, const KvRows& values, const float* alibi,
                 const DecodeItem& item, const HeadState& state, float* scratch) const {
     const std::int64_t g = shape_.group;
     const std::int64_t d = shape_.head_size;
@@ -275,6 +303,7 @@ class PagedAttentionCpu final : public Operator {
         const CacheRows k =
             contiguous(keys, head_rows(keys, k_first.data(), n, h), buffer, gathered.data());
         decode_scores(q + r0 * d, g, k, dtype_, d, s, kChunk, next_k);
+        if (alibi != nullptr) add_alibi(alibi, r0, g, s, kChunk, n, j, item.len);
         attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
         const CacheRows v =
             contiguous(values, head_rows(values, v_first.data(), n, h), buffer, gathered.data());
