@@ -1,7 +1,8 @@
 """tileops.vllm's paged attention (v1, v2) and cache writes over vLLM's own cache layouts, and
-tileops.ops.paged_attention's 5-D key cache and ALiBi slopes, against float64 torch references:
-every float dtype, GQA, tails (lengths 0, 1, 17, 300), block tables with unused (-1) entries,
-NaN in every cache entry no sequence uses, poisoned outputs, bad inputs."""
+tileops.ops.paged_attention's 5-D key cache, ALiBi slopes and fp8 caches with scales, against
+float64 torch references: every float dtype, GQA, tails (lengths 0, 1, 17, 300), block tables
+with unused (-1) entries, NaN in every cache entry no sequence uses, poisoned outputs, bad
+inputs. fp8 rounding is checked against a quantiser written here from the formats' fields."""
 
 import pytest
 import torch
@@ -17,11 +18,11 @@ def x_of(dtype):
     return 16 // torch.tensor([], dtype=dtype).element_size()
 
 
-def vllm_caches(k, v, kv_lens, block_size=BLOCK, seed=0):
+def vllm_caches(k, v, kv_lens, block_size=BLOCK, seed=0, x=None):
     """Packed k, v [T, Hkv, D] in vLLM's caches, key [blocks, Hkv, D/x, block_size, x] and value
     [blocks, Hkv, D, block_size], over shuffled blocks; every other entry NaN."""
     t_count, hkv, d = k.shape
-    x = x_of(k.dtype)
+    x = x or x_of(k.dtype)
     needed = [(n + block_size - 1) // block_size for n in kv_lens]
     blocks = sum(needed) + 2
     order = torch.randperm(blocks, generator=torch.Generator().manual_seed(seed))
@@ -160,10 +161,13 @@ def test_bad_inputs():
     lens = torch.tensor(kv_lens, dtype=torch.int32)
     out = poisoned(q.shape, torch.float32)
     args = (2, 0.125, table, lens, BLOCK, 9)
-    with pytest.raises(NotImplementedError, match="kv_cache_dtype"):
+    with pytest.raises(ValueError, match="kv_cache_dtype"):
+        vllm.paged_attention_v1(out, q, kc, vc, *args, None, "int8", 1.0, 1.0)
+    with pytest.raises(ValueError, match="k_scale"):
+        vllm.reshape_and_cache(k, v, kc, vc, slots, "fp8_e5m2", None, 1.0)
+    # fp8 caches are uint8 (vLLM's storage); a float32 cache is not one.
+    with pytest.raises(TypeError, match="key_cache"):
         vllm.paged_attention_v1(out, q, kc, vc, *args, None, "fp8", 1.0, 1.0)
-    with pytest.raises(NotImplementedError, match="kv_cache_dtype"):
-        vllm.reshape_and_cache(k, v, kc, vc, slots, "fp8_e5m2", 1.0, 1.0)
     with pytest.raises(NotImplementedError, match="blocksparse_vert_stride"):
         vllm.paged_attention_v1(out, q, kc, vc, *args, None, "auto", 1.0, 1.0,
                                 blocksparse_vert_stride=8)
@@ -188,3 +192,97 @@ def test_bad_inputs():
         ops.paged_attention(q, kc.permute(0, 3, 1, 2, 4)[..., :2], vc.permute(0, 3, 1, 2), lens,
                             table)
     assert bool(out.isnan().all())  # nothing written by a refused call
+
+
+def fp8_values(fmt):
+    """The 256 values of float8_e4m3fn ("e4m3") or float8_e5m2, from the bit fields."""
+    e4m3 = fmt == "e4m3"
+    mbits, bias = (3, 7) if e4m3 else (2, 15)
+    out = []
+    for b in range(256):
+        sign = -1.0 if b & 0x80 else 1.0
+        e, m = (b & 0x7F) >> mbits, b & ((1 << mbits) - 1)
+        if (e4m3 and e == 15 and m == 7) or (not e4m3 and e == 31 and m != 0):
+            out.append(float("nan"))
+        elif not e4m3 and e == 31:
+            out.append(sign * float("inf"))
+        elif e == 0:
+            out.append(sign * m / (1 << mbits) * 2.0 ** (1 - bias))
+        else:
+            out.append(sign * (1 + m / (1 << mbits)) * 2.0 ** (e - bias))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def quantised(x, scale, fmt):
+    """The value fp8(float32(x) / scale) stands for: the nearest finite value, ties to the even
+    code, beyond the largest finite value that value (saturating), NaN kept; float64."""
+    values = fp8_values(fmt)
+    codes = torch.arange(256)[values.isfinite()]
+    finite = values[codes]
+    top = finite.max()
+    q = (x.float() / torch.tensor(scale, dtype=torch.float32)).double().clamp(-top, top)
+    flat = q.reshape(-1)
+    dist = (flat[:, None] - finite[None, :]).abs()
+    tie = dist == dist.min(1, keepdim=True).values
+    even = tie & (codes % 2 == 0)[None, :]
+    pick = torch.where(even.any(1), even.float().argmax(1), tie.float().argmax(1))
+    out = finite[pick]
+    out[flat.isnan()] = float("nan")
+    return out.reshape(x.shape)
+
+
+FP8 = [("fp8", "e4m3"), ("fp8_e4m3", "e4m3"), ("fp8_e5m2", "e5m2")]
+
+
+def same_values(a, b):
+    return torch.equal(a.double().nan_to_num(123.0), b.double().nan_to_num(123.0))
+
+
+@pytest.mark.parametrize("kv_cache_dtype,fmt", FP8)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_reshape_and_cache_into_fp8_caches(kv_cache_dtype, fmt, dtype):
+    _, k, v, kv_lens = inputs(dtype, 2, kv_lens=(5, 40), seed=30)
+    k = (k * 200).to(dtype)  # beyond e4m3's 448 after the scale: saturates
+    k.view(-1)[:4] = torch.tensor([float("nan"), 1e-3, -6e4, float("inf")], dtype=dtype)
+    expected_k, expected_v, _, slots = vllm_caches(quantised(k, 0.5, fmt),
+                                                   quantised(v, 0.25, fmt), kv_lens, x=16)
+    kc = torch.full(expected_k.shape, 0xFF, dtype=torch.uint8)  # NaN in both formats
+    vc = torch.full(expected_v.shape, 0xFF, dtype=torch.uint8)
+    vllm.reshape_and_cache(k, v, kc, vc, slots, kv_cache_dtype, torch.tensor([0.5]), 0.25)
+    values = fp8_values(fmt)
+    assert same_values(values[kc.long()], expected_k)
+    assert same_values(values[vc.long()], expected_v)
+    # The flash layout [num_blocks, block_size, Hkv, D] the same way.
+    kf = torch.full((kc.shape[0], BLOCK, 2, 64), 0xFF, dtype=torch.uint8)
+    vf = torch.full((kc.shape[0], BLOCK, 2, 64), 0xFF, dtype=torch.uint8)
+    vllm.reshape_and_cache_flash(k, v, kf, vf, slots, kv_cache_dtype, torch.tensor(0.5), 0.25)
+    assert same_values(values[kf.long()], expected_k.permute(0, 3, 1, 2, 4).flatten(3))
+    assert same_values(values[vf.long()], expected_v.permute(0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("kv_cache_dtype,fmt", FP8)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_paged_attention_on_fp8_caches(kv_cache_dtype, fmt, dtype):
+    q, k, v, kv_lens = inputs(dtype, 2, seed=40)
+    lens = torch.tensor(kv_lens, dtype=torch.int32)
+    k_scale, v_scale = torch.tensor([0.02]), torch.tensor([0.01])
+    _, _, table, slots = vllm_caches(k, v, kv_lens, x=16)
+    kc = torch.full((int(table.max()) + 3, 2, 4, BLOCK, 16), 0xFF, dtype=torch.uint8)
+    vc = torch.full((int(table.max()) + 3, 2, 64, BLOCK), 0xFF, dtype=torch.uint8)
+    vllm.reshape_and_cache(k, v, kc, vc, slots, kv_cache_dtype, k_scale, v_scale)
+    # The cache holds fp8(x / scale); attention reads fp8 * scale (float32 products).
+    k_read = (quantised(k, 0.02, fmt).float() * k_scale).double()
+    v_read = (quantised(v, 0.01, fmt).float() * v_scale).double()
+    slopes = slopes_for(8)
+    out = poisoned(q.shape, dtype)
+    vllm.paged_attention_v1(out, q, kc, vc, 2, 0.125, table, lens, BLOCK, 300, slopes,
+                            kv_cache_dtype, k_scale, v_scale)
+    check(out, reference(q, k_read, v_read, kv_lens, 0.125, slopes), dtype, 64)
+    # tileops.ops with the caches as fp8 views (tl.reinterpret) and one-element scales.
+    from tileops import tl
+    name = "float8_e4m3fn" if fmt == "e4m3" else "float8_e5m2"
+    got = ops.paged_attention(q, tl.reinterpret(kc.permute(0, 3, 1, 2, 4), name),
+                              tl.reinterpret(vc.permute(0, 3, 1, 2), name), lens, table,
+                              scale=0.125, alibi_slopes=slopes, k_scale=k_scale,
+                              v_scale=v_scale)
+    assert torch.equal(got, out)

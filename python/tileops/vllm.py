@@ -6,7 +6,10 @@ argument order and keywords, maps each call onto one tileops operator without co
 data, and returns None. Errors are tileops' own: ValueError (bad argument), TypeError (bad dtype).
 """
 
+import numpy as _np
+
 from tileops import ops as _ops
+from tileops import tl as _tl
 
 __all__ = [
     "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
@@ -108,11 +111,31 @@ def _vllm_caches(op, key_cache, value_cache):
     return _permuted(key_cache, (0, 3, 1, 2, 4)), _permuted(value_cache, (0, 3, 1, 2))
 
 
-def _auto_cache(op, kv_cache_dtype):
-    if kv_cache_dtype != "auto":
-        raise NotImplementedError(
-            f"{op}: 'kv_cache_dtype': expected 'auto' (caches of the model's dtype); "
-            f"fp8 caches are not supported yet, got {kv_cache_dtype!r}")
+# vLLM's kv_cache_dtype names of its fp8 caches ("fp8" is e4m3 on CUDA and CPU).
+_FP8_CACHES = {"fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+def _cache_format(op, kv_cache_dtype, k_scale, v_scale, *caches):
+    """The caches and scales as tileops reads them. "auto": the caches as given (the model's
+    dtype), scales unread (None). fp8: uint8 storage (vLLM's) read as the fp8 dtype through
+    tl.reinterpret (by pointer), scales as one-element float32 tensors."""
+    if kv_cache_dtype == "auto":
+        return caches, None, None
+    fmt = _FP8_CACHES.get(kv_cache_dtype)
+    if fmt is None:
+        raise ValueError(f"{op}: 'kv_cache_dtype': expected 'auto', 'fp8', 'fp8_e4m3' or "
+                         f"'fp8_e5m2', got {kv_cache_dtype!r}")
+    return ([_tl.reinterpret(c, fmt) for c in caches], _scale(op, "k_scale", k_scale),
+            _scale(op, "v_scale", v_scale))
+
+
+def _scale(op, name, scale):
+    """vLLM's scale: a float32 tensor of one element, or a Python float (older vLLM)."""
+    if scale is None:
+        raise ValueError(f"{op}: '{name}': expected a scale for an fp8 cache, got None")
+    if isinstance(scale, (int, float)):
+        return _np.array([scale], dtype=_np.float32)
+    return scale
 
 
 def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
@@ -124,22 +147,25 @@ def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, 
 
     query/out [num_seqs, num_heads, head_size]; key_cache and value_cache in vLLM's layouts
     (read in place); block_tables [num_seqs, max_blocks] and seq_lens [num_seqs] (int32 or
-    int64); alibi_slopes float32 [num_heads] or None. ``max_seq_len`` and ``tp_rank`` only guide
-    vLLM's CUDA launch and are not read. ``scale`` must be nonzero (tileops' own 0 would mean
-    1/sqrt(head_size)). Refused: fp8 caches (``kv_cache_dtype`` other than "auto") and
+    int64); alibi_slopes float32 [num_heads] or None. kv_cache_dtype "auto" (caches of the
+    query's dtype; k_scale/v_scale unread) or "fp8"/"fp8_e4m3"/"fp8_e5m2" (uint8 caches read as
+    fp8 * scale). ``max_seq_len`` and ``tp_rank`` only guide vLLM's CUDA launch and are not read.
+    ``scale`` must be nonzero (tileops' own 0 would mean 1/sqrt(head_size)). Refused:
     block-sparse attention (``blocksparse_vert_stride`` > 1).
     """
     op = "paged_attention_v1"
-    _auto_cache(op, kv_cache_dtype)
     if blocksparse_vert_stride > 1:
         raise NotImplementedError(f"{op}: 'blocksparse_vert_stride': block-sparse attention is "
                                   f"not supported (expected <= 1), got {blocksparse_vert_stride}")
     if scale == 0:
         raise ValueError(f"{op}: 'scale': expected a nonzero scale, got 0")
     key_cache, value_cache = _vllm_caches(op, key_cache, value_cache)
+    (key_cache, value_cache), k_scale, v_scale = _cache_format(
+        op, kv_cache_dtype, k_scale, v_scale, key_cache, value_cache)
     _ops.paged_attention(query, key_cache, value_cache, seq_lens, block_tables,
                          num_kv_heads=num_kv_heads, scale=scale, block_size=block_size,
-                         output=out, alibi_slopes=alibi_slopes)
+                         output=out, alibi_slopes=alibi_slopes, k_scale=k_scale,
+                         v_scale=v_scale)
 
 
 def paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache,
@@ -160,16 +186,20 @@ def paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cache, valu
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype="auto",
                       k_scale=None, v_scale=None):
     """key/value [T, Hkv, D] into vLLM's key_cache [num_blocks, Hkv, D / x, block_size, x] and
-    value_cache [num_blocks, Hkv, D, block_size] at slot_mapping (int32/int64 [T], -1 skips)."""
+    value_cache [num_blocks, Hkv, D, block_size] at slot_mapping (int32/int64 [T], -1 skips);
+    fp8 caches (uint8) store fp8(x / scale), saturating, as vLLM's kernels."""
     op = "reshape_and_cache"
-    _auto_cache(op, kv_cache_dtype)
     key_cache, value_cache = _vllm_caches(op, key_cache, value_cache)
-    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    (key_cache, value_cache), k_scale, v_scale = _cache_format(
+        op, kv_cache_dtype, k_scale, v_scale, key_cache, value_cache)
+    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale)
 
 
 def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping,
                             kv_cache_dtype="auto", k_scale=None, v_scale=None):
     """key/value [T, Hkv, D] into key_cache/value_cache [num_blocks, block_size, Hkv, D] (any
-    strides: vLLM's HND layout is a view of this) at slot_mapping (-1 skips)."""
-    _auto_cache("reshape_and_cache_flash", kv_cache_dtype)
-    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping)
+    strides: vLLM's HND layout is a view of this) at slot_mapping (-1 skips); fp8 as
+    reshape_and_cache."""
+    (key_cache, value_cache), k_scale, v_scale = _cache_format(
+        "reshape_and_cache_flash", kv_cache_dtype, k_scale, v_scale, key_cache, value_cache)
+    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale)

@@ -94,6 +94,8 @@ tileops_status tileops_paged_attention_with_options(
       o.seq_lens_host = optional_tensor(kOp, "seq_lens_host", options->seq_lens_host);
       o.block_table_host = optional_tensor(kOp, "block_table_host", options->block_table_host);
       o.alibi_slopes = optional_tensor(kOp, "alibi_slopes", options->alibi_slopes);
+      o.k_scale = optional_tensor(kOp, "k_scale", options->k_scale);
+      o.v_scale = optional_tensor(kOp, "v_scale", options->v_scale);
     }
     ops::paged_attention(q, kc, vc, lens, table, a, out, o, to_context(ctx));
   });

@@ -1,7 +1,8 @@
 // paged_attention with vLLM's forms: its key cache [num_blocks, Hkv, D / x, block_size, x] and
 // value cache [num_blocks, Hkv, D, block_size] read in place as 5-D / 4-D views in tileops' dim
-// order (every float dtype, x = 16 bytes, GQA, tails, split over threads, strided pieces), and
-// ALiBi slopes against a float64 reference (windows, splits, GQA); bad inputs name the argument.
+// order (every float dtype, x = 16 bytes, GQA, tails, split over threads, strided pieces),
+// ALiBi slopes and fp8 caches with scales against float64 references (windows, splits, GQA);
+// bad inputs name the argument.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
 #include "tileops/core/error.h"
+#include "tileops/core/float8.h"
 #include "tileops/ops/paged_attention.h"
 #include "tileops/runtime/thread_pool.h"
 
@@ -36,14 +38,18 @@ AttentionCase decode_case(std::vector<std::int64_t> kv_lens, std::int64_t heads,
 // `cache` [num_blocks, block_size, Hkv, D] copied into storage laid out as vLLM's key cache
 // [num_blocks, Hkv, D / x, block_size, x], seen as [num_blocks, block_size, Hkv, D / x, x].
 // `gap` > 1 spaces the elements (a strided view of that layout).
-TensorStorage vllm_key_cache(const TensorStorage& cache, std::int64_t x, std::int64_t gap = 1) {
+// The values are divided by `divisor` on the way (an fp8 cache of `dtype` holding x / scale).
+TensorStorage vllm_key_cache(const TensorStorage& cache, std::int64_t x, std::int64_t gap = 1,
+                             DataType dtype = DataType::kFloat32, double divisor = 0) {
   const Dims& s = cache.view().shape();
   const std::int64_t blocks = s[0], bs = s[1], hkv = s[2], d = s[3];
   const std::int64_t piece = x * gap, row = bs * piece, head = (d / x) * row;
   TensorStorage out(Dims{blocks, bs, hkv, d / x, x}, Dims{hkv * head, piece, head, row, gap},
-                    cache.view().dtype());
+                    divisor != 0 ? dtype : cache.view().dtype());
   out.fill_bytes(0xFF);
-  testing::from_doubles(out, testing::to_doubles(cache));
+  std::vector<double> values = testing::to_doubles(cache);
+  for (double& v : values) v /= divisor != 0 ? divisor : 1.0;
+  testing::from_doubles(out, values);
   return out;
 }
 
@@ -173,6 +179,63 @@ TEST(PagedAttentionVllm, AlibiSlopes) {
   }
 }
 
+// An 8-bit float's value, decoded from its fields (bias 7, no infinities, S.1111.111 NaN for
+// e4m3fn; bias 15, IEEE-like for e5m2).
+double fp8_value(std::uint8_t bits, bool e4m3) {
+  const int mantissa_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const int e = (bits & 0x7f) >> mantissa_bits, m = bits & ((1 << mantissa_bits) - 1);
+  const double sign = (bits & 0x80) != 0 ? -1.0 : 1.0;
+  if (e4m3 && e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+  if (!e4m3 && e == 31) return m == 0 ? sign * INFINITY : std::numeric_limits<double>::quiet_NaN();
+  const double fraction = static_cast<double>(m) / (1 << mantissa_bits);
+  return sign * (e == 0 ? std::ldexp(fraction, 1 - bias) : std::ldexp(1.0 + fraction, e - bias));
+}
+
+// fp8 caches (vLLM's kv_cache_dtype "fp8"): keys and values stored as fp8(x / scale) and read as
+// fp8 · scale. The reference attends over those values in float64; scales are powers of two so
+// that the query's dtype holds them exactly.
+TEST(PagedAttentionVllm, Fp8CachesWithScales) {
+  ThreadPool pool(4);
+  Context ctx;
+  ctx.thread_pool = &pool;
+  int i = 0;
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16}) {
+    for (DataType fp8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2}) {
+      const bool e4m3 = fp8 == DataType::kFloat8E4M3FN;
+      const std::int64_t g = std::vector<std::int64_t>{1, 4, 3}[i++ % 3];
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " " << name_of(fp8) << " G=" << g);
+      const AttentionCase c = decode_case({1, 19, 500, 0}, 2 * g, 2, 64, 16, dtype);
+      std::mt19937_64 rng(static_cast<std::uint64_t>(60 + i));
+      AttentionInputs in(c, rng);
+      const double k_scale = 1.0 / 16, v_scale = 1.0 / 8;
+      const auto round_trip = [&](std::vector<double>& values, double scale) {
+        for (double& v : values) {
+          const std::uint8_t q = e4m3 ? double_to_float8_e4m3fn(v / scale, Overflow::kSaturate)
+                                      : double_to_float8_e5m2(v / scale, Overflow::kSaturate);
+          v = fp8_value(q, e4m3) * scale;
+        }
+      };
+      round_trip(in.k, k_scale);
+      round_trip(in.v, v_scale);
+      in.refresh();  // the caches of `dtype` now hold fp8 · scale exactly
+      const TensorStorage kc = vllm_key_cache(in.key_cache, 16, 1, fp8, k_scale);
+      TensorStorage vc = testing::poisoned(in.value_cache.view().shape(), fp8);
+      std::vector<double> values = testing::to_doubles(in.value_cache);
+      for (double& v : values) v /= v_scale;
+      testing::from_doubles(vc, values);
+      const TensorStorage scales = testing::poisoned({2}, DataType::kFloat32);
+      testing::from_doubles(scales, {k_scale, v_scale});
+      PagedAttentionOptions options;
+      options.k_scale = Tensor(scales.data(), Dims{1}, DataType::kFloat32);
+      options.v_scale = Tensor(static_cast<float*>(scales.data()) + 1, Dims{}, DataType::kFloat32);
+      const TensorStorage lens = testing::int32_tensor(c.kv_lens, {4});
+      TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
+      paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, options, ctx);
+      EXPECT_EQ(testing::compare(out, in.expected(c), testing::attention_tolerance(dtype, 64)), "");
+    }
+  }
+}
+
 TEST(PagedAttentionVllm, BadInputs) {
   const AttentionCase c = decode_case({20, 9}, 4, 2, 64, 16, DataType::kFloat32);
   std::mt19937_64 rng(7);
@@ -203,6 +266,22 @@ TEST(PagedAttentionVllm, BadInputs) {
                   ErrorKind::kInvalidType);
   const TensorStorage matrix_slopes = testing::poisoned({4, 1}, DataType::kFloat32);
   expect_rejected(call(in.key_cache, in.value_cache, matrix_slopes), out, "alibi_slopes");
+  // fp8: both caches one 8-bit format; int8 is none; a scale holds one element.
+  const Dims& cache_shape = in.key_cache.view().shape();
+  const TensorStorage fp8 = testing::poisoned(cache_shape, DataType::kFloat8E4M3FN);
+  const TensorStorage e5m2 = testing::poisoned(cache_shape, DataType::kFloat8E5M2);
+  const TensorStorage ints = testing::poisoned(cache_shape, DataType::kInt8);
+  expect_rejected(call(fp8, in.value_cache), out, "value_cache", ErrorKind::kInvalidType);
+  expect_rejected(call(fp8, e5m2), out, "value_cache", ErrorKind::kInvalidType);
+  expect_rejected(call(ints, ints), out, "key_cache", ErrorKind::kInvalidType);
+  const TensorStorage two = testing::poisoned({2}, DataType::kFloat32);
+  PagedAttentionOptions bad_scale;
+  bad_scale.k_scale = two;
+  expect_rejected(
+      [&] {
+        paged_attention(in.query, fp8, fp8, lens, in.block_table, c.attributes(), out, bad_scale);
+      },
+      out, "k_scale");
 }
 
 }  // namespace

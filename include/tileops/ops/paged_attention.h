@@ -30,9 +30,13 @@ void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor&
 // The optional inputs (an undefined Tensor = none): the host mirrors above, and ALiBi slopes,
 // float32 [H]: head h's score of key j (of a sequence of n keys) gains
 // alibi_slopes[h] * (j - (n - 1)) after the scale, before the softmax (vLLM's ALiBi).
+// fp8 caches: key_cache and value_cache may both be float8_e4m3fn or both float8_e5m2 (vLLM's
+// kv_cache_dtype "fp8"), read as fp8 · k_scale / fp8 · v_scale in float32 (k_scale, v_scale:
+// float32, one element; none: 1); the products run in float32 whatever the query's dtype.
 struct PagedAttentionOptions {
   Tensor seq_lens_host, block_table_host;
   Tensor alibi_slopes;
+  Tensor k_scale, v_scale;
 };
 void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
                      const Tensor& seq_lens, const Tensor& block_table,

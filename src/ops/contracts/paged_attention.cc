@@ -24,6 +24,8 @@ constexpr int kBlockTable = tensor_index(decls::paged_attention, "block_table");
 constexpr int kLensHost = tensor_index(decls::paged_attention, "seq_lens_host");
 constexpr int kTableHost = tensor_index(decls::paged_attention, "block_table_host");
 constexpr int kAlibiSlopes = tensor_index(decls::paged_attention, "alibi_slopes");
+constexpr int kKScale = tensor_index(decls::paged_attention, "k_scale");
+constexpr int kVScale = tensor_index(decls::paged_attention, "v_scale");
 constexpr AttentionSlots kSlots = attention_slots(decls::paged_attention);
 
 std::string str(std::int64_t v) { return std::to_string(v); }
@@ -71,6 +73,30 @@ void check_cache_shape(const ArgCheck& check, const Tensor& cache, std::string_v
   }
 }
 
+// The caches share the query's dtype, or both hold one 8-bit float format (read as fp8 * scale,
+// scales of one element each).
+void check_cache_dtypes(const ArgCheck& check, std::span<const Tensor> t) {
+  const DataType query = t[kQuery].dtype(), key = t[kKeyCache].dtype();
+  const bool fp8 = key == DataType::kFloat8E4M3FN || key == DataType::kFloat8E5M2;
+  if (key != query && !fp8) {
+    check.fail(ErrorKind::kInvalidType, "key_cache",
+               std::string("same as 'query' (") + std::string(name_of(query)) +
+                   "), or float8_e4m3fn/float8_e5m2 (an fp8 cache)",
+               std::string(name_of(key)));
+  }
+  if (t[kValueCache].dtype() != key) {
+    check.fail(ErrorKind::kInvalidType, "value_cache",
+               std::string("same as 'key_cache' (") + std::string(name_of(key)) + ")",
+               std::string(name_of(t[kValueCache].dtype())));
+  }
+  for (const auto& [index, name] : {std::pair{kKScale, "k_scale"}, std::pair{kVScale, "v_scale"}}) {
+    if (attention_present(t[index]) && t[index].numel() != 1) {
+      check.fail(ErrorKind::kInvalidArgument, name, "one element (shape [] or [1])",
+                 t[index].shape().to_string());
+    }
+  }
+}
+
 // After the declared query/cache/output rules: the attributes, the caches' shape and the index
 // tensors (their host mirrors included).
 void check_paged(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attributes) {
@@ -106,6 +132,7 @@ void check_paged(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
   if (attention_present(t[kAlibiSlopes])) {
     check.shape_is(t[kAlibiSlopes], "alibi_slopes", Dims{attrs.num_heads}, "[num_heads]");
   }
+  check_cache_dtypes(check, t);
   check_values(check, t);
   store_layout(attributes, resolved, kSlots);
 }
@@ -145,7 +172,9 @@ void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor&
                             output,
                             options.seq_lens_host,
                             options.block_table_host,
-                            options.alibi_slopes};
+                            options.alibi_slopes,
+                            options.k_scale,
+                            options.v_scale};
   contracts::paged_attention.call(tensors, attention_values(attrs, kSlots), ctx);
 }
 
@@ -164,7 +193,8 @@ PagedAttention::PagedAttention(const Tensor& query, const Tensor& key_cache,
                                int implementation_index)
     : prepared_(contracts::paged_attention.prepare(
           std::array{query, key_cache, value_cache, seq_lens, block_table, output,
-                     options.seq_lens_host, options.block_table_host, options.alibi_slopes},
+                     options.seq_lens_host, options.block_table_host, options.alibi_slopes,
+                     options.k_scale, options.v_scale},
           attention_values(attrs, kSlots), implementation_index)) {}
 
 void PagedAttention::operator()(const Tensor& query, const Tensor& key_cache,
@@ -183,7 +213,7 @@ void PagedAttention::operator()(const Tensor& query, const Tensor& key_cache,
   contracts::paged_attention.run(
       prepared_,
       {query, key_cache, value_cache, seq_lens, block_table, output, options.seq_lens_host,
-       options.block_table_host, options.alibi_slopes},
+       options.block_table_host, options.alibi_slopes, options.k_scale, options.v_scale},
       ctx);
 }
 

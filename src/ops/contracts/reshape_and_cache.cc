@@ -19,9 +19,14 @@ constexpr int kValue = tensor_index(decls::reshape_and_cache, "value");
 constexpr int kKeyCache = tensor_index(decls::reshape_and_cache, "key_cache");
 constexpr int kValueCache = tensor_index(decls::reshape_and_cache, "value_cache");
 constexpr int kSlotMapping = tensor_index(decls::reshape_and_cache, "slot_mapping");
-// Key then value: the rows given and the cache they go to.
+constexpr int kKScale = tensor_index(decls::reshape_and_cache, "k_scale");
+constexpr int kVScale = tensor_index(decls::reshape_and_cache, "v_scale");
+// Key then value: the rows given, the cache they go to and its scale.
 constexpr int kRows[] = {kKey, kValue};
 constexpr int kCaches[] = {kKeyCache, kValueCache};
+constexpr int kScales[] = {kKScale, kVScale};
+
+bool is_fp8(DataType d) { return d == DataType::kFloat8E4M3FN || d == DataType::kFloat8E5M2; }
 
 // A cache of `rows` [T, Hkv, D]: [num_blocks, block_size, Hkv, D], or with D split in two
 // [.., Hkv, D / x, x] (vLLM's key cache [num_blocks, Hkv, D / x, block_size, x] permuted into
@@ -61,8 +66,22 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> /
                t[kValue].shape().to_string());
   }
   for (int i : {0, 1}) {
-    check_cache(check, t[kCaches[i]], decl->args[kCaches[i]].name, t[kRows[i]], t[kKeyCache],
-                i == 0 ? "key" : "value");
+    const std::string_view cache = decl->args[kCaches[i]].name;
+    const char* rows = i == 0 ? "key" : "value";
+    check_cache(check, t[kCaches[i]], cache, t[kRows[i]], t[kKeyCache], rows);
+    // Rows are copied bit for bit into a cache of their dtype, or quantised into an fp8 one.
+    const DataType from = t[kRows[i]].dtype(), to = t[kCaches[i]].dtype();
+    if (to != from && !(is_fp8(to) && is_standard_float(from))) {
+      check.fail(ErrorKind::kInvalidType, cache,
+                 std::string(name_of(from)) + " (as " + rows +
+                     "), or float8_e4m3fn/float8_e5m2 for float32/float16/bfloat16 rows",
+                 std::string(name_of(to)));
+    }
+    const Tensor& scale = t[kScales[i]];
+    if ((scale.data() != nullptr || scale.rank() != 0) && scale.numel() != 1) {
+      check.fail(ErrorKind::kInvalidArgument, decl->args[kScales[i]].name,
+                 "one element (shape [] or [1])", scale.shape().to_string());
+    }
   }
 }
 
@@ -107,7 +126,9 @@ Tensor half_of(const Tensor& kv_cache, std::int64_t i) {
 
 void reshape_and_cache(const Tensor& key, const Tensor& value, const Tensor& kv_cache,
                        const Tensor& slot_mapping, const Context& ctx) {
-  combined.call({key, value, half_of(kv_cache, 0), half_of(kv_cache, 1), slot_mapping}, {}, ctx);
+  combined.call(
+      {key, value, half_of(kv_cache, 0), half_of(kv_cache, 1), slot_mapping, Tensor(), Tensor()},
+      {}, ctx);
 }
 
 }  // namespace tileops::ops
