@@ -240,6 +240,23 @@ PyTensor from_buffer(py::handle obj, std::string_view op, std::string_view arg, 
   return from_numpy(numpy.attr("asarray")(view), op, arg, writable);
 }
 
+// tl.reinterpret(storage, dtype): uint8 storage read as an 8-bit float dtype, which torch 1.13
+// and numpy cannot hold (an fp8 KV cache), by pointer.
+PyTensor reinterpreted(py::handle obj, std::string_view op, std::string_view arg, bool writable) {
+  PyTensor t = to_tensor(obj.attr("_tl_storage"), op, arg, writable);
+  const py::object dtype = obj.attr("_tl_dtype");
+  const DataType wanted =
+      py::isinstance<DataType>(dtype) ? py::cast<DataType>(dtype) : parse_dtype(dtype, op, arg);
+  const DataType storage = t.view.dtype();
+  if (wanted != storage &&
+      !(is_floating(wanted) && size_of(wanted) == 1 && storage == DataType::kUInt8)) {
+    fail(ErrorKind::kInvalidType, op, arg, "an 8-bit float dtype over uint8 storage",
+         std::string(name_of(wanted)) + " over " + std::string(name_of(storage)));
+  }
+  t.view = with_dtype(t.view, wanted, op, arg);
+  return t;
+}
+
 }  // namespace
 
 PyTensor to_tensor(py::handle obj, std::string_view op, std::string_view arg, bool writable) {
@@ -253,6 +270,7 @@ PyTensor to_tensor(py::handle obj, std::string_view op, std::string_view arg, bo
          "None");
   }
   if (py::isinstance<py::array>(obj)) return from_numpy(obj, op, arg, writable);
+  if (py::hasattr(obj, "_tl_storage")) return reinterpreted(obj, op, arg, writable);
   if (py::hasattr(obj, "__dlpack__")) {
     return from_dlpack(obj.attr("__dlpack__")(), op, arg, writable);
   }

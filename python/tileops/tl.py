@@ -98,7 +98,8 @@ def reinterpret(x, dtype):
     """``x`` (numpy array, torch tensor, DLPack object) as a GlobalAddress argument of elements of
     ``dtype``, of the same size: e.g. uint8 storage of ``tl.float8_e5m2`` or ``tl.hifloat8``
     data, which numpy and torch 1.13 cannot hold (``kernel[n](tl.reinterpret(q, tl.float8_e5m2),
-    ...)``). The memory is passed by pointer, never copied."""
+    ...)``). The memory is passed by pointer, never copied. tileops.ops operators take it as any
+    tensor argument too (an 8-bit float over uint8 storage only: an fp8 KV cache)."""
     return _Reinterpreted(x, dtype)
 
 

@@ -7,13 +7,19 @@ data, and returns None (vLLM's Python-level ``apply_top_k_top_p`` returns its lo
 Errors are tileops' own: ValueError (bad argument), TypeError (bad dtype).
 """
 
+import numpy as _np
+
 from tileops import ops as _ops
+from tileops import tl as _tl
 
 __all__ = [
     "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
     "gelu_new", "gelu_fast", "gelu_quick", "swap_blocks", "copy_blocks",
 ]
 __all__ += ["apply_top_k_top_p"]
+# Paged attention and the KV-cache writes (their own block below).
+__all__ += ["paged_attention_v1", "paged_attention_v2", "reshape_and_cache",
+            "reshape_and_cache_flash"]
 
 
 def silu_and_mul(out, input):
@@ -91,3 +97,125 @@ def apply_top_k_top_p(logits, k, p):
     """
     _ops.top_k_top_p_mask(logits, k, p)
     return logits
+
+
+# --- Paged attention and the KV-cache writes --------------------------------------------------
+# vLLM's caches: key [num_blocks, Hkv, D / x, block_size, x] (x = 16 bytes of elements), value
+# [num_blocks, Hkv, D, block_size]; the flash layout [num_blocks, block_size, Hkv, D] for both.
+# tileops reads the first two in place through views in its own dim order (no copy).
+
+
+def _permuted(t, dims):
+    """A view of `t` with its dims in `dims` order (torch: permute, numpy: transpose)."""
+    permute = getattr(t, "permute", None) or t.transpose
+    return permute(*dims)
+
+
+def _rank(t):
+    return len(t.shape)
+
+
+def _vllm_caches(op, key_cache, value_cache):
+    """vLLM's key/value caches as tileops' [num_blocks, block_size, Hkv, D / x, x] and
+    [num_blocks, block_size, Hkv, D] views."""
+    if _rank(key_cache) != 5:
+        raise ValueError(f"{op}: 'key_cache': expected [num_blocks, num_kv_heads, head_size / x, "
+                         f"block_size, x], got shape {list(key_cache.shape)}")
+    if _rank(value_cache) != 4:
+        raise ValueError(f"{op}: 'value_cache': expected [num_blocks, num_kv_heads, head_size, "
+                         f"block_size], got shape {list(value_cache.shape)}")
+    return _permuted(key_cache, (0, 3, 1, 2, 4)), _permuted(value_cache, (0, 3, 1, 2))
+
+
+# vLLM's kv_cache_dtype names of its fp8 caches ("fp8" is e4m3 on CUDA and CPU).
+_FP8_CACHES = {"fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+def _cache_format(op, kv_cache_dtype, k_scale, v_scale, *caches):
+    """The caches and scales as tileops reads them. "auto": the caches as given (the model's
+    dtype), scales unread (None). fp8: uint8 storage (vLLM's) read as the fp8 dtype through
+    tl.reinterpret (by pointer), scales as one-element float32 tensors."""
+    if kv_cache_dtype == "auto":
+        return caches, None, None
+    fmt = _FP8_CACHES.get(kv_cache_dtype)
+    if fmt is None:
+        raise ValueError(f"{op}: 'kv_cache_dtype': expected 'auto', 'fp8', 'fp8_e4m3' or "
+                         f"'fp8_e5m2', got {kv_cache_dtype!r}")
+    return ([_tl.reinterpret(c, fmt) for c in caches], _scale(op, "k_scale", k_scale),
+            _scale(op, "v_scale", v_scale))
+
+
+def _scale(op, name, scale):
+    """vLLM's scale: a float32 tensor of one element, or a Python float (older vLLM)."""
+    if scale is None:
+        raise ValueError(f"{op}: '{name}': expected a scale for an fp8 cache, got None")
+    if isinstance(scale, (int, float)):
+        return _np.array([scale], dtype=_np.float32)
+    return scale
+
+
+def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
+                       seq_lens, block_size, max_seq_len, alibi_slopes=None,
+                       kv_cache_dtype="auto", k_scale=None, v_scale=None, tp_rank=0,
+                       blocksparse_local_blocks=0, blocksparse_vert_stride=0,
+                       blocksparse_block_size=64, blocksparse_head_sliding_step=0):
+    """out[b, h] = softmax(scale * q k^T + alibi) v over sequence b's cached keys (vLLM's caches).
+
+    query/out [num_seqs, num_heads, head_size]; key_cache and value_cache in vLLM's layouts
+    (read in place); block_tables [num_seqs, max_blocks] and seq_lens [num_seqs] (int32 or
+    int64); alibi_slopes float32 [num_heads] or None. kv_cache_dtype "auto" (caches of the
+    query's dtype; k_scale/v_scale unread) or "fp8"/"fp8_e4m3"/"fp8_e5m2" (uint8 caches read as
+    fp8 * scale). ``max_seq_len`` and ``tp_rank`` only guide vLLM's CUDA launch and are not read.
+    ``scale`` must be nonzero (tileops' own 0 would mean 1/sqrt(head_size)). Refused:
+    block-sparse attention (``blocksparse_vert_stride`` > 1).
+    """
+    op = "paged_attention_v1"
+    if blocksparse_vert_stride > 1:
+        raise NotImplementedError(f"{op}: 'blocksparse_vert_stride': block-sparse attention is "
+                                  f"not supported (expected <= 1), got {blocksparse_vert_stride}")
+    if scale == 0:
+        raise ValueError(f"{op}: 'scale': expected a nonzero scale, got 0")
+    key_cache, value_cache = _vllm_caches(op, key_cache, value_cache)
+    (key_cache, value_cache), k_scale, v_scale = _cache_format(
+        op, kv_cache_dtype, k_scale, v_scale, key_cache, value_cache)
+    _ops.paged_attention(query, key_cache, value_cache, seq_lens, block_tables,
+                         num_kv_heads=num_kv_heads, scale=scale, block_size=block_size,
+                         output=out, alibi_slopes=alibi_slopes, k_scale=k_scale,
+                         v_scale=v_scale)
+
+
+def paged_attention_v2(out, exp_sum, max_logits, tmp_out, query, key_cache, value_cache,
+                       num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                       alibi_slopes=None, kv_cache_dtype="auto", k_scale=None, v_scale=None,
+                       tp_rank=0, blocksparse_local_blocks=0, blocksparse_vert_stride=0,
+                       blocksparse_block_size=64, blocksparse_head_sliding_step=0):
+    """paged_attention_v1's result. vLLM's v2 splits each sequence into partitions and needs the
+    workspaces exp_sum, max_logits [num_seqs, num_heads, partitions] and tmp_out [num_seqs,
+    num_heads, partitions, head_size]; tileops splits long contexts itself (its own workspace),
+    so they are accepted and neither read nor written."""
+    paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
+                       seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+                       v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
+                       blocksparse_block_size, blocksparse_head_sliding_step)
+
+
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype="auto",
+                      k_scale=None, v_scale=None):
+    """key/value [T, Hkv, D] into vLLM's key_cache [num_blocks, Hkv, D / x, block_size, x] and
+    value_cache [num_blocks, Hkv, D, block_size] at slot_mapping (int32/int64 [T], -1 skips);
+    fp8 caches (uint8) store fp8(x / scale), saturating, as vLLM's kernels."""
+    op = "reshape_and_cache"
+    key_cache, value_cache = _vllm_caches(op, key_cache, value_cache)
+    (key_cache, value_cache), k_scale, v_scale = _cache_format(
+        op, kv_cache_dtype, k_scale, v_scale, key_cache, value_cache)
+    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale)
+
+
+def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping,
+                            kv_cache_dtype="auto", k_scale=None, v_scale=None):
+    """key/value [T, Hkv, D] into key_cache/value_cache [num_blocks, block_size, Hkv, D] (any
+    strides: vLLM's HND layout is a view of this) at slot_mapping (-1 skips); fp8 as
+    reshape_and_cache."""
+    (key_cache, value_cache), k_scale, v_scale = _cache_format(
+        "reshape_and_cache_flash", kv_cache_dtype, k_scale, v_scale, key_cache, value_cache)
+    _ops.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale)

@@ -75,4 +75,30 @@ tileops_status tileops_paged_attention(
   });
 }
 
+tileops_status tileops_paged_attention_with_options(
+    const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
+    const tileops_tensor* seq_lens, const tileops_tensor* block_table,
+    const tileops_attention_attributes* attrs, const tileops_tensor* output,
+    const tileops_paged_attention_options* options, const tileops_context* ctx) {
+  return guarded([&] {
+    constexpr std::string_view kOp = "paged_attention";
+    const Tensor q = to_tensor(kOp, "query", query);
+    const Tensor kc = to_tensor(kOp, "key_cache", key_cache);
+    const Tensor vc = to_tensor(kOp, "value_cache", value_cache);
+    const Tensor lens = to_tensor(kOp, "seq_lens", seq_lens);
+    const Tensor table = to_tensor(kOp, "block_table", block_table);
+    const ops::AttentionAttributes a = to_attributes(kOp, attrs);
+    const Tensor out = to_tensor(kOp, "output", output);
+    ops::PagedAttentionOptions o;
+    if (options != nullptr) {
+      o.seq_lens_host = optional_tensor(kOp, "seq_lens_host", options->seq_lens_host);
+      o.block_table_host = optional_tensor(kOp, "block_table_host", options->block_table_host);
+      o.alibi_slopes = optional_tensor(kOp, "alibi_slopes", options->alibi_slopes);
+      o.k_scale = optional_tensor(kOp, "k_scale", options->k_scale);
+      o.v_scale = optional_tensor(kOp, "v_scale", options->v_scale);
+    }
+    ops::paged_attention(q, kc, vc, lens, table, a, out, o, to_context(ctx));
+  });
+}
+
 }  // extern "C"

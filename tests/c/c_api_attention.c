@@ -141,6 +141,27 @@ static void test_paged_attention(void) {
   CHECK_FAILS(tileops_paged_attention(&qt, &kt, &vt, &lt, &bt, &attrs, &out, NULL, &bad_bt, NULL),
               TILEOPS_INVALID_ARGUMENT, "block_table_host");
   CHECK(untouched(y, 2 * kH * kD));
+  /* ALiBi slopes through the options: zero slopes give the plain result; slopes of the wrong
+   * length are refused naming them. */
+  const float zero_slopes[kH] = {0};
+  const int64_t slopes_shape[] = {kH}, short_shape[] = {kH - 1};
+  const tileops_tensor st = tensor((void*)zero_slopes, TILEOPS_FLOAT32, 1, slopes_shape, NULL);
+  const tileops_tensor short_st = tensor((void*)zero_slopes, TILEOPS_FLOAT32, 1, short_shape, NULL);
+  tileops_paged_attention_options options = {.alibi_slopes = &st};
+  float y_alibi[2 * kH * kD];
+  const tileops_tensor out_alibi = tensor(y_alibi, TILEOPS_FLOAT32, 3, q_shape, NULL);
+  poison(y_alibi, 2 * kH * kD);
+  CHECK_OK(tileops_paged_attention_with_options(&qt, &kt, &vt, &lt, &bt, &attrs, &out_alibi,
+                                                &options, NULL));
+  CHECK(memcmp(y_alibi, y64, sizeof(y64)) == 0);
+  CHECK_OK(tileops_paged_attention_with_options(&qt, &kt, &vt, &lt, &bt, &attrs, &out, NULL, NULL));
+  CHECK(memcmp(y, y64, sizeof(y64)) == 0);
+  options.alibi_slopes = &short_st;
+  poison(y, 2 * kH * kD);
+  CHECK_FAILS(
+      tileops_paged_attention_with_options(&qt, &kt, &vt, &lt, &bt, &attrs, &out, &options, NULL),
+      TILEOPS_INVALID_ARGUMENT, "alibi_slopes");
+  CHECK(untouched(y, 2 * kH * kD));
 }
 
 int main(void) {

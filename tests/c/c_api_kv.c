@@ -96,7 +96,7 @@ static void test_reshape_and_cache(void) {
   poison(kc, kBlocks * kBlock * kRow);
   poison(vc, kBlocks * kBlock * kRow);
   poison(kv, 2 * kBlocks * kBlock * kRow);
-  CHECK_OK(tileops_reshape_and_cache(&k, &v, &kct, &vct, &st, NULL));
+  CHECK_OK(tileops_reshape_and_cache(&k, &v, &kct, &vct, &st, NULL, NULL, NULL));
   CHECK_OK(tileops_reshape_and_cache_combined(&k, &v, &kvt, &st, NULL));
   CHECK(memcmp(kc + 17 * kRow, key, kRow * sizeof(float)) == 0);
   CHECK(memcmp(vc + 17 * kRow, value, kRow * sizeof(float)) == 0);
@@ -107,12 +107,12 @@ static void test_reshape_and_cache(void) {
 
   slots[1] = kBlocks * kBlock;
   poison(kc, kBlocks * kBlock * kRow);
-  CHECK_FAILS(tileops_reshape_and_cache(&k, &v, &kct, &vct, &st, NULL), TILEOPS_INVALID_ARGUMENT,
-              "slot_mapping");
+  CHECK_FAILS(tileops_reshape_and_cache(&k, &v, &kct, &vct, &st, NULL, NULL, NULL),
+              TILEOPS_INVALID_ARGUMENT, "slot_mapping");
   CHECK(untouched(kc, kBlocks * kBlock * kRow));
   slots[1] = -1;
-  CHECK_FAILS(tileops_reshape_and_cache(&k, &v, &kct, NULL, &st, NULL), TILEOPS_INVALID_ARGUMENT,
-              "value_cache");
+  CHECK_FAILS(tileops_reshape_and_cache(&k, &v, &kct, NULL, &st, NULL, NULL, NULL),
+              TILEOPS_INVALID_ARGUMENT, "value_cache");
   CHECK_FAILS(tileops_reshape_and_cache_combined(&k, &v, &kct, &st, NULL), TILEOPS_INVALID_ARGUMENT,
               "kv_cache");
 }

@@ -13,6 +13,7 @@
 #include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
+#include "tileops/core/float8.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops::ops {
@@ -102,6 +103,144 @@ TEST(ReshapeAndCache, CombinedCacheAndThreads) {
   k_part.insert(k_part.end(), v_part.begin(), v_part.end());
   reshape_and_cache(key, value, kv, slots, ctx);
   EXPECT_EQ(testing::compare(kv.view(), k_part, {0.0, 0.0}), "");
+}
+
+// vLLM's caches in place: the key cache [num_blocks, Hkv, D / x, block_size, x] as the 5-D view
+// [num_blocks, block_size, Hkv, D / x, x] (contiguous pieces of x, or every other element),
+// the value cache [num_blocks, Hkv, D, block_size] as a 4-D view; bit for bit, gaps untouched.
+TEST(ReshapeAndCache, VllmCacheLayouts) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat8E4M3FN}) {
+    for (std::int64_t gap : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << name_of(dtype) << " gap " << gap);
+      std::mt19937_64 rng(25);
+      const std::int64_t tokens = 29, bs = 16, d = 48;
+      const std::int64_t x = 16 / static_cast<std::int64_t>(size_of(dtype));
+      const std::int64_t piece = x * gap, row = bs * piece, head = (d / x) * row;
+      auto key = testing::random_tensor({tokens, kHeads, d}, dtype, rng, Layout::kStrided);
+      auto value = testing::random_tensor({tokens, kHeads, d}, dtype, rng);
+      TensorStorage key_cache(Dims{kBlocks, bs, kHeads, d / x, x},
+                              Dims{kHeads * head, piece, head, row, gap}, dtype);
+      TensorStorage value_cache(Dims{kBlocks, bs, kHeads, d}, Dims{kHeads * d * bs, 1, d * bs, bs},
+                                dtype);
+      key_cache.fill_bytes(0xFF), value_cache.fill_bytes(0xFF);
+      testing::from_doubles(key_cache, std::vector<double>(kBlocks * bs * kHeads * d, 0.5));
+      testing::from_doubles(value_cache, std::vector<double>(kBlocks * bs * kHeads * d, -0.5));
+      auto slots = testing::poisoned({tokens}, DataType::kInt64);
+      const std::vector<double> slot_values = pick_slots(tokens, kBlocks * bs, rng);
+      testing::from_doubles(slots, slot_values);
+      const auto k_expected =
+          expected_cache(testing::to_doubles(key_cache.view()), testing::to_doubles(key.view()),
+                         slot_values, kHeads * d);
+      const auto v_expected =
+          expected_cache(testing::to_doubles(value_cache.view()), testing::to_doubles(value.view()),
+                         slot_values, kHeads * d);
+      std::vector<unsigned char> gaps = testing::snapshot(key_cache);
+      reshape_and_cache(key, value, key_cache, value_cache, slots);
+      EXPECT_EQ(testing::compare(key_cache.view(), k_expected, {0.0, 0.0}), "");
+      EXPECT_EQ(testing::compare(value_cache.view(), v_expected, {0.0, 0.0}), "");
+      if (gap == 2) {  // the odd elements are no part of the view: still 0xFF
+        const std::vector<unsigned char> after = testing::snapshot(key_cache);
+        const std::size_t size = size_of(dtype);
+        for (std::size_t i = size; i + size <= after.size(); i += 2 * size) {
+          ASSERT_EQ(after[i], gaps[i]) << i;
+        }
+      }
+    }
+  }
+  // A 5-D cache whose last two dims do not make D is refused naming it.
+  std::mt19937_64 rng(26);
+  auto key = testing::random_tensor({2, kHeads, 8}, DataType::kFloat32, rng);
+  auto kc = testing::poisoned({kBlocks, 16, kHeads, 3, 3}, DataType::kFloat32);
+  auto vc = testing::poisoned({kBlocks, 16, kHeads, 8}, DataType::kFloat32);
+  auto slots = testing::poisoned({2}, DataType::kInt32);
+  testing::from_doubles(slots, {0, 1});
+  expect_rejected([&] { reshape_and_cache(key, key, kc, vc, slots); },
+                  std::vector<const TensorStorage*>{&kc, &vc}, "key_cache",
+                  ErrorKind::kInvalidArgument, {"D / x, x"});
+}
+
+// vLLM's fp8 caches: float32/float16/bfloat16 rows stored as fp8(float(x) / scale), rounded to
+// nearest even and saturating (vLLM's __NV_SATFINITE conversion), against core/float8's encoder;
+// large values, NaN, subnormals and the 5-D key layout included; k_scale/v_scale none = 1.
+TEST(ReshapeAndCache, QuantisesIntoFp8Caches) {
+  for (DataType rows_dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    for (DataType fp8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2}) {
+      for (bool scaled : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << name_of(rows_dtype) << " into " << name_of(fp8)
+                                          << (scaled ? " scaled" : ""));
+        std::mt19937_64 rng(27);
+        const std::int64_t tokens = 9, bs = 16, d = 32, x = 16;
+        auto key = testing::random_tensor({tokens, kHeads, d}, rows_dtype, rng, Layout::kStrided,
+                                          -600.0, 600.0);
+        auto value = testing::random_tensor({tokens, kHeads, d}, rows_dtype, rng);
+        std::vector<double> k = testing::to_doubles(key.view());
+        k[0] = 1e5, k[1] = -1e5, k[2] = std::nan(""), k[3] = 1e-4, k[4] = -3e-3, k[5] = 0.0;
+        testing::from_doubles(key, k);
+        k = testing::to_doubles(key.view());  // as rounded to the rows' dtype
+        const std::vector<double> v = testing::to_doubles(value.view());
+        // vLLM's key layout [blocks, Hkv, D / x, block_size, x] as a 5-D view; NHD values.
+        TensorStorage key_cache(Dims{kBlocks, bs, kHeads, d / x, x},
+                                Dims{kHeads * d * bs, x, d * bs, bs * x, 1}, fp8);
+        auto value_cache = testing::poisoned({kBlocks, bs, kHeads, d}, fp8);
+        key_cache.fill_bytes(0xFF);
+        auto k_scale = testing::poisoned({1}, DataType::kFloat32);
+        auto v_scale = testing::poisoned({}, DataType::kFloat32);
+        testing::from_doubles(k_scale, {4.0});
+        testing::from_doubles(v_scale, {0.25});
+        auto slots = testing::poisoned({tokens}, DataType::kInt32);
+        const std::vector<double> slot_values = pick_slots(tokens, kBlocks * bs, rng);
+        testing::from_doubles(slots, slot_values);
+        reshape_and_cache(key, value, key_cache, value_cache, slots,
+                          scaled ? k_scale.view() : Tensor(), scaled ? v_scale.view() : Tensor());
+        const auto encode = [&](double x_value, double scale) {
+          const double q =
+              static_cast<double>(static_cast<float>(x_value) / static_cast<float>(scale));
+          return fp8 == DataType::kFloat8E4M3FN ? double_to_float8_e4m3fn(q, Overflow::kSaturate)
+                                                : double_to_float8_e5m2(q, Overflow::kSaturate);
+        };
+        const auto kc_bits = testing::element_bits(key_cache.view());
+        const auto vc_bits = testing::element_bits(value_cache.view());
+        const std::int64_t row = kHeads * d;
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          const auto slot = static_cast<std::int64_t>(slot_values[t]);
+          for (std::int64_t i = 0; slot >= 0 && i < row; ++i) {
+            ASSERT_EQ(kc_bits[slot * row + i], encode(k[t * row + i], scaled ? 4.0 : 1.0))
+                << t << " " << i << " " << k[t * row + i];
+            ASSERT_EQ(vc_bits[slot * row + i], encode(v[t * row + i], scaled ? 0.25 : 1.0))
+                << t << " " << i;
+          }
+        }
+        // Unwritten slots keep their bytes (0xFF).
+        for (std::int64_t slot = 0; slot < kBlocks * bs; ++slot) {
+          if (std::find(slot_values.begin(), slot_values.end(), static_cast<double>(slot)) !=
+              slot_values.end()) {
+            continue;
+          }
+          for (std::int64_t i = 0; i < row; ++i) ASSERT_EQ(vc_bits[slot * row + i], 0xFFu);
+        }
+      }
+    }
+  }
+  // An fp8 cache of int8 rows, a float16 cache of float32 rows and a two-element scale are
+  // refused naming the argument.
+  std::mt19937_64 rng(28);
+  auto key = testing::random_tensor({2, kHeads, 8}, DataType::kFloat32, rng);
+  auto ints = testing::random_tensor({2, kHeads, 8}, DataType::kInt8, rng);
+  auto kc = testing::poisoned({kBlocks, 16, kHeads, 8}, DataType::kFloat8E4M3FN);
+  auto vc = testing::poisoned({kBlocks, 16, kHeads, 8}, DataType::kFloat8E4M3FN);
+  auto half = testing::poisoned({kBlocks, 16, kHeads, 8}, DataType::kFloat16);
+  auto slots = testing::poisoned({2}, DataType::kInt32);
+  testing::from_doubles(slots, {0, 1});
+  auto two = testing::poisoned({2}, DataType::kFloat32);
+  const std::vector<const TensorStorage*> caches{&kc, &vc};
+  expect_rejected([&] { reshape_and_cache(ints, key, kc, vc, slots); }, caches, "key_cache",
+                  ErrorKind::kInvalidType);
+  expect_rejected([&] { reshape_and_cache(key, key, half, vc, slots); }, caches, "key_cache",
+                  ErrorKind::kInvalidType);
+  expect_rejected([&] { reshape_and_cache(key, key, kc, vc, slots, two, Tensor()); }, caches,
+                  "k_scale");
+  expect_rejected([&] { reshape_and_cache(key, key, kc, vc, slots, Tensor(), two); }, caches,
+                  "v_scale");
 }
 
 TEST(ReshapeAndCache, CachedInstanceIsCorrectOnNewData) {

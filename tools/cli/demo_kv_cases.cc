@@ -85,18 +85,19 @@ void append_cache_case(std::vector<Case>& cases, std::int64_t tokens, DataType d
   auto value_cache = random({blocks, kBlockSize, kKvHeads, kHeadSize}, dt, rng);
   const auto before = values(key_cache);
   const std::string tk = std::to_string(tokens);
-  cases.push_back(declared_case(
-      "reshape_and_cache", "[" + tk + ", 8, 128] block 16", dt,
-      {key, value, key_cache, value_cache, slot_mapping}, {}, 2 * bytes_of({key, value}), [=] {
-        auto expected = before;
-        const auto k = values(key);
-        for (std::size_t t = 0; t < slots.size(); ++t) {
-          std::copy(k.begin() + static_cast<std::int64_t>(t) * row,
-                    k.begin() + static_cast<std::int64_t>(t + 1) * row,
-                    expected.begin() + static_cast<std::int64_t>(slots[t]) * row);
-        }
-        return expected;
-      }));
+  cases.push_back(
+      declared_case("reshape_and_cache", "[" + tk + ", 8, 128] block 16", dt,
+                    {key, value, key_cache, value_cache, slot_mapping, nullptr, nullptr}, {},
+                    2 * bytes_of({key, value}), [=] {
+                      auto expected = before;
+                      const auto k = values(key);
+                      for (std::size_t t = 0; t < slots.size(); ++t) {
+                        std::copy(k.begin() + static_cast<std::int64_t>(t) * row,
+                                  k.begin() + static_cast<std::int64_t>(t + 1) * row,
+                                  expected.begin() + static_cast<std::int64_t>(slots[t]) * row);
+                      }
+                      return expected;
+                    }));
 }
 
 void append_sampling_cases(std::vector<Case>& cases, std::int64_t tokens, DataType dt,

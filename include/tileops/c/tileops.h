@@ -163,6 +163,26 @@ tileops_status tileops_paged_attention(
     const tileops_attention_attributes* attrs, const tileops_tensor* output,
     const tileops_tensor* seq_lens_host, const tileops_tensor* block_table_host,
     const tileops_context* ctx);
+/* vLLM's optional inputs of paged attention, each NULL = none: the host mirrors above; ALiBi
+ * slopes, float32 [H] (head h's score of key j of a sequence of n keys gains
+ * alibi_slopes[h] * (j - (n - 1)) after the scale); k_scale / v_scale, float32 of one element
+ * (none: 1), by which fp8 caches (both float8_e4m3fn or both float8_e5m2) are read as
+ * fp8 * scale. */
+typedef struct tileops_paged_attention_options { /* NOLINT(readability-identifier-naming) */
+  const tileops_tensor* seq_lens_host;
+  const tileops_tensor* block_table_host;
+  const tileops_tensor* alibi_slopes;
+  const tileops_tensor* k_scale;
+  const tileops_tensor* v_scale;
+} tileops_paged_attention_options;
+/* tileops_paged_attention with `options` (NULL = none). Either cache may also be 5-D
+ * [blocks, block_size, Hkv, D / x, x] (vLLM's key cache [blocks, Hkv, D / x, block_size, x]
+ * through strides). */
+tileops_status tileops_paged_attention_with_options(
+    const tileops_tensor* query, const tileops_tensor* key_cache, const tileops_tensor* value_cache,
+    const tileops_tensor* seq_lens, const tileops_tensor* block_table,
+    const tileops_attention_attributes* attrs, const tileops_tensor* output,
+    const tileops_paged_attention_options* options, const tileops_context* ctx);
 
 /* Drops every cached operator instance. */
 tileops_status tileops_clear_cache(void);

@@ -8,7 +8,10 @@
 
 namespace tileops::ops {
 
-// query [B, H, D]; key_cache/value_cache [num_blocks, block_size, Hkv, D]; seq_lens [B]
+// query [B, H, D]; key_cache/value_cache [num_blocks, block_size, Hkv, D], each also accepted
+// with D split in two, [num_blocks, block_size, Hkv, D / x, x] (vLLM's key cache
+// [num_blocks, Hkv, D / x, block_size, x] as `.permute(0, 3, 1, 2, 4)`, read in place; vLLM's
+// value cache [num_blocks, Hkv, D, block_size] is the 4-D `.permute(0, 3, 1, 2)`); seq_lens [B]
 // (keys per sequence, each in [0, max_blocks·block_size]); block_table [B, max_blocks]; each
 // index tensor int32 or int64, independently (their values are checked exactly);
 // output [B, H, D]. seq_lens_host / block_table_host: optional host mirrors of the same shape and
@@ -24,6 +27,22 @@ void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor&
                      const Tensor& seq_lens_host = {}, const Tensor& block_table_host = {},
                      const Context& ctx = {});
 
+// The optional inputs (an undefined Tensor = none): the host mirrors above, and ALiBi slopes,
+// float32 [H]: head h's score of key j (of a sequence of n keys) gains
+// alibi_slopes[h] * (j - (n - 1)) after the scale, before the softmax (vLLM's ALiBi).
+// fp8 caches: key_cache and value_cache may both be float8_e4m3fn or both float8_e5m2 (vLLM's
+// kv_cache_dtype "fp8"), read as fp8 · k_scale / fp8 · v_scale in float32 (k_scale, v_scale:
+// float32, one element; none: 1); the products run in float32 whatever the query's dtype.
+struct PagedAttentionOptions {
+  Tensor seq_lens_host, block_table_host;
+  Tensor alibi_slopes;
+  Tensor k_scale, v_scale;
+};
+void paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
+                     const Tensor& seq_lens, const Tensor& block_table,
+                     const AttentionAttributes& attrs, const Tensor& output,
+                     const PagedAttentionOptions& options, const Context& ctx = {});
+
 class PagedAttention {
  public:
   PagedAttention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
@@ -31,10 +50,17 @@ class PagedAttention {
                  const AttentionAttributes& attrs, const Tensor& output,
                  const Tensor& seq_lens_host = {}, const Tensor& block_table_host = {},
                  int implementation_index = 0);
+  PagedAttention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
+                 const Tensor& seq_lens, const Tensor& block_table,
+                 const AttentionAttributes& attrs, const Tensor& output,
+                 const PagedAttentionOptions& options, int implementation_index = 0);
   void operator()(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
                   const Tensor& seq_lens, const Tensor& block_table, const Tensor& output,
                   const Tensor& seq_lens_host = {}, const Tensor& block_table_host = {},
                   const Context& ctx = {}) const;
+  void operator()(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
+                  const Tensor& seq_lens, const Tensor& block_table, const Tensor& output,
+                  const PagedAttentionOptions& options, const Context& ctx = {}) const;
 
  private:
   PreparedOperator prepared_;

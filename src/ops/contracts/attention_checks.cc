@@ -36,7 +36,7 @@ std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& a
 }
 
 AttentionAttributes declared_attention(std::span<const double> values, const AttentionSlots& slots,
-                                       const Tensor& query, const Tensor& key) {
+                                       const Tensor& query, const Tensor& key, int key_heads_dim) {
   // kFromCheck (Python's None) takes the size the shape says; 0 when there is no such dim.
   const auto given_or = [&](int slot, const Tensor& t, int dim) {
     if (!std::isnan(values[slot])) return int64_attribute(values[slot]);
@@ -44,7 +44,7 @@ AttentionAttributes declared_attention(std::span<const double> values, const Att
   };
   AttentionAttributes a;
   a.num_heads = given_or(slots.num_heads, query, -2);
-  a.num_kv_heads = given_or(slots.num_kv_heads, key, -2);
+  a.num_kv_heads = given_or(slots.num_kv_heads, key, key_heads_dim);
   a.head_size = given_or(slots.head_size, query, -1);
   a.scale = values[slots.scale];
   a.causal = values[slots.causal] != 0;

@@ -23,14 +23,42 @@ struct AttentionSlots {
       sliding_window;
 };
 
+// An attribute's index among every declared attribute value, the folded sliding_window
+// included: what the hooks and attention_values hold (attribute_index counts the Problem's,
+// which lack the folded ones).
+consteval int declared_attribute_index(const OpDecl& op, std::string_view name) {
+  int index = 0;
+  for (const ArgDecl& a : op.arguments()) {
+    if (is_tensor(a.kind)) continue;
+    if (a.name == name) return index;
+    ++index;
+  }
+  no_attribute_argument_of_that_name();
+  return -1;
+}
+
+// The slots of an operator that declares every attention attribute under its usual name.
+consteval AttentionSlots attention_slots(const OpDecl& op) {
+  return {.num_heads = declared_attribute_index(op, "num_heads"),
+          .num_kv_heads = declared_attribute_index(op, "num_kv_heads"),
+          .head_size = declared_attribute_index(op, "head_size"),
+          .scale = declared_attribute_index(op, "scale"),
+          .causal = declared_attribute_index(op, "causal"),
+          .window_left = declared_attribute_index(op, "window_left"),
+          .window_right = declared_attribute_index(op, "window_right"),
+          .block_size = declared_attribute_index(op, "block_size"),
+          .sliding_window = declared_attribute_index(op, "sliding_window")};
+}
+
 // `attrs` as declared attribute values (sliding_window none: kFromCheck).
 std::array<double, kAttrCount + 1> attention_values(const AttentionAttributes& attrs,
                                                     const AttentionSlots& slots);
 
 // The declared attribute values read back; kFromCheck (Python's None) heads and head size are
-// what the query's and key's [.., H, D] say.
+// what the query's [.., H, D] and the key's dim `key_heads_dim` say.
 AttentionAttributes declared_attention(std::span<const double> values, const AttentionSlots& slots,
-                                       const Tensor& query, const Tensor& key);
+                                       const Tensor& query, const Tensor& key,
+                                       int key_heads_dim = -2);
 
 // Checks num_heads/num_kv_heads/head_size against the query's [.., H, D] and each other and
 // resolves scale and the windows (sliding_window w == (w-1, 0), both forms must agree; causal

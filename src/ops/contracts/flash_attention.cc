@@ -15,9 +15,13 @@
 namespace tileops::ops {
 namespace {
 
-enum Arg { kQuery, kKey, kValue, kCuSeqlensQ, kCuSeqlensKv, kBlockTable, kOutput };
-// The attributes are declared in the Problem's order, then sliding_window.
-constexpr AttentionSlots kSlots{0, 1, 2, 3, 4, 5, 6, 7, 8};
+constexpr int kQuery = tensor_index(decls::flash_attention, "query");
+constexpr int kKey = tensor_index(decls::flash_attention, "key");
+constexpr int kValue = tensor_index(decls::flash_attention, "value");
+constexpr int kCuSeqlensQ = tensor_index(decls::flash_attention, "cu_seqlens_q");
+constexpr int kCuSeqlensKv = tensor_index(decls::flash_attention, "cu_seqlens_kv");
+constexpr int kBlockTable = tensor_index(decls::flash_attention, "block_table");
+constexpr AttentionSlots kSlots = attention_slots(decls::flash_attention);
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 

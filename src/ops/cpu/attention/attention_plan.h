@@ -1,6 +1,7 @@
 // The geometry both attention operators share: resolved attributes, the sequences of one call
 // (read from the cumulative lengths or sequence lengths), the visible key range of a query row,
-// and where key/value rows live (packed [T, Hkv, D] or paged [blocks, block_size, Hkv, D]).
+// and where key/value rows live (packed [T, Hkv, D] or paged [blocks, block_size, Hkv, D], the
+// paged form also with D split in two, [.., D / x, x]).
 #pragma once
 
 #include <algorithm>
@@ -52,7 +53,8 @@ inline VisibleKeys visible_keys(const AttentionShape& s, const Sequence& seq, st
   return {lo, hi};
 }
 
-// Key or value rows of one tensor: element (key j of sequence seq, kv head h, d).
+// Key or value rows of one tensor: element (key j of sequence seq, kv head h, d). A paged
+// cache of rank 5 splits d into (d / x, d % x) over its last two dims.
 class KvRows {
  public:
   KvRows(const Tensor& t, const Tensor& block_table, std::int64_t block_size)
@@ -64,6 +66,7 @@ class KvRows {
     const int r = t.rank();
     for (int i = 0; i < r; ++i) strides_[i] = t.stride(i);
     d_stride_ = t.stride(r - 1);
+    if (r == 5) split_ = t.size(4), split_stride_ = t.stride(3);
   }
 
   // Address of element 0 of row j (key j of the sequence, kv head h).
@@ -79,6 +82,15 @@ class KvRows {
     return base_ + offset * element_;
   }
   std::int64_t d_stride() const { return d_stride_; }
+  // Element d of a row is at (d / split) * split_stride + (d % split) * d_stride; split 0: the
+  // row is not split (d * d_stride).
+  std::int64_t split() const { return split_; }
+  std::int64_t split_stride() const { return split_stride_; }
+  // Whether element d of a row is at d (what the SIMD kernels read).
+  bool row_contiguous() const { return d_stride_ == 1 && (split_ == 0 || split_stride_ == split_); }
+  std::int64_t element_offset(std::int64_t d) const {
+    return split_ == 0 ? d * d_stride_ : d / split_ * split_stride_ + d % split_ * d_stride_;
+  }
   // Element distance between consecutive kv heads of one key.
   std::int64_t head_stride() const { return paged_ ? strides_[2] : strides_[1]; }
   // Element distance between consecutive keys of one block (paged) or the sequence.
@@ -94,8 +106,9 @@ class KvRows {
   bool paged_;
   std::int64_t block_size_;
   Tensor table_;
-  std::int64_t strides_[4] = {};
+  std::int64_t strides_[5] = {};
   std::int64_t d_stride_ = 1;
+  std::int64_t split_ = 0, split_stride_ = 0;
 };
 
 }  // namespace tileops::ops::cpu

@@ -23,6 +23,7 @@
 #include "src/ops/cpu/simd/decode_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
 #include "tileops/core/checked_size.h"
+#include "tileops/core/float8.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -38,6 +39,9 @@ constexpr int kBlockTable = tensor_index(decls::paged_attention, "block_table");
 constexpr int kOutput = tensor_index(decls::paged_attention, "output");
 constexpr int kSeqLensHost = tensor_index(decls::paged_attention, "seq_lens_host");
 constexpr int kBlockTableHost = tensor_index(decls::paged_attention, "block_table_host");
+constexpr int kAlibiSlopes = tensor_index(decls::paged_attention, "alibi_slopes");
+constexpr int kKScale = tensor_index(decls::paged_attention, "k_scale");
+constexpr int kVScale = tensor_index(decls::paged_attention, "v_scale");
 
 constexpr std::int64_t kChunk = 64;          // most keys per online-softmax step
 constexpr std::int64_t kMinSplit = 256;      // fewer keys per split cost more to merge than gain
@@ -46,7 +50,16 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct DecodeItem {
   std::int64_t b, k0, k1;
+  std::int64_t len;      // the sequence's keys (ALiBi counts back from the last)
   std::int64_t partial;  // slot in the partial buffer, -1: the only split (writes the output)
+};
+
+// What a call reads besides the tensors, each null when absent: ALiBi slopes per head, and an
+// fp8 cache's byte values times its scale (keys, values).
+struct CallData {
+  const float* alibi = nullptr;
+  const float* k_values = nullptr;
+  const float* v_values = nullptr;
 };
 
 // Per-item state of every head: running max, sum and unnormalised output.
@@ -58,8 +71,13 @@ struct HeadState {
 
 class PagedAttentionCpu final : public Operator {
  public:
+  // An fp8 cache is gathered into float32 rows, so the kernels run on float32 then.
   explicit PagedAttentionCpu(const Problem& problem)
-      : shape_(AttentionShape::of(problem)), dtype_(problem.tensors[kQuery].dtype) {}
+      : shape_(AttentionShape::of(problem)),
+        dtype_(problem.tensors[kQuery].dtype),
+        cache_dtype_(problem.tensors[kKeyCache].dtype),
+        kernel_dtype_(cache_dtype_ == dtype_ ? dtype_ : DataType::kFloat32),
+        cache_size_(static_cast<std::int64_t>(size_of(cache_dtype_))) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     const Tensor& query = tensors[kQuery];
@@ -100,7 +118,7 @@ class PagedAttentionCpu final : public Operator {
       }
       for (std::int64_t s = 0; s < splits; ++s) {
         items.push_back(
-            {b, lo + s * n / splits, lo + (s + 1) * n / splits, splits > 1 ? partials++ : -1});
+            {b, lo + s * n / splits, lo + (s + 1) * n / splits, len, splits > 1 ? partials++ : -1});
       }
     }
 
@@ -115,12 +133,33 @@ class PagedAttentionCpu final : public Operator {
     float* thread_scratch = partial + partials * state_floats;
     const KvRows keys(tensors[kKeyCache], table, shape_.block_size);
     const KvRows values(tensors[kValueCache], table, shape_.block_size);
+    std::vector<float> slopes;
+    if (present(tensors[kAlibiSlopes])) {
+      const Tensor& given = tensors[kAlibiSlopes];
+      slopes.resize(static_cast<std::size_t>(heads));
+      for (std::int64_t h = 0; h < heads; ++h) {
+        slopes[h] = given.data_as<const float>()[h * given.stride(0)];
+      }
+    }
+    CallData call;
+    call.alibi = slopes.empty() ? nullptr : slopes.data();
+    std::array<float, 256> k_values{}, v_values{};
+    if (cache_dtype_ != dtype_) {
+      const float k_scale = scale_of(tensors[kKScale]), v_scale = scale_of(tensors[kVScale]);
+      for (int bits = 0; bits < 256; ++bits) {
+        const auto byte = static_cast<std::uint8_t>(bits);
+        const float v = cache_dtype_ == DataType::kFloat8E4M3FN ? float8_e4m3fn_to_float(byte)
+                                                                : float8_e5m2_to_float(byte);
+        k_values[bits] = v * k_scale, v_values[bits] = v * v_scale;
+      }
+      call.k_values = k_values.data(), call.v_values = v_values.data();
+    }
 
     pool.parallel_claim(static_cast<std::int64_t>(items.size()), [&](int chunk, std::int64_t i) {
       float* mine = thread_scratch + chunk * scratch;
       float* slot = items[i].partial >= 0 ? partial + items[i].partial * state_floats : mine;
       const HeadState state{slot, slot + heads, slot + 2 * heads};
-      run_item(query, keys, values, items[i], state, mine + state_floats);
+      run_item(query, keys, values, call, items[i], state, mine + state_floats);
       if (items[i].partial < 0) {
         finish(state, 1, 0, items[i].b, items[i].k1 > items[i].k0, tensors[kOutput]);
       }
@@ -134,6 +173,7 @@ class PagedAttentionCpu final : public Operator {
 
  private:
   static bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+  static float scale_of(const Tensor& t) { return present(t) ? *t.data_as<const float>() : 1.0f; }
 
   void* element(const Tensor& t, std::int64_t i, std::int64_t h) const {
     return static_cast<char*>(t.data()) +
@@ -143,7 +183,7 @@ class PagedAttentionCpu final : public Operator {
   // Where keys [j, j + n) of kv head 0 start, block by block through the table.
   void chunk_rows(const KvRows& kv, std::int64_t b, std::int64_t j, std::int64_t n,
                   const char** first) const {
-    const std::int64_t key_bytes = kv.key_stride() * static_cast<std::int64_t>(size_of(dtype_));
+    const std::int64_t key_bytes = kv.key_stride() * cache_size_;
     for (std::int64_t i = 0; i < n;) {
       const std::int64_t run = kv.run_length(j + i, j + n);
       const auto* row = static_cast<const char*>(kv.row(b, Sequence{}, 0, j + i));
@@ -153,18 +193,19 @@ class PagedAttentionCpu final : public Operator {
   }
 
   // The bytes of one cached row the kernels read (all of its strided elements).
+  // A split row: its first piece (x elements) only.
   std::int64_t row_bytes(const KvRows& kv) const {
-    return shape_.head_size * static_cast<std::int64_t>(size_of(dtype_)) *
-           std::max<std::int64_t>(1, kv.d_stride());
+    const std::int64_t elements = kv.split() != 0 ? kv.split() : shape_.head_size;
+    return elements * cache_size_ * std::max<std::int64_t>(1, kv.d_stride());
   }
 
   // Bytes of one key's row of all kv heads when they are contiguous (the usual cache), else 0.
   std::int64_t whole_row_bytes(const KvRows& kv) const {
     const std::int64_t d = shape_.head_size;
-    if (kv.d_stride() != 1 || kv.head_stride() != d || kv.key_stride() != shape_.kv_heads * d) {
+    if (!kv.row_contiguous() || kv.head_stride() != d || kv.key_stride() != shape_.kv_heads * d) {
       return 0;
     }
-    return kv.key_stride() * static_cast<std::int64_t>(size_of(dtype_));
+    return kv.key_stride() * cache_size_;
   }
 
   // Prefetches share `part` of `parts` of the n rows (`row` bytes each, from first[i]) into L2,
@@ -184,28 +225,53 @@ class PagedAttentionCpu final : public Operator {
   // Kv head h of the chunk whose kv head 0 rows start at `first`.
   CacheRows head_rows(const KvRows& kv, const char* const* first, std::int64_t n,
                       std::int64_t h) const {
-    return {first, h * kv.head_stride() * static_cast<std::int64_t>(size_of(dtype_)), n};
+    return {first, h * kv.head_stride() * cache_size_, n};
   }
 
-  // The kernels read contiguous rows: rows whose last dim is strided are gathered into `buffer`
-  // (n rows of head_size elements) and listed in `gathered`.
-  CacheRows contiguous(const KvRows& kv, const CacheRows& rows, char* buffer,
-                       const char** gathered) const {
-    if (kv.d_stride() == 1) return rows;
+  // The kernels read contiguous rows of kernel_dtype_: strided or split rows are gathered into
+  // `buffer` (n rows of head_size elements; a split row's pieces of x elements one copy each
+  // when they are contiguous, as in vLLM's key cache) and listed in `gathered`; an fp8 cache's
+  // rows are gathered as float32 fp8 · scale (`fp8_values`: per byte).
+  CacheRows contiguous(const KvRows& kv, const CacheRows& rows, char* buffer, const char** gathered,
+                       const float* fp8_values) const {
     const std::int64_t d = shape_.head_size;
-    const auto size = static_cast<std::int64_t>(size_of(dtype_));
+    if (fp8_values != nullptr) {
+      for (std::int64_t i = 0; i < rows.n; ++i) {
+        const auto* row = static_cast<const std::uint8_t*>(rows.row(i));
+        float* out = reinterpret_cast<float*>(buffer) + i * d;
+        for (std::int64_t c = 0; c < d; ++c) out[c] = fp8_values[row[kv.element_offset(c)]];
+        gathered[i] = reinterpret_cast<const char*>(out);
+      }
+      return {gathered, 0, rows.n};
+    }
+    if (kv.row_contiguous()) return rows;
+    const auto size = cache_size_;
+    const std::int64_t piece = kv.split() != 0 && kv.d_stride() == 1 ? kv.split() : 1;
     for (std::int64_t i = 0; i < rows.n; ++i) {
       const auto* row = static_cast<const char*>(rows.row(i));
       char* out = buffer + i * d * size;
-      for (std::int64_t c = 0; c < d; ++c) {
-        std::memcpy(out + c * size, row + c * kv.d_stride() * size, static_cast<std::size_t>(size));
+      for (std::int64_t c = 0; c < d; c += piece) {
+        std::memcpy(out + c * size, row + kv.element_offset(c) * size,
+                    static_cast<std::size_t>(piece * size));
       }
       gathered[i] = out;
     }
     return {gathered, 0, rows.n};
   }
 
-  void run_item(const Tensor& query, const KvRows& keys, const KvRows& values,
+  // vLLM's ALiBi: query row g (head h0 + g) gains slope[h0 + g] * (key - (len - 1)) for the
+  // chunk's keys first, first + 1, ..., first + n - 1.
+  static void add_alibi(const float* slope, std::int64_t h0, std::int64_t groups, float* s,
+                        std::int64_t lds, std::int64_t n, std::int64_t first, std::int64_t len) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float m = slope[h0 + g];
+      for (std::int64_t j = 0; j < n; ++j) {
+        s[g * lds + j] += m * static_cast<float>(first + j - (len - 1));
+      }
+    }
+  }
+
+  void run_item(const Tensor& query, const KvRows& keys, const KvRows& values, const CallData& call,
                 const DecodeItem& item, const HeadState& state, float* scratch) const {
     const std::int64_t g = shape_.group;
     const std::int64_t d = shape_.head_size;
@@ -217,7 +283,7 @@ class PagedAttentionCpu final : public Operator {
     for (std::int64_t h = 0; h < heads; ++h) {
       load_f32(element(query, item.b, h), dtype_, query.stride(2), d, rows);
       for (std::int64_t c = 0; c < d; ++c) rows[c] *= shape_.scale;
-      decode_column_order(dtype_, rows, 1, d, q + h * d, /*to_kernel=*/true);
+      decode_column_order(kernel_dtype_, rows, 1, d, q + h * d, /*to_kernel=*/true);
     }
     std::fill(state.o, state.o + heads * d, 0.0f);
     std::fill(state.m, state.m + heads, kNegInf);
@@ -251,8 +317,8 @@ class PagedAttentionCpu final : public Operator {
       // themselves: blocks are scattered, so the hardware prefetcher restarts at each one.
       const std::int64_t k_row = n2 > 0 ? whole_row_bytes(keys) : 0;
       const std::int64_t v_row = n2 > 0 ? whole_row_bytes(values) : 0;
-      const bool spread =
-          k_row > 0 && v_row > 0 && g >= 2 * static_cast<std::int64_t>(size_of(dtype_));
+      const bool spread = k_row > 0 && v_row > 0 && cache_dtype_ == dtype_ &&
+                          g >= 2 * static_cast<std::int64_t>(size_of(dtype_));
       const std::int64_t k_lines = n2 * ((k_row + 63) / 64), v_lines = n2 * ((v_row + 63) / 64);
       for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
         PrefetchRows next_k, next_v;
@@ -272,13 +338,14 @@ class PagedAttentionCpu final : public Operator {
           }
         }
         const std::int64_t r0 = h * g;
-        const CacheRows k =
-            contiguous(keys, head_rows(keys, k_first.data(), n, h), buffer, gathered.data());
-        decode_scores(q + r0 * d, g, k, dtype_, d, s, kChunk, next_k);
+        const CacheRows k = contiguous(keys, head_rows(keys, k_first.data(), n, h), buffer,
+                                       gathered.data(), call.k_values);
+        decode_scores(q + r0 * d, g, k, kernel_dtype_, d, s, kChunk, next_k);
+        if (call.alibi != nullptr) add_alibi(call.alibi, r0, g, s, kChunk, n, j, item.len);
         attention_softmax_tile(s, kChunk, g, n, state.m + r0, state.l + r0, corr);
-        const CacheRows v =
-            contiguous(values, head_rows(values, v_first.data(), n, h), buffer, gathered.data());
-        decode_values(s, kChunk, corr, g, v, dtype_, d, state.o + r0 * d, next_v);
+        const CacheRows v = contiguous(values, head_rows(values, v_first.data(), n, h), buffer,
+                                       gathered.data(), call.v_values);
+        decode_values(s, kChunk, corr, g, v, kernel_dtype_, d, state.o + r0 * d, next_v);
       }
       j += n;
       n = n2;
@@ -311,13 +378,16 @@ class PagedAttentionCpu final : public Operator {
                         : sees_keys || total != 0.0f ? std::numeric_limits<float>::quiet_NaN()
                                                      : 0.0f;
       for (float& x : row) x *= inv;
-      decode_column_order(dtype_, row.data(), 1, d, natural.data(), /*to_kernel=*/false);
+      decode_column_order(kernel_dtype_, row.data(), 1, d, natural.data(), /*to_kernel=*/false);
       store_f32(natural.data(), element(output, b, h), dtype_, output.stride(2), d);
     }
   }
 
   AttentionShape shape_;
-  DataType dtype_;
+  DataType dtype_;         // the query's and the output's
+  DataType cache_dtype_;   // dtype_, or an 8-bit float
+  DataType kernel_dtype_;  // the rows the kernels read: dtype_, or float32 for an fp8 cache
+  std::int64_t cache_size_;
 };
 
 }  // namespace
