@@ -151,8 +151,8 @@ void Emitter::load_op(const Op& o) {
       hoisted_.push_back("u64 " + prev + " = 0;");
       line() << "u64 " << pf << " = 0, " << pf << "_end = 0;\n";
       // Only over tensors larger than an eighth of the last-level cache: smaller ones (a
-      // block's scratch row) are read from cache, where the prefetches only cost (with them,
-      // tl causal_softmax bfloat16 read 33 against 38 GB/s in alternating runs).
+      // block's scratch row) are read from cache, where the prefetches only cost
+      // (bench/results/cpu-tuning.md).
       line() << "if (" << v << "_direct && " << t << "_bytes > TL_STREAM_BYTES / 8) { "
              << "const u64 tl_c = (u64)" << v << "; if (" << prev << " != 0) { " << pf
              << " = tl_c + (tl_c - " << prev << "); " << pf << "_end = " << pf << " + " << bytes

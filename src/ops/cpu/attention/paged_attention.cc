@@ -209,10 +209,9 @@ class PagedAttentionCpu final : public Operator {
   }
 
   // Prefetches share `part` of `parts` of the n rows (`row` bytes each, from first[i]) into L2,
-  // in address order. The division per line is kept on purpose: it spaces the prefetches (about
-  // one per 10 cycles on Zen 5). Without it they leave in one burst that fills the miss buffers,
-  // and the kernels' loads wait behind it: 10-15% fewer KV bytes per second for float32 and
-  // bfloat16 MHA.
+  // in address order. The division per line is kept on purpose: it spaces the prefetches. Without
+  // it they leave in one burst that fills the miss buffers, and the kernels' loads wait behind it
+  // (bench/results/cpu-tuning.md).
   static void prefetch_share(const char* const* first, std::int64_t row, std::int64_t n,
                              std::int64_t part, std::int64_t parts) {
     const std::int64_t total = n * row;
@@ -290,10 +289,8 @@ class PagedAttentionCpu final : public Operator {
     std::fill(state.l, state.l + heads, 0.0f);
     // Chunks of one block (at least 16 keys, at most kChunk, across blocks when they are
     // smaller), so that all kv heads of a block are read before the next block and the next
-    // chunk's prefetch (below) runs one block ahead. With groups of 4 query rows, chunks of 64
-    // keys (which pay the softmax step and the output rows' update less often) moved more KV
-    // bytes per second before that prefetch and 5-10% fewer with it (Zen 5, alternating runs of
-    // bench/attention_bench).
+    // chunk's prefetch (below) runs one block ahead: with it, longer chunks (which pay the softmax
+    // step and the output rows' update less often) lost (bench/results/cpu-tuning.md).
     std::array<const char*, kChunk> k_first{}, v_first{}, k_next{}, v_next{}, gathered{};
     char* buffer = reinterpret_cast<char*>(rows);
     const std::int64_t k_bytes = row_bytes(keys), v_bytes = row_bytes(values);
@@ -310,11 +307,10 @@ class PagedAttentionCpu final : public Operator {
       // The kernels read one kv head's rows at a time, a row per key 4-16 KiB apart; the next
       // chunk's keys and values are fetched whole meanwhile, a share per kv head, in address
       // order. Kernels that compute at least 4 flops per cached byte (bfloat16 or float16 with
-      // groups of 4 or more, float32 with 8) take the share themselves, spread over their steps:
-      // bfloat16 GQA 30 -> 39 GB/s of KV at a 44 GB/s copy, where float32 GQA and MHA lost
-      // 5-15%. The others get it in a loop ahead of them (10-18% more KV bytes per second than
-      // no share; two chunks ahead, no more), and prefetch the next (chunk, kv head)'s rows
-      // themselves: blocks are scattered, so the hardware prefetcher restarts at each one.
+      // groups of 4 or more, float32 with 8) take the share themselves, spread over their steps;
+      // the others get it in a loop ahead of them (two chunks ahead, no more)
+      // (bench/results/cpu-tuning.md), and prefetch the next (chunk, kv head)'s rows themselves:
+      // blocks are scattered, so the hardware prefetcher restarts at each one.
       const std::int64_t k_row = n2 > 0 ? whole_row_bytes(keys) : 0;
       const std::int64_t v_row = n2 > 0 ? whole_row_bytes(values) : 0;
       const bool spread = k_row > 0 && v_row > 0 && cache_dtype_ == dtype_ &&
