@@ -78,9 +78,10 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
                        return out;
                      },
                      reference, kIn});
-    cases.push_back(declared_case("linear_quantized",
-                                  "[" + tk + ", 1024] x " + format + " [1024, 1024]T + bias", dt,
-                                  {x, q, bias, nullptr}, {}, -1, reference, kIn));
+    std::string shape = "[" + tk;
+    shape.append(", 1024] x ").append(format).append(" [1024, 1024]T + bias");
+    cases.push_back(declared_case("linear_quantized", shape, dt, {x, q, bias, nullptr}, {}, -1,
+                                  reference, kIn));
   }
   {
     constexpr std::int64_t kK = 512, kN = 512;

@@ -28,7 +28,8 @@ bool allowed_group(std::int64_t g) { return g == 32 || g == 64 || g == 128; }
 
 QuantizedLayout quantized_layout(std::string_view op, std::int64_t n, std::int64_t k, int bits,
                                  std::int64_t group_size, bool symmetric) {
-  const auto fail = [&](std::string_view arg, std::string_view expected, std::string actual) {
+  const auto fail = [&](std::string_view arg, std::string_view expected,
+                        const std::string& actual) {
     throw_argument_error(ErrorKind::kInvalidArgument, op, arg, expected, actual);
   };
   if (bits != 8 && bits != 4) fail("bits", "8 or 4", std::to_string(bits));
