@@ -7,13 +7,11 @@ the fastest single call of all rounds (noise on a shared machine only adds time)
 bench/results/cpu-kv-ops-ab.md (cpu-kv-ops-ab-<T>.md for a forced SIMD target).
 """
 
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from report_util import ab_best, cpu_name, cpu_simd  # noqa: E402
+from report_util import ab_best, cpu_name, cpu_simd, run_one_thread  # noqa: E402
 from target_option import result_name, take_target  # noqa: E402
 
 TARGET = take_target(sys.argv)
@@ -65,10 +63,7 @@ print(json.dumps(result))
 
 
 def run_side(python_dir):
-    env = {**os.environ, "PYTHONPATH": python_dir, "TILEOPS_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", MEASURE, python_dir], check=True,
-                         capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_one_thread(MEASURE, python_dir)
 
 
 def main():

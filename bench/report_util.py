@@ -1,7 +1,10 @@
 """What the bench/*.py reports share: the CPU's name and SIMD features, a timer for torch
 peers, and the alternating rounds of the A/B reports."""
+import json
 import os
 import platform
+import subprocess
+import sys
 import time
 
 
@@ -62,3 +65,12 @@ def ab_best(argv, run_side, rounds):
             for name, value in run_side(path).items():
                 best[side][name] = min(value, best[side].get(name, float("inf")))
     return label, best
+
+
+def run_one_thread(measure, python_dir):
+    """One side of a kernel A/B report: runs the script `measure` (argv[1] = python_dir) with
+    that tree's tileops on one thread and returns the JSON its last line prints."""
+    env = {**os.environ, "PYTHONPATH": python_dir, "TILEOPS_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", measure, python_dir], check=True,
+                         capture_output=True, text=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
