@@ -3,8 +3,8 @@
 backend: pass / fail / untested), from test evidence: the JUnit XML of a CTest run
 (`ctest --output-junit`) and of pytest (`--junitxml`). Never edit the document by hand.
 
-    scripts/capabilities.py --ctest CTEST.xml --pytest PYTEST.xml           # rewrite the doc
-    scripts/capabilities.py --ctest CTEST.xml --pytest PYTEST.xml --check   # fail when stale
+    scripts/capabilities.py --ctest CTEST.xml --pytest PYTEST.xml...           # rewrite the doc
+    scripts/capabilities.py --ctest CTEST.xml --pytest PYTEST.xml... --check   # fail when stale
 
 How a test result becomes cells (docs/author-workflow.md, "Capability matrix"):
 - Constructs: the `covers:` comments that tools/tl/coverage.py reads. A C++ test file
@@ -190,23 +190,25 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ctest", required=True, type=pathlib.Path,
                         help="JUnit XML of ctest (--output-junit)")
-    parser.add_argument("--pytest", required=True, type=pathlib.Path,
-                        help="JUnit XML of pytest (--junitxml)")
+    parser.add_argument("--pytest", required=True, type=pathlib.Path, nargs="+",
+                        help="JUnit XML of pytest (--junitxml), one file per shard")
     parser.add_argument("--check", action="store_true",
                         help="fail when docs/capabilities.md differs instead of writing it")
     parser.add_argument("--output", type=pathlib.Path, default=DOC)
     args = parser.parse_args(argv)
-    for path in (args.ctest, args.pytest):
+    for path in (args.ctest, *args.pytest):
         if not path.is_file():
             parser.error(f"no JUnit XML at {path}: run the tests first (scripts/test.sh)")
     evidence = list(cpp_evidence(read_junit(args.ctest)))
-    evidence += python_evidence(read_junit(args.pytest))
+    for path in args.pytest:
+        evidence += python_evidence(read_junit(path))
     text = render(matrix(evidence))
     if args.check:
         current = args.output.read_text() if args.output.is_file() else ""
         if current != text:
             print(f"{args.output} is stale: regenerate it from this run's results with\n"
-                  f"  scripts/capabilities.py --ctest {args.ctest} --pytest {args.pytest}\n"
+                  f"  scripts/capabilities.py --ctest {args.ctest} --pytest "
+                  f"{' '.join(str(p) for p in args.pytest)}\n"
                   "and commit it (a failing test shows as FAIL: fix the test first)",
                   file=sys.stderr)
             return 1

@@ -29,18 +29,28 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/tileops-fuzz.XXXXXX")"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || true)}"
-failed=()
-for name in "${targets[@]}"; do
-  corpus="$work/$name"
+# One target per core at a time (each libFuzzer process is single-threaded); reports in order.
+run_target() {
+  local name="$1" corpus="$work/$1"
   mkdir -p "$corpus" "$work/findings"
   [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
-  options=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
-           -artifact_prefix="$work/findings/${name}-")
+  local options=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
+                 -artifact_prefix="$work/findings/${name}-")
   [[ -f "fuzz/$name.dict" ]] && options+=(-dict="fuzz/$name.dict")
   [[ -n "${FUZZ_SEED:-}" ]] && options+=(-seed="$FUZZ_SEED")
+  local status=0
+  "build/fuzz/fuzz/${name}_fuzz" "${options[@]}" "$corpus" >"$work/$name.log" 2>&1 || status=$?
+  echo "$status" >"$work/$name.status"
+}
+for name in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
   echo "fuzz: $name for ${seconds} s"
-  if ! "build/fuzz/fuzz/${name}_fuzz" "${options[@]}" "$corpus" \
-      >"$work/$name.log" 2>&1; then
+  run_target "$name" &
+done
+wait
+failed=()
+for name in "${targets[@]}"; do
+  if [[ "$(cat "$work/$name.status")" != 0 ]]; then
     failed+=("$name")
     tail -n 60 "$work/$name.log"
     for f in "$work/findings/${name}"-*; do

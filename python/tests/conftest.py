@@ -1,9 +1,30 @@
 """Shared helpers: dtypes, layouts and tolerances of the tileops Python tests."""
 
+import os
+
 import pytest
 import torch
 
 from tileops import ops
+
+
+def pytest_collection_modifyitems(config, items):
+    """TILEOPS_PYTEST_SHARD=i/n (CTest's python/pytest_iofn) keeps the i-th of n shards: the test
+    files sorted by path and dealt round-robin."""
+    shard = os.environ.get("TILEOPS_PYTEST_SHARD")
+    if not shard:
+        return
+    try:
+        index, count = (int(part) for part in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"TILEOPS_PYTEST_SHARD={shard!r}: expected i/n, e.g. 1/3")
+    if not 1 <= index <= count:
+        raise pytest.UsageError(f"TILEOPS_PYTEST_SHARD={shard!r}: expected 1 <= i <= n")
+    files = sorted({str(item.path) for item in items})
+    mine = {f for position, f in enumerate(files) if position % count == index - 1}
+    kept = [item for item in items if str(item.path) in mine]
+    config.hook.pytest_deselected(items=[item for item in items if str(item.path) not in mine])
+    items[:] = kept
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 # abs + rel tolerance per dtype: |got - ref| <= tol + tol * |ref|.

@@ -302,16 +302,19 @@ def test_capability_matrix_maps_test_names_to_cells(tmp_path):
         ("tl/tl_golden_test_cpu", "tl/tl_golden_test_cpu", "fail"),
         ("python/pytest", "python/pytest", "fail"),  # not tile-language evidence
     ], ctest=True)
-    pytest_xml = junit(tmp_path / "pytest.xml", [
+    # Two shards' files (CTest's python/pytest_*): the evidence of both counts.
+    shard_1 = junit(tmp_path / "pytest-1.xml", [
         ("test_unary[exp]", "python.tests.test_tl_ops", "pass"),
         ("test_unary[log]", "python.tests.test_tl_ops", "fail"),
         ("test_unary[sin]", "python.tests.test_tl_ops", "skip"),
+    ])
+    shard_2 = junit(tmp_path / "pytest-2.xml", [
         ("test_vadd[float16-1000]", "python.tests.test_tl_golden", "pass"),
         ("test_directed_rounding_into_hifloat8_steps_by_value[interp]",
          "python.tests.test_tl_ops", "pass"),
     ])
     out = tmp_path / "capabilities.md"
-    result = capabilities("--ctest", ctest, "--pytest", pytest_xml, "--output", out)
+    result = capabilities("--ctest", ctest, "--pytest", shard_1, shard_2, "--output", out)
     assert result.returncode == 0, result.stderr
     rows = cells(out.read_text())
     assert rows[("exp", "any")] == ["untested", "pass", "untested"]  # auto: cpu
