@@ -10,21 +10,26 @@ namespace {
 
 using Fn = std::function<tl::Value(const tl::Value&, const tl::Value&, const tl::Value&)>;
 
-// out[r, c] = f(x[r, c], y[r, c], s) over tiles of [tr, tc]; blocks take tiles round-robin.
-tl::Kernel ew_kernel(const Fn& f) {
-  return tl::jit("elementwise", [f](tl::GlobalAddress x, tl::GlobalAddress y, tl::GlobalAddress out,
-                                    tl::Float s, tl::Int rows, tl::Int cols, tl::ConstExpr<int> tr,
-                                    tl::ConstExpr<int> tc) {
-    const tl::Value tx = tl::tensor(x, {rows, cols});
-    const tl::Value ty = tl::tensor(y, {rows, cols});
-    const tl::Value to = tl::tensor(out, {rows, cols});
+// out[i, r, c] = fs[i](x[i, r, c], y[i, r, c], s) over [tr, tc] tiles of each case's [rows, cols]
+// slice; blocks take tiles round-robin. One kernel runs every case of a check: the cpu backend
+// then compiles once per group of cases, not once per case (most of this test's time).
+tl::Kernel ew_kernel(const std::vector<Fn>& fs) {
+  return tl::jit("elementwise", [fs](tl::GlobalAddress x, tl::GlobalAddress y,
+                                     tl::GlobalAddress out, tl::Float s, tl::Int rows, tl::Int cols,
+                                     tl::ConstExpr<int> tr, tl::ConstExpr<int> tc) {
+    const auto cases = static_cast<std::int64_t>(fs.size());
+    const tl::Value tx = tl::tensor(x, {cases, rows, cols});
+    const tl::Value ty = tl::tensor(y, {cases, rows, cols});
+    const tl::Value to = tl::tensor(out, {cases, rows, cols});
     const tl::Value nc = tl::ceildiv(cols, *tc);
-    for (tl::Value t : tl::range(tl::block_idx(), tl::ceildiv(rows, *tr) * nc, tl::block_num())) {
-      const tl::Value r = tl::floordiv(t, nc) * *tr;
-      const tl::Value c = (t % nc) * *tc;
-      const tl::Value a = tl::load(tx, {*tr, *tc}, {r, c}, 1);
-      const tl::Value b = tl::load(ty, {*tr, *tc}, {r, c}, 1);
-      tl::store(f(a, b, s), to, {r, c});
+    for (std::int64_t i = 0; i < cases; ++i) {
+      for (tl::Value t : tl::range(tl::block_idx(), tl::ceildiv(rows, *tr) * nc, tl::block_num())) {
+        const tl::Value r = tl::floordiv(t, nc) * *tr;
+        const tl::Value c = (t % nc) * *tc;
+        const tl::Value a = tl::squeeze(tl::load(tx, {1, *tr, *tc}, {i, r, c}, 1), 0);
+        const tl::Value b = tl::squeeze(tl::load(ty, {1, *tr, *tc}, {i, r, c}, 1), 0);
+        tl::store(tl::expand_dims(fs[static_cast<std::size_t>(i)](a, b, s), 0), to, {i, r, c});
+      }
     }
   });
 }
@@ -36,21 +41,43 @@ struct Case {
   double lo = -3, hi = 3;
 };
 
-// Runs `f` on [rows, cols] = [5, 37] (tiles [2, 16]: tails in both dims) for every core count.
-void check(const Case& c, DataType in, DataType out, double s = 0.75) {
+// Runs every case on its own [5, 37] slice (tiles [2, 16]: tails in both dims), each with inputs
+// drawn from its range, in one kernel, for every core count.
+void check(const std::vector<Case>& cases, DataType in, DataType out, double s = 0.75) {
+  constexpr std::int64_t kRows = 5, kCols = 37, kSlice = kRows * kCols;
+  std::vector<Fn> fs;
+  for (const Case& c : cases) fs.push_back(c.f);
+  const tl::Kernel k = ew_kernel(fs);
+  const Dims shape{static_cast<std::int64_t>(cases.size()), kRows, kCols};
   std::mt19937_64 rng(7);
-  const tl::Kernel k = ew_kernel(c.f);
   for (int cores : core_nums()) {
-    TensorStorage x = random_tensor({5, 37}, in, rng, Layout::kContiguous, c.lo, c.hi);
-    TensorStorage y = random_tensor({5, 37}, in, rng, Layout::kContiguous, c.lo, c.hi);
-    TensorStorage o = poisoned({5, 37}, out);
-    k.launch(cores, x, y, o, s, 5, 37, 2, 16);
-    const auto xs = to_doubles(x), ys = to_doubles(y);
-    std::vector<double> expected(xs.size());
-    for (std::size_t i = 0; i < xs.size(); ++i) expected[i] = c.ref(xs[i], ys[i], s);
-    Tolerance t = tol(out);
-    EXPECT_EQ(compare(o, expected, t), "") << c.name << " " << name_of(in) << " cores " << cores;
+    // Each case's slice holds values from its own range.
+    std::vector<double> xs, ys;
+    for (const Case& c : cases) {
+      for (std::vector<double>* v : {&xs, &ys}) {
+        const auto part = to_doubles(
+            random_tensor({kRows, kCols}, in, rng, Layout::kContiguous, c.lo, c.hi).view());
+        v->insert(v->end(), part.begin(), part.end());
+      }
+    }
+    TensorStorage x(shape, in), y(shape, in);
+    from_doubles(x.view(), xs);
+    from_doubles(y.view(), ys);
+    TensorStorage o = poisoned(shape, out);
+    k.launch(cores, x, y, o, s, kRows, kCols, 2, 16);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      std::vector<double> expected(kSlice);
+      for (std::size_t e = 0; e < expected.size(); ++e) {
+        const std::size_t at = i * kSlice + e;
+        expected[e] = cases[i].ref(xs[at], ys[at], s);
+      }
+      EXPECT_EQ(compare(o.view().slice(0, static_cast<std::int64_t>(i), 1), expected, tol(out)), "")
+          << cases[i].name << " " << name_of(in) << " cores " << cores;
+    }
   }
+}
+void check(const Case& c, DataType in, DataType out, double s = 0.75) {
+  check(std::vector<Case>{c}, in, out, s);
 }
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
@@ -112,20 +139,22 @@ TEST(TlElementwise, UnaryFloat) {
       {"reciprocal", [](V a, V, V) { return tl::reciprocal(a); },
        [](double x, double, double) { return 1 / x; }, 0.5, 4},
   };
-  for (const Case& c : cases) {
-    for (DataType d : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) check(c, d, d);
-  }
+  for (DataType d : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
+    check(cases, d, d);
 }
 
 // covers: isnan isinf
 TEST(TlElementwise, IsnanIsinfGiveBool) {
   using V = const tl::Value&;
-  check({"isnan", [](V a, V b, V) { return tl::isnan(tl::log(a - b)); },
-         [](double x, double y, double) { return std::isnan(std::log(x - y)) ? 1.0 : 0.0; }},
-        DataType::kFloat32, DataType::kBool);
-  check({"isinf", [](V a, V, V) { return tl::isinf(1 / tl::floor(a)); },
-         [](double x, double, double) { return std::isinf(1 / std::floor(x)) ? 1.0 : 0.0; }, -1, 2},
-        DataType::kFloat32, DataType::kBool);
+  check(
+      std::vector<Case>{
+          {"isnan", [](V a, V b, V) { return tl::isnan(tl::log(a - b)); },
+           [](double x, double y, double) { return std::isnan(std::log(x - y)) ? 1.0 : 0.0; }},
+          {"isinf", [](V a, V, V) { return tl::isinf(1 / tl::floor(a)); },
+           [](double x, double, double) { return std::isinf(1 / std::floor(x)) ? 1.0 : 0.0; }, -1,
+           2},
+      },
+      DataType::kFloat32, DataType::kBool);
 }
 
 // covers: add sub mul div floordiv mod maximum minimum pow scalar_operands promotion Float
@@ -161,25 +190,25 @@ TEST(TlElementwise, BinaryBothOperandOrders) {
            },
            [](double a, double b) { return std::pow(std::fabs(a) + 0.5, b); }},
       };
-  for (const auto& [name, op, ref] : ops) {
-    const auto& o = op;
-    const R& r = ref;
-    for (DataType d : {DataType::kFloat32, DataType::kFloat16}) {
-      check({name, [o](V a, V b, V) { return o(a, b); },
-             [r](double a, double b, double) { return r(a, b); }, 0.5, 3},
-            d, d);
-      check({name, [o](V a, V, V) { return o(a, 1.5); },
-             [r](double a, double, double) { return r(a, 1.5); }, 0.5, 3},
-            d, d);
-      check({name, [o](V a, V, V) { return o(2.5, a); },
-             [r](double a, double, double) { return r(2.5, a); }, 0.5, 3},
-            d, d);
-      check({name, [o](V a, V, V s) { return o(a, s); },
-             [r](double a, double, double s) { return r(a, s); }, 0.5, 3},
-            d, d);
-      check({name, [o](V a, V, V s) { return o(s, a); },
-             [r](double a, double, double s) { return r(s, a); }, 0.5, 3},
-            d, d);
+  // One kernel per operand order and dtype, over every op.
+  for (DataType d : {DataType::kFloat32, DataType::kFloat16}) {
+    std::vector<Case> tiles, tile_number, number_tile, tile_scalar, scalar_tile;
+    for (const auto& [name, op, ref] : ops) {
+      const auto& o = op;
+      const R& r = ref;
+      tiles.push_back({name, [o](V a, V b, V) { return o(a, b); },
+                       [r](double a, double b, double) { return r(a, b); }, 0.5, 3});
+      tile_number.push_back({name, [o](V a, V, V) { return o(a, 1.5); },
+                             [r](double a, double, double) { return r(a, 1.5); }, 0.5, 3});
+      number_tile.push_back({name, [o](V a, V, V) { return o(2.5, a); },
+                             [r](double a, double, double) { return r(2.5, a); }, 0.5, 3});
+      tile_scalar.push_back({name, [o](V a, V, V s) { return o(a, s); },
+                             [r](double a, double, double s) { return r(a, s); }, 0.5, 3});
+      scalar_tile.push_back({name, [o](V a, V, V s) { return o(s, a); },
+                             [r](double a, double, double s) { return r(s, a); }, 0.5, 3});
+    }
+    for (const auto* group : {&tiles, &tile_number, &number_tile, &tile_scalar, &scalar_tile}) {
+      check(*group, d, d);
     }
   }
 }
@@ -188,40 +217,37 @@ TEST(TlElementwise, BinaryBothOperandOrders) {
 TEST(TlElementwise, IntegerOps) {
   using V = const tl::Value&;
   const DataType i32 = DataType::kInt32;
-  check({"add", [](V a, V b, V) { return a + b * 3; },
-         [](double a, double b, double) { return a + b * 3; }, -100, 100},
-        i32, i32);
-  check({"floordiv", [](V a, V b, V) { return tl::floordiv(a, b); },
-         [](double a, double b, double) { return b == 0 ? 0 : std::floor(a / b); }, -100, 100},
-        i32, i32);
-  check({"mod", [](V a, V, V) { return a % 7; },
-         [](double a, double, double) {
-           double r = std::fmod(a, 7);
-           return r < 0 ? r + 7 : r;
-         },
-         -100, 100},
-        i32, i32);
-  check({"and_or_xor", [](V a, V b, V) { return (a & b) | (a ^ 5); },
-         [](double a, double b, double) {
-           auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b);
-           return static_cast<double>((x & y) | (x ^ 5));
-         },
-         -100, 100},
-        i32, i32);
-  check({"shifts", [](V a, V b, V) { return (a << (b & 7)) >> 2; },
-         [](double a, double b, double) {
-           auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b) & 7;
-           return static_cast<double>((x << y) >> 2);
-         },
-         -100, 100},
-        i32, i32);
-  check({"bitnot_abs_neg", [](V a, V, V) { return ~a + tl::abs(a) - (-a) + tl::relu(a); },
-         [](double a, double, double) { return -a - 1 + std::fabs(a) + a + std::max(a, 0.0); },
-         -100, 100},
-        i32, i32);
   check(
-      {"min_max", [](V a, V b, V) { return tl::maximum(a, b) * 2 + tl::minimum(a, 0); },
-       [](double a, double b, double) { return std::max(a, b) * 2 + std::min(a, 0.0); }, -100, 100},
+      std::vector<Case>{
+          {"add", [](V a, V b, V) { return a + b * 3; },
+           [](double a, double b, double) { return a + b * 3; }, -100, 100},
+          {"floordiv", [](V a, V b, V) { return tl::floordiv(a, b); },
+           [](double a, double b, double) { return b == 0 ? 0 : std::floor(a / b); }, -100, 100},
+          {"mod", [](V a, V, V) { return a % 7; },
+           [](double a, double, double) {
+             double r = std::fmod(a, 7);
+             return r < 0 ? r + 7 : r;
+           },
+           -100, 100},
+          {"and_or_xor", [](V a, V b, V) { return (a & b) | (a ^ 5); },
+           [](double a, double b, double) {
+             auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b);
+             return static_cast<double>((x & y) | (x ^ 5));
+           },
+           -100, 100},
+          {"shifts", [](V a, V b, V) { return (a << (b & 7)) >> 2; },
+           [](double a, double b, double) {
+             auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b) & 7;
+             return static_cast<double>((x << y) >> 2);
+           },
+           -100, 100},
+          {"bitnot_abs_neg", [](V a, V, V) { return ~a + tl::abs(a) - (-a) + tl::relu(a); },
+           [](double a, double, double) { return -a - 1 + std::fabs(a) + a + std::max(a, 0.0); },
+           -100, 100},
+          {"min_max", [](V a, V b, V) { return tl::maximum(a, b) * 2 + tl::minimum(a, 0); },
+           [](double a, double b, double) { return std::max(a, b) * 2 + std::min(a, 0.0); }, -100,
+           100},
+      },
       i32, i32);
   // True division of ints gives float32.
   check({"truediv", [](V a, V, V) { return a / 4; }, [](double a, double, double) { return a / 4; },
@@ -233,23 +259,23 @@ TEST(TlElementwise, IntegerOps) {
 TEST(TlElementwise, ComparisonsLogicalAndWhere) {
   using V = const tl::Value&;
   const DataType f32 = DataType::kFloat32, b1 = DataType::kBool;
-  check({"lt", [](V a, V b, V) { return a < b; },
-         [](double a, double b, double) { return a < b ? 1.0 : 0.0; }},
-        f32, b1);
-  check({"le_rev", [](V a, V, V) { return 0.5 <= a; },
-         [](double a, double, double) { return 0.5 <= a ? 1.0 : 0.0; }},
-        f32, b1);
-  check({"gt_ge", [](V a, V b, V) { return tl::logical_and(a > b, a >= 0); },
-         [](double a, double b, double) { return a > b && a >= 0 ? 1.0 : 0.0; }},
-        f32, b1);
-  check({"eq_ne", [](V a, V b, V) { return tl::logical_or(tl::floor(a) == 1, tl::floor(b) != 0); },
-         [](double a, double b, double) {
-           return std::floor(a) == 1 || std::floor(b) != 0 ? 1.0 : 0.0;
-         }},
-        f32, b1);
-  check({"not", [](V a, V, V) { return !(a > 0); },
-         [](double a, double, double) { return a > 0 ? 0.0 : 1.0; }},
-        f32, b1);
+  check(
+      std::vector<Case>{
+          {"lt", [](V a, V b, V) { return a < b; },
+           [](double a, double b, double) { return a < b ? 1.0 : 0.0; }},
+          {"le_rev", [](V a, V, V) { return 0.5 <= a; },
+           [](double a, double, double) { return 0.5 <= a ? 1.0 : 0.0; }},
+          {"gt_ge", [](V a, V b, V) { return tl::logical_and(a > b, a >= 0); },
+           [](double a, double b, double) { return a > b && a >= 0 ? 1.0 : 0.0; }},
+          {"eq_ne",
+           [](V a, V b, V) { return tl::logical_or(tl::floor(a) == 1, tl::floor(b) != 0); },
+           [](double a, double b, double) {
+             return std::floor(a) == 1 || std::floor(b) != 0 ? 1.0 : 0.0;
+           }},
+          {"not", [](V a, V, V) { return !(a > 0); },
+           [](double a, double, double) { return a > 0 ? 0.0 : 1.0; }},
+      },
+      f32, b1);
   check({"where", [](V a, V b, V) { return tl::where(a > b, a, b * 2); },
          [](double a, double b, double) { return a > b ? a : b * 2; }},
         f32, f32);
