@@ -19,12 +19,15 @@ VLLM_NAMES = {
     "gelu_new", "gelu_fast", "gelu_quick", "rms_norm", "fused_add_rms_norm", "rotary_embedding",
     "reshape_and_cache", "reshape_and_cache_flash", "paged_attention_v1", "paged_attention_v2",
     "swap_blocks", "copy_blocks"}
+# The tileops.ops operator of a torch name that differs (vLLM has copy_blocks).
+TILEOPS_NAMES = {"copy_cache_blocks": "copy_blocks"}
 # Which arguments each vLLM-form operator writes.
 WRITES = {"fused_add_rms_norm": {"input", "residual"}, "rotary_embedding": {"query", "key"},
           "reshape_and_cache": {"key_cache", "value_cache"},
           "reshape_and_cache_flash": {"key_cache", "value_cache"},
           "paged_attention_v2": {"out", "exp_sums", "max_logits", "tmp_out"},
           "swap_blocks": {"dst"}, "copy_blocks": {"key_caches", "value_caches"},
+          "copy_cache_blocks": {"cache"},
           "top_k_top_p_mask": {"logits"}}
 
 
@@ -42,6 +45,19 @@ def test_schemas_declare_what_is_written():
         returns_tensors = len(schema.returns) > 0
         # vLLM's forms write their outputs and return nothing; the functional ones write nothing.
         assert written == WRITES.get(name, {"out"} if not returns_tensors else set()), name
+
+
+def test_functional_schemas_name_the_arguments_as_tileops_ops_does():
+    """The functional forms keep tileops.ops' argument names, in its order (outputs left out)."""
+    for name, schema in torch_ops.SCHEMAS.items():
+        if name in VLLM_NAMES:
+            continue
+        ours = [a.name for a in getattr(T, name).default._schema.arguments]
+        signature = getattr(ops, TILEOPS_NAMES.get(name, name)).__doc__.split("\n")[0]
+        theirs = [a.split(":")[0].strip().lstrip("*") for a in
+                  signature[signature.index("(") + 1:signature.index(")")].split(",")]
+        it = iter(theirs)
+        assert all(a in it for a in ours), f"{name}: {ours} not in the order of {theirs}"
 
 
 GATED = ["silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul"]
@@ -162,6 +178,11 @@ def test_block_copies_and_top_k_top_p_mask():
     T.copy_blocks(keys, values, mapping)
     for got, ref in zip(keys + values, want):
         same(got, ref)
+    one, want = make((4, 6), torch.float32, seed=18), None
+    want = one.clone()
+    ops.copy_blocks(want, mapping)
+    T.copy_cache_blocks(one, mapping)  # one cache per call (what TorchScript keeps)
+    same(one, want)
     logits = make((3, 10), torch.float32, seed=17)
     expected = logits.clone()
     ops.top_k_top_p_mask(expected, torch.tensor([1, 4, 10]), torch.tensor([1.0, 1.0, 0.5]))
@@ -322,8 +343,8 @@ def test_llama_block_eager_script_and_trace_match_plain_torch():
     ref = torch_block(*[a.double() if a.is_floating_point() else a for a in args])
     scripted = torch.jit.script(tileops_block)
     traced = torch.jit.trace(tileops_block, args)
-    for graph in (scripted.graph, traced.graph):
-        assert "tileops::flash_attention" in str(graph) and "tileops::rotary_embedding" in str(graph)
+    for graph in (str(scripted.graph), str(traced.graph)):
+        assert "tileops::flash_attention" in graph and "tileops::rotary_embedding" in graph
     # float32 with float32 accumulation over K <= 96 against float64: 1e-5 + 1e-5 |ref| covers
     # the rounding of the chained products and softmax (measured max error 5e-7, |ref| <= 4.2);
     # one swapped position gives 0.5.
@@ -334,15 +355,22 @@ def test_llama_block_eager_script_and_trace_match_plain_torch():
     assert x.equal(args[0])  # the block's input is read only
 
 
-def test_mutation_is_visible_through_script_and_trace():
-    def norm_in_place(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        torch.ops.tileops.fused_add_rms_norm(x, r, w, 1e-6)
-        return r
+def norm_and_copy_in_place(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor,
+                           mapping: torch.Tensor) -> torch.Tensor:
+    torch.ops.tileops.fused_add_rms_norm(x, r, w, 1e-6)
+    torch.ops.tileops.copy_cache_blocks(r, mapping)
+    return r
 
-    scripted = torch.jit.script(norm_in_place)
-    for run in (norm_in_place, scripted):
+
+def test_mutation_is_visible_through_script_and_trace():
+    mapping = torch.tensor([[0, 1]])
+    example = (torch.rand(2, 8), torch.rand(2, 8), torch.rand(8), mapping)
+    scripted = torch.jit.script(norm_and_copy_in_place)
+    traced = torch.jit.trace(norm_and_copy_in_place, example)
+    for run in (norm_and_copy_in_place, scripted, traced):
         x, r, w = torch.rand(2, 8), torch.rand(2, 8), torch.rand(8)
         s = x + r
-        assert run(x, r, w) is r
+        s[1] = s[0]
+        assert run(x, r, w, mapping) is r
         same(r, s)
-        assert not torch.allclose(x, s)
+        assert not torch.allclose(x[0], s[0])

@@ -130,10 +130,13 @@ def _paged_attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, va
 
 
 _op("swap_blocks(Tensor src, Tensor(a!) dst, Tensor block_mapping) -> ()")(_vllm.swap_blocks)
-# TorchScript 1.13 drops this call from a scripted graph (its alias analysis does not see the
-# writes to list elements); eager calls and torch.jit.trace keep it.
+# torch.jit.script and trace (1.13) drop this call from their graphs: their alias analysis does
+# not see writes to the elements of a list. copy_cache_blocks, one cache per call, stays (a name
+# of its own: an overload of copy_blocks is not callable from TorchScript by name, and a bare
+# call tries the list form first, formatting the tensors into an error message it discards).
 _op("copy_blocks(Tensor(a!)[] key_caches, Tensor(b!)[] value_caches, Tensor block_mapping) -> ()")(
     _vllm.copy_blocks)
+_op("copy_cache_blocks(Tensor(a!) cache, Tensor block_mapping) -> ()")(_ops.copy_blocks)
 
 
 # ---- tileops' functional operators: new outputs ------------------------------------------------
