@@ -1,7 +1,7 @@
 """tileops' operators as PyTorch custom operators: ``torch.ops.tileops.<op>``.
 
-``import tileops.torch_ops`` registers them once per process with ``torch.library`` (a few
-milliseconds; ``import tileops`` alone does not import torch). Two families, one namespace:
+``import tileops.torch_ops`` registers them once per process with ``torch.library`` (0.04 s
+once torch and tileops are imported; ``import tileops`` alone does not import torch). Two families, one namespace:
 
 - vLLM's ``_C`` / ``_C_cache_ops`` operators under vLLM's names, argument orders and schemas
   (outputs first, mutated tensors declared ``Tensor(a!)``, return ``()``), over
@@ -63,11 +63,8 @@ for _name in ("silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul
     _op(f"{_name}(Tensor(a!) out, Tensor input) -> ()")(getattr(_vllm, _name))
 
 
-@_op("fatrelu_and_mul(Tensor(a!) out, Tensor input, float threshold=0.0) -> ()")
-def _fatrelu_and_mul(out, input, threshold=0.0):
-    _vllm.fatrelu_and_mul(out, input, threshold)
-
-
+_op("fatrelu_and_mul(Tensor(a!) out, Tensor input, float threshold=0.0) -> ()")(
+    _vllm.fatrelu_and_mul)
 _op("rms_norm(Tensor(a!) out, Tensor input, Tensor weight, float epsilon) -> ()")(_vllm.rms_norm)
 _op("fused_add_rms_norm(Tensor(a!) input, Tensor(b!) residual, Tensor weight, float epsilon) "
     "-> ()")(_vllm.fused_add_rms_norm)
