@@ -21,7 +21,8 @@ VLLM_NAMES = {
     "swap_blocks", "copy_blocks"}
 # The tileops.ops operator of a torch name that differs (vLLM has copy_blocks).
 TILEOPS_NAMES = {"copy_cache_blocks": "copy_blocks"}
-# Which arguments each vLLM-form operator writes.
+# The arguments an operator writes, where they are not one `out` (vLLM's forms) or none
+# (tileops' functional forms).
 WRITES = {"fused_add_rms_norm": {"input", "residual"}, "rotary_embedding": {"query", "key"},
           "reshape_and_cache": {"key_cache", "value_cache"},
           "reshape_and_cache_flash": {"key_cache", "value_cache"},
@@ -49,7 +50,7 @@ def test_schemas_declare_what_is_written():
 
 def test_functional_schemas_name_the_arguments_as_tileops_ops_does():
     """The functional forms keep tileops.ops' argument names, in its order (outputs left out)."""
-    for name, schema in torch_ops.SCHEMAS.items():
+    for name in torch_ops.SCHEMAS:
         if name in VLLM_NAMES:
             continue
         ours = [a.name for a in getattr(T, name).default._schema.arguments]

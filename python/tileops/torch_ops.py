@@ -1,7 +1,8 @@
 """tileops' operators as PyTorch custom operators: ``torch.ops.tileops.<op>``.
 
 ``import tileops.torch_ops`` registers them once per process with ``torch.library`` (0.04 s
-once torch and tileops are imported; ``import tileops`` alone does not import torch). Two families, one namespace:
+once torch and tileops are imported; ``import tileops`` alone does not import torch). Two
+families, one namespace:
 
 - vLLM's ``_C`` / ``_C_cache_ops`` operators under vLLM's names, argument orders and schemas
   (outputs first, mutated tensors declared ``Tensor(a!)``, return ``()``), over
