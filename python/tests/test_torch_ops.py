@@ -23,7 +23,7 @@ VLLM_NAMES = {
 TILEOPS_NAMES = {"copy_cache_blocks": "copy_blocks"}
 # The arguments an operator writes, where they are not one `out` (vLLM's forms) or none
 # (tileops' functional forms).
-WRITES = {"fused_add_rms_norm": {"input", "residual"}, "rotary_embedding": {"query", "key"},
+WRITES = {"silu_and_mul": {"result"}, "rms_norm": {"result"}, "fused_add_rms_norm": {"input", "residual"}, "rotary_embedding": {"query", "key"},
           "reshape_and_cache": {"key_cache", "value_cache"},
           "reshape_and_cache_flash": {"key_cache", "value_cache"},
           "paged_attention_v2": {"out", "exp_sums", "max_logits", "tmp_out"},

@@ -59,14 +59,16 @@ def _op(schema, fake=_writes_only):
 
 # ---- vLLM's forms (csrc/torch_bindings.cpp, csrc/cpu/torch_bindings.cpp) ---------------------
 
-for _name in ("silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "gelu_new",
-              "gelu_fast", "gelu_quick"):
+# vLLM names the output `result` in silu_and_mul and rms_norm, `out` elsewhere (keywords match).
+_op("silu_and_mul(Tensor(a!) result, Tensor input) -> ()")(_vllm.silu_and_mul)
+for _name in ("mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "gelu_new", "gelu_fast",
+              "gelu_quick"):
     _op(f"{_name}(Tensor(a!) out, Tensor input) -> ()")(getattr(_vllm, _name))
 
 
 _op("fatrelu_and_mul(Tensor(a!) out, Tensor input, float threshold=0.0) -> ()")(
     _vllm.fatrelu_and_mul)
-_op("rms_norm(Tensor(a!) out, Tensor input, Tensor weight, float epsilon) -> ()")(_vllm.rms_norm)
+_op("rms_norm(Tensor(a!) result, Tensor input, Tensor weight, float epsilon) -> ()")(_vllm.rms_norm)
 _op("fused_add_rms_norm(Tensor(a!) input, Tensor(b!) residual, Tensor weight, float epsilon) "
     "-> ()")(_vllm.fused_add_rms_norm)
 _op("rotary_embedding(Tensor positions, Tensor(a!) query, Tensor(b!)? key, int head_size, "
