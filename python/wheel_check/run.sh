@@ -6,7 +6,7 @@
 # Usage: run.sh PYTHON SOURCE_DIR WORK_DIR   (TILEOPS_EXTENSION_DIR: the build's extension folder)
 set -euo pipefail
 python=$1 source=$2 work=$3
-rm -rf "$work" && mkdir -p "$work"
+rm -rf "$work" && mkdir -p "$work" && work=$(cd "$work" && pwd)
 "$python" -m pip wheel --no-build-isolation --no-deps --no-index --quiet -w "$work/dist" \
   "$source/python"
 wheel=$(echo "$work"/dist/tileops-*.whl)
