@@ -4,6 +4,8 @@ Operators live in :mod:`tileops.ops`; they take CPU tensors without copying them
 non-negative strides) and return the output they allocate when ``out`` is omitted. Kernels of
 your own are written in the tile language, :mod:`tileops.tl` (``@tl.jit``); pyasc asc2 programs
 run by importing :mod:`tileops.asc2` and :mod:`tileops.asc` instead of pyasc's modules.
+``import tileops.torch_ops`` registers the operators as ``torch.ops.tileops.*`` (PyTorch custom
+operators, vLLM's forms; not imported here: it imports torch).
 """
 
 import os as _os

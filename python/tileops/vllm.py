@@ -16,6 +16,7 @@ __all__ = [
     "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
     "gelu_new", "gelu_fast", "gelu_quick", "swap_blocks", "copy_blocks",
 ]
+__all__ += ["rms_norm", "fused_add_rms_norm", "rotary_embedding"]
 __all__ += ["apply_top_k_top_p"]
 # Paged attention and the KV-cache writes (their own block below).
 __all__ += ["paged_attention_v1", "paged_attention_v2", "reshape_and_cache",
@@ -83,6 +84,22 @@ def copy_blocks(key_caches, value_caches, block_mapping):
                          f"(dim 0), got {sorted(b for b in blocks if b is not None)}")
     for cache in caches:
         _ops.copy_blocks(cache, block_mapping)
+
+
+def rms_norm(out, input, weight, epsilon):
+    """out = input / sqrt(mean(input^2, -1) + epsilon) * weight."""
+    _ops.rms_norm(input, weight, epsilon, out)
+
+
+def fused_add_rms_norm(input, residual, weight, epsilon):
+    """residual += input, then input = rms_norm(residual) * weight, both in place."""
+    _ops.add_rms_norm(input, residual, weight, epsilon)
+
+
+def rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox):
+    """Rotates query and key (None: query only) in place by cos_sin_cache[positions] (vLLM's
+    RotaryEmbedding: the rotary width is cos_sin_cache's shape[1])."""
+    _ops.rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox)
 
 
 # ---- sampling: vllm/v1/sample/ops/topk_topp_sampler.py --------------------------------------
