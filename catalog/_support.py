@@ -90,6 +90,14 @@ def strided(shape, dtype, seed, scale=1.0, kind="pad"):
     return (base * scale).to(dtype)[..., : shape[-1]]
 
 
+def coded(shape, encode, seed, scale=1.0, kind="pad"):
+    """uint8 codes of an 8-bit float format (torch 1.13 has none) with strided()'s layout and
+    values: ``encode`` maps float64 numpy values to codes (rounding them onto the format's grid)."""
+    view = strided(shape, torch.float64, seed, scale, kind)
+    base = torch.from_numpy(encode(view._base.numpy()))
+    return base.as_strided(view.shape, view.stride(), view.storage_offset())
+
+
 def poisoned(shape, dtype=torch.float32):
     """A NaN-filled output that is a strided view of a wider NaN buffer: the kernel must write
     every element of the view and nothing of the padding (check_untouched)."""
