@@ -63,8 +63,8 @@ def llamacpp_missing():
 def quantize_choices(binary):
     """The --quantize values llama_generate lists in --help (empty: it has no --quantize)."""
     text = subprocess.run([binary, "--help"], check=True, capture_output=True, text=True).stdout
-    m = re.search(r"--quantize\s+([A-Za-z0-9|]+)", text)
-    return set(m[1].split("|")) if m else set()
+    line = next((line for line in text.splitlines() if "--quantize" in line), "")
+    return set(re.findall(r"\bint[48]\b", line.split("--quantize", 1)[-1]))
 
 
 def run_tileops(command, env):

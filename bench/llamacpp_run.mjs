@@ -7,8 +7,8 @@
 //
 // Prefill is the prompt's evaluation up to the first generated token; decode the remaining
 // new_tokens - 1 steps of one token each, as llama_generate counts them. One untimed token is
-// evaluated first and erased (graph allocation, weight repacking and thread start are not
-// measured, as the tileops side's prefill warms nothing either but its load packs weights).
+// evaluated first and erased, so that llama.cpp's first-call costs (thread start, buffers) are
+// not measured; this favours llama.cpp slightly (llama_generate times its first call).
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";

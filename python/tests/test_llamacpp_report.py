@@ -40,3 +40,5 @@ def test_quantize_rows_follow_the_help(tmp_path):
     assert report.quantize_choices(without) == set()
     with_q = fake_binary(tmp_path / "b", "options:\n  --quantize int8|int4 (weights at load)\n")
     assert report.quantize_choices(with_q) == {"int8", "int4"}
+    int8_only = fake_binary(tmp_path / "c", "  --seed N --quantize {int8} (weights at load)\n")
+    assert report.quantize_choices(int8_only) == {"int8"}
