@@ -208,10 +208,18 @@ def main():
                      f"{agree[0]} of {agree[1]} |")
     lines += [
         "",
-        "Greedy tokens: the agreeing prefix of llama.cpp's tokens and tileops' (at 16 bits all "
-        f"{p['new_tokens']}; for int8/int4 the first 8 that llama_generate prints, and the two "
-        "quantise differently: Q8_0/Q4_0 blocks of 32 with fp16 scales against tileops' own "
-        "layout, so late tokens may part).",
+        "Greedy tokens: the length of the prefix on which llama.cpp's tokens and tileops' agree, "
+        f"out of all {p['new_tokens']} at 16 bits (out of the first 8, which llama_generate "
+        "prints, for int8/int4). The two round differently (llama.cpp: F16 KV cache and its own "
+        "activation conversions; tileops: bfloat16 activations), and the synthetic model's "
+        "logits hold near-ties, so later tokens may part: bench/results/cpu-llama.md shows the "
+        "same between tileops and torch. The quantised pairs also quantise differently (Q8_0 / "
+        "Q4_0 blocks of 32 with fp16 scales against tileops' own layout).",
+        f"Load average at the end: {os.getloadavg()[0]:.1f}. Both sides' rates are only "
+        "comparable with each other from the same run, and on a loaded machine they favour "
+        "tileops: llama.cpp's threads meet at a spinning barrier after every graph node, so a "
+        "descheduled thread stalls the other, while tileops' pool hands out blocks and sleeps "
+        "after a brief spin.",
         "GGUF sizes: " + ", ".join(f"{fmt} {size / 2**30:.2f} GiB (written in {sec:.0f} s)"
                                    for fmt, (size, sec) in info.items()) + ".",
         "",
