@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -105,7 +107,9 @@ const char* demo_options_help() {
          "           --intermediate N --vocab N --dtype f32|f16|bf16 --weights PATH\n"
          "           --prompts N --prompt-tokens N --new-tokens N --block-size N\n"
          "           --top-k N --top-p X --seed N\n"
-         "           --no-pack (linear over the [N, K] weights instead of their packed form)\n";
+         "           --no-pack (linear over the [N, K] weights instead of their packed form)\n"
+         "           --quantize int8|int4 (projections quantized at load: int8 per channel,\n"
+         "           int4 symmetric in groups; the lm_head int8) --quant-group 32|64|128\n";
 }
 
 std::vector<std::string> parse_demo_options(const std::vector<std::string>& args, DemoOptions& o) {
@@ -131,7 +135,8 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
                           : name == "--top-k"         ? &o.sampling.top_k
                                                       : nullptr;
     const bool known = count != nullptr || name == "--dtype" || name == "--weights" ||
-                       name == "--top-p" || name == "--seed" || name == "--export";
+                       name == "--top-p" || name == "--seed" || name == "--export" ||
+                       name == "--quantize" || name == "--quant-group";
     if (!known) {
       rest.push_back(name);
       continue;
@@ -157,6 +162,19 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
       o.weights = value;
     } else if (name == "--export") {
       o.export_dir = value;
+    } else if (name == "--quantize") {
+      if (value != "int8" && value != "int4") {
+        throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, "int8 or int4",
+                             "'" + value + "'");
+      }
+      o.quantization.bits = value == "int8" ? 8 : 4;
+    } else if (name == "--quant-group") {
+      const std::int64_t g = parse_count(name, value);
+      if (g != 0 && g != 32 && g != 64 && g != 128) {
+        throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name,
+                             "32, 64 or 128 (or 0: per channel, int8 only)", "'" + value + "'");
+      }
+      o.quantization.group_size = static_cast<int>(g);
     } else if (name == "--top-p") {
       o.sampling.top_p = parse_positive(name, value);
     } else {
@@ -184,15 +202,37 @@ int run_decoder_demo(const DemoOptions& options) {
                     std::to_string(kMaxPositions) + "; got " +
                     std::to_string(options.prompt_tokens + options.new_tokens));
   }
+  const WeightQuantization& quant = options.quantization;
+  if (quant.bits == 0 && quant.group_size >= 0) {
+    throw Error(ErrorKind::kInvalidArgument, "tileops demo: --quant-group needs --quantize");
+  }
+  if (quant.bits == 4 && quant.group() == 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --quant-group 0 (per channel) is int8 only; int4 takes 32, 64 or "
+                "128");
+  }
+  if (quant.bits != 0 && !options.export_dir.empty()) {
+    // generation.json would hold the quantized run's tokens next to the float weights.
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --export writes the float weights; it cannot be combined with "
+                "--quantize");
+  }
   Config config = options.config;
   if (!options.weights.empty() && options.sizes_given) {
     std::fprintf(stderr,
                  "tileops demo: the model's sizes come from --weights (and its config.json); "
                  "the size options given are ignored\n");
   }
+  std::optional<Int4Quantization> checkpoint_quantization;
   if (!options.weights.empty()) {
     const auto config_path = config_beside(options.weights);
-    if (std::filesystem::exists(config_path)) config = read_config_json(config_path, config);
+    if (std::filesystem::exists(config_path)) {
+      config = read_config_json(config_path, config);
+      std::ifstream in(config_path);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      checkpoint_quantization = parse_quantization_config(text, config_path.string());
+    }
   }
   config.validate();
   const std::int64_t context = options.prompt_tokens + options.new_tokens;
@@ -205,12 +245,32 @@ int run_decoder_demo(const DemoOptions& options) {
   Weights weights;
   std::string source = "synthetic weights (seed " + std::to_string(options.sampling.seed) + ")";
   if (!options.weights.empty()) {
-    weights = load_safetensors_weights(config, options.weights);
+    weights = load_safetensors_weights(config, options.weights, checkpoint_quantization);
     source = "weights from " + options.weights;
+    if (checkpoint_quantization) {
+      source += checkpoint_quantization->method == Int4Method::kGptq ? " (GPTQ" : " (AWQ";
+      source += " int4, group " + std::to_string(checkpoint_quantization->group_size) + ")";
+    }
   } else {
     weights = synthetic_weights(config, options.sampling.seed);
   }
-  source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
+  if (quant.bits != 0) {
+    const std::int64_t before = weight_bytes(weights);
+    quantize_weights(weights, quant);
+    const double mib = 1 << 20;
+    const std::string grouping =
+        quant.group() == 0 ? " per channel" : " in groups of " + std::to_string(quant.group());
+    std::fprintf(stderr,
+                 "tileops demo: projections quantized to int%d%s, lm_head int8 per channel: "
+                 "weights %.1f MiB before, %.1f MiB after\n",
+                 quant.bits, grouping.c_str(), static_cast<double>(before) / mib,
+                 static_cast<double>(weight_bytes(weights)) / mib);
+    source += ", projections int" + std::to_string(quant.bits) + grouping + " for linear_quantized";
+  } else if (checkpoint_quantization) {
+    source += ", int4 projections for linear_quantized";
+  } else {
+    source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
+  }
   std::printf("decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
               config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
               static_cast<long long>(options.prompt_tokens),

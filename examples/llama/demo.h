@@ -9,6 +9,7 @@
 
 #include "examples/llama/config.h"
 #include "examples/llama/generate.h"
+#include "examples/llama/quantize.h"
 
 namespace tileops::llama {
 
@@ -25,6 +26,8 @@ struct DemoOptions {
   Sampling sampling;
   bool sizes_given = false;  // a size option (--layers ... --vocab) was given
   bool pack_weights = true;  // --no-pack: linear over the [N, K] weights (Model's pack_weights)
+  // --quantize int8|int4 and --quant-group N: the projections quantized at load.
+  WeightQuantization quantization;
 };
 
 // Consumes the decoder options in args ("--layers 2", ...) and returns the others; throws

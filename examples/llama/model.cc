@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "examples/llama/quantize.h"
 #include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/ops.h"
@@ -111,7 +112,9 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
       ops::pack_linear_weight(w, packed);
       return packed;
     };
+    // A quantized weight is already in its streaming layout: it stays, with no packed copy.
     const auto pack = [&](TensorStorage& weight) {
+      if (is_quantized(weight)) return TensorStorage();
       TensorStorage packed = packed_of(weight);
       weight = TensorStorage();  // the packed copy replaces it
       return packed;
@@ -284,6 +287,8 @@ void Model::project(const Tensor& x, const Tensor& weight, const Tensor& packed,
                     const Tensor& out) {
   if (packed.data() != nullptr) {
     ops::linear_packed(x, packed, bias, out);
+  } else if (is_quantized(weight)) {
+    ops::linear_quantized(x, weight, bias, out);
   } else {
     ops::linear(x, weight, bias, out);
   }

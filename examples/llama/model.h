@@ -39,7 +39,9 @@ class Model {
   // Room for `max_batch` sequences of up to `max_context` tokens each (prompt + generated).
   // pack_weights: the projections (qkv, o_proj, gate_up, down, lm_head) are repacked once with
   // ops::pack_linear_weight and run through ops::linear_packed, which streams them at the
-  // memory's speed in decode; their [N, K] copies are then released.
+  // memory's speed in decode; their [N, K] copies are then released. A projection that
+  // `weights` holds quantized (quantize_weights, a GPTQ/AWQ checkpoint) runs through
+  // ops::linear_quantized either way.
   Model(const Config& config, Weights weights, std::int64_t max_batch, std::int64_t max_context,
         std::int64_t block_size = 16, bool pack_weights = true);
 

@@ -88,6 +88,12 @@ class Checkpoint {
 
   bool contains(const std::string& name) const { return owner_.count(name) != 0; }
 
+  // The tensor as stored (a view of the mapped file), or an undefined Tensor.
+  Tensor find(const std::string& name) const {
+    const auto it = owner_.find(name);
+    return it == owner_.end() ? Tensor() : it->second->tensor(name);
+  }
+
   // The named tensors stacked along dim 0 into a new [sum of rows, ...] tensor of `dtype`
   // (any dtype converted). Every shape is checked against the file before allocating, so a
   // config can only ask for as much memory as the checkpoint holds.
@@ -181,7 +187,8 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Config& con
   return out;
 }
 
-Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir) {
+Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir,
+                                 const std::optional<Int4Quantization>& quantization) {
   config.validate();
   const Checkpoint checkpoint(file_or_dir);
   const DataType dt = config.dtype;
@@ -190,26 +197,39 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
   const auto one = [&](const std::string& name, const Dims& shape) {
     return checkpoint.load({{name, shape}}, dt);
   };
+  // A projection: int4 when the checkpoint is quantized and ships `<name>.qweight`, else the
+  // named float weights stacked. parts: {checkpoint name without ".weight", rows}.
+  const auto projection = [&](const std::vector<std::pair<std::string, std::int64_t>>& parts,
+                              std::int64_t k) {
+    if (quantization && checkpoint.contains(parts.front().first + ".qweight")) {
+      std::vector<Int4Linear> linears;
+      for (const auto& [name, rows] : parts) {
+        linears.push_back({name, checkpoint.find(name + ".qweight"),
+                           checkpoint.find(name + ".qzeros"), checkpoint.find(name + ".scales"),
+                           checkpoint.find(name + ".g_idx"), rows});
+      }
+      return convert_int4(*quantization, linears, k);
+    }
+    std::vector<std::pair<std::string, Dims>> named;
+    for (const auto& [name, rows] : parts) named.emplace_back(name + ".weight", Dims{rows, k});
+    return checkpoint.load(named, dt);
+  };
   Weights w;
   w.embed = one("model.embed_tokens.weight", {config.vocab, h});
   for (std::int64_t l = 0; l < config.layers; ++l) {
     LayerWeights& lw = w.layers.emplace_back();
     const std::string p = layer_prefix(l) + "self_attn.";
     lw.input_norm = one(layer_prefix(l) + "input_layernorm.weight", {h});
-    lw.qkv = checkpoint.load({{p + "q_proj.weight", {q, h}},
-                              {p + "k_proj.weight", {kv, h}},
-                              {p + "v_proj.weight", {kv, h}}},
-                             dt);
+    lw.qkv = projection({{p + "q_proj", q}, {p + "k_proj", kv}, {p + "v_proj", kv}}, h);
     if (config.qkv_bias) {
       lw.qkv_bias = checkpoint.load(
           {{p + "q_proj.bias", {q}}, {p + "k_proj.bias", {kv}}, {p + "v_proj.bias", {kv}}}, dt);
     }
-    lw.o_proj = one(p + "o_proj.weight", {h, q});
+    lw.o_proj = projection({{p + "o_proj", h}}, q);
     lw.post_norm = one(layer_prefix(l) + "post_attention_layernorm.weight", {h});
     const std::string mlp = layer_prefix(l) + "mlp.";
-    lw.gate_up = checkpoint.load(
-        {{mlp + "gate_proj.weight", {inter, h}}, {mlp + "up_proj.weight", {inter, h}}}, dt);
-    lw.down = one(mlp + "down_proj.weight", {h, inter});
+    lw.gate_up = projection({{mlp + "gate_proj", inter}, {mlp + "up_proj", inter}}, h);
+    lw.down = projection({{mlp + "down_proj", h}}, inter);
   }
   w.final_norm = one("model.norm.weight", {h});
   // Some tied checkpoints still carry lm_head.weight; use it when present.

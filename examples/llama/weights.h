@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "examples/llama/config.h"
+#include "examples/llama/int4_checkpoint.h"
 #include "tileops/core/tensor_storage.h"
 
 namespace tileops::llama {
@@ -38,8 +40,12 @@ Weights synthetic_weights(const Config& config, std::uint64_t seed);
 
 // Loads Llama/Qwen2 checkpoint names (model.layers.N.self_attn.q_proj.weight, ...) from one
 // .safetensors file or every .safetensors file of a directory, converting to config.dtype.
-// A missing or wrongly shaped tensor is an error naming it.
-Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir);
+// A missing or wrongly shaped tensor is an error naming it. With `quantization` (config.json's
+// quantization_config), a projection the checkpoint ships as GPTQ/AWQ int4
+// (`<name>.qweight`, ...) is converted into a quantize_weight buffer in its slot
+// (int4_checkpoint.h); the embedding, norms and lm_head stay float.
+Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir,
+                                 const std::optional<Int4Quantization>& quantization = {});
 
 // The weights under their checkpoint names (views into `weights`; q/k/v and gate/up split
 // again), e.g. to write a .safetensors file.

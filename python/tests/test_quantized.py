@@ -133,3 +133,40 @@ def test_errors():
         ops.linear_quantized(make((2, 64), torch.float32), q[:-1])
     with pytest.raises((ValueError, TypeError), match="'qweight'"):
         ops.linear_quantized(make((2, 64), torch.float32), q.float())
+
+
+@pytest.mark.parametrize("fmt", [(4, 32, False), (4, 64, True), (8, 0, True), (8, 32, True)])
+def test_pack_quantized_codes(fmt):
+    """quantize_weight's codes and scales packed again give its bytes; checkpoint-like codes
+    (zero points up to 16, float16 scales as a transposed [groups, N] view) run through
+    linear_quantized as scale * (code - zero) against F.linear in float64."""
+    bits, group_size, symmetric = fmt
+    k = 128 if group_size else 100
+    w = make((13, k), torch.float32, seed=5)
+    q = ops.quantize_weight(w, bits, group_size, symmetric)
+    s, z, codes, _ = reference(w, bits, group_size, symmetric)
+    code_dtype = torch.uint8 if bits == 4 else torch.int8
+    again = ops.pack_quantized_codes(codes.to(code_dtype), s.T.contiguous().T,
+                                     None if symmetric else z, bits, group_size)
+    assert torch.equal(again, q)
+    if bits == 8:
+        return
+    gen = torch.Generator().manual_seed(6)
+    groups = k // group_size
+    codes = torch.randint(0, 16, (13, k), generator=gen)
+    zeros = (torch.full((13, groups), 8.0) if symmetric
+             else torch.randint(0, 17, (13, groups), generator=gen).float())
+    scales = (torch.randint(1, 64, (groups, 13), generator=gen) / 2048).half()
+    packed = ops.pack_quantized_codes(codes.to(torch.uint8), scales.T,
+                                      None if symmetric else zeros, 4, group_size)
+    deq = (scales.T.double().repeat_interleave(group_size, 1)
+           * (codes.double() - zeros.double().repeat_interleave(group_size, 1)))
+    x = make((3, k), torch.float32, seed=7)
+    got = ops.linear_quantized(x, packed)
+    torch.testing.assert_close(got.double(), x.double() @ deq.T, rtol=1e-5, atol=1e-5)
+    bad = codes.to(torch.uint8)
+    bad[2, 3] = 16
+    with pytest.raises(ValueError, match="'codes'"):
+        ops.pack_quantized_codes(bad, scales.T, None if symmetric else zeros, 4, group_size)
+    with pytest.raises(ValueError, match="'scales'"):
+        ops.pack_quantized_codes(codes.to(torch.uint8), scales, None, 4, group_size)

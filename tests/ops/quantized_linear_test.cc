@@ -21,6 +21,7 @@
 #include "tests/support/simd_targets.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
+#include "tileops/ops/cast.h"
 
 namespace tileops::ops {
 namespace {
@@ -290,6 +291,122 @@ TEST(QuantizedLinear, ClassFormOnNewData) {
     expect_linear(y.view(), testing::to_doubles(x.view()),
                   reference_quantize(testing::to_doubles(w.view()), 24, 128, f), {}, 2);
   }
+}
+
+// The reference's codes, scales and zero points as pack_quantized_codes takes them: codes
+// [n, k] (int4: uint8 0..15; int8: int8), scales and zeros [n, groups] as transposed views of
+// [groups, n] storage (a checkpoint's orientation), in `scale_dtype`.
+struct CodeTensors {
+  TensorStorage codes, scales, zeros;  // storage of scales and zeros: [groups, n]
+  Tensor scales_view() const { return scales.view().transpose(0, 1); }
+  Tensor zeros_view() const {
+    return zeros.view().defined() ? zeros.view().transpose(0, 1) : Tensor();
+  }
+};
+
+CodeTensors code_tensors(const Quantized& r, const Format& f, DataType scale_dtype) {
+  const std::int64_t groups = r.k / r.group;
+  CodeTensors c;
+  c.codes = TensorStorage({r.n, r.k}, f.bits == 4 ? DataType::kUInt8 : DataType::kInt8);
+  auto* codes = static_cast<std::uint8_t*>(c.codes.data());
+  for (std::int64_t i = 0; i < r.n * r.k; ++i) codes[i] = static_cast<std::uint8_t>(r.code[i]);
+  TensorStorage s({groups, r.n}, DataType::kFloat32), z({groups, r.n}, DataType::kFloat32);
+  for (std::int64_t i = 0; i < r.n; ++i) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      s.view().data_as<float>()[g * r.n + i] = r.scale[i * groups + g];
+      z.view().data_as<float>()[g * r.n + i] = r.zero[i * groups + g];
+    }
+  }
+  c.scales = TensorStorage({groups, r.n}, scale_dtype);
+  cast(s, c.scales);
+  if (!f.symmetric) c.zeros = std::move(z);
+  return c;
+}
+
+TensorStorage packed_of(const CodeTensors& c, const Format& f, std::int64_t n, std::int64_t k) {
+  auto q = testing::poisoned({quantized_weight_bytes(n, k, f.bits, f.group_size, f.symmetric)},
+                             DataType::kUInt8);
+  pack_quantized_codes(c.codes, c.scales_view(), c.zeros_view(), f.bits, f.group_size, q.view());
+  return q;
+}
+
+// quantize_weight's own codes and scales, packed again, give its buffer byte for byte (padding
+// rows and per-channel padding columns included).
+TEST(PackQuantizedCodes, RepacksQuantizeWeightsBufferExactly) {
+  std::mt19937_64 rng(21);
+  for (const Format& f : kFormats) {
+    SCOPED_TRACE(name_of(f));
+    const std::int64_t n = 13, k = f.group_size == 0 ? 100 : 256;
+    auto weight = testing::random_tensor({n, k}, DataType::kFloat32, rng);
+    const Quantized ref = reference_quantize(testing::to_doubles(weight.view()), n, k, f);
+    const auto expected = quantized_of(weight.view(), f);
+    EXPECT_EQ(testing::snapshot(packed_of(code_tensors(ref, f, DataType::kFloat32), f, n, k)),
+              testing::snapshot(expected));
+  }
+}
+
+// Codes and zero points no quantize_weight would choose (GPTQ's v1 zero point 16, AWQ's any
+// 0..15), float16 scales: linear_quantized computes with scale · (code − zero) exactly.
+TEST(PackQuantizedCodes, CheckpointCodesRunThroughLinearQuantized) {
+  std::mt19937_64 rng(22);
+  std::uniform_int_distribution<int> code(0, 15), zero(0, 16);
+  std::uniform_real_distribution<double> scale(0.001, 0.05);
+  for (const Format& f : {Format{4, 32, false}, Format{4, 128, true}}) {
+    SCOPED_TRACE(name_of(f));
+    const std::int64_t n = 10, k = 256, groups = k / f.group_size;
+    Quantized r{n, k, f.group_size, {}, {}, {}, {}};
+    for (std::int64_t i = 0; i < n * groups; ++i) {
+      // float16-exact scales, so that the reference needs no rounding.
+      r.scale.push_back(
+          static_cast<float>(std::ldexp(std::round(std::ldexp(scale(rng), 14)), -14)));
+      r.zero.push_back(f.symmetric ? 8.0f : static_cast<float>(zero(rng)));
+    }
+    for (std::int64_t i = 0; i < n * k; ++i) {
+      r.code.push_back(code(rng));
+      const std::int64_t g = (i / k) * groups + (i % k) / f.group_size;
+      r.dequantized.push_back(double{r.scale[g]} * (r.code.back() - r.zero[g]));
+    }
+    const auto q = packed_of(code_tensors(r, f, DataType::kFloat16), f, n, k);
+    expect_layout(q, r, f);
+    for (const std::int64_t m : {1, 5}) {
+      auto x = testing::random_tensor({m, k}, DataType::kFloat32, rng, Layout::kStrided);
+      auto out = testing::poisoned({m, n}, DataType::kFloat32);
+      linear_quantized(x, q, Tensor(), out);
+      expect_linear(out.view(), testing::to_doubles(x.view()), r, {}, m);
+    }
+  }
+}
+
+TEST(PackQuantizedCodes, RejectsBadCodesScalesAndShapes) {
+  const Format f{4, 32, false};
+  std::mt19937_64 rng(23);
+  auto weight = testing::random_tensor({6, 64}, DataType::kFloat32, rng);
+  const Quantized ref = reference_quantize(testing::to_doubles(weight.view()), 6, 64, f);
+  CodeTensors c = code_tensors(ref, f, DataType::kFloat32);
+  auto q = testing::poisoned({quantized_weight_bytes(6, 64, 4, 32, false)}, DataType::kUInt8);
+  const auto rejects = [&](const Tensor& codes, const Tensor& scales, const Tensor& zeros, int bits,
+                           int group, const std::string& arg, const std::string& detail,
+                           ErrorKind kind = ErrorKind::kInvalidArgument) {
+    expect_rejected([&] { pack_quantized_codes(codes, scales, zeros, bits, group, q); }, q, arg,
+                    kind, {"pack_quantized_codes", detail});
+  };
+  static_cast<std::uint8_t*>(c.codes.data())[70] = 16;
+  rejects(c.codes, c.scales_view(), c.zeros_view(), 4, 32, "codes", "0..15");
+  static_cast<std::uint8_t*>(c.codes.data())[70] = 15;
+  static_cast<float*>(c.scales.data())[3] = std::numeric_limits<float>::quiet_NaN();
+  rejects(c.codes, c.scales_view(), c.zeros_view(), 4, 32, "scales", "finite");
+  static_cast<float*>(c.scales.data())[3] = 0.5f;
+  static_cast<float*>(c.zeros.data())[5] = std::numeric_limits<float>::infinity();
+  rejects(c.codes, c.scales_view(), c.zeros_view(), 4, 32, "zeros", "finite");
+  static_cast<float*>(c.zeros.data())[5] = 3.0f;
+  rejects(c.codes, c.scales.view(), c.zeros_view(), 4, 32, "scales", "[N, K / group_size]");
+  rejects(c.codes, c.scales_view(), c.zeros.view(), 4, 32, "zeros", "[N, K / group_size]");
+  rejects(c.codes, c.scales_view(), c.zeros_view(), 4, 48, "group_size", "32, 64 or 128");
+  rejects(c.codes, c.scales_view(), Tensor(), 8, 32, "codes", "int8 for bits = 8",
+          ErrorKind::kInvalidType);
+  rejects(c.codes, c.scales_view(), Tensor(), 4, 32, "qweight", "quantized_weight_bytes");
+  auto int8_codes = testing::poisoned({6, 64}, DataType::kInt8);
+  rejects(int8_codes, c.scales_view(), c.zeros_view(), 8, 32, "zeros", "bits = 8");
 }
 
 TEST(QuantizedLinear, RejectsBadAttributesAndWeights) {

@@ -1,8 +1,10 @@
 // `tileops demo` cases of the matrix products: linear with bias (x[tokens, 1024]·W[1024, 1024]ᵀ),
-// pack_linear_weight and linear over the packed weight (linear_packed), quantize_weight and
-// linear_quantized (int8 per channel, int4 groups of 128), gemm with alpha and beta
-// (trans_b) and a batched matmul of 8 heads. The widths stay near 1024
-// so the float64 reference of the 2048-token case takes about a second.
+// pack_linear_weight and linear over the packed weight (linear_packed), quantize_weight,
+// pack_quantized_codes and linear_quantized (int8 per channel, int4 groups of 128), gemm with
+// alpha and beta (trans_b) and a batched matmul of 8 heads. The widths stay near 1024 so the
+// float64 reference of the 2048-token case takes about a second.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "tileops/ops.h"
@@ -78,6 +80,27 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
                        return out;
                      },
                      reference, kIn});
+    if (bits == 4) {
+      // The same weights as a checkpoint's codes (level + 8) and scales (the step) that
+      // pack_quantized_codes writes into the buffer linear_quantized reads.
+      auto codes = empty({kOut, kIn}, DataType::kUInt8);
+      auto scales = empty({kOut, kIn / group}, DataType::kFloat32);
+      auto packed = empty(q_shape, DataType::kUInt8);
+      auto* c = static_cast<std::uint8_t*>(codes->data());
+      for (std::int64_t i = 0; i < kOut * kIn; ++i) {
+        c[i] = static_cast<std::uint8_t>(std::lround(exact[i] / step) + 8);
+      }
+      std::fill_n(scales->view().data_as<float>(), kOut * kIn / group, static_cast<float>(step));
+      cases.push_back(
+          {"pack_quantized_codes", "[1024, 1024] int4 codes, then linear_quantized", dt,
+           bytes_of({codes, scales, packed}),
+           [=] { ops::pack_quantized_codes(*codes, *scales, Tensor(), 4, group, *packed); },
+           [=] {
+             ops::linear_quantized(*x, *packed, *bias, *out);
+             return out;
+           },
+           reference, kIn});
+    }
     std::string shape = "[" + tk;
     shape.append(", 1024] x ").append(format).append(" [1024, 1024]T + bias");
     cases.push_back(declared_case("linear_quantized", shape, dt, {x, q, bias, nullptr}, {}, -1,

@@ -38,6 +38,29 @@ class QuantizeWeight {
   PreparedOperator prepared_;
 };
 
+// Codes quantized elsewhere (a GPTQ/AWQ/compressed-tensors checkpoint) into quantize_weight's
+// layout, bit for bit what linear_quantized reads: codes [N, K], bits 4: uint8 0..15 (two per
+// byte in the buffer), bits 8: int8; scales [N, K / group_size] ([N, 1] for group_size 0, int8
+// only), float32/float16/bfloat16, finite, any strides (a checkpoint's [groups, N] scales pass
+// as a transposed view). zeros: undefined (symmetric: the weight is scales · (codes − 8) for
+// bits 4, scales · codes for bits 8) or, bits 4 only, [N, K / group_size] finite zero points:
+// scales · (codes − zeros). qweight: rank 1, contiguous uint8,
+// quantized_weight_bytes(N, K, bits, group_size, zeros undefined) bytes; written. A code out of
+// range or a non-finite scale or zero point is refused before anything is written.
+void pack_quantized_codes(const Tensor& codes, const Tensor& scales, const Tensor& zeros, int bits,
+                          int group_size, const Tensor& qweight, const Context& ctx = {});
+
+class PackQuantizedCodes {
+ public:
+  PackQuantizedCodes(const Tensor& codes, const Tensor& scales, const Tensor& zeros, int bits,
+                     int group_size, const Tensor& qweight, int implementation_index = 0);
+  void operator()(const Tensor& codes, const Tensor& scales, const Tensor& zeros,
+                  const Tensor& qweight, const Context& ctx = {}) const;
+
+ private:
+  PreparedOperator prepared_;
+};
+
 // input: [..., K] (rank >= 1), float32/float16/bfloat16, any strides; qweight: quantize_weight's
 // output for an [N, K] weight (its header is validated); bias: [N], any float dtype, or an
 // undefined Tensor; out: [..., N], input's dtype, any strides, apart from the inputs.

@@ -1,12 +1,14 @@
-// quantize_weight and linear_quantized beyond their declarations: qweight's size from the
-// attributes, and the header of a given qweight read and validated on every call (it is data:
-// the class forms repeat it in check_data). Typed functions and classes are generated.
+// quantize_weight, pack_quantized_codes and linear_quantized beyond their declarations:
+// qweight's size from the attributes, and the header of a given qweight read and validated on
+// every call (it is data: the class forms repeat it in check_data). Typed functions and
+// classes are generated.
 #include "tileops/ops/quantized_linear.h"
 
 #include <cmath>
 #include <string>
 
 #include "src/ops/contracts/linear_quantized.decl.h"
+#include "src/ops/contracts/pack_quantized_codes.decl.h"
 #include "src/ops/contracts/quantize_weight.decl.h"
 #include "src/ops/contracts/quantized_format.h"
 #include "src/ops/framework/arg_check.h"
@@ -20,6 +22,12 @@ constexpr int kGroupSize = attribute_index(decls::quantize_weight, "group_size")
 constexpr int kSymmetric = attribute_index(decls::quantize_weight, "symmetric");
 constexpr int kWeight = tensor_index(decls::quantize_weight, "weight");
 constexpr int kQweightOut = tensor_index(decls::quantize_weight, "qweight");
+constexpr int kCodes = tensor_index(decls::pack_quantized_codes, "codes");
+constexpr int kScales = tensor_index(decls::pack_quantized_codes, "scales");
+constexpr int kZeros = tensor_index(decls::pack_quantized_codes, "zeros");
+constexpr int kPackedOut = tensor_index(decls::pack_quantized_codes, "qweight");
+constexpr int kPackBits = attribute_index(decls::pack_quantized_codes, "bits");
+constexpr int kPackGroupSize = attribute_index(decls::pack_quantized_codes, "group_size");
 constexpr int kInput = tensor_index(decls::linear_quantized, "input");
 constexpr int kQweight = tensor_index(decls::linear_quantized, "qweight");
 constexpr int kBias = tensor_index(decls::linear_quantized, "bias");
@@ -65,6 +73,43 @@ Dims quantize_output_shape(std::string_view op, int, std::span<const Tensor> t,
   return Dims{layout_of(op, t[kWeight], attributes).total_bytes};
 }
 
+bool given(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
+
+// pack_quantized_codes: the layout of its codes; zero points when zeros are given.
+QuantizedLayout packed_layout_of(std::string_view op, std::span<const Tensor> t,
+                                 std::span<const double> attributes) {
+  const ArgCheck check(op);
+  check.rank_is(t[kCodes], "codes", 2);  // before the declared rules: Python allocates first
+  const int bits = int_attribute(op, "bits", attributes[kPackBits]);
+  if (bits == 8 && given(t[kZeros])) {
+    check.fail(ErrorKind::kInvalidArgument, "zeros", "none for bits = 8 (int8 is symmetric)",
+               t[kZeros].describe());
+  }
+  return quantized_layout(op, t[kCodes].size(0), t[kCodes].size(1), bits,
+                          int_attribute(op, "group_size", attributes[kPackGroupSize]),
+                          /*symmetric=*/!given(t[kZeros]));
+}
+
+// Tensors {codes, scales, zeros, qweight}.
+void check_pack(const ArgCheck& check, std::span<const Tensor> t, std::span<double> attributes) {
+  const QuantizedLayout l = packed_layout_of(check.op(), t, attributes);
+  check.dtype_is(t[kCodes], "codes", l.bits == 4 ? DataType::kUInt8 : DataType::kInt8,
+                 l.bits == 4 ? "uint8 for bits = 4 (codes 0..15)" : "int8 for bits = 8");
+  const Dims groups{l.n, l.group_size == 0 ? 1 : l.k / l.group_size};
+  const char* why = "[N, K / group_size] ([N, 1] per channel)";
+  check.shape_is(t[kScales], "scales", groups, why);
+  if (given(t[kZeros])) check.shape_is(t[kZeros], "zeros", groups, why);
+  check.rank_is(t[kPackedOut], "qweight", 1);
+  check.shape_is(t[kPackedOut], "qweight", Dims{l.total_bytes},
+                 "quantized_weight_bytes(N, K, bits, group_size, symmetric = zeros omitted)");
+  contiguous_bytes(check, t[kPackedOut], "qweight");
+}
+
+Dims pack_output_shape(std::string_view op, int, std::span<const Tensor> t,
+                       std::span<const double> attributes) {
+  return Dims{packed_layout_of(op, t, attributes).total_bytes};
+}
+
 // qweight's header, read once its memory is known to be usable and contiguous.
 QuantizedLayout header_of(const ArgCheck& check, const Tensor& qweight) {
   check.dtype_is(qweight, "qweight", DataType::kUInt8);
@@ -108,6 +153,8 @@ Dims linear_output_shape(std::string_view op, int, std::span<const Tensor> t,
 namespace contracts {
 extern constinit const DeclaredOp quantize_weight{
     decls::quantize_weight, {.check = check_quantize, .output_shape = quantize_output_shape}};
+extern constinit const DeclaredOp pack_quantized_codes{
+    decls::pack_quantized_codes, {.check = check_pack, .output_shape = pack_output_shape}};
 extern constinit const DeclaredOp linear_quantized{
     decls::linear_quantized,
     {.check = check_linear, .output_shape = linear_output_shape, .check_data = check_linear_data}};

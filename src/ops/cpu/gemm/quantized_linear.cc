@@ -114,6 +114,7 @@ class LinearQuantizedCpu final : public Operator {
 
 void register_quantized_linear(std::vector<Implementation>& out) {
   out.push_back({"quantize_weight", DeviceType::kCpu, 0, "native", make_quantize_weight});
+  out.push_back({"pack_quantized_codes", DeviceType::kCpu, 0, "native", make_pack_quantized_codes});
   out.push_back({"linear_quantized", DeviceType::kCpu, 0, "native",
                  [](const Problem&) { return std::make_unique<LinearQuantizedCpu>(); }});
 }
