@@ -203,6 +203,7 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
                               std::int64_t k) {
     if (quantization && checkpoint.contains(parts.front().first + ".qweight")) {
       std::vector<Int4Linear> linears;
+      linears.reserve(parts.size());
       for (const auto& [name, rows] : parts) {
         linears.push_back({name, checkpoint.find(name + ".qweight"),
                            checkpoint.find(name + ".qzeros"), checkpoint.find(name + ".scales"),
@@ -211,6 +212,7 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
       return convert_int4(*quantization, linears, k);
     }
     std::vector<std::pair<std::string, Dims>> named;
+    named.reserve(parts.size());
     for (const auto& [name, rows] : parts) named.emplace_back(name + ".weight", Dims{rows, k});
     return checkpoint.load(named, dt);
   };
