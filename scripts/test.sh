@@ -20,8 +20,8 @@ ctest --preset release -j "$(nproc)" --output-junit "$junit/ctest.xml"
 /usr/bin/python3 scripts/capabilities.py --check --ctest "$junit/ctest.xml" \
   --pytest "$junit"/pytest-*.xml
 phase "ctest"
-# libFuzzer targets (fuzz/): 25 s each from their seed corpora, with a fixed seed.
-FUZZ_SEED=1 ./scripts/fuzz.sh 25
+# libFuzzer targets (fuzz/): 15 s each from their seed corpora, with a fixed seed.
+FUZZ_SEED=1 ./scripts/fuzz.sh 15
 phase "fuzz"
 if [[ "${TILEOPS_TEST_ASAN:-0}" == 1 ]]; then
   ./scripts/setup.sh asan
