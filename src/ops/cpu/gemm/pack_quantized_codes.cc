@@ -21,13 +21,6 @@ namespace {
 
 constexpr std::int64_t kTile = kQuantizedTileRows;
 
-// Row r of a 2-D float tensor as float32 (any strides).
-void load_row(const Tensor& t, std::int64_t r, float* out) {
-  const char* src = static_cast<const char*>(t.data()) +
-                    r * t.stride(0) * static_cast<std::int64_t>(t.element_size());
-  load_f32(src, t.dtype(), t.stride(1), t.size(1), out);
-}
-
 // Row r of the codes as ints (uint8 0..255 or int8 -128..127).
 void load_codes(const Tensor& codes, std::int64_t r, int* out) {
   const auto* base = static_cast<const std::uint8_t*>(codes.data()) + r * codes.stride(0);
@@ -69,16 +62,16 @@ class PackQuantizedCodesCpu final : public Operator {
         std::fill(row_zeros.begin(), row_zeros.end(), 0.0f);
         for (std::int64_t r = 0; r < kTile && t * kTile + r < l.n; ++r) {
           load_codes(codes, t * kTile + r, row_codes.data() + r * l.k_padded);
-          load_row(scales, t * kTile + r, row_scales.data() + r * groups);
-          if (has_zeros) load_row(zeros, t * kTile + r, row_zeros.data() + r * groups);
+          load_f32_row(scales, t * kTile + r, row_scales.data() + r * groups);
+          if (has_zeros) load_f32_row(zeros, t * kTile + r, row_zeros.data() + r * groups);
         }
         for (std::int64_t g = 0; g < l.groups_per_row; ++g) {
           std::uint8_t* block = dst + l.block_offset(t, g);
           for (std::int64_t r = 0; r < kTile; ++r) {
             std::memcpy(block + r * 4, &row_scales[r * groups + g], 4);
             if (has_zeros) std::memcpy(block + (kTile + r) * 4, &row_zeros[r * groups + g], 4);
-            write_codes(l, row_codes.data() + r * l.k_padded + g * l.group,
-                        block + l.meta_bytes + r * l.row_code_bytes);
+            write_group_codes(l, row_codes.data() + r * l.k_padded + g * l.group,
+                              block + l.meta_bytes + r * l.row_code_bytes);
           }
         }
       }
@@ -100,10 +93,10 @@ class PackQuantizedCodesCpu final : public Operator {
       for (std::int64_t r = r0; r < r1 && bad.load(std::memory_order_relaxed) == 0; ++r) {
         load_codes(codes, r, c.data());
         if (bits_ == 4 && std::any_of(c.begin(), c.end(), [](int v) { return v > 15; })) bad = 1;
-        load_row(scales, r, f.data());
+        load_f32_row(scales, r, f.data());
         if (!finite()) bad = 2;
         if (zeros.data() != nullptr) {
-          load_row(zeros, r, f.data());
+          load_f32_row(zeros, r, f.data());
           if (!finite()) bad = 3;
         }
       }
@@ -115,19 +108,6 @@ class PackQuantizedCodesCpu final : public Operator {
     if (bad != 0) {
       throw_argument_error(ErrorKind::kInvalidArgument, "pack_quantized_codes",
                            bad == 2 ? "scales" : "zeros", "finite values", "a NaN or infinity");
-    }
-  }
-
-  // One row's codes of one group: int8 as signed bytes; int4 code i in the low nibble of byte i
-  // and code i + G/2 in its high nibble.
-  void write_codes(const QuantizedLayout& l, const int* codes, std::uint8_t* out) const {
-    if (bits_ == 8) {
-      for (std::int64_t i = 0; i < l.group; ++i) out[i] = static_cast<std::uint8_t>(codes[i]);
-      return;
-    }
-    const std::int64_t half = l.group / 2;
-    for (std::int64_t i = 0; i < half; ++i) {
-      out[i] = static_cast<std::uint8_t>(codes[i] | (codes[i + half] << 4));
     }
   }
 

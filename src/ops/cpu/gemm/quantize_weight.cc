@@ -76,7 +76,7 @@ class QuantizeWeightCpu final : public Operator {
     pool.parallel_range(l.n, 16, [&](int, std::int64_t r0, std::int64_t r1) {
       std::vector<float> row(static_cast<std::size_t>(l.k));
       for (std::int64_t r = r0; r < r1 && finite.load(std::memory_order_relaxed); ++r) {
-        load_row(weight, r, row.data());
+        load_f32_row(weight, r, row.data());
         if (!std::all_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); })) {
           finite = false;
         }
@@ -93,7 +93,7 @@ class QuantizeWeightCpu final : public Operator {
       for (std::int64_t t = t0; t < t1; ++t) {
         std::fill(rows.begin(), rows.end(), 0.0f);  // padded rows and columns quantize to 0
         for (std::int64_t r = 0; r < kTile && t * kTile + r < l.n; ++r) {
-          load_row(weight, t * kTile + r, rows.data() + r * l.k_padded);
+          load_f32_row(weight, t * kTile + r, rows.data() + r * l.k_padded);
         }
         for (std::int64_t g = 0; g < l.groups_per_row; ++g) {
           write_block(l, rows.data() + g * l.group, codes.data(), dst + l.block_offset(t, g));
@@ -103,12 +103,6 @@ class QuantizeWeightCpu final : public Operator {
   }
 
  private:
-  static void load_row(const Tensor& weight, std::int64_t r, float* out) {
-    const char* src = static_cast<const char*>(weight.data()) +
-                      r * weight.stride(0) * static_cast<std::int64_t>(weight.element_size());
-    load_f32(src, weight.dtype(), weight.stride(1), weight.size(1), out);
-  }
-
   // The block of one tile and group: `w` is row 0's group, rows k_padded apart.
   void write_block(const QuantizedLayout& l, const float* w, int* codes,
                    std::uint8_t* block) const {
@@ -117,16 +111,10 @@ class QuantizeWeightCpu final : public Operator {
       const GroupCodes gc = quantize_group(w + r * l.k_padded, l.group, bits_, symmetric_, codes);
       std::memcpy(block + r * 4, &gc.scale, 4);
       if (!symmetric_) std::memcpy(block + (kTile + r) * 4, &gc.zero, 4);
-      std::uint8_t* out = code_bytes + r * l.row_code_bytes;
-      if (bits_ == 8) {
-        for (std::int64_t i = 0; i < l.group; ++i) out[i] = static_cast<std::uint8_t>(codes[i]);
-        continue;
+      if (bits_ == 4 && symmetric_) {  // stored as code + 8
+        for (std::int64_t i = 0; i < l.group; ++i) codes[i] += 8;
       }
-      const std::int64_t half = l.group / 2;
-      const int offset = symmetric_ ? 8 : 0;
-      for (std::int64_t i = 0; i < half; ++i) {
-        out[i] = static_cast<std::uint8_t>((codes[i] + offset) | ((codes[i + half] + offset) << 4));
-      }
+      write_group_codes(l, codes, code_bytes + r * l.row_code_bytes);
     }
   }
 
@@ -135,6 +123,23 @@ class QuantizeWeightCpu final : public Operator {
 };
 
 }  // namespace
+
+void load_f32_row(const Tensor& t, std::int64_t r, float* out) {
+  const char* src = static_cast<const char*>(t.data()) +
+                    r * t.stride(0) * static_cast<std::int64_t>(t.element_size());
+  load_f32(src, t.dtype(), t.stride(1), t.size(1), out);
+}
+
+void write_group_codes(const QuantizedLayout& layout, const int* codes, std::uint8_t* out) {
+  if (layout.bits == 8) {
+    for (std::int64_t i = 0; i < layout.group; ++i) out[i] = static_cast<std::uint8_t>(codes[i]);
+    return;
+  }
+  const std::int64_t half = layout.group / 2;
+  for (std::int64_t i = 0; i < half; ++i) {
+    out[i] = static_cast<std::uint8_t>(codes[i] | (codes[i + half] << 4));
+  }
+}
 
 std::unique_ptr<Operator> make_quantize_weight(const Problem& problem) {
   return std::make_unique<QuantizeWeightCpu>(problem);
