@@ -122,3 +122,17 @@ def assert_close(name, got, ref, tol):
     assert got.shape == ref.shape, f"{name}: shape {got.shape}, expected {ref.shape}"
     assert np.isfinite(got).all(), f"{name}: {int((~np.isfinite(got)).sum())} non-finite values"
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol, err_msg=name)
+
+
+def check_row_stats_kernel(kernel, reference, tolerances, backend, q, k, v, visible=None):
+    """Runs a forward kernel with (out, rowmax, rowsum) outputs, kernel(q, k, v, None, *outs), on
+    all of k and v and checks each output against reference(q, k, v) on their first ``visible``
+    keys (the causal kernels' tests put NaN past them), with the entry's tolerance per name."""
+    bh, s1, d = q.shape
+    outs = poisoned((bh, s1, d)), poisoned((bh, s1)), poisoned((bh, s1))
+    with on_backend(backend):
+        kernel(q, k, v, None, *outs)
+    wants = reference(q, k[:, :visible], v[:, :visible])
+    for name, got, want in zip(("out", "rowmax", "rowsum"), outs, wants):
+        assert_close(name, got, want, tolerances[name])
+        check_untouched(got)
