@@ -21,27 +21,35 @@
 namespace tileops::llama {
 namespace {
 
+[[noreturn]] void refuse(const std::string& name, const std::string& value,
+                         const std::string& expected) {
+  throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, expected,
+                       "'" + value + "'");
+}
+
 std::int64_t parse_count(const std::string& name, const std::string& value) {
+  static const std::string kExpected = "a non-negative integer";
   try {
     std::size_t used = 0;
     const long long n = std::stoll(value, &used);
     if (used == value.size() && n >= 0) return n;
-  } catch (const std::exception&) {
+  } catch (const std::exception&) {  // not a number, or out of range
+    refuse(name, value, kExpected);
   }
-  throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, "a non-negative integer",
-                       "'" + value + "'");
+  refuse(name, value, kExpected);
 }
 
 // A number > 0 (NaN refused); the only real option is --top-p, where >= 1 turns the filter off.
 double parse_positive(const std::string& name, const std::string& value) {
+  static const std::string kExpected = "a number > 0 (>= 1: no top-p filter)";
   try {
     std::size_t used = 0;
     const double x = std::stod(value, &used);
     if (used == value.size() && x > 0) return x;
-  } catch (const std::exception&) {
+  } catch (const std::exception&) {  // not a number, or out of range
+    refuse(name, value, kExpected);
   }
-  throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name,
-                       "a number > 0 (>= 1: no top-p filter)", "'" + value + "'");
+  refuse(name, value, kExpected);
 }
 
 // Physical memory in bytes (0 when unknown).

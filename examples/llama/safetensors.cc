@@ -232,6 +232,7 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
 
 std::vector<std::string> SafetensorsFile::names() const {
   std::vector<std::string> out;
+  out.reserve(entries_.size());
   for (const auto& entry : entries_) out.push_back(entry.first);
   return out;
 }

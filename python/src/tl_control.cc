@@ -40,10 +40,11 @@ class PyRange {
       induction_ = (**it_).id();
       return **it_;
     }
+    tl::Range::Iterator& it = *it_;  // engaged: opened by the first call
     done_ = true;
     forget();
-    ++*it_;
-    (void)(*it_ != tl::Range::Sentinel{});  // closes the loop's region
+    ++it;
+    (void)(it != tl::Range::Sentinel{});  // closes the loop's region
     check_no_rebinding();
     throw py::stop_iteration();
   }

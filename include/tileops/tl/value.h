@@ -97,7 +97,8 @@ class Var : public Value {
   Var(T number, Loc loc = Loc::current()) : Var(Value(number, loc)) {}  // NOLINT
   Var(const Var& other);
   ~Var();
-  Var& operator=(const Value& value);
+  // Records a reassignment in the trace, unlike Value's plain copy: hiding it is the point.
+  Var& operator=(const Value& value);  // NOLINT(bugprone-derived-method-shadowing-base-method)
   Var& operator=(const Var& other);
   template <Number T>
   Var& operator=(T number) {

@@ -90,6 +90,7 @@ std::vector<Tensor> arguments(std::span<const Tensor> tensors, const Tensor& out
 
 std::vector<std::string_view> argument_names(std::size_t num_inputs) {
   std::vector<std::string_view> names;
+  names.reserve(num_inputs + 1);
   for (std::size_t i = 0; i < num_inputs; ++i) names.push_back(persistent_input_name(i));
   names.push_back("out");
   return names;

@@ -141,7 +141,7 @@ std::shared_ptr<const Operator> cached_operator(const Problem& problem, int impl
   const std::size_t hash = key_hash(problem, implementation_index);
   const std::uint64_t now = generation.load(std::memory_order_relaxed);
   MemoSlot& slot = memo[hash % kMemoSlots];
-  if (slot.generation == now && slot.hash == hash &&
+  if (slot.key.has_value() && slot.generation == now && slot.hash == hash &&
       KeyEqual{}(KeyRef{problem, implementation_index}, *slot.key)) {
     return slot.instance;
   }

@@ -16,8 +16,10 @@
 #endif
 
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -46,7 +48,8 @@ std::string quote(const std::string& s) {
 std::string run_capture(const std::string& command, int* status = nullptr) {
   std::string out;
   int result = -1;
-  if (FILE* p = popen(command.c_str(), "r")) {
+  // The command is ours: a compiler path and quote()d file names.
+  if (FILE* p = popen(command.c_str(), "r")) {  // NOLINT(bugprone-command-processor)
     char buf[512];
     std::size_t n = 0;
     while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
@@ -96,9 +99,13 @@ std::optional<std::string> lookup() {
 // glibc's vector math library has every function the runtime declares from 2.35 on (x86-64).
 bool have_libmvec() {
 #if defined(__x86_64__)
+  const char* const version = gnu_get_libc_version();  // "2.36"
+  const char* const end = version + std::strlen(version);
   int major = 0, minor = 0;
-  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 &&
-         (major > 2 || (major == 2 && minor >= 35));
+  const auto [dot, major_error] = std::from_chars(version, end, major);
+  if (major_error != std::errc{} || dot == end || *dot != '.') return false;
+  if (std::from_chars(dot + 1, end, minor).ec != std::errc{}) return false;
+  return major > 2 || (major == 2 && minor >= 35);
 #else
   return false;
 #endif

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -115,7 +116,8 @@ void remove_stale_temporaries(const fs::path& dir) {
     const std::string name = it->path().filename().string();
     const std::size_t at = name.find(".tmp.");
     if (at == std::string::npos) continue;
-    const long long pid = std::atoll(name.c_str() + at + 5);
+    long long pid = 0;  // not a number: treated as a dead writer's file
+    std::from_chars(name.data() + at + 5, name.data() + name.size(), pid);
     std::error_code time_ec;
     const auto age = now - fs::last_write_time(it->path(), time_ec);
     if (time_ec || age < std::chrono::minutes(10)) continue;
