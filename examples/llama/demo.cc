@@ -1,6 +1,7 @@
 #include "examples/llama/demo.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "examples/llama/model.h"
 #include "examples/llama/safetensors.h"
+#include "examples/llama/text_generation.h"
 #include "examples/llama/weights.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
@@ -100,6 +102,34 @@ std::filesystem::path config_beside(const std::filesystem::path& weights) {
   return dir / "config.json";
 }
 
+void write_text(std::FILE* out, std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) {
+    throw Error(ErrorKind::kInvalidArgument, "tileops demo: cannot write to stdout");
+  }
+}
+
+// Loads the checkpoint; stderr shows the layers loaded so far on a terminal (one line, redrawn)
+// and, on any stderr, how long the loading took.
+Weights load_weights_with_progress(const Config& config, const std::string& path,
+                                   const std::optional<Int4Quantization>& quantization) {
+  const bool terminal = isatty(STDERR_FILENO) == 1;
+  const auto start = std::chrono::steady_clock::now();
+  const auto progress = [&](std::int64_t done, std::int64_t total) {
+    if (terminal) {
+      std::fprintf(stderr, "\rtileops demo: loading %s: layer %lld of %lld", path.c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total));
+      std::fflush(stderr);
+    }
+  };
+  Weights weights = load_safetensors_weights(config, path, quantization, progress);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "%stileops demo: loaded %s (%lld layers, %.1f MiB) in %.2f s\n",
+               terminal ? "\r" : "", path.c_str(), static_cast<long long>(config.layers),
+               static_cast<double>(weight_bytes(weights)) / (1 << 20), seconds);
+  return weights;
+}
+
 }  // namespace
 
 std::string one_line(std::string_view message) {
@@ -115,6 +145,8 @@ const char* demo_options_help() {
          "           --intermediate N --vocab N --dtype f32|f16|bf16 --weights PATH\n"
          "           --prompts N --prompt-tokens N --new-tokens N --block-size N\n"
          "           --top-k N --top-p X --seed N\n"
+         "           --prompt TEXT (with --weights DIR: encode TEXT with DIR's tokenizer.model\n"
+         "           or tokenizer.json and print the generated text as it comes)\n"
          "           --no-pack (linear over the [N, K] weights instead of their packed form)\n"
          "           --quantize int8|int4 (projections quantized at load: int8 per channel,\n"
          "           int4 symmetric in groups; the lm_head int8) --quant-group 32|64|128\n";
@@ -144,7 +176,7 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
                                                       : nullptr;
     const bool known = count != nullptr || name == "--dtype" || name == "--weights" ||
                        name == "--top-p" || name == "--seed" || name == "--export" ||
-                       name == "--quantize" || name == "--quant-group";
+                       name == "--quantize" || name == "--quant-group" || name == "--prompt";
     if (!known) {
       rest.push_back(name);
       continue;
@@ -168,6 +200,8 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
       c.dtype = *dtype;
     } else if (name == "--weights") {
       o.weights = value;
+    } else if (name == "--prompt") {
+      o.prompt = value;
     } else if (name == "--export") {
       o.export_dir = value;
     } else if (name == "--quantize") {
@@ -192,7 +226,22 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
   return rest;
 }
 
-int run_decoder_demo(const DemoOptions& options) {
+int run_decoder_demo(const DemoOptions& given) {
+  DemoOptions options = given;
+  // Text mode: the tokenizer is read first, and the prompt's length is the prompt size.
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<std::int64_t> prompt_ids;
+  if (options.prompt) {
+    if (options.weights.empty()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tileops demo: --prompt needs --weights DIR (a checkpoint with its tokenizer)");
+    }
+    tokenizer = load_tokenizer(options.weights);
+    prompt_ids = encode_prompt(*tokenizer, *options.prompt);
+    options.prompts = 1;
+    options.prompt_tokens = static_cast<std::int64_t>(prompt_ids.size());
+  }
+  std::FILE* report = options.prompt ? stderr : stdout;
   constexpr std::int64_t kMaxTokens = std::int64_t{1} << 30;
   for (const auto& [name, value] : {std::pair{"--prompts", options.prompts},
                                     std::pair{"--prompt-tokens", options.prompt_tokens},
@@ -243,6 +292,12 @@ int run_decoder_demo(const DemoOptions& options) {
     }
   }
   config.validate();
+  if (tokenizer && tokenizer->vocab_size() > config.vocab) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: the " + tokenizer->describe() + " tokenizer has " +
+                    std::to_string(tokenizer->vocab_size()) +
+                    " tokens but the model's vocab_size is " + std::to_string(config.vocab));
+  }
   const std::int64_t context = options.prompt_tokens + options.new_tokens;
   config.max_positions = std::max(config.max_positions, context);
   // Every size is checked before anything is allocated.
@@ -253,7 +308,7 @@ int run_decoder_demo(const DemoOptions& options) {
   Weights weights;
   std::string source = "synthetic weights (seed " + std::to_string(options.sampling.seed) + ")";
   if (!options.weights.empty()) {
-    weights = load_safetensors_weights(config, options.weights, checkpoint_quantization);
+    weights = load_weights_with_progress(config, options.weights, checkpoint_quantization);
     source = "weights from " + options.weights;
     if (checkpoint_quantization) {
       source += checkpoint_quantization->method == Int4Method::kGptq ? " (GPTQ" : " (AWQ";
@@ -279,10 +334,10 @@ int run_decoder_demo(const DemoOptions& options) {
   } else {
     source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
   }
-  std::printf("decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
-              config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
-              static_cast<long long>(options.prompt_tokens),
-              static_cast<long long>(options.new_tokens));
+  std::fprintf(
+      report, "decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
+      config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
+      static_cast<long long>(options.prompt_tokens), static_cast<long long>(options.new_tokens));
   if (!export_dir.empty()) {
     write_safetensors(export_dir / "model.safetensors", checkpoint_tensors(config, weights));
     write_config_json(export_dir / "config.json", config);
@@ -290,14 +345,22 @@ int run_decoder_demo(const DemoOptions& options) {
   Model model(config, std::move(weights), options.prompts, context, options.block_size,
               options.pack_weights);
 
-  std::mt19937_64 rng(options.sampling.seed);
-  std::uniform_int_distribution<std::int64_t> token(0, config.vocab - 1);
   std::vector<std::vector<std::int64_t>> prompts(options.prompts);
-  for (auto& p : prompts) {
-    p.resize(options.prompt_tokens);
-    for (auto& t : p) t = token(rng);
+  Generation g;
+  if (tokenizer) {
+    prompts[0] = prompt_ids;
+    write_text(stdout, *options.prompt);
+    g = generate_text(model, *tokenizer, prompt_ids, options.new_tokens, options.sampling, stdout);
+    write_text(stdout, "\n");
+  } else {
+    std::mt19937_64 rng(options.sampling.seed);
+    std::uniform_int_distribution<std::int64_t> token(0, config.vocab - 1);
+    for (auto& p : prompts) {
+      p.resize(options.prompt_tokens);
+      for (auto& t : p) t = token(rng);
+    }
+    g = generate(model, prompts, options.new_tokens, options.sampling);
   }
-  const Generation g = generate(model, prompts, options.new_tokens, options.sampling);
   if (!export_dir.empty()) {
     const nlohmann::json record = {
         {"prompts", prompts},
@@ -318,16 +381,19 @@ int run_decoder_demo(const DemoOptions& options) {
     }
   }
 
-  std::printf("prefill: %lld tokens in %.3f s = %.1f tokens/s\n",
-              static_cast<long long>(g.prefill_tokens), g.prefill_seconds,
-              static_cast<double>(g.prefill_tokens) / g.prefill_seconds);
+  std::fprintf(report, "prefill: %lld tokens in %.3f s = %.1f tokens/s\n",
+               static_cast<long long>(g.prefill_tokens), g.prefill_seconds,
+               static_cast<double>(g.prefill_tokens) / g.prefill_seconds);
   if (g.decode_tokens > 0) {
-    std::printf("decode:  %lld tokens in %.3f s = %.1f tokens/s (%.2f ms per step of %lld)\n",
-                static_cast<long long>(g.decode_tokens), g.decode_seconds,
-                static_cast<double>(g.decode_tokens) / g.decode_seconds,
-                1e3 * g.decode_seconds / static_cast<double>(options.new_tokens - 1),
-                static_cast<long long>(options.prompts));
+    std::fprintf(report,
+                 "decode:  %lld tokens in %.3f s = %.1f tokens/s (%.2f ms per step of %lld)\n",
+                 static_cast<long long>(g.decode_tokens), g.decode_seconds,
+                 static_cast<double>(g.decode_tokens) / g.decode_seconds,
+                 1e3 * g.decode_seconds * static_cast<double>(options.prompts) /
+                     static_cast<double>(g.decode_tokens),
+                 static_cast<long long>(options.prompts));
   }
+  if (tokenizer) return 0;  // the text is the output; the operator table is the demo's
   auto entries = model.profile().entries();
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ struct DemoOptions {
   bool pack_weights = true;  // --no-pack: linear over the [N, K] weights (Model's pack_weights)
   // --quantize int8|int4 and --quant-group N: the projections quantized at load.
   WeightQuantization quantization;
+  // --prompt TEXT: one prompt, encoded with the tokenizer next to --weights; the generated text
+  // is printed to stdout as it comes (the report goes to stderr then).
+  std::optional<std::string> prompt;
 };
 
 // Consumes the decoder options in args ("--layers 2", ...) and returns the others; throws
@@ -41,7 +45,8 @@ const char* demo_options_help();
 std::string one_line(std::string_view message);
 
 // Checks every option and size (against int64, the model's limits and this machine's memory),
-// then builds the model, generates and prints the report. Returns 0; throws on an error.
+// then builds the model, generates and prints the report (with --prompt: the prompt and the
+// generated text on stdout, the report on stderr). Returns 0; throws on an error.
 int run_decoder_demo(const DemoOptions& options);
 
 }  // namespace tileops::llama

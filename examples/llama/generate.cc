@@ -16,7 +16,8 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 Generation generate(Model& model, const std::vector<std::vector<std::int64_t>>& prompts,
-                    std::int64_t new_tokens, const Sampling& sampling) {
+                    std::int64_t new_tokens, const Sampling& sampling,
+                    const TokenCallback& on_tokens) {
   const auto batch = static_cast<std::int64_t>(prompts.size());
   Generation result;
   result.tokens.assign(batch, {});
@@ -28,18 +29,20 @@ Generation generate(Model& model, const std::vector<std::vector<std::int64_t>>& 
                              sampling.seed + static_cast<std::uint64_t>(step), next_view);
     model.profile().add("top_k_top_p_sampler", seconds_since(start));
     for (std::int64_t b = 0; b < batch; ++b) result.tokens[b].push_back(next[b]);
+    return !on_tokens || on_tokens(next);
   };
   if (new_tokens <= 0) return result;
 
   auto start = Clock::now();
-  sample(model.prefill(prompts), 0);
+  bool go_on = sample(model.prefill(prompts), 0);
   result.prefill_seconds = seconds_since(start);
   for (const auto& p : prompts) result.prefill_tokens += static_cast<std::int64_t>(p.size());
 
   start = Clock::now();
-  for (std::int64_t step = 1; step < new_tokens; ++step) sample(model.decode(next), step);
+  std::int64_t steps = 1;
+  for (; go_on && steps < new_tokens; ++steps) go_on = sample(model.decode(next), steps);
   result.decode_seconds = seconds_since(start);
-  result.decode_tokens = batch * (new_tokens - 1);
+  result.decode_tokens = batch * (steps - 1);
   return result;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "examples/llama/model.h"
@@ -20,9 +21,14 @@ struct Generation {
   double prefill_seconds = 0, decode_seconds = 0;  // sampling included
 };
 
+// Called with each step's tokens (one per prompt) as soon as they are sampled; returning false
+// ends the generation there (e.g. at EOS).
+using TokenCallback = std::function<bool(const std::vector<std::int64_t>& next)>;
+
 // Prefills `prompts` and generates `new_tokens` tokens per prompt (the first from the prefill
-// logits, then one decode step each).
+// logits, then one decode step each), fewer when `on_tokens` stops it.
 Generation generate(Model& model, const std::vector<std::vector<std::int64_t>>& prompts,
-                    std::int64_t new_tokens, const Sampling& sampling);
+                    std::int64_t new_tokens, const Sampling& sampling,
+                    const TokenCallback& on_tokens = {});
 
 }  // namespace tileops::llama

@@ -188,7 +188,8 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Config& con
 }
 
 Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir,
-                                 const std::optional<Int4Quantization>& quantization) {
+                                 const std::optional<Int4Quantization>& quantization,
+                                 const std::function<void(std::int64_t, std::int64_t)>& progress) {
   config.validate();
   const Checkpoint checkpoint(file_or_dir);
   const DataType dt = config.dtype;
@@ -232,6 +233,7 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
     const std::string mlp = layer_prefix(l) + "mlp.";
     lw.gate_up = projection({{mlp + "gate_proj", inter}, {mlp + "up_proj", inter}}, h);
     lw.down = projection({{mlp + "down_proj", h}}, inter);
+    if (progress) progress(l + 1, config.layers);
   }
   w.final_norm = one("model.norm.weight", {h});
   // Some tied checkpoints still carry lm_head.weight; use it when present.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,8 +45,11 @@ Weights synthetic_weights(const Config& config, std::uint64_t seed);
 // quantization_config), a projection the checkpoint ships as GPTQ/AWQ int4
 // (`<name>.qweight`, ...) is converted into a quantize_weight buffer in its slot
 // (int4_checkpoint.h); the embedding, norms and lm_head stay float.
-Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir,
-                                 const std::optional<Int4Quantization>& quantization = {});
+// `progress`, when given, is called after each layer with (layers loaded, layers).
+Weights load_safetensors_weights(
+    const Config& config, const std::filesystem::path& file_or_dir,
+    const std::optional<Int4Quantization>& quantization = {},
+    const std::function<void(std::int64_t, std::int64_t)>& progress = {});
 
 // The weights under their checkpoint names (views into `weights`; q/k/v and gate/up split
 // again), e.g. to write a .safetensors file.
