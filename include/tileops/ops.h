@@ -11,6 +11,7 @@
 #include "tileops/ops/causal_softmax.h"
 #include "tileops/ops/embedding.h"
 #include "tileops/ops/flash_attention.h"
+#include "tileops/ops/gated_delta_rule.h"
 #include "tileops/ops/gemm.h"
 #include "tileops/ops/linear.h"
 #include "tileops/ops/matmul.h"

@@ -147,4 +147,53 @@ Values embedding(const Values& ids, const Values& weight, std::int64_t dim) {
   return y;
 }
 
+Values gated_delta_rule(const Values& q, const Values& k, const Values& v, const Values& g,
+                        const Values& beta, const DeltaRuleShape& s,
+                        const std::vector<std::int64_t>& cu, double scale, bool l2norm,
+                        Values& state) {
+  const std::int64_t n_seq = cu.empty() ? s.b : static_cast<std::int64_t>(cu.size()) - 1;
+  Values o(static_cast<std::size_t>(s.b * s.t * s.hv * s.dv), 0.0);
+  if (state.empty()) state.assign(static_cast<std::size_t>(n_seq * s.hv * s.dk * s.dv), 0.0);
+  Values qt(s.dk), kt(s.dk), delta(s.dv), kv(s.dv);
+  for (std::int64_t n = 0; n < n_seq; ++n) {
+    const std::int64_t b = cu.empty() ? n : 0;
+    const std::int64_t bos = cu.empty() ? 0 : cu[n], eos = cu.empty() ? s.t : cu[n + 1];
+    for (std::int64_t hv = 0; hv < s.hv; ++hv) {
+      const std::int64_t h = hv / (s.hv / s.h);
+      double* st = state.data() + (n * s.hv + hv) * s.dk * s.dv;
+      for (std::int64_t t = bos; t < eos; ++t) {
+        double qn = 0, kn = 0;
+        for (std::int64_t i = 0; i < s.dk; ++i) {
+          qt[i] = q[((b * s.t + t) * s.h + h) * s.dk + i];
+          kt[i] = k[((b * s.t + t) * s.h + h) * s.dk + i];
+          qn += qt[i] * qt[i], kn += kt[i] * kt[i];
+        }
+        for (std::int64_t i = 0; i < s.dk; ++i) {
+          if (l2norm) qt[i] /= std::sqrt(qn + 1e-6), kt[i] /= std::sqrt(kn + 1e-6);
+          qt[i] *= scale;
+        }
+        const std::int64_t gate = (b * s.t + t) * s.hv + hv;
+        const double decay = std::exp(g[gate]);
+        for (std::int64_t i = 0; i < s.dk * s.dv; ++i) st[i] *= decay;
+        std::fill(kv.begin(), kv.end(), 0.0);
+        for (std::int64_t i = 0; i < s.dk; ++i) {
+          for (std::int64_t j = 0; j < s.dv; ++j) kv[j] += st[i * s.dv + j] * kt[i];
+        }
+        for (std::int64_t j = 0; j < s.dv; ++j) {
+          delta[j] = beta[gate] * (v[gate * s.dv + j] - kv[j]);
+        }
+        for (std::int64_t i = 0; i < s.dk; ++i) {
+          for (std::int64_t j = 0; j < s.dv; ++j) st[i * s.dv + j] += kt[i] * delta[j];
+        }
+        for (std::int64_t j = 0; j < s.dv; ++j) {
+          double acc = 0;
+          for (std::int64_t i = 0; i < s.dk; ++i) acc += st[i * s.dv + j] * qt[i];
+          o[gate * s.dv + j] = acc;
+        }
+      }
+    }
+  }
+  return o;
+}
+
 }  // namespace tileops::testing::reference

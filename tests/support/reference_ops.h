@@ -34,4 +34,15 @@ Values softmax_rows(const Values& x, std::int64_t width, double scale, bool caus
 Values silu_and_mul_last_dim(const Values& x, std::int64_t width);
 Values embedding(const Values& ids, const Values& weight, std::int64_t dim);
 
+// fla's gated delta rule, token by token: q, k [B, T, H, K], v [B, T, HV, V], g, beta [B, T, HV]
+// (row-major); sequences: the batch, or cu [N + 1] over B = 1 when not empty. `state` holds the
+// initial [N, HV, K, V] (empty: zeros) and receives the final one. Returns o [B, T, HV, V].
+struct DeltaRuleShape {
+  std::int64_t b, t, h, hv, dk, dv;
+};
+Values gated_delta_rule(const Values& q, const Values& k, const Values& v, const Values& g,
+                        const Values& beta, const DeltaRuleShape& s,
+                        const std::vector<std::int64_t>& cu, double scale, bool l2norm,
+                        Values& state);
+
 }  // namespace tileops::testing::reference

@@ -1,11 +1,14 @@
 // `tileops demo` cases of the attention operators: causal prefill of one sequence of `tokens`
-// tokens (flash_attention, 8 heads over 2 kv heads, head size 128) and decode of 16 sequences
-// over a paged cache (paged_attention, block size 16, contexts of 512 or 4096 keys).
+// tokens (flash_attention, 8 heads over 2 kv heads, head size 128), decode of 16 sequences
+// over a paged cache (paged_attention, block size 16, contexts of 512 or 4096 keys), and the
+// linear attention of Qwen3-Next (gated_delta_rule: chunked prefill of `tokens` tokens, 2 query
+// heads over 4 value heads, K = V = 128; recurrent decode of 16 sequences from a state).
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
 #include "tests/support/reference_attention.h"
+#include "tests/support/reference_ops.h"
 #include "tileops/ops.h"
 #include "tools/cli/demo_case.h"
 
@@ -76,6 +79,35 @@ void append_attention_cases(std::vector<Case>& cases, std::int64_t tokens, DataT
          [=] { ops::paged_attention(*q, *kc, *vc, *lens, *table, attrs, *out); },
          [=] { return out; },
          [=] { return ref::attention(values(q), gather(kc), gather(vc), cu_q, cu_kv, spec); }});
+  }
+  // gated_delta_rule: log-space decays in [-0.7, 0], beta in [0, 1], l2-normalised q and k.
+  for (const bool decode : {false, true}) {
+    const std::int64_t b = decode ? 16 : 1, t = decode ? 1 : tokens;
+    constexpr std::int64_t kH = 2, kHv = 4, kD = 128;
+    auto q = random({b, t, kH, kD}, dt, rng);
+    auto k = random({b, t, kH, kD}, dt, rng);
+    auto v = random({b, t, kHv, kD}, dt, rng);
+    auto g = random({b, t, kHv}, DataType::kFloat32, rng, -0.7, 0);
+    auto beta = random({b, t, kHv}, dt, rng, 0, 1);
+    auto h0 = decode ? random({b, kHv, kD, kD}, DataType::kFloat32, rng, -0.1, 0.1) : nullptr;
+    auto o = empty({b, t, kHv, kD}, dt);
+    auto state = empty({b, kHv, kD, kD}, DataType::kFloat32);
+    const int chunk = decode ? 0 : 64;
+    cases.push_back(
+        {"gated_delta_rule",
+         decode ? "16 x 1, 2/4 heads, 128, state" : "chunked [" + tk + ", 2/4 heads, 128]", dt,
+         bytes_of({q, k, v, g, beta, o, state}) + (h0 ? bytes_of({h0}) : 0.0),
+         [=] {
+           ops::gated_delta_rule(*q, *k, *v, *g, *beta, 0.0, h0 ? h0->view() : Tensor(), {}, true,
+                                 chunk, *o, *state);
+         },
+         [=] { return o; },
+         [=] {
+           ref::Values s = h0 ? values(h0) : ref::Values();
+           return ref::gated_delta_rule(values(q), values(k), values(v), values(g), values(beta),
+                                        {b, t, kH, kHv, kD, kD}, {}, 1.0 / std::sqrt(128.0), true,
+                                        s);
+         }});
   }
 }
 

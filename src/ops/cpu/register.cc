@@ -15,6 +15,7 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_causal_softmax(out);
   cpu::register_embedding(out);
   cpu::register_flash_attention(out);
+  cpu::register_gated_delta_rule(out);
   cpu::register_gemm(out);
   cpu::register_linear(out);
   cpu::register_matmul(out);

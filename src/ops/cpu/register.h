@@ -17,6 +17,7 @@ void register_cat(std::vector<Implementation>& out);
 void register_causal_softmax(std::vector<Implementation>& out);
 void register_embedding(std::vector<Implementation>& out);
 void register_flash_attention(std::vector<Implementation>& out);
+void register_gated_delta_rule(std::vector<Implementation>& out);
 void register_gemm(std::vector<Implementation>& out);
 void register_linear(std::vector<Implementation>& out);
 void register_packed_linear(std::vector<Implementation>& out);

@@ -1,0 +1,1 @@
+"""The linear-attention (gated delta rule) family of the kernel catalog."""
