@@ -1,0 +1,292 @@
+// scaled_mm on CPU. The float8 codes are decoded to float32 in registers (simd/fp8_kernels.h)
+// while they are packed, never as a full-size copy of a or b, and multiplied by the float32
+// micro-kernel of the native GEMM (simd/gemm_kernels.h). Up to 16 rows of a (decode), b's
+// columns are streamed once, a panel of 12 decoded into L1/L2 at a time, against a's rows held as
+// float32 (gemm_dot_rows); more rows take the packed path of native_gemm.cc: per column panel all
+// of K is packed once and shared by the threads, each thread packing its row blocks of a per K
+// block. Per tensor/token/channel scales are the epilogue's (scale_a[i]·scale_b[j] times the
+// float32 sum); block scales are applied per 128-element K block as the operands are decoded
+// (a's row i by scale_a[i, kb], b's column j by scale_b[kb, j/128]), so each block's products
+// carry exactly its two scales.
+#include <algorithm>
+#include <memory>
+#include <string_view>
+
+#include "src/ops/contracts/scaled_mm.decl.h"
+#include "src/ops/cpu/gemm/blocking.h"
+#include "src/ops/cpu/gemm/gemm_call.h"
+#include "src/ops/cpu/gemm/matrix_access.h"
+#include "src/ops/cpu/register.h"
+#include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/fp8_kernels.h"
+#include "src/ops/cpu/simd/gemm_kernels.h"
+#include "src/ops/framework/workspace_bytes.h"
+#include "tileops/core/checked_size.h"
+#include "tileops/ops/scaled_mm.h"
+#include "tileops/runtime/thread_pool.h"
+#include "tileops/runtime/workspace_pool.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+constexpr const OpDecl& kDecl = decls::scaled_mm;
+constexpr std::string_view kWhat = "scaled_mm: argument 'a': its workspace";
+constexpr std::int64_t kBlock = kScaledMmBlock;
+// The packed path's blocking, as native_gemm.cc's on AVX-512 (bench/results/cpu-tuning.md).
+constexpr std::int64_t kMaxKc = 512;
+constexpr std::int64_t kMaxNc = 1024;
+constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
+constexpr std::int64_t kMcMax = 192;
+// Rows of a that the streaming path takes (gemm_dot_rows' limit), and b's columns it decodes per
+// panel: whole groups of the dot kernel's 6 (AVX-512) or 3 (AVX2) rows, 12 of them doubled for
+// one row of a.
+constexpr std::int64_t kStreamRows = 16;
+constexpr std::int64_t kStreamPanel = 12;
+
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
+struct ScaledProduct {
+  std::int64_t m = 0, n = 0, k = 0;
+  MatrixRef a, b, c;  // a, b: float8 codes; c: out
+  DataType kind = DataType::kFloat8E4M3FN;
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  bool block = false;
+  std::int64_t a_step = 0, b_step = 0;  // per-token / per-channel: 1; per tensor: 0
+  std::int64_t k_blocks = 0, n_blocks = 0;
+  const void* bias = nullptr;
+  DataType bias_dtype = DataType::kFloat32;
+  std::int64_t bias_stride = 1;
+
+  const std::uint8_t* a_row(std::int64_t i) const {
+    return static_cast<const std::uint8_t*>(a.data) + i * a.row_stride;
+  }
+  const std::uint8_t* b_col(std::int64_t j) const {
+    return static_cast<const std::uint8_t*>(b.data) + j * b.col_stride;
+  }
+  // K [p0, p0 + len) of a's row i / b's column j as float32, block scales applied.
+  void decode_a(std::int64_t i, std::int64_t p0, std::int64_t len, float* dst) const {
+    decode(a_row(i), a.col_stride, p0, len, dst,
+           [&](std::int64_t kb) { return scale_a[i * k_blocks + kb]; });
+  }
+  void decode_b(std::int64_t j, std::int64_t p0, std::int64_t len, float* dst) const {
+    decode(b_col(j), b.row_stride, p0, len, dst,
+           [&](std::int64_t kb) { return scale_b[kb * n_blocks + j / kBlock]; });
+  }
+
+  template <class Scale>
+  void decode(const std::uint8_t* base, std::int64_t stride, std::int64_t p0, std::int64_t len,
+              float* dst, Scale&& scale) const {
+    if (!block) return fp8_to_f32(base + p0 * stride, stride, len, kind, 1.0f, dst);
+    for (std::int64_t p = p0; p < p0 + len;) {
+      const std::int64_t kb = p / kBlock;
+      const std::int64_t end = std::min(p0 + len, (kb + 1) * kBlock);
+      fp8_to_f32(base + p * stride, stride, end - p, kind, scale(kb), dst + (p - p0));
+      p = end;
+    }
+  }
+
+  // Rows [i0, i1) × columns [j0, j0 + cols) of out from the float32 sums acc (row i at
+  // acc + (i - i0)·ld_acc): scale_a[i]·scale_b[j]·acc (block scales: acc) + bias, rounded once.
+  void store(const float* acc, std::int64_t ld_acc, std::int64_t i0, std::int64_t i1,
+             std::int64_t j0, std::int64_t cols, const float* bias32, float* scratch) const {
+    const bool direct = c.dtype == DataType::kFloat32 && c.col_stride == 1;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      void* dst = mutable_element(c, i, j0);
+      float* row = direct ? static_cast<float*>(dst) : scratch;
+      const float* sums = acc + (i - i0) * ld_acc;
+      if (block) {
+        for (std::int64_t j = 0; j < cols; ++j) row[j] = sums[j];
+      } else {
+        const float sa = scale_a[i * a_step];
+        const float* sb = scale_b + j0 * b_step;
+        for (std::int64_t j = 0; j < cols; ++j) row[j] = (sa * sb[j * b_step]) * sums[j];
+      }
+      if (bias32 != nullptr) {
+        for (std::int64_t j = 0; j < cols; ++j) row[j] += bias32[j0 + j];
+      }
+      if (!direct) store_f32(row, dst, c.dtype, c.col_stride, cols);
+    }
+  }
+};
+
+// Rows [i0, i0 + rows) × K [p0, p0 + kc) of a as strips of kGemmMr rows, zero padded; tmp holds
+// kGemmMr·kc floats.
+void pack_a(const ScaledProduct& s, std::int64_t i0, std::int64_t rows, std::int64_t p0,
+            std::int64_t kc, float* out, float* tmp) {
+  const float* lines[kGemmMr];
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kGemmMr) {
+    for (std::int64_t r = 0; r < kGemmMr; ++r) {
+      float* line = tmp + r * kc;
+      if (r0 + r < rows) {
+        s.decode_a(i0 + r0 + r, p0, kc, line);
+      } else {
+        std::fill(line, line + kc, 0.0f);
+      }
+      lines[r] = line;
+    }
+    gemm_transpose_rows(lines, kGemmMr, kc, out + (r0 / kGemmMr) * kc * kGemmMr, kGemmMr);
+  }
+}
+
+// Strips [t0, t1) of nr columns from column j0, K [p0, p0 + kc) of b, zero padded past n; tmp
+// holds nr·kc floats.
+void pack_b(const ScaledProduct& s, std::int64_t j0, std::int64_t t0, std::int64_t t1,
+            std::int64_t p0, std::int64_t kc, std::int64_t nr, float* out, float* tmp) {
+  const float* lines[64];
+  for (std::int64_t t = t0; t < t1; ++t) {
+    float* strip = out + t * kc * nr;
+    const std::int64_t j = j0 + t * nr;
+    const std::int64_t live = std::min(nr, s.n - j);
+    if (live < nr) std::fill(strip, strip + kc * nr, 0.0f);
+    for (std::int64_t c = 0; c < live; ++c) {
+      s.decode_b(j + c, p0, kc, tmp + c * kc);
+      lines[c] = tmp + c * kc;
+    }
+    gemm_transpose_rows(lines, live, kc, strip, nr);
+  }
+}
+
+// Up to kStreamRows rows: b's columns streamed once, kStreamPanel at a time.
+void streamed_product(const ScaledProduct& s, const float* bias32, const Context& ctx) {
+  const std::int64_t m = s.m, n = s.n, k = s.k;
+  ThreadPool& pool = ctx.threads();
+  const int threads = pool.num_threads();
+  const std::int64_t ld_x = round_up(k, 16) + 16;  // off multiples of 4 KiB
+  const std::int64_t ld_out = round_up(n, 16);
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0,
+      workspace_bytes(
+          {{m, ld_x}, {m, ld_out}, {threads, kStreamPanel + 1, ld_x}, {threads, ld_out}},
+          sizeof(float), kWhat));
+  float* x = lease.as<float>();
+  float* acc = x + m * ld_x;
+  float* panels = acc + m * ld_out;
+  float* scratch = panels + threads * (kStreamPanel + 1) * ld_x;
+  for (std::int64_t i = 0; i < m; ++i) s.decode_a(i, 0, k, x + i * ld_x);
+  const std::int64_t groups = ceil_div(n, kStreamPanel);
+  pool.parallel_range(groups, 4, [&](int chunk, std::int64_t g0, std::int64_t g1) {
+    float* panel = panels + chunk * (kStreamPanel + 1) * ld_x;
+    const std::int64_t j_end = std::min(n, g1 * kStreamPanel);
+    for (std::int64_t j0 = g0 * kStreamPanel; j0 < j_end; j0 += kStreamPanel) {
+      const std::int64_t cols = std::min(kStreamPanel, n - j0);
+      for (std::int64_t c = 0; c < cols; ++c) s.decode_b(j0 + c, 0, k, panel + c * ld_x);
+      gemm_dot_rows(x, ld_x, m, panel, DataType::kFloat32, ld_x, cols, k, acc + j0, ld_out);
+    }
+    const std::int64_t j0 = g0 * kStreamPanel;
+    s.store(acc + j0, ld_out, 0, m, j0, j_end - j0, bias32, scratch + chunk * ld_out);
+  });
+}
+
+// More rows: native_gemm's blocking with the codes decoded while packing.
+void packed_product(const ScaledProduct& s, const float* bias32, const Context& ctx) {
+  const std::int64_t m = s.m, n = s.n, k = s.k;
+  ThreadPool& pool = ctx.threads();
+  const int threads = pool.num_threads();
+  const std::int64_t nr = gemm_nr();
+  const std::int64_t k_blocks = ceil_div(k, kMaxKc);
+  const std::int64_t kc = ceil_div(k, k_blocks);
+  const std::int64_t nc_limit = std::max(nr, std::min(kMaxNc, kPanelFloats / std::max(k, nr)));
+  const std::int64_t nc = round_up(ceil_div(n, ceil_div(n, nc_limit)), nr);
+  const RowBlocks row_plan(m, threads, kMcMax, kGemmMr);
+  const std::int64_t mc = row_plan.mc;
+  const std::int64_t tmp_len = std::max(kGemmMr, nr) * kc;
+  // Per thread: the packed A block, its float32 accumulator, decoded lines, an epilogue row.
+  const std::int64_t per_thread = round_up(mc * kc + mc * nc + tmp_len + nc, 16);
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{k_blocks, kc, nc}, {threads, per_thread}, {16}}, sizeof(float), kWhat));
+  float* b_pack = lease.as<float>();
+  float* thread_area = b_pack + round_up(k_blocks * kc * nc, 16);
+  for (std::int64_t jc = 0; jc < n; jc += nc) {
+    const std::int64_t cols = std::min(nc, n - jc);
+    const std::int64_t n_strips = ceil_div(cols, nr);
+    auto pack_panel = [&](int chunk, std::int64_t begin, std::int64_t end) {
+      float* tmp = thread_area + chunk * per_thread + mc * kc + mc * nc;
+      for_each_panel_run(begin, end, n_strips,
+                         [&](std::int64_t kb, std::int64_t t0, std::int64_t t1) {
+                           pack_b(s, jc, t0, t1, kb * kc, std::min(kc, k - kb * kc), nr,
+                                  b_pack + kb * kc * nc, tmp);
+                         });
+    };
+    auto row_block = [&](int chunk, std::int64_t task) {
+      float* a_pack = thread_area + chunk * per_thread;
+      float* acc = a_pack + mc * kc;
+      float* tmp = acc + mc * nc;
+      float* scratch = tmp + tmp_len;
+      const auto [i0, rows, t0, t1] = row_plan.task(task, m, n_strips);
+      if (t0 == t1) return;
+      for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+        const std::int64_t p0 = kb * kc;
+        const std::int64_t kcur = std::min(kc, k - p0);
+        pack_a(s, i0, rows, p0, kcur, a_pack, tmp);
+        gemm_macro_kernel(a_pack, ceil_div(rows, kGemmMr), b_pack + kb * kc * nc + t0 * kcur * nr,
+                          t1 - t0, kcur, acc, nc, kb > 0);
+      }
+      s.store(acc, nc, i0, i0 + rows, jc + t0 * nr, std::min(t1 * nr, cols) - t0 * nr, bias32,
+              scratch);
+    };
+    pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
+    pool.parallel_claim(row_plan.tasks(), row_block);
+  }
+}
+
+class ScaledMmCpu final : public Operator {
+ public:
+  explicit ScaledMmCpu(bool block) : block_(block) {}
+
+  void run(std::span<const Tensor> t, const Context& ctx) const override {
+    const Tensor& a = t[tensor_index(kDecl, "a")];
+    const Tensor& b = t[tensor_index(kDecl, "b")];
+    const Tensor& scale_a = t[tensor_index(kDecl, "scale_a")];
+    const Tensor& scale_b = t[tensor_index(kDecl, "scale_b")];
+    const Tensor& bias = t[tensor_index(kDecl, "bias")];
+    const Tensor& out = t[tensor_index(kDecl, "out")];
+    ScaledProduct s;
+    s.m = a.size(0), s.k = a.size(1), s.n = b.size(1);
+    if (s.m == 0 || s.n == 0) return;
+    s.a = {a.data(), a.dtype(), a.stride(0), a.stride(1)};
+    s.b = {b.data(), b.dtype(), b.stride(0), b.stride(1)};
+    s.c = {out.data(), out.dtype(), out.stride(0), out.stride(1)};
+    s.kind = a.dtype();
+    s.scale_a = scale_a.data_as<const float>();
+    s.scale_b = scale_b.data_as<const float>();
+    s.block = block_;
+    s.a_step = scale_a.numel() > 1 ? 1 : 0;
+    s.b_step = scale_b.numel() > 1 ? 1 : 0;
+    s.k_blocks = ceil_div(s.k, kBlock);
+    s.n_blocks = ceil_div(s.n, kBlock);
+
+    // The float32 bias; for K = 0 also a row of zero sums and an epilogue row.
+    const std::int64_t ld_bias = round_up(s.n, 16);
+    WorkspacePool::Lease lease = ctx.workspace().acquire(
+        kCpu, ctx.stream, 1, workspace_bytes({{3, ld_bias}}, sizeof(float), kWhat));
+    float* bias32 = nullptr;
+    if (bias.data() != nullptr) {
+      bias32 = lease.as<float>();
+      load_f32(bias.data(), bias.dtype(), bias.stride(0), s.n, bias32);
+    }
+    if (s.k == 0) {  // the sums are zero: out = scales · 0 + bias
+      float* zeros = lease.as<float>() + ld_bias;
+      std::fill(zeros, zeros + ld_bias, 0.0f);
+      s.store(zeros, 0, 0, s.m, 0, s.n, bias32, zeros + ld_bias);
+      return;
+    }
+    if (s.m <= kStreamRows) return streamed_product(s, bias32, ctx);
+    packed_product(s, bias32, ctx);
+  }
+
+ private:
+  bool block_;
+};
+
+}  // namespace
+
+void register_scaled_mm(std::vector<Implementation>& out) {
+  out.push_back({"scaled_mm", DeviceType::kCpu, 0, "native", [](const Problem& p) {
+                   const double block = p.attributes[derived_attribute_index(kDecl, 0)];
+                   return std::make_unique<ScaledMmCpu>(block != 0.0);
+                 }});
+}
+
+}  // namespace tileops::ops::cpu

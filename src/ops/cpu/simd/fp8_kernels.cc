@@ -1,0 +1,107 @@
+#include "src/ops/cpu/simd/fp8_kernels.h"
+
+#include <cstddef>
+#include <limits>
+
+#include "tileops/core/error.h"
+#include "tileops/core/float8.h"
+#include "tileops/runtime/cpu_info.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/fp8_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tileops::ops::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+
+// One format: kMant mantissa bits, exponent bias kBias. Normal magnitudes move into float32's
+// fields with one shift and one add of the bias difference; subnormals (exponent 0) are the
+// mantissa times 2^(1 - bias - kMant), computed without float32 subnormals (a CPU with DAZ set
+// would read those as zero); the top codes are NaN (e4m3fn) or Inf/NaN (e5m2).
+template <int kMant, int kBias, bool kInfinities>
+HWY_INLINE hn::Vec<DF> Decode(DF df, hn::Vec<DI> bits) {
+  const DI di;
+  const auto mag = hn::And(bits, hn::Set(di, 0x7F));
+  const auto normal =
+      hn::BitCast(df, hn::Add(hn::ShiftLeft<23 - kMant>(mag), hn::Set(di, (127 - kBias) << 23)));
+  constexpr float kSubnormalUnit = 1.0f / static_cast<float>(1 << (kBias - 1 + kMant));
+  const auto subnormal = hn::Mul(hn::ConvertTo(df, mag), hn::Set(df, kSubnormalUnit));
+  auto v =
+      hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(di, 1 << kMant))), subnormal, normal);
+  if constexpr (kInfinities) {  // exponent all ones: Inf (mantissa 0) or NaN
+    const auto special = hn::BitCast(
+        df, hn::Or(hn::ShiftLeft<23 - kMant>(hn::And(mag, hn::Set(di, (1 << kMant) - 1))),
+                   hn::Set(di, 0x7F800000)));
+    v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(mag, hn::Set(di, 0x7F - (1 << kMant)))), special,
+                       v);
+  } else {  // S.1111.111 is NaN, the only special code
+    v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(di, 0x7F))),
+                       hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
+  }
+  const auto sign = hn::ShiftLeft<24>(hn::And(bits, hn::Set(di, 0x80)));
+  return hn::Or(v, hn::BitCast(df, sign));
+}
+
+template <int kMant, int kBias, bool kInfinities>
+void DecodeRun(const std::uint8_t* src, std::int64_t n, float scale, float* dst) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<std::uint8_t, DF> d8;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const auto vs = hn::Set(df, scale);
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto bits =
+        hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<DF>(), hn::LoadU(d8, src + i)));
+    hn::StoreU(hn::Mul(Decode<kMant, kBias, kInfinities>(df, bits), vs), df, dst + i);
+  }
+  if (i < n) {  // the tail through a zero-padded vector
+    HWY_ALIGN std::uint8_t tail[hn::MaxLanes(d8)] = {};
+    HWY_ALIGN float out[hn::MaxLanes(df)];
+    for (std::int64_t t = 0; t < n - i; ++t) tail[t] = src[i + t];
+    const auto bits =
+        hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<DF>(), hn::Load(d8, tail)));
+    hn::Store(hn::Mul(Decode<kMant, kBias, kInfinities>(df, bits), vs), df, out);
+    for (std::int64_t t = 0; t < n - i; ++t) dst[i + t] = out[t];
+  }
+}
+
+void E4M3ToF32(const std::uint8_t* src, std::int64_t n, float scale, float* dst) {
+  DecodeRun<3, 7, false>(src, n, scale, dst);
+}
+void E5M2ToF32(const std::uint8_t* src, std::int64_t n, float scale, float* dst) {
+  DecodeRun<2, 15, true>(src, n, scale, dst);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace tileops::ops::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tileops::ops::cpu {
+
+HWY_EXPORT(E4M3ToF32);
+HWY_EXPORT(E5M2ToF32);
+
+void fp8_to_f32(const std::uint8_t* src, std::int64_t stride, std::int64_t n, DataType kind,
+                float scale, float* dst) {
+  const bool e4m3 = kind == DataType::kFloat8E4M3FN;
+  if (!e4m3 && kind != DataType::kFloat8E5M2) {
+    throw_internal_error("fp8_to_f32", "kind must be float8_e4m3fn or float8_e5m2");
+  }
+  if (stride == 1) {
+    if (e4m3) return TILEOPS_DYNAMIC_DISPATCH(E4M3ToF32)(src, n, scale, dst);
+    return TILEOPS_DYNAMIC_DISPATCH(E5M2ToF32)(src, n, scale, dst);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint8_t bits = src[i * stride];
+    dst[i] = scale * (e4m3 ? float8_e4m3fn_to_float(bits) : float8_e5m2_to_float(bits));
+  }
+}
+
+}  // namespace tileops::ops::cpu
+#endif  // HWY_ONCE
