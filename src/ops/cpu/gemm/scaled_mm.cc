@@ -42,6 +42,10 @@ constexpr std::int64_t kMcMax = 192;
 // one row of a.
 constexpr std::int64_t kStreamRows = 16;
 constexpr std::int64_t kStreamPanel = 12;
+// Up to this many rows the dot kernel decodes b's codes in registers; for
+// more, the decoding repeated for every 4 rows of a costs more than a float32 panel written once
+// (M = 16: 0.10 against 0.19 of the bfloat16 linear's speed, bench/results/catalog-matmul.md).
+constexpr std::int64_t kCodeRows = 2;
 
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
@@ -147,13 +151,18 @@ void pack_b(const ScaledProduct& s, std::int64_t j0, std::int64_t t0, std::int64
   }
 }
 
-// Up to kStreamRows rows: b's columns streamed once, kStreamPanel at a time.
+// Up to kStreamRows rows: b's columns streamed once against a's rows decoded to float32 (block
+// scales applied). Up to kCodeRows rows, columns contiguous along K (vLLM's b) are read as codes
+// by the dot kernel, which decodes them in registers (with block scales per 128-element K block,
+// each block's sums added times its scale_b). Otherwise kStreamPanel columns at a time are
+// decoded into a float32 panel first (block scales applied).
 void streamed_product(const ScaledProduct& s, const float* bias32, const Context& ctx) {
   const std::int64_t m = s.m, n = s.n, k = s.k;
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
   const std::int64_t ld_x = round_up(k, 16) + 16;  // off multiples of 4 KiB
   const std::int64_t ld_out = round_up(n, 16);
+  const bool codes = s.b.row_stride == 1 && m <= kCodeRows;
   WorkspacePool::Lease lease = ctx.workspace().acquire(
       kCpu, ctx.stream, 0,
       workspace_bytes(
@@ -167,14 +176,33 @@ void streamed_product(const ScaledProduct& s, const float* bias32, const Context
   const std::int64_t groups = ceil_div(n, kStreamPanel);
   pool.parallel_range(groups, 4, [&](int chunk, std::int64_t g0, std::int64_t g1) {
     float* panel = panels + chunk * (kStreamPanel + 1) * ld_x;
-    const std::int64_t j_end = std::min(n, g1 * kStreamPanel);
-    for (std::int64_t j0 = g0 * kStreamPanel; j0 < j_end; j0 += kStreamPanel) {
-      const std::int64_t cols = std::min(kStreamPanel, n - j0);
-      for (std::int64_t c = 0; c < cols; ++c) s.decode_b(j0 + c, 0, k, panel + c * ld_x);
-      gemm_dot_rows(x, ld_x, m, panel, DataType::kFloat32, ld_x, cols, k, acc + j0, ld_out);
+    const std::int64_t j_begin = g0 * kStreamPanel, j_end = std::min(n, g1 * kStreamPanel);
+    if (codes && !s.block) {
+      gemm_dot_rows(x, ld_x, m, s.b_col(j_begin), s.kind, s.b.col_stride, j_end - j_begin, k,
+                    acc + j_begin, ld_out);
     }
-    const std::int64_t j0 = g0 * kStreamPanel;
-    s.store(acc + j0, ld_out, 0, m, j0, j_end - j0, bias32, scratch + chunk * ld_out);
+    for (std::int64_t j0 = j_begin; j0 < j_end && !(codes && !s.block); j0 += kStreamPanel) {
+      const std::int64_t cols = std::min(kStreamPanel, n - j0);
+      if (!codes) {
+        for (std::int64_t c = 0; c < cols; ++c) s.decode_b(j0 + c, 0, k, panel + c * ld_x);
+        gemm_dot_rows(x, ld_x, m, panel, DataType::kFloat32, ld_x, cols, k, acc + j0, ld_out);
+        continue;
+      }
+      // Block scales over codes: the block's sums into `panel` (m × cols), then scaled into acc.
+      for (std::int64_t i = 0; i < m; ++i) std::fill_n(acc + i * ld_out + j0, cols, 0.0f);
+      for (std::int64_t kb = 0; kb < s.k_blocks; ++kb) {
+        const std::int64_t p0 = kb * kBlock, len = std::min(kBlock, k - p0);
+        gemm_dot_rows(x + p0, ld_x, m, s.b_col(j0) + p0, s.kind, s.b.col_stride, cols, len, panel,
+                      kStreamPanel);
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const float sb = s.scale_b[kb * s.n_blocks + (j0 + c) / kBlock];
+          for (std::int64_t i = 0; i < m; ++i)
+            acc[i * ld_out + j0 + c] += sb * panel[i * kStreamPanel + c];
+        }
+      }
+    }
+    s.store(acc + j_begin, ld_out, 0, m, j_begin, j_end - j_begin, bias32,
+            scratch + chunk * ld_out);
   });
 }
 

@@ -1,7 +1,6 @@
 #include "src/ops/cpu/simd/fp8_kernels.h"
 
 #include <cstddef>
-#include <limits>
 
 #include "tileops/core/error.h"
 #include "tileops/core/float8.h"
@@ -12,39 +11,15 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "src/ops/cpu/simd/fp8-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
-
-// One format: kMant mantissa bits, exponent bias kBias. Normal magnitudes move into float32's
-// fields with one shift and one add of the bias difference; subnormals (exponent 0) are the
-// mantissa times 2^(1 - bias - kMant), computed without float32 subnormals (a CPU with DAZ set
-// would read those as zero); the top codes are NaN (e4m3fn) or Inf/NaN (e5m2).
-template <int kMant, int kBias, bool kInfinities>
-HWY_INLINE hn::Vec<DF> Decode(DF df, hn::Vec<DI> bits) {
-  const DI di;
-  const auto mag = hn::And(bits, hn::Set(di, 0x7F));
-  const auto normal =
-      hn::BitCast(df, hn::Add(hn::ShiftLeft<23 - kMant>(mag), hn::Set(di, (127 - kBias) << 23)));
-  constexpr float kSubnormalUnit = 1.0f / static_cast<float>(1 << (kBias - 1 + kMant));
-  const auto subnormal = hn::Mul(hn::ConvertTo(df, mag), hn::Set(df, kSubnormalUnit));
-  auto v =
-      hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(di, 1 << kMant))), subnormal, normal);
-  if constexpr (kInfinities) {  // exponent all ones: Inf (mantissa 0) or NaN
-    const auto special = hn::BitCast(
-        df, hn::Or(hn::ShiftLeft<23 - kMant>(hn::And(mag, hn::Set(di, (1 << kMant) - 1))),
-                   hn::Set(di, 0x7F800000)));
-    v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(mag, hn::Set(di, 0x7F - (1 << kMant)))), special,
-                       v);
-  } else {  // S.1111.111 is NaN, the only special code
-    v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(di, 0x7F))),
-                       hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
-  }
-  const auto sign = hn::ShiftLeft<24>(hn::And(bits, hn::Set(di, 0x80)));
-  return hn::Or(v, hn::BitCast(df, sign));
-}
 
 template <int kMant, int kBias, bool kInfinities>
 void DecodeRun(const std::uint8_t* src, std::int64_t n, float scale, float* dst) {
