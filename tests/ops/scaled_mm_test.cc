@@ -1,9 +1,10 @@
 // scaled_mm (vLLM's cutlass_scaled_mm) against a float64 reference computed from the float8
 // codes decoded here from their bit fields: both kinds, every out dtype, the three scale forms
 // (per tensor; per token × per channel in vLLM's [M, 1] / [1, N] / [N, 1] shapes; 128×128 blocks
-// with K and N tails), the streaming path (M <= 16) and the packed path (M > 16), vLLM's
-// column-major b (weight.t()) as well as row-major and strided b, strided a and out, bias, every
-// SIMD target, NaN codes, and bad inputs.
+// with K and N tails, b's as vLLM's transposed view), the streaming path (M <= 16) and the packed
+// path (M > 16), vLLM's column-major b (weight.t()) as well as row-major and strided b, strided a
+// and out, bias, every SIMD target (the bfloat16 packed path on AVX512-BF16 and the float32 one),
+// NaN codes, and bad inputs.
 #include "tileops/ops/scaled_mm.h"
 
 #include <gtest/gtest.h>
@@ -130,9 +131,12 @@ void check(const Case& c, std::mt19937_64& rng) {
       sa_shape = Dims{m, kb}, sb_shape = Dims{kb, nb};
       break;
   }
-  const TensorStorage sa = random_scales(sa_shape, rng), sb = random_scales(sb_shape, rng);
-  const float* sap = sa.view().data_as<const float>();
-  const float* sbp = sb.view().data_as<const float>();
+  const TensorStorage sa = random_scales(sa_shape, rng);
+  // vLLM's block scales of b are the transpose of the weight's [N/128, K/128] (not contiguous).
+  const bool sb_transposed = c.scales == Scales::kBlock && c.b_form == 0;
+  const TensorStorage sb = random_scales(sb_transposed ? Dims{nb, kb} : sb_shape, rng);
+  const Tensor sb_view = sb_transposed ? sb.view().transpose(0, 1) : sb.view();
+  const std::vector<double> sap = testing::to_doubles(sa), sbp = testing::to_doubles(sb_view);
   TensorStorage bias;
   std::vector<double> bias_values(n, 0.0);
   if (c.bias) {
@@ -140,7 +144,7 @@ void check(const Case& c, std::mt19937_64& rng) {
     bias_values = testing::to_doubles(bias);
   }
   TensorStorage out = testing::poisoned({m, n}, c.out_dtype, c.out_layout);
-  scaled_mm(a.view, b.view, sa, sb, c.bias ? bias.view() : Tensor(), out);
+  scaled_mm(a.view, b.view, sa, sb_view, c.bias ? bias.view() : Tensor(), out);
 
   const bool block = c.scales == Scales::kBlock;
   std::vector<double> expected(m * n);
@@ -150,13 +154,12 @@ void check(const Case& c, std::mt19937_64& rng) {
       double sum = 0, magnitude = 0;
       for (std::int64_t p = 0; p < k; ++p) {
         double term = decode(a.codes[i * k + p], c.kind) * decode(b.codes[p * n + j], c.kind);
-        if (block) term *= double(sap[i * kb + p / 128]) * double(sbp[(p / 128) * nb + j / 128]);
+        if (block) term *= sap[i * kb + p / 128] * sbp[(p / 128) * nb + j / 128];
         sum += term;
         magnitude += std::abs(term);
       }
       if (!block) {
-        const double s = double(sap[sa.view().numel() == 1 ? 0 : i]) *
-                         double(sbp[sb.view().numel() == 1 ? 0 : j]);
+        const double s = sap[sap.size() == 1 ? 0 : i] * sbp[sbp.size() == 1 ? 0 : j];
         sum *= s, magnitude *= s;
       }
       expected[i * n + j] = sum + bias_values[j];
@@ -200,6 +203,15 @@ TEST(ScaledMm, PerTensorTokenAndChannelScales) {
   }
 }
 
+TEST(ScaledMm, LongKRunsOverSeveralKBlocks) {
+  std::mt19937_64 rng(7);
+  for (std::int64_t m : {2, 20}) {
+    check({m, 24, 2100, kE5M2, DataType::kFloat32, Scales::kTokenChannel, true, Layout::kContiguous,
+           Layout::kContiguous, 0},
+          rng);
+  }
+}
+
 TEST(ScaledMm, BlockScalesWithTails) {
   std::mt19937_64 rng(2);
   int variant = 0;
@@ -229,6 +241,10 @@ TEST(ScaledMm, EveryTarget) {
           rng);
     check({18, 50, 140, kE5M2, DataType::kBFloat16, Scales::kBlock, false, Layout::kStrided,
            Layout::kContiguous, 0},
+          rng);
+    // Per token/channel with more rows: the bfloat16 path on AVX512-BF16, float32 otherwise.
+    check({40, 70, 100, kE4M3, DataType::kFloat16, Scales::kTokenChannel, true, Layout::kContiguous,
+           Layout::kStrided, 0},
           rng);
   });
 }

@@ -1,7 +1,7 @@
 // scaled_mm beyond its declaration: the K and N relations, the two forms of the scales (vLLM's
 // dispatch_scaled_mm: per tensor/token/channel when scale_a has 1 or M elements and scale_b 1 or
-// N, else 128×128 blocks with exact shapes) and the bias's dtype. The typed function and class
-// are generated; derives the scale form for the implementations.
+// N, contiguous; else 128×128 blocks with exact shapes, any strides) and the bias's dtype. The
+// typed function and class are generated; derives the scale form for the implementations.
 #include <string>
 
 #include "src/ops/contracts/scaled_mm.decl.h"
@@ -42,11 +42,12 @@ void check(const ArgCheck& check, std::span<const Tensor> t, std::span<double> a
   check.shape_is(t[kOut], "out", Dims{m, n}, "[M, N]: a's rows, b's columns");
   const Tensor& sa = t[kScaleA];
   const Tensor& sb = t[kScaleB];
-  contiguous(check, sa, "scale_a");
-  contiguous(check, sb, "scale_b");
   const bool standard =
       (sa.numel() == 1 || sa.numel() == m) && (sb.numel() == 1 || sb.numel() == n);
-  if (!standard) {
+  if (standard) {
+    contiguous(check, sa, "scale_a");
+    contiguous(check, sb, "scale_b");
+  } else {  // any strides: vLLM passes the transpose of a weight's [N/128, K/128] scales
     const std::int64_t kb = ceil_div(k, kScaledMmBlock), nb = ceil_div(n, kScaledMmBlock);
     const std::string why =
         " for 128x128 block scales (else scale_a numel 1 or M = " + std::to_string(m) +

@@ -9,7 +9,7 @@ namespace tileops::ops::decls {
 
 inline constexpr OpDecl scaled_mm = with_detail(
     "a: [M, K], b: [K, N] (vLLM passes weight.t() of an [N, K] weight), both float8_e4m3fn or "
-    "both float8_e5m2. scale_a/scale_b: contiguous float32, either per tensor/token/channel "
+    "both float8_e5m2. scale_a/scale_b: float32, either per tensor/token/channel, contiguous "
     "(scale_a numel 1 or M, scale_b numel 1 or N; applied as an epilogue) or 128x128 blocks "
     "(scale_a [M, ceil(K/128)], scale_b [ceil(K/128), ceil(N/128)]; applied per K block). bias: "
     "[N] in out's dtype. out: [M, N].",

@@ -9,6 +9,7 @@
 // (a's row i by scale_a[i, kb], b's column j by scale_b[kb, j/128]), so each block's products
 // carry exactly its two scales.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string_view>
 
@@ -17,7 +18,9 @@
 #include "src/ops/cpu/gemm/gemm_call.h"
 #include "src/ops/cpu/gemm/matrix_access.h"
 #include "src/ops/cpu/register.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/fp8_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
@@ -47,6 +50,11 @@ constexpr std::int64_t kStreamPanel = 12;
 // (M = 16: 0.10 against 0.19 of the bfloat16 linear's speed, bench/results/catalog-matmul.md).
 constexpr std::int64_t kCodeRows = 2;
 
+// The bfloat16 path (AVX512-BF16): bf16_gemm.cc's blocking; float8 values are bfloat16 values,
+// so the codes are packed as bfloat16 exactly and multiplied two pairs per lane (VDPBF16PS).
+constexpr std::int64_t kBf16Kc = 2048;
+constexpr std::int64_t kBf16PanelElements = std::int64_t{4} << 20;
+
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 struct ScaledProduct {
@@ -58,6 +66,8 @@ struct ScaledProduct {
   bool block = false;
   std::int64_t a_step = 0, b_step = 0;  // per-token / per-channel: 1; per tensor: 0
   std::int64_t k_blocks = 0, n_blocks = 0;
+  // Block scales: element strides of scale_a [M, k_blocks] and scale_b [k_blocks, n_blocks].
+  std::int64_t sa_row = 0, sa_col = 0, sb_row = 0, sb_col = 0;
   const void* bias = nullptr;
   DataType bias_dtype = DataType::kFloat32;
   std::int64_t bias_stride = 1;
@@ -71,11 +81,11 @@ struct ScaledProduct {
   // K [p0, p0 + len) of a's row i / b's column j as float32, block scales applied.
   void decode_a(std::int64_t i, std::int64_t p0, std::int64_t len, float* dst) const {
     decode(a_row(i), a.col_stride, p0, len, dst,
-           [&](std::int64_t kb) { return scale_a[i * k_blocks + kb]; });
+           [&](std::int64_t kb) { return scale_a[i * sa_row + kb * sa_col]; });
   }
   void decode_b(std::int64_t j, std::int64_t p0, std::int64_t len, float* dst) const {
     decode(b_col(j), b.row_stride, p0, len, dst,
-           [&](std::int64_t kb) { return scale_b[kb * n_blocks + j / kBlock]; });
+           [&](std::int64_t kb) { return scale_b[kb * sb_row + j / kBlock * sb_col]; });
   }
 
   template <class Scale>
@@ -195,7 +205,7 @@ void streamed_product(const ScaledProduct& s, const float* bias32, const Context
         gemm_dot_rows(x + p0, ld_x, m, s.b_col(j0) + p0, s.kind, s.b.col_stride, cols, len, panel,
                       kStreamPanel);
         for (std::int64_t c = 0; c < cols; ++c) {
-          const float sb = s.scale_b[kb * s.n_blocks + (j0 + c) / kBlock];
+          const float sb = s.scale_b[kb * s.sb_row + (j0 + c) / kBlock * s.sb_col];
           for (std::int64_t i = 0; i < m; ++i)
             acc[i * ld_out + j0 + c] += sb * panel[i * kStreamPanel + c];
         }
@@ -259,6 +269,109 @@ void packed_product(const ScaledProduct& s, const float* bias32, const Context& 
   }
 }
 
+// Rows [i0, i0 + rows) × K [p0, p0 + kc) of a as bfloat16 row tiles (amx_kernels.h) of kc_pad
+// columns, zero padded to rows_pad rows; line holds kc_pad elements.
+void pack_a_bf16(const ScaledProduct& s, std::int64_t i0, std::int64_t rows, std::int64_t rows_pad,
+                 std::int64_t p0, std::int64_t kc, std::int64_t kc_pad, std::uint16_t* out,
+                 std::uint16_t* line) {
+  std::fill(line + kc, line + kc_pad, std::uint16_t{0});
+  for (std::int64_t r = 0; r < rows_pad; ++r) {
+    std::uint16_t* tile = out + r / kAmxRows * kc_pad * kAmxRows + r % kAmxRows * kAmxK;
+    if (r < rows) {
+      fp8_to_bf16(s.a_row(i0 + r) + p0 * s.a.col_stride, s.a.col_stride, kc, s.kind, line);
+    } else {
+      std::fill(line, line + kc, std::uint16_t{0});
+    }
+    for (std::int64_t q = 0; q < kc_pad; q += kAmxK) {
+      std::memcpy(tile + q * kAmxRows, line + q, kAmxK * sizeof(std::uint16_t));
+    }
+  }
+}
+
+// Strips [t0, t1) of kAmxCols columns from column j0, K [p0, p0 + kc) of b, pair-interleaved
+// with kc_pad rows: a column's (p, p + 1) pair is one 32-bit word, so each strip is the word
+// transpose of its columns' decoded lines (kAmxCols lines of kc_pad elements).
+void pack_b_bf16(const ScaledProduct& s, std::int64_t j0, std::int64_t t0, std::int64_t t1,
+                 std::int64_t p0, std::int64_t kc, std::int64_t kc_pad, std::uint16_t* out,
+                 std::uint16_t* lines) {
+  const float* words[kAmxCols];
+  for (std::int64_t t = t0; t < t1; ++t) {
+    std::uint16_t* strip = out + t * kc_pad * kAmxCols;
+    const std::int64_t j = j0 + t * kAmxCols;
+    const std::int64_t live = std::min(kAmxCols, s.n - j);
+    if (live < kAmxCols) std::fill(strip, strip + kc_pad * kAmxCols, std::uint16_t{0});
+    for (std::int64_t c = 0; c < live; ++c) {
+      std::uint16_t* line = lines + c * kc_pad;
+      fp8_to_bf16(s.b_col(j + c) + p0 * s.b.row_stride, s.b.row_stride, kc, s.kind, line);
+      std::fill(line + kc, line + kc_pad, std::uint16_t{0});
+      // The words are moved, never computed on: float32 loads and stores keep their bits.
+      words[c] = reinterpret_cast<const float*>(line);
+    }
+    gemm_transpose_rows(words, live, kc_pad / 2, reinterpret_cast<float*>(strip), kAmxCols);
+  }
+}
+
+// More rows on AVX512-BF16 without block scales: bf16_gemm.cc's packed_bf16_gemm with the codes
+// decoded to bfloat16 while packing.
+void bf16_product(const ScaledProduct& s, const float* bias32, const Context& ctx) {
+  const std::int64_t m = s.m, n = s.n, k = s.k;
+  ThreadPool& pool = ctx.threads();
+  const int threads = pool.num_threads();
+  const std::int64_t k_blocks = ceil_div(k, kBf16Kc);
+  const std::int64_t kc_max = round_up(ceil_div(k, k_blocks), kAmxK);
+  const std::int64_t nc = std::min(
+      {round_up(n, kAmxCols), std::int64_t{1024},
+       std::max(kAmxCols, kBf16PanelElements / (k_blocks * kc_max) / kAmxCols * kAmxCols)});
+  const std::int64_t ld_acc = nc % 256 == 0 ? nc + 16 : nc;  // as bf16_gemm.cc: off L1 sets
+  const RowBlocks row_plan(m, threads, kMcMax, 2 * kAmxRows);
+  const std::int64_t mc = row_plan.mc;
+  // In floats: the packed panel; per thread the A block, its accumulator, the decoded lines of
+  // a strip (or one of a) and an epilogue row.
+  const std::int64_t b_floats = round_up(k_blocks * kc_max * nc, 32) / 2;
+  const std::int64_t per_thread =
+      round_up(mc * kc_max / 2 + mc * ld_acc + kAmxCols * kc_max / 2 + nc, 16);
+  WorkspacePool::Lease lease = ctx.workspace().acquire(
+      kCpu, ctx.stream, 0,
+      workspace_bytes({{k_blocks, kc_max, nc}, {threads, per_thread}, {32}}, sizeof(float), kWhat));
+  auto* b_pack = lease.as<std::uint16_t>();
+  float* thread_area = lease.as<float>() + b_floats;
+  for (std::int64_t jc = 0; jc < n; jc += nc) {
+    const std::int64_t cols = std::min(nc, n - jc);
+    const std::int64_t n_strips = ceil_div(cols, kAmxCols);
+    auto pack_panel = [&](int chunk, std::int64_t begin, std::int64_t end) {
+      auto* lines = reinterpret_cast<std::uint16_t*>(thread_area + chunk * per_thread +
+                                                     mc * kc_max / 2 + mc * ld_acc);
+      for_each_panel_run(begin, end, n_strips,
+                         [&](std::int64_t kb, std::int64_t t0, std::int64_t t1) {
+                           const std::int64_t kcur = std::min(kc_max, k - kb * kc_max);
+                           pack_b_bf16(s, jc, t0, t1, kb * kc_max, kcur, round_up(kcur, kAmxK),
+                                       b_pack + kb * kc_max * nc, lines);
+                         });
+    };
+    auto row_block = [&](int chunk, std::int64_t task) {
+      auto* a_pack = reinterpret_cast<std::uint16_t*>(thread_area + chunk * per_thread);
+      float* acc = thread_area + chunk * per_thread + mc * kc_max / 2;
+      auto* line = reinterpret_cast<std::uint16_t*>(acc + mc * ld_acc);
+      float* scratch = acc + mc * ld_acc + kAmxCols * kc_max / 2;
+      const auto [i0, rows, t0, t1] = row_plan.task(task, m, n_strips);
+      if (t0 == t1) return;
+      const std::int64_t rows_pad = round_up(rows, kAmxRows);
+      for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+        const std::int64_t p0 = kb * kc_max;
+        const std::int64_t kcur = std::min(kc_max, k - p0);
+        const std::int64_t kc_pad = round_up(kcur, kAmxK);
+        pack_a_bf16(s, i0, rows, rows_pad, p0, kcur, kc_pad, a_pack, line);
+        dpbf16_block(a_pack, rows_pad, kc_pad, b_pack + kb * kc_max * nc + t0 * kc_pad * kAmxCols,
+                     t1 - t0, acc, ld_acc, kb > 0);
+      }
+      s.store(acc, ld_acc, i0, i0 + rows, jc + t0 * kAmxCols,
+              std::min(t1 * kAmxCols, cols) - t0 * kAmxCols, bias32, scratch);
+    };
+    pool.parallel_range(k_blocks * n_strips, 2, pack_panel);
+    pool.parallel_claim(row_plan.tasks(), row_block);
+  }
+}
+
 class ScaledMmCpu final : public Operator {
  public:
   explicit ScaledMmCpu(bool block) : block_(block) {}
@@ -284,6 +397,10 @@ class ScaledMmCpu final : public Operator {
     s.b_step = scale_b.numel() > 1 ? 1 : 0;
     s.k_blocks = ceil_div(s.k, kBlock);
     s.n_blocks = ceil_div(s.n, kBlock);
+    if (block_) {
+      s.sa_row = scale_a.stride(0), s.sa_col = scale_a.stride(1);
+      s.sb_row = scale_b.stride(0), s.sb_col = scale_b.stride(1);
+    }
 
     // The float32 bias; for K = 0 also a row of zero sums and an epilogue row.
     const std::int64_t ld_bias = round_up(s.n, 16);
@@ -301,6 +418,7 @@ class ScaledMmCpu final : public Operator {
       return;
     }
     if (s.m <= kStreamRows) return streamed_product(s, bias32, ctx);
+    if (!s.block && dpbf16_enabled()) return bf16_product(s, bias32, ctx);
     packed_product(s, bias32, ctx);
   }
 

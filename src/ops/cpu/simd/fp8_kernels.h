@@ -14,4 +14,9 @@ namespace tileops::ops::cpu {
 void fp8_to_f32(const std::uint8_t* src, std::int64_t stride, std::int64_t n, DataType kind,
                 float scale, float* dst);
 
+// dst[i] = the bfloat16 bits of decode(src[i·stride]) for i < n: exact, as every float8 value
+// is a bfloat16 value (the packed bfloat16 products of scaled_mm).
+void fp8_to_bf16(const std::uint8_t* src, std::int64_t stride, std::int64_t n, DataType kind,
+                 std::uint16_t* dst);
+
 }  // namespace tileops::ops::cpu
