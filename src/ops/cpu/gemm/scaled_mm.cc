@@ -311,14 +311,15 @@ void pack_b_bf16(const ScaledProduct& s, std::int64_t j0, std::int64_t t0, std::
   }
 }
 
-// More rows on AVX512-BF16 without block scales: bf16_gemm.cc's packed_bf16_gemm with the codes
-// decoded to bfloat16 while packing.
+// More rows on AVX512-BF16: bf16_gemm.cc's packed_bf16_gemm with the codes decoded to bfloat16
+// while packing (bfloat16 cannot carry a scale exactly). Block scales: K blocks of 128, each
+// block's product into `part` and added to the accumulator times scale_a[i, kb]·scale_b[kb, j/128].
 void bf16_product(const ScaledProduct& s, const float* bias32, const Context& ctx) {
   const std::int64_t m = s.m, n = s.n, k = s.k;
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
-  const std::int64_t k_blocks = ceil_div(k, kBf16Kc);
-  const std::int64_t kc_max = round_up(ceil_div(k, k_blocks), kAmxK);
+  const std::int64_t k_blocks = ceil_div(k, s.block ? kBlock : kBf16Kc);
+  const std::int64_t kc_max = s.block ? kBlock : round_up(ceil_div(k, k_blocks), kAmxK);
   const std::int64_t nc = std::min(
       {round_up(n, kAmxCols), std::int64_t{1024},
        std::max(kAmxCols, kBf16PanelElements / (k_blocks * kc_max) / kAmxCols * kAmxCols)});
@@ -326,10 +327,12 @@ void bf16_product(const ScaledProduct& s, const float* bias32, const Context& ct
   const RowBlocks row_plan(m, threads, kMcMax, 2 * kAmxRows);
   const std::int64_t mc = row_plan.mc;
   // In floats: the packed panel; per thread the A block, its accumulator, the decoded lines of
-  // a strip (or one of a) and an epilogue row.
+  // a strip (or one of a) and an epilogue row; block scales: a block's product and a row of
+  // column scales.
   const std::int64_t b_floats = round_up(k_blocks * kc_max * nc, 32) / 2;
-  const std::int64_t per_thread =
-      round_up(mc * kc_max / 2 + mc * ld_acc + kAmxCols * kc_max / 2 + nc, 16);
+  const std::int64_t per_thread = round_up(
+      mc * kc_max / 2 + mc * ld_acc + kAmxCols * kc_max / 2 + nc + (s.block ? mc * ld_acc + nc : 0),
+      16);
   WorkspacePool::Lease lease = ctx.workspace().acquire(
       kCpu, ctx.stream, 0,
       workspace_bytes({{k_blocks, kc_max, nc}, {threads, per_thread}, {32}}, sizeof(float), kWhat));
@@ -361,8 +364,27 @@ void bf16_product(const ScaledProduct& s, const float* bias32, const Context& ct
         const std::int64_t kcur = std::min(kc_max, k - p0);
         const std::int64_t kc_pad = round_up(kcur, kAmxK);
         pack_a_bf16(s, i0, rows, rows_pad, p0, kcur, kc_pad, a_pack, line);
-        dpbf16_block(a_pack, rows_pad, kc_pad, b_pack + kb * kc_max * nc + t0 * kc_pad * kAmxCols,
-                     t1 - t0, acc, ld_acc, kb > 0);
+        const std::uint16_t* b_block = b_pack + kb * kc_max * nc + t0 * kc_pad * kAmxCols;
+        if (!s.block) {
+          dpbf16_block(a_pack, rows_pad, kc_pad, b_block, t1 - t0, acc, ld_acc, kb > 0);
+          continue;
+        }
+        float* part = scratch + nc;
+        float* col_scale = part + mc * ld_acc;
+        dpbf16_block(a_pack, rows_pad, kc_pad, b_block, t1 - t0, part, ld_acc, false);
+        const std::int64_t j0 = jc + t0 * kAmxCols,
+                           width = std::min(t1 * kAmxCols, cols) - t0 * kAmxCols;
+        for (std::int64_t j = 0; j < width; ++j) {
+          col_scale[j] = s.scale_b[kb * s.sb_row + (j0 + j) / kBlock * s.sb_col];
+        }
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const float sa = s.scale_a[(i0 + r) * s.sa_row + kb * s.sa_col];
+          float* out = acc + r * ld_acc;
+          const float* in = part + r * ld_acc;
+          for (std::int64_t j = 0; j < width; ++j) {
+            out[j] = (kb > 0 ? out[j] : 0.0f) + (sa * col_scale[j]) * in[j];
+          }
+        }
       }
       s.store(acc, ld_acc, i0, i0 + rows, jc + t0 * kAmxCols,
               std::min(t1 * kAmxCols, cols) - t0 * kAmxCols, bias32, scratch);
@@ -418,7 +440,7 @@ class ScaledMmCpu final : public Operator {
       return;
     }
     if (s.m <= kStreamRows) return streamed_product(s, bias32, ctx);
-    if (!s.block && dpbf16_enabled()) return bf16_product(s, bias32, ctx);
+    if (dpbf16_enabled()) return bf16_product(s, bias32, ctx);
     packed_product(s, bias32, ctx);
   }
 
