@@ -1,13 +1,13 @@
-// scaled_mm on CPU. The float8 codes are decoded to float32 in registers (simd/fp8_kernels.h)
-// while they are packed, never as a full-size copy of a or b, and multiplied by the float32
-// micro-kernel of the native GEMM (simd/gemm_kernels.h). Up to 16 rows of a (decode), b's
-// columns are streamed once, a panel of 12 decoded into L1/L2 at a time, against a's rows held as
-// float32 (gemm_dot_rows); more rows take the packed path of native_gemm.cc: per column panel all
-// of K is packed once and shared by the threads, each thread packing its row blocks of a per K
-// block. Per tensor/token/channel scales are the epilogue's (scale_a[i]·scale_b[j] times the
-// float32 sum); block scales are applied per 128-element K block as the operands are decoded
-// (a's row i by scale_a[i, kb], b's column j by scale_b[kb, j/128]), so each block's products
-// carry exactly its two scales.
+// scaled_mm on CPU. The float8 codes are decoded in registers (simd/fp8-inl.h) while they are
+// read or packed, never into a full-size copy of a or b. Up to 16 rows of a (decode), b's columns
+// are streamed once against a's rows held as float32 (gemm_dot_rows): up to 2 rows the dot kernel
+// reads the codes themselves, more rows decode 12 columns at a time into a float32 panel. More
+// rows take the packed blocking of bf16_gemm.cc on AVX512-BF16 (float8 values are bfloat16
+// values: packed exactly, multiplied by dpbf16_block) and of native_gemm.cc elsewhere (packed as
+// float32 for the micro-kernel). Per tensor/token/channel scales are the epilogue's
+// (scale_a[i]·scale_b[j] times the float32 sum); block scales apply per 128-element K block: as
+// the operands are decoded to float32 (a's row i by scale_a[i, kb], b's column j by
+// scale_b[kb, j/128]), or, for bfloat16, to each K block's product as it is accumulated.
 #include <algorithm>
 #include <cstring>
 #include <memory>
