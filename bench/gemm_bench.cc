@@ -7,10 +7,15 @@
 // int4 weights) at M = 1 and 16, alternating call by call with the copy of bench/ceilings.h so
 // that its counter copy_fraction (quantized weight bytes per second over the copy's bytes per
 // second) cancels the shared machine's drift; bench/quantized_report.py writes its table.
+// BM_scaled_mm runs scaled_mm (float8_e4m3fn, vLLM's weight.t() layout, per-token/per-channel or
+// 128x128 block scales) alternating call by call with linear in bfloat16 on the same shapes and
+// with the copy: its counters of_bf16 (the bfloat16 linear's time over scaled_mm's) and
+// copy_fraction compare within one run; bench/scaled_mm_report.py writes its table.
 // Run: TILEOPS_NUM_THREADS=2 build/release/bench/gemm_bench (bench/gemm_report.py does).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -131,6 +136,57 @@ void BM_linear_quantized(benchmark::State& state) {
                                        static_cast<double>(k) / med.work_seconds;
 }
 
+// Args: scales (0 per token/channel, 1 128x128 blocks), M, N, K. Each iteration times one call
+// of scaled_mm, one of linear on bfloat16 tensors of the same shapes and one 64 MiB copy; the
+// counters use the fastest of each (noise on a shared machine only adds time).
+void BM_scaled_mm(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  const bool block = state.range(0) != 0;
+  const std::int64_t m = state.range(1), n = state.range(2), k = state.range(3);
+  constexpr DataType kE4M3 = DataType::kFloat8E4M3FN;
+  const TensorStorage x8 = make({m, k}, kE4M3), x16 = make({m, k}, DataType::kBFloat16);
+  const TensorStorage out = make({m, n}, DataType::kBFloat16);
+  const std::int64_t kb = (k + 127) / 128, nb = (n + 127) / 128;
+  const TensorStorage sa =
+      block ? make({m, kb}, DataType::kFloat32) : make({m, 1}, DataType::kFloat32);
+  const TensorStorage sb =
+      block ? make({kb, nb}, DataType::kFloat32) : make({n, 1}, DataType::kFloat32);
+  const std::int64_t copies = m <= 16 ? decode_copies(n * k) : 1;
+  std::vector<TensorStorage> w8, w16;
+  for (std::int64_t c = 0; c < copies; ++c) w8.push_back(make({n, k}, kE4M3));
+  for (std::int64_t c = 0; c < (m <= 16 ? decode_copies(2 * n * k) : 1); ++c) {
+    w16.push_back(make({n, k}, DataType::kBFloat16));
+  }
+  double best_fp8 = 1e30, best_bf16 = 1e30, best_copy = 1e30, copy_bytes = bench::copy_64_mib();
+  std::size_t next8 = 0, next16 = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    ops::scaled_mm(x8, w8[next8].view().transpose(0, 1), sa, sb, Tensor(), out);
+    const auto t1 = Clock::now();
+    ops::linear(x16, w16[next16], Tensor(), out);
+    const auto t2 = Clock::now();
+    copy_bytes = bench::copy_64_mib();
+    benchmark::ClobberMemory();
+    const auto t3 = Clock::now();
+    next8 = (next8 + 1) % w8.size(), next16 = (next16 + 1) % w16.size();
+    best_fp8 = std::min(best_fp8, std::chrono::duration<double>(t1 - t0).count());
+    best_bf16 = std::min(best_bf16, std::chrono::duration<double>(t2 - t1).count());
+    best_copy = std::min(best_copy, std::chrono::duration<double>(t3 - t2).count());
+  }
+  const double flops =
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double weight_rate = static_cast<double>(n * k) / best_fp8;
+  state.counters["flops_per_second"] = flops / best_fp8;
+  state.counters["bf16_flops_per_second"] = flops / best_bf16;
+  state.counters["of_bf16"] = best_bf16 / best_fp8;
+  state.counters["weight_bytes_per_second"] = weight_rate;
+  state.counters["bf16_weight_bytes_per_second"] = 2.0 * static_cast<double>(n * k) / best_bf16;
+  state.counters["copy_bytes_per_second"] = copy_bytes / best_copy;
+  state.counters["copy_fraction"] = weight_rate / (copy_bytes / best_copy);
+  state.counters["tokens_per_second"] = static_cast<double>(m) / best_fp8;
+  state.counters["bf16_tokens_per_second"] = static_cast<double>(m) / best_bf16;
+}
+
 void linear_cases(benchmark::internal::Benchmark* b) {
   for (int dtype : {0, 1}) {
     for (int index : {0, 1}) {
@@ -144,6 +200,13 @@ void linear_cases(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_linear)->Apply(linear_cases)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_linear_packed)
     ->ArgsProduct({{0, 1}, {1, 16}, {4096}, {4096}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_scaled_mm)
+    ->ArgsProduct({{0, 1}, {1, 2, 4, 8, 16}, {4096}, {4096}})
+    ->Args({0, 2048, 2048, 2048})
+    ->Args({1, 2048, 2048, 2048})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

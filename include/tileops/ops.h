@@ -23,6 +23,7 @@
 #include "tileops/ops/reshape_and_cache.h"
 #include "tileops/ops/rms_norm.h"
 #include "tileops/ops/rotary_embedding.h"
+#include "tileops/ops/scaled_mm.h"
 #include "tileops/ops/scaled_softmax.h"
 #include "tileops/ops/silu_and_mul.h"
 #include "tileops/ops/swiglu.h"

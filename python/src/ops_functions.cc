@@ -1,4 +1,5 @@
-// tileops._C.ops free functions the declarations cannot generate (cast, cat, add_rms_norm; the
+// tileops._C.ops free functions the declarations cannot generate (cast, cat, add_rms_norm,
+// scaled_mm; the
 // others are tools/opgen's python_ops.cc) and the registry: arguments converted with the GIL
 // held, the operator run with it released, omitted outputs allocated as the first input's kind.
 #include <pybind11/stl.h>
@@ -69,6 +70,46 @@ py::tuple add_rms_norm(py::handle input, py::handle residual, py::handle weight,
   return py::make_tuple(given_or(out, input), given_or(residual_out, residual));
 }
 
+// a and b may be uint8 storage of float8 codes (torch before 2.1 has no float8 dtypes), read as
+// fp8_dtype; an omitted out is allocated as out_dtype.
+py::object scaled_mm(py::handle a, py::handle b, py::handle scale_a, py::handle scale_b,
+                     py::handle bias, py::handle out, py::handle out_dtype, py::handle fp8_dtype,
+                     int index, py::handle stream) {
+  constexpr const char* kOp = "scaled_mm";
+  Context ctx = make_context(kOp, index, stream);
+  PyTensor ta = to_tensor(a, kOp, "a");
+  PyTensor tb = to_tensor(b, kOp, "b");
+  if (fp8_dtype.is_none() && ta.view.dtype() == DataType::kUInt8) {
+    throw_argument_error(ErrorKind::kInvalidType, kOp, "fp8_dtype",
+                         "'float8_e4m3fn' or 'float8_e5m2' for a and b of uint8 storage", "None");
+  }
+  ta.view = reinterpret_as(ta.view, fp8_dtype, kOp, "a");
+  tb.view = reinterpret_as(tb.view, fp8_dtype, kOp, "b");
+  PyTensor sa = to_tensor(scale_a, kOp, "scale_a");
+  PyTensor sb = to_tensor(scale_b, kOp, "scale_b");
+  PyTensor tbias = bias.is_none() ? PyTensor{} : to_tensor(bias, kOp, "bias");
+  PyTensor o;
+  if (out.is_none()) {
+    if (out_dtype.is_none()) {
+      throw_argument_error(ErrorKind::kInvalidType, kOp, "out_dtype",
+                           "float32, float16 or bfloat16 when out is omitted", "None");
+    }
+    const ops::DeclaredOp& op = ops::declared_op(kOp);
+    const Tensor views[] = {ta.view, tb.view, sa.view, sb.view, tbias.view, Tensor()};
+    o = allocate(ta.frontend, op.output_shape(5, views, {}),
+                 parse_dtype(out_dtype, kOp, "out_dtype"), kOp, "out");
+  } else {
+    o = to_tensor(out, kOp, "out", true);
+    if (!out_dtype.is_none() && parse_dtype(out_dtype, kOp, "out_dtype") != o.view.dtype()) {
+      throw_argument_error(ErrorKind::kInvalidType, kOp, "out_dtype", "out's dtype",
+                           std::string(name_of(parse_dtype(out_dtype, kOp, "out_dtype"))));
+    }
+  }
+  run_released(
+      [&] { ops::scaled_mm(ta.view, tb.view, sa.view, sb.view, tbias.view, o.view, ctx); });
+  return result_of(out, o);
+}
+
 DeviceType device_type(const std::string& device) {
   if (device == "cpu") return DeviceType::kCpu;
   if (device == "cuda") return DeviceType::kCuda;
@@ -87,6 +128,12 @@ void bind_op_functions(py::module_& m) {
         "float formats stored as uint8.",
         py::arg("input"), py::arg("out") = none, py::kw_only(), py::arg("dtype") = none,
         py::arg("input_dtype") = none, index, stream);
+  m.def("scaled_mm", &scaled_mm,
+        "out = (scale_a * a) @ (scale_b * b) + bias, a and b float8 (vLLM's cutlass_scaled_mm); "
+        "uint8 storage is read as `fp8_dtype`, an omitted out is allocated as `out_dtype`.",
+        py::arg("a"), py::arg("b"), py::arg("scale_a"), py::arg("scale_b"), py::arg("bias") = none,
+        py::arg("out") = none, py::kw_only(), py::arg("out_dtype") = none,
+        py::arg("fp8_dtype") = none, index, stream);
   m.def("cat", &cat, "Concatenates tensors along dim.", py::arg("tensors"), py::arg("dim") = 0,
         py::arg("out") = none, py::kw_only(), index, stream);
   m.def("add_rms_norm", &add_rms_norm,

@@ -170,3 +170,104 @@ def test_pack_quantized_codes(fmt):
         ops.pack_quantized_codes(bad, scales.T, None if symmetric else zeros, 4, group_size)
     with pytest.raises(ValueError, match="'scales'"):
         ops.pack_quantized_codes(codes.to(torch.uint8), scales, None, 4, group_size)
+
+
+# --- scaled_mm (vLLM's cutlass_scaled_mm) ----------------------------------------------------
+def decode_fp8(codes, kind):
+    """float64 values of uint8 float8 codes, from the formats' bit fields (OCP FP8)."""
+    c = codes.numpy().astype(np.int64)
+    e4m3 = kind == "float8_e4m3fn"
+    mant_bits, bias = (3, 7) if e4m3 else (2, 15)
+    e = (c & 0x7F) >> mant_bits
+    m = c & ((1 << mant_bits) - 1)
+    frac = np.where(e == 0, m / 2.0 ** mant_bits, 1.0 + m / 2.0 ** mant_bits)
+    v = np.ldexp(frac, np.where(e == 0, 1, e) - bias) * np.where(c & 0x80, -1.0, 1.0)
+    if e4m3:
+        v = np.where((c & 0x7F) == 0x7F, np.nan, v)
+    else:
+        v = np.where(e == 31, np.where(m == 0, np.copysign(np.inf, v), np.nan), v)
+    return torch.from_numpy(v)
+
+
+def random_codes(shape, kind, gen):
+    """uint8 codes of finite values with |v| <= 16, subnormals and zeros included."""
+    codes = torch.randint(0, 256, shape, generator=gen, dtype=torch.int64).to(torch.uint8)
+    v = decode_fp8(codes, kind)
+    ok = torch.isfinite(v) & (v.abs() <= 16)
+    return torch.where(ok, codes, torch.zeros_like(codes))
+
+
+@pytest.mark.parametrize("kind", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("scales", ["tensor", "token_channel", "block"])
+@pytest.mark.parametrize("m", [1, 5, 17])
+def test_scaled_mm(kind, out_dtype, scales, m):
+    gen = torch.Generator().manual_seed(m * 7 + len(scales))
+    n, k = (200, 300) if scales == "block" else (33, 130)
+    a = random_codes((m, k), kind, gen)
+    w = random_codes((n, k), kind, gen)  # vLLM's weight [N, K]; b = w.t()
+    kb, nb = -(-k // 128), -(-n // 128)
+    shapes = {"tensor": ((1,), (1,)), "token_channel": ((m, 1), (n, 1)),
+              "block": ((m, kb), (kb, nb))}[scales]
+    sa = torch.rand(shapes[0], generator=gen) * 0.1 + 0.01
+    sb = torch.rand(shapes[1], generator=gen) * 0.1 + 0.01
+    if scales == "block":  # vLLM passes Bs.T, the transpose of the weight's [N/128, K/128]
+        sb = (torch.rand(nb, kb, generator=gen) * 0.1 + 0.01).t()
+    bias = torch.randn(n, generator=gen).to(out_dtype)
+    out = ops.scaled_mm(a, w.t(), sa, sb, bias, out_dtype=out_dtype, fp8_dtype=kind)
+    assert out.dtype == out_dtype and out.shape == (m, n)
+    av, bv = decode_fp8(a, kind), decode_fp8(w, kind).t()
+    if scales == "block":
+        av = av * sa.double().repeat_interleave(128, 1)[:, :k]
+        bv = bv * sb.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
+        ref = av @ bv
+        mag = av.abs() @ bv.abs()
+    else:
+        s = sa.double().reshape(-1, 1) * sb.double().reshape(1, -1)
+        ref, mag = (av @ bv) * s, (av.abs() @ bv.abs()) * s
+    ref = ref + bias.double()
+    rounding = {torch.float32: 2.0 ** -23, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
+    bound = mag * (k + 4) * 2.0 ** -23 + ref.abs() * rounding[out_dtype]
+    assert ((out.double() - ref).abs() <= bound).all()
+
+
+def test_scaled_mm_strided_out_and_vllm_form():
+    gen = torch.Generator().manual_seed(3)
+    kind = "float8_e4m3fn"
+    a = random_codes((2, 3, 64), kind, gen)
+    w = random_codes((40, 64), kind, gen)
+    sa, sb = torch.rand(6, 1, generator=gen), torch.rand(40, 1, generator=gen)
+    from tileops import vllm
+    got = vllm.cutlass_scaled_mm(a, w.t(), sa, sb, torch.bfloat16)
+    assert got.shape == (2, 3, 40) and got.dtype == torch.bfloat16
+    ref = (decode_fp8(a.reshape(6, 64), kind) @ decode_fp8(w, kind).t()) * sa.double() * \
+        sb.double().t()
+    assert torch.allclose(got.reshape(6, 40).double(), ref, rtol=2 ** -7, atol=1e-6)
+    # A strided out: every other column of a wider poisoned buffer.
+    wide = torch.full((6, 80), float("nan"))
+    ops.scaled_mm(a.reshape(6, 64), w.t(), sa, sb, out=wide[:, ::2], fp8_dtype=kind)
+    assert torch.allclose(wide[:, ::2].double(), ref, rtol=1e-5, atol=1e-6)
+    assert torch.isnan(wide[:, 1::2]).all()
+
+
+def test_scaled_mm_errors():
+    a = torch.zeros(4, 130, dtype=torch.uint8)
+    b = torch.zeros(40, 130, dtype=torch.uint8).t()
+    sa, sb = torch.ones(4, 1), torch.ones(1, 40)
+    kw = dict(out_dtype=torch.float32, fp8_dtype="float8_e4m3fn")
+    with pytest.raises(TypeError, match="'fp8_dtype'"):
+        ops.scaled_mm(a, b, sa, sb, out_dtype=torch.float32)
+    with pytest.raises(TypeError, match="'out_dtype'"):
+        ops.scaled_mm(a, b, sa, sb, fp8_dtype="float8_e4m3fn")
+    with pytest.raises(ValueError, match="'b'"):
+        ops.scaled_mm(a, b[:129], sa, sb, **kw)
+    with pytest.raises(ValueError, match="'scale_a'"):
+        ops.scaled_mm(a, b, torch.ones(5), sb, **kw)
+    with pytest.raises(ValueError, match="'scale_b'"):
+        ops.scaled_mm(a, b, torch.ones(4, 2), torch.ones(2, 2), **kw)
+    with pytest.raises(TypeError, match="'scale_a'"):
+        ops.scaled_mm(a, b, sa.double(), sb, **kw)
+    with pytest.raises(TypeError, match="'bias'"):
+        ops.scaled_mm(a, b, sa, sb, torch.zeros(40, dtype=torch.bfloat16), **kw)
+    with pytest.raises(TypeError, match="'a'"):
+        ops.scaled_mm(torch.zeros(4, 130), b, sa, sb, **kw)

@@ -17,7 +17,7 @@ __all__ = [
     "gelu_new", "gelu_fast", "gelu_quick", "swap_blocks", "copy_blocks",
 ]
 __all__ += ["rms_norm", "fused_add_rms_norm", "rotary_embedding"]
-__all__ += ["apply_top_k_top_p"]
+__all__ += ["apply_top_k_top_p", "cutlass_scaled_mm"]
 # Paged attention and the KV-cache writes (their own block below).
 __all__ += ["paged_attention_v1", "paged_attention_v2", "reshape_and_cache",
             "reshape_and_cache_flash"]
@@ -120,6 +120,20 @@ def apply_top_k_top_p(logits, k, p):
 # vLLM's caches: key [num_blocks, Hkv, D / x, block_size, x] (x = 16 bytes of elements), value
 # [num_blocks, Hkv, D, block_size]; the flash layout [num_blocks, block_size, Hkv, D] for both.
 # tileops reads the first two in place through views in its own dim order (no copy).
+
+
+def cutlass_scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None):
+    """vLLM's fused ``(scale_a * a) @ (scale_b * b) + bias`` in out_dtype, returned (as vLLM's
+    Python wrapper does). a [..., K] (leading dims flattened, as vLLM), b [K, N] (vLLM passes
+    weight.t()), float8 codes: torch float8 dtypes as themselves, uint8 storage as float8_e4m3fn
+    (vLLM's fp8 kind). scale_a: 1 or M elements, scale_b: 1 or N (per tensor / token /
+    channel), or 128x128 blocks [M, ceil(K/128)] and [ceil(K/128), ceil(N/128)]; float32.
+    bias [N] in out_dtype. out_dtype: bfloat16 or float16 as vLLM, float32 too."""
+    lead = tuple(a.shape[:-1])
+    a2 = a.reshape(-1, a.shape[-1])
+    fp8 = "float8_e4m3fn" if str(a.dtype).endswith("uint8") else None
+    out = _ops.scaled_mm(a2, b, scale_a, scale_b, bias, out_dtype=out_dtype, fp8_dtype=fp8)
+    return out.reshape(*lead, b.shape[1])
 
 
 def _permuted(t, dims):

@@ -1,7 +1,8 @@
 // `tileops demo` cases of the matrix products: linear with bias (x[tokens, 1024]·W[1024, 1024]ᵀ),
 // pack_linear_weight and linear over the packed weight (linear_packed), quantize_weight,
 // pack_quantized_codes and linear_quantized (int8 per channel, int4 groups of 128), gemm with
-// alpha and beta (trans_b) and a batched matmul of 8 heads. The widths stay near 1024 so the
+// alpha and beta (trans_b), a batched matmul of 8 heads and scaled_mm (float8_e4m3fn with
+// per-token and per-channel scales, vLLM's weight.t() layout). The widths stay near 1024 so the
 // float64 reference of the 2048-token case takes about a second.
 #include <algorithm>
 #include <cmath>
@@ -120,6 +121,30 @@ void append_gemm_cases(std::vector<Case>& cases, std::int64_t tokens, DataType d
           return y;
         },
         kK));
+  }
+  {  // scaled_mm: x and W as e4m3 codes, out = scale_x[i] * scale_w[j] * (x . W[j]) + bias
+    constexpr std::int64_t kIn = 1024, kOut = 1024;
+    constexpr DataType kE4M3 = DataType::kFloat8E4M3FN;
+    auto x = random({tokens, kIn}, kE4M3, rng, -8, 8), w = random({kOut, kIn}, kE4M3, rng, -8, 8);
+    auto sx = random({tokens, 1}, DataType::kFloat32, rng, 0.01, 0.1);
+    auto sw = random({kOut, 1}, DataType::kFloat32, rng, 0.001, 0.01);
+    auto bias = random({kOut}, dt, rng), out = empty({tokens, kOut}, dt);
+    cases.push_back(
+        {"scaled_mm", "e4m3 [" + tk + ", 1024] x [1024, 1024]T, per token/channel + bias", dt,
+         bytes_of({x, w, sx, sw, bias, out}),
+         [=] { ops::scaled_mm(*x, w->view().transpose(0, 1), *sx, *sw, *bias, *out); },
+         [=] { return out; },
+         [=] {
+           ref::Values y = ref::linear(values(x), values(w), nullptr, tokens, kOut, kIn);
+           const ref::Values s_x = values(sx), s_w = values(sw), b = values(bias);
+           for (std::int64_t i = 0; i < tokens; ++i) {
+             for (std::int64_t j = 0; j < kOut; ++j) {
+               y[i * kOut + j] = s_x[i] * s_w[j] * y[i * kOut + j] + b[j];
+             }
+           }
+           return y;
+         },
+         kIn});
   }
   {
     constexpr std::int64_t kBatch = 8, kK = 128, kN = 128;

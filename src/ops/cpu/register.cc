@@ -26,6 +26,7 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_reshape_and_cache(out);
   cpu::register_rms_norm(out);
   cpu::register_rotary_embedding(out);
+  cpu::register_scaled_mm(out);
   cpu::register_scaled_softmax(out);
   cpu::register_silu_and_mul(out);
   cpu::register_swiglu(out);

@@ -28,6 +28,7 @@ void register_quantized_linear(std::vector<Implementation>& out);
 void register_reshape_and_cache(std::vector<Implementation>& out);
 void register_rms_norm(std::vector<Implementation>& out);
 void register_rotary_embedding(std::vector<Implementation>& out);
+void register_scaled_mm(std::vector<Implementation>& out);
 void register_scaled_softmax(std::vector<Implementation>& out);
 void register_silu_and_mul(std::vector<Implementation>& out);
 void register_swiglu(std::vector<Implementation>& out);

@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "tileops/core/error.h"
+#include "tileops/core/float8.h"
 #include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -13,6 +14,7 @@
 
 // Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
 
+#include "src/ops/cpu/simd/fp8-inl.h"
 #include "src/ops/cpu/simd/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -151,6 +153,17 @@ void TransposeRows(const float* const* rows, std::int64_t n_rows, std::int64_t c
   }
 }
 
+// float8 weights (scaled_mm's decode path): Lanes(d) codes decoded in registers per load.
+template <bool kE4M3>
+struct Fp8Elem {
+  using T = std::uint8_t;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> Load(D d, const T* p) {
+    return LoadFp8AsF32<kE4M3>(d, p);
+  }
+  static float ToF32(T x) { return kE4M3 ? float8_e4m3fn_to_float(x) : float8_e5m2_to_float(x); }
+};
+
 // K is walked in blocks whose kRows weight rows stay in L1 while every group of x rows visits
 // them: the weights come from memory once, x from L1 or L2. Partial sums are vectors kept in
 // `part`. 1024 is the fastest block measured (bench/results/cpu-tuning.md).
@@ -282,6 +295,16 @@ void DotRowsBF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* 
                  std::int64_t ld_out) {
   DotRows<BF16Elem>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
 }
+void DotRowsE4M3(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                 std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                 std::int64_t ld_out) {
+  DotRows<Fp8Elem<true>>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
+void DotRowsE5M2(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
+                 std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
+                 std::int64_t ld_out) {
+  DotRows<Fp8Elem<false>>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+}
 void DotRowsF16(const float* x, std::int64_t ld_x, std::int64_t m, const void* w, std::int64_t ld_w,
                 std::int64_t n, std::int64_t k, float* out, std::int64_t ld_out) {
   DotRows<F16Elem>(x, ld_x, m, w, ld_w, n, k, out, ld_out);
@@ -301,6 +324,8 @@ HWY_EXPORT(TransposeRows);
 HWY_EXPORT(DotRowsF32);
 HWY_EXPORT(DotRowsBF16);
 HWY_EXPORT(DotRowsF16);
+HWY_EXPORT(DotRowsE4M3);
+HWY_EXPORT(DotRowsE5M2);
 
 // Not cached: tests switch the dispatch target between calls.
 std::int64_t gemm_nr() { return TILEOPS_DYNAMIC_DISPATCH(GemmNr)(); }
@@ -331,8 +356,13 @@ void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void
       return TILEOPS_DYNAMIC_DISPATCH(DotRowsBF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
     case DataType::kFloat16:
       return TILEOPS_DYNAMIC_DISPATCH(DotRowsF16)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    case DataType::kFloat8E4M3FN:
+      return TILEOPS_DYNAMIC_DISPATCH(DotRowsE4M3)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
+    case DataType::kFloat8E5M2:
+      return TILEOPS_DYNAMIC_DISPATCH(DotRowsE5M2)(x, ld_x, m, w, ld_w, n, k, out, ld_out);
     default:
-      throw_internal_error("gemm_dot_rows", "weights must be float32, float16 or bfloat16");
+      throw_internal_error("gemm_dot_rows",
+                           "weights must be float32, float16, bfloat16 or float8 (e4m3fn, e5m2)");
   }
 }
 

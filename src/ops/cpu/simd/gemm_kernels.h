@@ -35,7 +35,8 @@ void gemm_transpose_rows(const float* const* rows, std::int64_t n_rows, std::int
                          float* out, std::int64_t ld);
 
 // out[i·ld_out + j] = Σ_p x[i·ld_x + p] · w[j·ld_w + p] for i < m, j < n, p < k: float32 rows x
-// against weight rows w of w_dtype (float32, float16 or bfloat16) read exactly once from memory
+// against weight rows w of w_dtype (float32, float16, bfloat16, or float8_e4m3fn/e5m2 codes
+// decoded in registers) read exactly once from memory
 // (m <= 16: the x rows are revisited from cache).
 void gemm_dot_rows(const float* x, std::int64_t ld_x, std::int64_t m, const void* w,
                    DataType w_dtype, std::int64_t ld_w, std::int64_t n, std::int64_t k, float* out,
