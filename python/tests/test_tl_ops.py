@@ -324,3 +324,47 @@ def test_directed_rounding_into_hifloat8_steps_by_value(backend):
         want = np.array([_fp8_reference(table, 49152.0, True, v, mode) for v in xs])
         bad = np.flatnonzero(got != want)
         assert bad.size == 0, (mode, xs[bad[:5]], got[bad[:5]], want[bad[:5]])
+
+
+def _order(line, descending):
+    """Positions of `line` in tl.sort's order: stable, NaN above +inf, -0.0 == 0.0 (a key
+    sort written here, independent of both backends)."""
+    keys = [(bool(np.isnan(v)), 0.0 if np.isnan(v) else float(v)) for v in line]
+    # sorted(reverse=True) keeps equal keys in their order too, as tl.sort promises.
+    return sorted(range(len(line)), key=lambda j: keys[j], reverse=descending)
+
+
+def _sorts(x: GA, vals: GA, idx: GA, top: GA, top_idx: GA, rows: int, ld: int,
+           n: tl.ConstExpr[int], k: tl.ConstExpr[int]):
+    t = tl.load(tl.tensor(x, [rows, n], strides=[ld, 2]), [2, n], offsets=[tl.block_idx() * 2, 0])
+    r = tl.block_idx() * 2
+    tl.store(tl.sort(t), tl.tensor(vals, [rows, n]), offsets=[r, 0])
+    tl.store(tl.argsort(t, descending=True), tl.tensor(idx, [rows, n]), offsets=[r, 0])
+    v, i = tl.topk(t, k, largest=False)
+    tl.store(v, tl.tensor(top, [rows, k]), offsets=[r, 0])
+    tl.store(i, tl.tensor(top_idx, [rows, k]), offsets=[r, 0])
+
+
+# covers: sort argsort topk
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_sort_argsort_topk_rows_with_ties_and_nan(backend):
+    rows, n, k = 6, 257 if backend == "cpu" else 37, 5
+    rng = np.random.default_rng(7)
+    # Every exponent (all radix digits differ), ties, NaN, +-inf and both zeros.
+    data = rng.standard_normal((rows, n)) * np.exp2(rng.integers(-40, 40, (rows, n)))
+    data[:, ::7] = np.round(data[:, ::7])
+    data[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan]
+    x = np.full((rows, 2 * n), np.nan, np.float32)  # columns at stride 2
+    x[:, ::2] = data
+    xs = x[:, ::2].astype(np.float64)
+    vals, idx = np.full((rows, n), np.nan, np.float32), np.full((rows, n), -7, np.int32)
+    top, top_idx = np.full((rows, k), np.nan, np.float32), np.full((rows, k), -7, np.int32)
+    tl.jit(backend=backend)(_sorts)[rows // 2](x, vals, idx, top, top_idx, rows, 2 * n, n, k)
+    for r in range(rows):
+        up, down = _order(xs[r], False), _order(xs[r], True)
+        assert up == np.argsort(xs[r], kind="stable").tolist()  # numpy agrees on the rule
+        np.testing.assert_array_equal(vals[r], xs[r][up].astype(np.float32))
+        assert idx[r].tolist() == down
+        np.testing.assert_array_equal(top[r], xs[r][up[:k]].astype(np.float32))
+        assert top_idx[r].tolist() == up[:k]
+

@@ -205,6 +205,7 @@ std::vector<Type> Checker::infer_unchecked() const {
     }
     case OpKind::kReduce:
     case OpKind::kCumsum:
+    case OpKind::kSort:
       return reduce();
     case OpKind::kReshape:
     case OpKind::kBroadcast:
