@@ -368,3 +368,26 @@ def test_sort_argsort_topk_rows_with_ties_and_nan(backend):
         np.testing.assert_array_equal(top[r], xs[r][up[:k]].astype(np.float32))
         assert top_idx[r].tolist() == up[:k]
 
+
+def _bitcast_codes(codes: GA, values: GA, back: GA, fmt: tl.ConstExpr[str]):
+    c = tl.load(tl.tensor(codes, [256]), [256], offsets=[0])
+    v = c.bitcast(getattr(tl, fmt))
+    tl.store(v.to(tl.float32), tl.tensor(values, [256]), offsets=[0])
+    tl.store(v.bitcast(tl.uint8), tl.tensor(back, [256]), offsets=[0])
+
+
+# covers: bitcast
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2", "hifloat8"])
+def test_bitcast_between_codes_and_8bit_floats(backend, fmt):
+    import torch
+    from tileops import ops
+    codes = np.arange(256, dtype=np.uint8)
+    want = ops.cast(torch.from_numpy(codes.copy()), torch.empty(256), input_dtype=fmt).numpy()
+    values, back = np.full(256, 7.0, np.float32), np.zeros(256, np.uint8)
+    tl.jit(backend=backend)(_bitcast_codes)[1](codes, values, back, fmt)
+    np.testing.assert_array_equal(values, want)  # NaN where the code is NaN
+    nan = np.isnan(want)
+    assert back[~nan].tolist() == codes[~nan].tolist()
+    back_values = ops.cast(torch.from_numpy(back.copy()), torch.empty(256), input_dtype=fmt)
+    assert np.isnan(back_values.numpy()[nan]).all()
