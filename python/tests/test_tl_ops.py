@@ -391,3 +391,23 @@ def test_bitcast_between_codes_and_8bit_floats(backend, fmt):
     assert back[~nan].tolist() == codes[~nan].tolist()
     back_values = ops.cast(torch.from_numpy(back.copy()), torch.empty(256), input_dtype=fmt)
     assert np.isnan(back_values.numpy()[nan]).all()
+
+
+def _bad_topk(x: GA, k: tl.ConstExpr[int]):
+    t = tl.load(tl.tensor(x, [4, 8]), [4, 8], offsets=[0, 0])
+    tl.topk(t, k)
+
+
+def _bool_sort(x: GA):
+    t = tl.load(tl.tensor(x, [4, 8]), [4, 8], offsets=[0, 0])
+    tl.sort(t > 0)
+
+
+# covers: topk sort
+def test_sort_and_topk_refuse_bad_arguments():
+    x = np.zeros((4, 8), np.float32)
+    for k in (0, 9):
+        with pytest.raises(ValueError, match=r"'topk': k must be in \[1, 8\]"):
+            tl.jit(backend="interp")(_bad_topk)[1](x, k)
+    with pytest.raises(TypeError, match="needs a number dtype, got bool"):
+        tl.jit(backend="interp")(_bool_sort)[1](x)

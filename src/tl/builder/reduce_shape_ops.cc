@@ -91,9 +91,12 @@ Value argsort(const Value& x, int axis, bool descending, Loc loc) {
 }
 
 std::pair<Value, Value> topk(const Value& x, std::int64_t k, int axis, bool largest, Loc loc) {
-  if (k < 1) {
+  const int a = wrap_axis(x, axis, "topk", loc);
+  const std::int64_t extent = x.shape()[static_cast<std::size_t>(a)];
+  if (k < 1 || k > extent) {
     trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "topk",
-                "k must be at least 1, got " + std::to_string(k));
+                "k must be in [1, " + std::to_string(extent) + "] (the extent of axis " +
+                    std::to_string(axis) + "), got " + std::to_string(k));
   }
   return {sort_op(x, axis, k, largest, false, "topk", loc),
           sort_op(x, axis, k, largest, true, "topk", loc)};
