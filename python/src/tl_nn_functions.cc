@@ -70,6 +70,35 @@ void bind_reductions(py::module_& tl) {
                           loc);
       },
       py::arg("x"), py::arg("axis") = -1);
+  tl.def(
+      "sort",
+      [](py::handle x, py::handle axis, bool descending) {
+        const tl::Loc loc = caller_loc();
+        return tl::sort(to_value(x, loc, "sort", "x"), to_int(axis, loc, "sort", "axis"),
+                        descending, loc);
+      },
+      py::arg("x"), py::arg("axis") = -1, py::kw_only(), py::arg("descending") = false,
+      "The values of x sorted along axis, stable (NaN above +inf, -0.0 == 0.0).");
+  tl.def(
+      "argsort",
+      [](py::handle x, py::handle axis, bool descending) {
+        const tl::Loc loc = caller_loc();
+        return tl::argsort(to_value(x, loc, "argsort", "x"), to_int(axis, loc, "argsort", "axis"),
+                           descending, loc);
+      },
+      py::arg("x"), py::arg("axis") = -1, py::kw_only(), py::arg("descending") = false,
+      "The int32 positions along axis that sort x (stable: ties keep their order).");
+  tl.def(
+      "topk",
+      [](py::handle x, py::handle k, py::handle axis, bool largest) {
+        const tl::Loc loc = caller_loc();
+        auto [values, indices] =
+            tl::topk(to_value(x, loc, "topk", "x"), to_int(k, loc, "topk", "k"),
+                     to_int(axis, loc, "topk", "axis"), largest, loc);
+        return py::make_tuple(values, indices);
+      },
+      py::arg("x"), py::arg("k"), py::arg("axis") = -1, py::kw_only(), py::arg("largest") = true,
+      "(values, int32 indices) of the k largest (largest=False: smallest) along axis, in order.");
 }
 
 void bind_shape(py::module_& tl) {

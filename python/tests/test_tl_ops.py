@@ -324,3 +324,90 @@ def test_directed_rounding_into_hifloat8_steps_by_value(backend):
         want = np.array([_fp8_reference(table, 49152.0, True, v, mode) for v in xs])
         bad = np.flatnonzero(got != want)
         assert bad.size == 0, (mode, xs[bad[:5]], got[bad[:5]], want[bad[:5]])
+
+
+def _order(line, descending):
+    """Positions of `line` in tl.sort's order: stable, NaN above +inf, -0.0 == 0.0 (a key
+    sort written here, independent of both backends)."""
+    keys = [(bool(np.isnan(v)), 0.0 if np.isnan(v) else float(v)) for v in line]
+    # sorted(reverse=True) keeps equal keys in their order too, as tl.sort promises.
+    return sorted(range(len(line)), key=lambda j: keys[j], reverse=descending)
+
+
+def _sorts(x: GA, vals: GA, idx: GA, top: GA, top_idx: GA, rows: int, ld: int,
+           n: tl.ConstExpr[int], k: tl.ConstExpr[int]):
+    t = tl.load(tl.tensor(x, [rows, n], strides=[ld, 2]), [2, n], offsets=[tl.block_idx() * 2, 0])
+    r = tl.block_idx() * 2
+    tl.store(tl.sort(t), tl.tensor(vals, [rows, n]), offsets=[r, 0])
+    tl.store(tl.argsort(t, descending=True), tl.tensor(idx, [rows, n]), offsets=[r, 0])
+    v, i = tl.topk(t, k, largest=False)
+    tl.store(v, tl.tensor(top, [rows, k]), offsets=[r, 0])
+    tl.store(i, tl.tensor(top_idx, [rows, k]), offsets=[r, 0])
+
+
+# covers: sort argsort topk
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_sort_argsort_topk_rows_with_ties_and_nan(backend):
+    rows, n, k = 6, 257 if backend == "cpu" else 37, 5
+    rng = np.random.default_rng(7)
+    # Every exponent (all radix digits differ), ties, NaN, +-inf and both zeros.
+    data = rng.standard_normal((rows, n)) * np.exp2(rng.integers(-40, 40, (rows, n)))
+    data[:, ::7] = np.round(data[:, ::7])
+    data[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan]
+    x = np.full((rows, 2 * n), np.nan, np.float32)  # columns at stride 2
+    x[:, ::2] = data
+    xs = x[:, ::2].astype(np.float64)
+    vals, idx = np.full((rows, n), np.nan, np.float32), np.full((rows, n), -7, np.int32)
+    top, top_idx = np.full((rows, k), np.nan, np.float32), np.full((rows, k), -7, np.int32)
+    tl.jit(backend=backend)(_sorts)[rows // 2](x, vals, idx, top, top_idx, rows, 2 * n, n, k)
+    for r in range(rows):
+        up, down = _order(xs[r], False), _order(xs[r], True)
+        assert up == np.argsort(xs[r], kind="stable").tolist()  # numpy agrees on the rule
+        np.testing.assert_array_equal(vals[r], xs[r][up].astype(np.float32))
+        assert idx[r].tolist() == down
+        np.testing.assert_array_equal(top[r], xs[r][up[:k]].astype(np.float32))
+        assert top_idx[r].tolist() == up[:k]
+
+
+def _bitcast_codes(codes: GA, values: GA, back: GA, fmt: tl.ConstExpr[str]):
+    c = tl.load(tl.tensor(codes, [256]), [256], offsets=[0])
+    v = c.bitcast(getattr(tl, fmt))
+    tl.store(v.to(tl.float32), tl.tensor(values, [256]), offsets=[0])
+    tl.store(v.bitcast(tl.uint8), tl.tensor(back, [256]), offsets=[0])
+
+
+# covers: bitcast
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2", "hifloat8"])
+def test_bitcast_between_codes_and_8bit_floats(backend, fmt):
+    import torch
+    from tileops import ops
+    codes = np.arange(256, dtype=np.uint8)
+    want = ops.cast(torch.from_numpy(codes.copy()), torch.empty(256), input_dtype=fmt).numpy()
+    values, back = np.full(256, 7.0, np.float32), np.zeros(256, np.uint8)
+    tl.jit(backend=backend)(_bitcast_codes)[1](codes, values, back, fmt)
+    np.testing.assert_array_equal(values, want)  # NaN where the code is NaN
+    nan = np.isnan(want)
+    assert back[~nan].tolist() == codes[~nan].tolist()
+    back_values = ops.cast(torch.from_numpy(back.copy()), torch.empty(256), input_dtype=fmt)
+    assert np.isnan(back_values.numpy()[nan]).all()
+
+
+def _bad_topk(x: GA, k: tl.ConstExpr[int]):
+    t = tl.load(tl.tensor(x, [4, 8]), [4, 8], offsets=[0, 0])
+    tl.topk(t, k)
+
+
+def _bool_sort(x: GA):
+    t = tl.load(tl.tensor(x, [4, 8]), [4, 8], offsets=[0, 0])
+    tl.sort(t > 0)
+
+
+# covers: topk sort
+def test_sort_and_topk_refuse_bad_arguments():
+    x = np.zeros((4, 8), np.float32)
+    for k in (0, 9):
+        with pytest.raises(ValueError, match=r"'topk': k must be in \[1, 8\]"):
+            tl.jit(backend="interp")(_bad_topk)[1](x, k)
+    with pytest.raises(TypeError, match="needs a number dtype, got bool"):
+        tl.jit(backend="interp")(_bool_sort)[1](x)

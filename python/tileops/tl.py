@@ -42,16 +42,16 @@ import threading
 
 from tileops import _C, _frontend
 from tileops._C.tl import (DataType, RoundMode, Value, Var, abs, all, any, arange, argmax,
-                           argmin, atomic_add, atomic_max, atomic_min, bitwise_not, block_idx,
-                           block_num, broadcast_to, ceil, concat, copy, cos, cosh,
+                           argmin, argsort, atomic_add, atomic_max, atomic_min, bitwise_not,
+                           block_idx, block_num, broadcast_to, ceil, concat, copy, cos, cosh,
                            cumsum, erf, exp, exp2, expand_dims, expm1, floor, floordiv, full,
                            full_like, gelu, if_, else_, isinf, isnan, layer_norm, load, log, log1p,
                            log2, logical_and, logical_not, logical_or, mask, matmul, matmul_acc,
                            maximum, minimum, mod, negative, num_tiles, pow, prefetch, range, ravel,
                            reciprocal, reduce_max, reduce_mean, reduce_min, reduce_prod,
                            reduce_sum, relu, reshape, rms_norm, round, rsqrt, sigmoid, silu, sin,
-                           sinh, softmax, softplus, sqrt, squeeze, store, tan, tanh, tensor,
-                           transpose, trunc, where, zeros, zeros_like)
+                           sinh, softmax, softplus, sort, sqrt, squeeze, store, tan, tanh, tensor,
+                           topk, transpose, trunc, where, zeros, zeros_like)
 from tileops._C.tl import add, div, mul, sub  # noqa: F401  (function forms of + / * -)
 # Tile-location hints; trace errors: ValueError / TypeError that also derive from RuntimeError
 # (as asc2's), naming file:line.

@@ -265,5 +265,43 @@ TEST(TlMemory, AtomicsFromEveryBlock) {
   }
 }
 
+// covers: atomic_add
+TEST(TlMemory, Float32AtomicAddFromManyBlocksGivesExactTotals) {
+  // Block b adds (b % 5 + 1) * (r * 37 + c + 1) / 64 to element [r, c] of a [3, 37] window at
+  // [b % 2, b % 3] of a [4, 38] view (row stride 41; the window's tail columns fall outside),
+  // kRounds times. Every partial sum is a multiple of 2^-6 below 2^13: exact in float32, so
+  // any lost or doubled update shows as an exact mismatch.
+  constexpr int kRounds = 20, kBlocks = 64;
+  const tl::Kernel k = tl::jit("atomic_totals", [](tl::GlobalAddress sum, tl::Int rounds) {
+    const tl::Value b = tl::block_idx();
+    const tl::Value v = (tl::reshape(tl::arange(3 * 37, DataType::kInt32), {3, 37}) + 1).to(f32) *
+                        ((b % 5) + 1).to(f32) * (1.0 / 64);
+    const tl::Value t = tl::tensor(sum, {4, 38}, {41, 1});
+    for (tl::Value i : tl::range(rounds)) {
+      (void)i;
+      tl::atomic_add(v, t, {b % 2, b % 3});
+    }
+  });
+  std::vector<double> want(4 * 41, std::nan(""));
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 38; ++c) want[r * 41 + c] = 0.25;
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 37 && c + b % 3 < 38; ++c) {
+        want[(r + b % 2) * 41 + c + b % 3] += kRounds * (b % 5 + 1) * (r * 37 + c + 1) / 64.0;
+      }
+    }
+  }
+  TensorStorage sum({4 * 41}, f32);
+  from_doubles(sum, map(want, [](double w) { return std::isnan(w) ? w : 0.25; }));
+  k.launch(kBlocks, sum, kRounds);
+  const std::vector<double> got = to_doubles(sum);
+  for (std::size_t e = 0; e < got.size(); ++e) {
+    const bool same = std::isnan(want[e]) ? std::isnan(got[e]) : got[e] == want[e];
+    EXPECT_TRUE(same) << "element " << e << ": got " << got[e] << ", expected " << want[e];
+  }
+}
+
 }  // namespace
 }  // namespace tileops::testing::tl_test

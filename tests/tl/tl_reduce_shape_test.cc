@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "tests/tl/tl_test_util.h"
+#include "tileops/core/error.h"
 
 namespace tileops::testing::tl_test {
 namespace {
@@ -164,6 +165,145 @@ TEST(TlReduce, CumsumEveryAxis) {
                     d == DataType::kBFloat16 ? Tolerance{0.1, 1.6e-2} : tol(d), "cumsum");
     }
   }
+}
+
+// The positions of `line` in tl::sort's order: stable, NaN above +inf, -0.0 == 0.0.
+std::vector<std::int64_t> sorted_positions(const std::vector<double>& line, bool descending) {
+  std::vector<std::int64_t> pos(line.size());
+  std::iota(pos.begin(), pos.end(), 0);
+  auto below = [&](std::int64_t a, std::int64_t b) {
+    const double u = line[a], v = line[b];
+    if (std::isnan(u) || std::isnan(v)) return !std::isnan(u) && std::isnan(v);
+    return u < v;
+  };
+  std::stable_sort(pos.begin(), pos.end(), [&](std::int64_t a, std::int64_t b) {
+    return descending ? below(b, a) : below(a, b);
+  });
+  return pos;
+}
+
+// covers: sort argsort topk
+TEST(TlReduce, SortArgsortTopkEveryAxisStableWithTies) {
+  std::mt19937_64 rng(31);
+  // Few distinct values, so every line has ties; the floats also hold NaN, +-inf and +-0.
+  const std::vector<double> pool = {-2, -1, -0.0, 0, 1, 2, 7.5, -7.5};
+  // One kernel sorts a tile of each dtype (one compile): x_d -> vals_d rows, idx rows 6d...
+  const std::vector<DataType> dtypes = {DataType::kFloat32, DataType::kBFloat16, DataType::kInt32,
+                                        DataType::kInt64, DataType::kFloat64};
+  std::vector<std::vector<double>> inputs;
+  std::vector<TensorStorage> xs_d, vals_d;
+  for (DataType d : dtypes) {
+    std::vector<double> xs(60);
+    for (double& v : xs) v = pool[rng() % pool.size()];
+    if (is_floating(d)) {
+      for (int k : {3, 17, 41}) xs[k] = std::nan("");
+      xs[8] = INFINITY, xs[29] = -INFINITY, xs[50] = INFINITY;
+    } else {
+      for (double& v : xs) v = std::trunc(v);
+      xs[5] = 2147483647 - 1, xs[33] = -2147483647;  // keys far apart (every radix digit)
+    }
+    xs_d.emplace_back(Dims{3, 4, 5}, d);
+    from_doubles(xs_d.back(), xs);
+    vals_d.push_back(poisoned({6, 60}, d));
+    inputs.push_back(xs);
+  }
+  auto sort_one = [](const tl::Value& px, const tl::Value& pv, const tl::Value& pi, int d) {
+    const tl::Value t = tl::load(tl::tensor(px, {3, 4, 5}), {3, 4, 5}, {0, 0, 0});
+    const tl::Value vals = tl::tensor(pv, {6, 60}), idx = tl::tensor(pi, {30, 60});
+    for (int axis = 0; axis < 3; ++axis) {
+      auto row = [&](const tl::Value& v, const tl::Value& out, int r) {
+        tl::store(tl::reshape(tl::ravel(v), {std::int64_t{1}, v.size()}), out, {r, 0});
+      };
+      row(tl::sort(t, axis), vals, 2 * axis);
+      row(tl::argsort(t, axis - 3, /*descending=*/true), idx, 6 * d + 2 * axis);
+      const auto [top, at] = tl::topk(t, 2, axis, /*largest=*/axis != 1);
+      row(top, vals, 2 * axis + 1);
+      row(at, idx, 6 * d + 2 * axis + 1);
+    }
+  };
+  const tl::Kernel k =
+      tl::jit("sorts", [sort_one](tl::GlobalAddress x0, tl::GlobalAddress x1, tl::GlobalAddress x2,
+                                  tl::GlobalAddress x3, tl::GlobalAddress x4, tl::GlobalAddress v0,
+                                  tl::GlobalAddress v1, tl::GlobalAddress v2, tl::GlobalAddress v3,
+                                  tl::GlobalAddress v4, tl::GlobalAddress idx) {
+        const tl::Value x[] = {x0, x1, x2, x3, x4}, v[] = {v0, v1, v2, v3, v4};
+        for (int d = 0; d < 5; ++d) sort_one(x[d], v[d], idx, d);
+      });
+  TensorStorage idx = poisoned({30, 60}, DataType::kInt32);
+  k.launch(3, xs_d[0], xs_d[1], xs_d[2], xs_d[3], xs_d[4], vals_d[0], vals_d[1], vals_d[2],
+           vals_d[3], vals_d[4], idx);
+  const auto all_i = to_doubles(idx);
+  for (std::size_t di = 0; di < dtypes.size(); ++di) {
+    const DataType d = dtypes[di];
+    const std::vector<double>& xs = inputs[di];
+    const auto gv = to_doubles(vals_d[di]);
+    const std::vector<double> gi(all_i.begin() + 360 * static_cast<std::ptrdiff_t>(di),
+                                 all_i.begin() + 360 * static_cast<std::ptrdiff_t>(di + 1));
+    const std::int64_t stride[3] = {20, 5, 1};
+    for (int a = 0; a < 3; ++a) {
+      const std::int64_t n = kShape[a], s = stride[a];
+      std::vector<double> want_v(60), want_i(60), want_tv, want_ti;
+      want_tv.assign(60 / n * 2, 0), want_ti.assign(60 / n * 2, 0);
+      // Lines in row-major order of the other axes: element e = base + j * s.
+      for (std::int64_t base = 0; base < 60; ++base) {
+        if ((base / s) % n != 0) continue;
+        const std::int64_t outer = base / (s * n), inner = base % s;
+        std::vector<double> line(n);
+        for (std::int64_t j = 0; j < n; ++j) line[j] = xs[base + j * s];
+        const auto up = sorted_positions(line, false), down = sorted_positions(line, true);
+        const auto top = a != 1 ? down : up;
+        for (std::int64_t j = 0; j < n; ++j) {
+          want_v[base + j * s] = line[up[j]];
+          want_i[base + j * s] = static_cast<double>(down[j]);
+        }
+        for (std::int64_t j = 0; j < 2; ++j) {
+          const std::int64_t e = (outer * 2 + j) * s + inner;
+          want_tv[e] = line[top[j]];
+          want_ti[e] = static_cast<double>(top[j]);
+        }
+      }
+      auto expect_row = [&](const std::vector<double>& got, int r, const std::vector<double>& want,
+                            const char* what) {
+        for (std::size_t e = 0; e < 60; ++e) {
+          const double g = got[r * 60 + e];
+          if (e >= want.size()) {
+            EXPECT_TRUE(std::isnan(g) || g == -1) << what << " axis " << a << " wrote " << e;
+            continue;
+          }
+          const bool same = (std::isnan(g) && std::isnan(want[e])) || g == want[e];
+          EXPECT_TRUE(same) << what << " axis " << a << " dtype " << name_of(d) << " element " << e
+                            << ": got " << g << ", expected " << want[e];
+        }
+      };
+      expect_row(gv, 2 * a, want_v, "sort");
+      expect_row(gi, 2 * a, want_i, "argsort descending");
+      expect_row(gv, 2 * a + 1, want_tv, "topk values");
+      expect_row(gi, 2 * a + 1, want_ti, "topk indices");
+    }
+  }
+}
+
+// covers: sort
+TEST(TlReduce, SortRefusesBadArguments) {
+  auto trace = [](const std::function<void(const tl::Value&)>& f) {
+    const tl::Kernel k = tl::jit("bad_sort", [f](tl::GlobalAddress px) {
+      f(tl::load(tl::tensor(px, {4, 8}), {4, 8}, {0, 0}));
+    });
+    TensorStorage x({4, 8}, DataType::kFloat32);
+    k.launch(1, x);
+  };
+  auto expect_error = [&](const std::function<void(const tl::Value&)>& f, const char* text) {
+    try {
+      trace(f);
+      ADD_FAILURE() << "no error for " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_error([](const tl::Value& t) { (void)tl::sort(t, 2); }, "axis 2 out of range");
+  expect_error([](const tl::Value& t) { (void)tl::topk(t, 9); }, "k must be in [1, 8]");
+  expect_error([](const tl::Value& t) { (void)tl::topk(t, 0, 0); }, "k must be in [1, 4]");
+  expect_error([](const tl::Value& t) { (void)tl::sort(t > 0.0); }, "needs a number dtype");
 }
 
 // covers: reshape ravel expand_dims squeeze broadcast_to transpose T broadcasting

@@ -37,7 +37,7 @@ CONSTRUCTS = [
     "gelu", "gelu_tanh", "silu", "softplus", "negative", "reciprocal", "isnan", "isinf",
     "where", "mask",
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_mean", "argmax", "argmin",
-    "all", "any", "keep_dims", "cumsum",
+    "all", "any", "keep_dims", "cumsum", "sort", "argsort", "topk",
     "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to", "transpose", "T",
     "softmax", "rms_norm", "layer_norm", "matmul", "matmul_bias", "matmul_acc",
     "atomic_add", "atomic_max", "atomic_min",

@@ -54,6 +54,7 @@ enum class OpKind : std::uint8_t {
   kCast,       // CastAttrs; operands: x
   kReduce,     // ReduceAttrs; operands: x
   kCumsum,     // AxisAttrs; operands: x
+  kSort,       // SortAttrs; operands: x (sort, argsort, top-k along one axis)
   kReshape,    // ShapeAttrs; operands: x
   kBroadcast,  // ShapeAttrs; operands: x
   kTranspose,  // TransposeAttrs; operands: x
@@ -210,6 +211,15 @@ struct CastAttrs {
   bool bitcast = false;
   bool operator==(const CastAttrs&) const = default;
 };
+// Sorts every line of a tile along `axis` (stable: equal keys keep their order; NaN above +inf)
+// and keeps the first `k` of each line; the result holds the values, or their int32 positions.
+struct SortAttrs {
+  std::int64_t axis = -1;  // may be negative (counts from the last dim)
+  std::int64_t k = 0;      // kept per line: 1..extent
+  bool descending = false;
+  bool indices = false;
+  bool operator==(const SortAttrs&) const = default;
+};
 struct ReduceAttrs {
   ReduceOp op = ReduceOp::kSum;
   Extents dims;  // empty: every dim
@@ -235,9 +245,10 @@ struct ForAttrs {
   bool operator==(const ForAttrs&) const = default;
 };
 
-using OpAttrs = std::variant<NoAttrs, ConstantAttrs, TensorAttrs, AxisAttrs, LoadAttrs, StoreAttrs,
-                             AtomicAttrs, ShapeAttrs, FillAttrs, UnaryAttrs, BinaryAttrs, CastAttrs,
-                             ReduceAttrs, TransposeAttrs, SliceAttrs, MatmulAttrs, ForAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, ConstantAttrs, TensorAttrs, AxisAttrs, LoadAttrs, StoreAttrs, AtomicAttrs,
+                 ShapeAttrs, FillAttrs, UnaryAttrs, BinaryAttrs, CastAttrs, ReduceAttrs,
+                 TransposeAttrs, SliceAttrs, MatmulAttrs, ForAttrs, SortAttrs>;
 
 // The attributes an op of `kind` carries, default-initialised.
 OpAttrs default_attrs(OpKind kind);

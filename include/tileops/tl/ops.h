@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tileops/tl/value.h"
@@ -164,6 +165,14 @@ Value all(const Value& x, const std::vector<int>& dims = {}, bool keep_dims = fa
 Value any(const Value& x, const std::vector<int>& dims = {}, bool keep_dims = false,
           Loc loc = Loc::current());
 Value cumsum(const Value& x, int axis, Loc loc = Loc::current());
+// Sorting along `axis` (ascending unless `descending`), stable: equal values keep their order;
+// NaN sorts above +inf, -0.0 equals 0.0. sort gives the values, argsort their int32 positions on
+// the axis. topk keeps the k largest (or smallest) of each line, in that order, as
+// {values, indices}. Not bool tiles.
+Value sort(const Value& x, int axis = -1, bool descending = false, Loc loc = Loc::current());
+Value argsort(const Value& x, int axis = -1, bool descending = false, Loc loc = Loc::current());
+std::pair<Value, Value> topk(const Value& x, std::int64_t k, int axis = -1, bool largest = true,
+                             Loc loc = Loc::current());
 
 // --- shape ---------------------------------------------------------------------------------
 Value reshape(const Value& x, const Shape& shape, Loc loc = Loc::current());

@@ -68,6 +68,40 @@ Value cumsum(const Value& x, int axis, Loc loc) {
   return one_input(OpKind::kCumsum, x, AxisAttrs{.axis = axis}, "cumsum", loc);
 }
 
+namespace {
+
+Value sort_op(const Value& x, int axis, std::int64_t k, bool descending, bool indices,
+              const char* construct, const Loc& loc) {
+  const int a = wrap_axis(x, axis, construct, loc);
+  // k = 0: every element of the line (sort, argsort).
+  const std::int64_t kept = k == 0 ? x.shape()[static_cast<std::size_t>(a)] : k;
+  return one_input(OpKind::kSort, x,
+                   SortAttrs{.axis = a, .k = kept, .descending = descending, .indices = indices},
+                   construct, loc);
+}
+
+}  // namespace
+
+Value sort(const Value& x, int axis, bool descending, Loc loc) {
+  return sort_op(x, axis, 0, descending, false, "sort", loc);
+}
+
+Value argsort(const Value& x, int axis, bool descending, Loc loc) {
+  return sort_op(x, axis, 0, descending, true, "argsort", loc);
+}
+
+std::pair<Value, Value> topk(const Value& x, std::int64_t k, int axis, bool largest, Loc loc) {
+  const int a = wrap_axis(x, axis, "topk", loc);
+  const std::int64_t extent = x.shape()[static_cast<std::size_t>(a)];
+  if (k < 1 || k > extent) {
+    trace_error(ErrorKind::kInvalidArgument, to_loc(loc), "topk",
+                "k must be in [1, " + std::to_string(extent) + "] (the extent of axis " +
+                    std::to_string(axis) + "), got " + std::to_string(k));
+  }
+  return {sort_op(x, axis, k, largest, false, "topk", loc),
+          sort_op(x, axis, k, largest, true, "topk", loc)};
+}
+
 Value reshape(const Value& x, const Shape& shape, Loc loc) {
   Tracer& t = Tracer::current("reshape", loc);
   return one_input(OpKind::kReshape, x, ShapeAttrs{static_shape(t, shape, "reshape")}, "reshape",

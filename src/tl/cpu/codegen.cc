@@ -216,6 +216,9 @@ void Emitter::op(const Op& o) {
     case OpKind::kCumsum:
       cumsum_op(o);
       return;
+    case OpKind::kSort:
+      sort_op(o);
+      return;
     case OpKind::kReshape:
     case OpKind::kBroadcast:
     case OpKind::kTranspose:

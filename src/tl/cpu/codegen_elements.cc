@@ -223,6 +223,10 @@ std::string bits_of(DataType s, const std::string& v) {
       return "tl_f2h(" + v + ")";
     case DataType::kBFloat16:
       return "tl_f2bf(" + v + ")";
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E5M2:
+    case DataType::kHiFloat8:
+      return "tl_f8_code(rt, " + v + ", " + std::to_string(static_cast<int>(s)) + ")";
     default:
       return "(u64)(i64)" + v;
   }
@@ -238,6 +242,10 @@ std::string from_bits(DataType d, const std::string& b) {
       return "tl_h2f((u16)" + b + ")";
     case DataType::kBFloat16:
       return "tl_bf2f((u16)" + b + ")";
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E5M2:
+    case DataType::kHiFloat8:
+      return "tl_f8_value(rt, (u8)" + b + ", " + std::to_string(static_cast<int>(d)) + ")";
     case DataType::kInt8:
       return "(i8)(u8)" + b;
     case DataType::kInt16:

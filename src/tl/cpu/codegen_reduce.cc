@@ -1,8 +1,10 @@
-// The cpu code generator: reductions and cumsum. The general form walks the input in row-major
-// order exactly as the interpreter does (same accumulation order, so bit-identical); reductions
-// of the innermost contiguous dims of float tiles (row sums, maxima, means) use the runtime's
-// multi-accumulator loops instead, which vectorise and differ only in the order of double sums.
+// The cpu code generator: reductions, cumsum and sort. The general form walks the input in
+// row-major order exactly as the interpreter does (same accumulation order, so bit-identical);
+// reductions of the innermost contiguous dims of float tiles (row sums, maxima, means) use the
+// runtime's multi-accumulator loops instead, which vectorise and differ only in the order of double
+// sums.
 #include <limits>
+#include <utility>
 
 #include "src/tl/cpu/emitter.h"
 #include "src/tl/interp/buffer.h"
@@ -19,6 +21,15 @@ std::string int_limit(DataType dtype, bool greatest) {
   }
   const std::int64_t top = (std::int64_t{1} << (8 * size_of(dtype) - 1)) - 1;
   return greatest ? std::to_string(top) + "ll" : "(" + std::to_string(-top) + "ll - 1)";
+}
+
+// The call that makes a sort key of a compute type's value (tl_runtime.h), unclosed, and whether
+// its keys are 64-bit.
+std::pair<std::string, bool> sort_key(const std::string& compute) {
+  if (compute == "float") return {"tl_sort_key_f(", false};
+  if (compute == "double") return {"tl_sort_key_d(", true};
+  if (compute == "i64") return {"tl_sort_key_l(", true};
+  return {"tl_sort_key_i((i32)", false};  // narrower integers widen exactly
 }
 
 }  // namespace
@@ -307,6 +318,45 @@ void Emitter::cumsum_op(const Op& o) {
     line() << name(res) << "[e] = " << wrap_int(xt.dtype, "(i64)acc") << ";\n";
   }
   close();
+  close();
+}
+
+// Each line along the axis is radix-sorted on keys (tl_sort_key_*, inverted for descending)
+// carrying positions; the first k positions, or the values at them, are the result.
+void Emitter::sort_op(const Op& o) {
+  const int res = o.results[0];
+  const int x = o.operands[0];
+  const Type& xt = type(x);
+  const SortAttrs& sort = o.as<SortAttrs>();
+  const auto rank = static_cast<std::int64_t>(xt.shape.size());
+  const std::int64_t axis = sort.axis < 0 ? sort.axis + rank : sort.axis;
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= xt.shape[d];
+    if (d > axis) inner *= xt.shape[d];
+  }
+  const std::int64_t extent = xt.shape[axis];
+  const std::string n = std::to_string(extent), in = std::to_string(inner);
+  const auto [key, wide] = sort_key(compute_type(xt.dtype));
+  const char* key_type = wide ? "u64" : "u32";
+  declare(res);
+  const std::string k1 = fresh("tl_sk"), k2 = fresh("tl_sk"), p1 = fresh("tl_sp"),
+                    p2 = fresh("tl_sp");
+  line() << key_type << " " << k1 << "[" << n << "], " << k2 << "[" << n << "];\n";
+  line() << "i32 " << p1 << "[" << n << "], " << p2 << "[" << n << "];\n";
+  on_stack(2 * extent * (wide ? 8 : 4) + 2 * extent * 4);
+  open("for (i64 o = 0; o < " + std::to_string(outer) + "; ++o) for (i64 i = 0; i < " + in +
+       "; ++i)");
+  const std::string e = "(o * " + n + " + j) * " + in + " + i";
+  line() << "for (i64 j = 0; j < " << n << "; ++j) { " << k1
+         << "[j] = " << (sort.descending ? "~" : "") << key << name(x) << "[" << e << "]); " << p1
+         << "[j] = (i32)j; }\n";
+  line() << "const i32* tl_pos = tl_radix_sort(" << k1 << ", " << p1 << ", " << k2 << ", " << p2
+         << ", " << n << ");\n";
+  const std::string to = "(o * " + std::to_string(sort.k) + " + j) * " + in + " + i";
+  const std::string from = "(o * " + n + " + tl_pos[j]) * " + in + " + i";
+  line() << "for (i64 j = 0; j < " << sort.k << "; ++j) " << name(res) << "[" << to
+         << "] = " << (sort.indices ? "tl_pos[j]" : name(x) + "[" + from + "]") << ";\n";
   close();
 }
 

@@ -56,6 +56,7 @@ class Emitter {
   void cast_op(const Op& o);
   void reduce_op(const Op& o);
   void cumsum_op(const Op& o);
+  void sort_op(const Op& o);  // sort, argsort, top-k
   void move_op(const Op& o);  // reshape, broadcast, transpose, slice, concat
   void matmul_op(const Op& o);
   // Loops over `shape` (row-major; the counter `tl_k` numbers the elements) and calls `body`

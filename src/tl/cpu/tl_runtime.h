@@ -653,4 +653,69 @@ static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* _
   }
 }
 
+// The byte code of an 8-bit float value (already on its grid) and back (bitcasts).
+TL_INLINE u8 tl_f8_code(const TlRt* rt, float v, int dtype) {
+  u8 code = 0;
+  rt->write(v, &code, dtype);
+  return code;
+}
+TL_INLINE float tl_f8_value(const TlRt* rt, u8 code, int dtype) {
+  return (float)rt->read(&code, dtype);
+}
+
+// Sort keys: unsigned integers in the order tl::sort defines (NaN above +inf, -0.0 == 0.0), from
+// the bits alone so that fast-math cannot fold the NaN and zero tests away.
+TL_INLINE u32 tl_sort_key_f(float v) {
+  u32 b = tl_fbits(v);
+  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFFFFFu;
+  if ((b & 0x7FFFFFFFu) == 0) b = 0;
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+TL_INLINE u64 tl_sort_key_d(double v) {
+  u64 b = tl_dbits(v);
+  const u64 sign = 0x8000000000000000ull;
+  if ((b & ~sign) > 0x7FF0000000000000ull) return ~0ull;
+  if ((b & ~sign) == 0) b = 0;
+  return (b & sign) ? ~b : (b | sign);
+}
+TL_INLINE u32 tl_sort_key_i(i32 v) { return (u32)v ^ 0x80000000u; }
+TL_INLINE u64 tl_sort_key_l(i64 v) { return (u64)v ^ 0x8000000000000000ull; }
+
+// Stable LSD radix sort of n keys (u32 or u64) carrying their positions, 8 bits per pass: one
+// pass counts every digit, then each digit that is not the same in all keys scatters once (a
+// narrow range of keys takes few passes). Linear in n where a comparison sort is n log n. The
+// arrays are clobbered; returns the sorted positions (pos or pos2).
+template <class K>
+static const i32* tl_radix_sort(K* key, i32* pos, K* key2, i32* pos2, i64 n) {
+  const int digits = (int)sizeof(K);
+  i64 count[sizeof(K)][256];
+  __builtin_memset(count, 0, sizeof(count));
+  for (i64 j = 0; j < n; ++j) {
+    const K k = key[j];
+    for (int d = 0; d < digits; ++d) ++count[d][(k >> (8 * d)) & 255];
+  }
+  for (int d = 0; d < digits; ++d) {
+    i64* c = count[d];
+    if (n == 0 || c[(key[0] >> (8 * d)) & 255] == n) continue;
+    i64 sum = 0;
+    for (int v = 0; v < 256; ++v) {
+      const i64 here = c[v];
+      c[v] = sum;
+      sum += here;
+    }
+    for (i64 j = 0; j < n; ++j) {
+      const i64 to = c[(key[j] >> (8 * d)) & 255]++;
+      key2[to] = key[j];
+      pos2[to] = pos[j];
+    }
+    K* kt = key;
+    key = key2;
+    key2 = kt;
+    i32* pt = pos;
+    pos = pos2;
+    pos2 = pt;
+  }
+  return pos;
+}
+
 #endif  // TILEOPS_TL_RUNTIME_H_

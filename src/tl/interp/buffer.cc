@@ -190,6 +190,14 @@ void bitcast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t 
     case DataType::kBFloat16:
       bits = float_to_bfloat16(static_cast<float>(from.f[k]));
       break;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E5M2:
+    case DataType::kHiFloat8: {  // the byte code of a value already on the format's grid
+      std::uint8_t b = 0;
+      write_from_double(from.f[k], &b, from.dtype);
+      bits = b;
+      break;
+    }
     default:  // integers: two's complement, the low bytes
       bits = static_cast<std::uint64_t>(from.i[k]);
       break;
@@ -211,6 +219,13 @@ void bitcast_element(const Buffer& from, std::size_t k, Buffer& to, std::size_t 
     case DataType::kBFloat16:
       to.f[j] = bfloat16_to_float(static_cast<std::uint16_t>(bits));
       break;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E5M2:
+    case DataType::kHiFloat8: {
+      const auto b = static_cast<std::uint8_t>(bits);
+      to.f[j] = read_as_double(&b, to.dtype);
+      break;
+    }
     default:
       to.i[j] = wrap_to(to.dtype, static_cast<std::int64_t>(bits));
       break;

@@ -27,6 +27,7 @@ void eval_store(const Buffer& value, const TensorView& t, const std::vector<std:
 
 void eval_reduce(ReduceOp op, const Buffer& x, const std::vector<std::int64_t>& dims, Buffer& out);
 void eval_cumsum(const Buffer& x, int axis, Buffer& out);
+void eval_sort(const Buffer& x, const SortAttrs& sort, Buffer& out);
 void eval_broadcast(const Buffer& x, Buffer& out);
 void eval_transpose(const Buffer& x, const std::vector<std::int64_t>& perm, Buffer& out);
 void eval_slice(const Buffer& x, const std::vector<std::int64_t>& offsets, Buffer& out);

@@ -167,6 +167,9 @@ void Frame::exec(const Op& op) {
       eval_cumsum(x, static_cast<int>(axis < 0 ? axis + rank : axis), result(op));
       return;
     }
+    case OpKind::kSort:
+      eval_sort(buf(op.operands[0]), op.as<SortAttrs>(), result(op));
+      return;
     case OpKind::kReshape: {
       Buffer& out = result(op);
       const Buffer& x = buf(op.operands[0]);

@@ -1,5 +1,6 @@
 // Interpreter: reductions, scans, data movement within tiles and matmul. Sums and products
 // accumulate in double (integers in int64), so 16-bit inputs are never accumulated in 16 bits.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -158,6 +159,43 @@ void eval_cumsum(const Buffer& x, int axis, Buffer& out) {
         iacc = static_cast<std::int64_t>(static_cast<std::uint64_t>(iacc) +
                                          static_cast<std::uint64_t>(x.i[e]));
         out.set_int(e, iacc);
+      }
+    }
+  }
+}
+
+// A comparison sort (the cpu backend radix-sorts keys instead): the two agree on every order.
+void eval_sort(const Buffer& x, const SortAttrs& sort, Buffer& out) {
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  const std::int64_t axis = sort.axis < 0 ? sort.axis + rank : sort.axis;
+  const std::int64_t extent = x.shape[static_cast<std::size_t>(axis)];
+  const std::int64_t inner = row_major_strides(x.shape)[static_cast<std::size_t>(axis)];
+  const std::int64_t outer = static_cast<std::int64_t>(x.size()) / (extent * inner);
+  // Ascending order: NaN above everything, -0.0 == 0.0 (a plain < on doubles).
+  auto below = [&](std::size_t a, std::size_t b) {
+    if (!x.floating()) return x.i[a] < x.i[b];
+    return std::isnan(x.f[b]) ? !std::isnan(x.f[a]) : x.f[a] < x.f[b];
+  };
+  std::vector<std::int64_t> line(static_cast<std::size_t>(extent));
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const auto element = [&](std::int64_t j) {
+        return static_cast<std::size_t>((o * extent + j) * inner + i);
+      };
+      for (std::int64_t j = 0; j < extent; ++j) line[static_cast<std::size_t>(j)] = j;
+      std::stable_sort(line.begin(), line.end(), [&](std::int64_t a, std::int64_t b) {
+        return sort.descending ? below(element(b), element(a)) : below(element(a), element(b));
+      });
+      for (std::int64_t j = 0; j < sort.k; ++j) {
+        const std::int64_t from = line[static_cast<std::size_t>(j)];
+        const auto to = static_cast<std::size_t>((o * sort.k + j) * inner + i);
+        if (sort.indices) {
+          out.set_int(to, from);
+        } else if (x.floating()) {
+          out.f[to] = x.f[element(from)];
+        } else {
+          out.i[to] = x.i[element(from)];
+        }
       }
     }
   }

@@ -16,10 +16,10 @@ const char* pick(const char* const (&names)[N], std::size_t index) {
 
 const char* name_of(OpKind kind) {
   static const char* const kNames[] = {
-      "const",  "block_idx", "block_num", "tensor",  "tensor_dim", "load",      "store",
-      "atomic", "prefetch",  "full",      "arange",  "unary",      "binary",    "where",
-      "cast",   "reduce",    "cumsum",    "reshape", "broadcast",  "transpose", "slice",
-      "concat", "matmul",    "for",       "if"};
+      "const",  "block_idx", "block_num", "tensor", "tensor_dim", "load",      "store",
+      "atomic", "prefetch",  "full",      "arange", "unary",      "binary",    "where",
+      "cast",   "reduce",    "cumsum",    "sort",   "reshape",    "broadcast", "transpose",
+      "slice",  "concat",    "matmul",    "for",    "if"};
   return pick(kNames, static_cast<std::size_t>(kind));
 }
 
@@ -111,6 +111,8 @@ OpAttrs default_attrs(OpKind kind) {
       return CastAttrs{};
     case OpKind::kReduce:
       return ReduceAttrs{};
+    case OpKind::kSort:
+      return SortAttrs{};
     case OpKind::kTranspose:
       return TransposeAttrs{};
     case OpKind::kSlice:

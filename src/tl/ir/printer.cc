@@ -105,6 +105,14 @@ class Printer {
         if (r.keep_dims) a.emplace_back("keep_dims");
         break;
       }
+      case OpKind::kSort: {
+        const SortAttrs& t = op.as<SortAttrs>();
+        a.push_back("axis=" + list({t.axis}));
+        a.push_back("k=" + std::to_string(t.k));
+        if (t.descending) a.emplace_back("descending");
+        if (t.indices) a.emplace_back("indices");
+        break;
+      }
       case OpKind::kCumsum:
       case OpKind::kConcat:
       case OpKind::kTensorDim:

@@ -198,13 +198,14 @@ std::vector<Type> Checker::infer_unchecked() const {
       need_value(0, "operand");
       if (a.bitcast && !bitcast_compatible(operand(0).dtype, a.dtype)) {
         fail("dtype: needs a dtype of the same size as " + type_name(operand(0).dtype) +
-                 " (bool and 8-bit float formats excluded), got " + type_name(a.dtype),
+                 " (bool excluded), got " + type_name(a.dtype),
              ErrorKind::kInvalidType);
       }
       return {tile_or_scalar(a.dtype, operand(0).shape)};
     }
     case OpKind::kReduce:
     case OpKind::kCumsum:
+    case OpKind::kSort:
       return reduce();
     case OpKind::kReshape:
     case OpKind::kBroadcast:
@@ -250,11 +251,7 @@ std::string construct_name(const Op& op) {
 }
 
 bool bitcast_compatible(DataType from, DataType to) {
-  auto plain = [](DataType d) {
-    return d != DataType::kBool && d != DataType::kFloat8E4M3FN && d != DataType::kFloat8E5M2 &&
-           d != DataType::kHiFloat8;
-  };
-  return plain(from) && plain(to) && size_of(from) == size_of(to);
+  return from != DataType::kBool && to != DataType::kBool && size_of(from) == size_of(to);
 }
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {

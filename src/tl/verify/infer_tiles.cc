@@ -1,4 +1,6 @@
 // Checks and result types of reductions, data movement, matmul and control flow (checker.h).
+#include <limits>
+
 #include "src/tl/verify/checker.h"
 
 namespace tileops::tl::detail {
@@ -9,6 +11,22 @@ std::vector<Type> Checker::reduce() const {
   if (op_.kind == OpKind::kCumsum) {
     axis(op_.as<AxisAttrs>().axis, x.shape.size());
     return {x};
+  }
+  if (op_.kind == OpKind::kSort) {
+    const SortAttrs& sort = op_.as<SortAttrs>();
+    const int a = axis(sort.axis, x.shape.size());
+    if (x.dtype == DataType::kBool) fail("needs a number dtype, got bool", ErrorKind::kInvalidType);
+    if (sort.k < 1 || sort.k > x.shape[a]) {
+      fail("k must be in [1, " + std::to_string(x.shape[a]) + "] (the extent of axis " +
+           std::to_string(sort.axis) + "), got " + std::to_string(sort.k));
+    }
+    if (x.shape[a] > std::numeric_limits<std::int32_t>::max()) {
+      fail("axis " + std::to_string(sort.axis) + " is too long for int32 indices");
+    }
+    Type out = x;
+    out.shape[a] = sort.k;
+    if (sort.indices) out.dtype = DataType::kInt32;
+    return {out};
   }
   const ReduceAttrs& attrs = op_.as<ReduceAttrs>();
   std::vector<bool> reduced(x.shape.size(), attrs.dims.empty());

@@ -1,0 +1,1 @@
+"""The sort and scan family of the kernel catalog."""
