@@ -347,7 +347,7 @@ int run_decoder_demo(const DemoOptions& given) {
 
   std::vector<std::vector<std::int64_t>> prompts(options.prompts);
   Generation g;
-  if (tokenizer) {
+  if (tokenizer && options.prompt) {  // a tokenizer is loaded for --prompt only
     prompts[0] = prompt_ids;
     write_text(stdout, *options.prompt);
     g = generate_text(model, *tokenizer, prompt_ids, options.new_tokens, options.sampling, stdout);
