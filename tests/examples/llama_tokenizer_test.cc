@@ -102,7 +102,8 @@ std::unique_ptr<Tokenizer> tiny_bpe(const std::string& from = "", const std::str
 }
 
 TEST(BpeTokenizer, KnownIds) {
-  if (!tokenizer_json_available()) GTEST_SKIP() << "built without libicu-dev (setup.sh)";
+  if (!tokenizer_json_available())
+    GTEST_FAIL() << "built without libicu-dev: scripts/setup.sh installs it";
   const auto t = tiny_bpe();
   EXPECT_EQ(t->vocab_size(), 303);
   // "the" -> t + he; " the" -> Ġt (rank 0) then he (rank 1) then Ġthe (rank 2).
@@ -128,7 +129,8 @@ TEST(BpeTokenizer, KnownIds) {
 }
 
 TEST(BpeTokenizer, SpecialTokensAndBos) {
-  if (!tokenizer_json_available()) GTEST_SKIP() << "built without libicu-dev (setup.sh)";
+  if (!tokenizer_json_available())
+    GTEST_FAIL() << "built without libicu-dev: scripts/setup.sh installs it";
   const auto t = tiny_bpe();
   ASSERT_TRUE(t->bos.has_value());
   EXPECT_EQ(*t->bos, 300);  // the post_processor template's first token
@@ -142,7 +144,8 @@ TEST(BpeTokenizer, SpecialTokensAndBos) {
 }
 
 TEST(BpeTokenizer, RoundTrips) {
-  if (!tokenizer_json_available()) GTEST_SKIP() << "built without libicu-dev (setup.sh)";
+  if (!tokenizer_json_available())
+    GTEST_FAIL() << "built without libicu-dev: scripts/setup.sh installs it";
   const auto t = tiny_bpe();
   for (const std::string& text : kTexts) {
     const Ids ids = t->encode(text);
@@ -153,7 +156,8 @@ TEST(BpeTokenizer, RoundTrips) {
 }
 
 TEST(BpeTokenizer, StreamWaitsForTheLastByteOfACharacter) {
-  if (!tokenizer_json_available()) GTEST_SKIP() << "built without libicu-dev (setup.sh)";
+  if (!tokenizer_json_available())
+    GTEST_FAIL() << "built without libicu-dev: scripts/setup.sh installs it";
   const auto t = tiny_bpe();
   TextStream stream(*t, Ids{'a'});
   EXPECT_EQ(stream.push(0xF0), "");
@@ -171,7 +175,8 @@ TEST(BpeTokenizer, StreamWaitsForTheLastByteOfACharacter) {
 }
 
 TEST(BpeTokenizer, IgnoreMergesAndNormalizer) {
-  if (!tokenizer_json_available()) GTEST_SKIP() << "built without libicu-dev (setup.sh)";
+  if (!tokenizer_json_available())
+    GTEST_FAIL() << "built without libicu-dev: scripts/setup.sh installs it";
   EXPECT_EQ(tiny_bpe()->encode("xyz"), (Ids{'x', 'y', 'z'}));
   EXPECT_EQ(tiny_bpe("\"ignore_merges\": false", "\"ignore_merges\": true")->encode("xyz"),
             (Ids{264}));
@@ -196,7 +201,8 @@ void expect_refused(const std::string& from, const std::string& to, const std::s
 }
 
 TEST(BpeTokenizer, RefusesWhatItDoesNotImplement) {
-  if (!tokenizer_json_available()) GTEST_SKIP() << "built without libicu-dev (setup.sh)";
+  if (!tokenizer_json_available())
+    GTEST_FAIL() << "built without libicu-dev: scripts/setup.sh installs it";
   expect_refused("\"byte_fallback\": false", "\"byte_fallback\": true", "model.byte_fallback");
   expect_refused("\"Ġ t\"", "\"Ġ q\"", "model.merges[0]");  // Ġq is not in the vocabulary
   expect_refused("\"Ġ t\"", "\"Ġt\"", "model.merges[0]");
@@ -232,7 +238,8 @@ class SentencePiece : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
   void SetUp() override {
-    if (!sentencepiece_available()) GTEST_SKIP() << "built without libsentencepiece-dev";
+    if (!sentencepiece_available())
+      GTEST_FAIL() << "built without libsentencepiece-dev: scripts/setup.sh installs it";
   }
   static inline fs::path dir_;
 };
