@@ -15,7 +15,9 @@ if ! command -v clang-tidy-22 >/dev/null && ! command -v clang-tidy-19 >/dev/nul
   sudo_cmd=()
   [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
-  if apt-cache policy clang-tidy-22 | grep -qE "Candidate: [0-9]"; then
+  # Read whole before matching: under pipefail, grep -q quitting early fails the pipeline (SIGPIPE).
+  policy=$(apt-cache policy clang-tidy-22)
+  if grep -qE "Candidate: [0-9]" <<<"$policy"; then
     packages+=(clang-tidy-22)
   else
     packages+=(clang-tidy-19)
