@@ -94,6 +94,8 @@ def test_linear_quantized(dtype, layout, fmt):
                                   * (codes.double().abs() + 8)).T
         err = (got.double() - ref).abs()
         bound = TOLERANCE[dtype] * (1 + ref.abs()) + 1e-5 * mag
+        if dtype == torch.bfloat16:  # grouped weights may be rounded to bfloat16 (2^-9 relative)
+            bound = bound + 2.0 ** -9 * (x.double().abs() @ deq.abs().T)
         assert bool((err <= bound).all()), f"max error {err.max().item()}"
 
 

@@ -2,9 +2,10 @@
 // layout (docs/quantized-weights.md) and its scales and codes compared exactly with an
 // independent float64 quantizer; linear_quantized is compared with a float64 linear over those
 // dequantized weights. Every format (int8 per channel and per group, int4 symmetric and with zero
-// points, groups 32/64/128), every dtype, M = 1 (the in-register path) and M > 1 (the panel
-// path, chunks of 16 rows), N off multiples of the 4-row tile, per-channel K off multiples of 32,
-// strided and 3-D inputs, bias or none, every SIMD target, the class form and bad inputs.
+// points, groups 32/64/128), every dtype, M = 1 (the in-register path), M <= 16 (the panel
+// path) and M > 16 (the GEMM path: K blocks, weight panels, row blocks), N off multiples of the
+// 4-row tile, per-channel K off multiples of 32, strided and 3-D inputs, bias or none, every SIMD
+// target, the class form and bad inputs.
 #include "tileops/ops/quantized_linear.h"
 
 #include <gtest/gtest.h>
@@ -162,7 +163,9 @@ TensorStorage quantized_of(const Tensor& weight, const Format& f) {
 }
 
 // |out − expected| within the output's rounding plus float32 accumulation over the magnitudes
-// the kernel sums (Σ|x|·|s|·(|q| + |z|): int4's zero point is taken off as s·z·Σx).
+// the kernel sums (Σ|x|·|s|·(|q| + |z|): int4's zero point is taken off as s·z·Σx), plus for
+// bfloat16 the weights' rounding to bfloat16 (2^-9 relative; more than one row on CPUs with
+// VDPBF16PS).
 void expect_linear(const Tensor& out, const std::vector<double>& x, const Quantized& ref,
                    const std::vector<double>& bias, std::int64_t m) {
   const std::vector<double> actual = testing::to_doubles(out);
@@ -171,15 +174,17 @@ void expect_linear(const Tensor& out, const std::vector<double>& x, const Quanti
   int bad = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < ref.n; ++j) {
-      double e = bias.empty() ? 0.0 : bias[j], mag = std::abs(e);
+      double e = bias.empty() ? 0.0 : bias[j], mag = std::abs(e), products = 0.0;
       for (std::int64_t p = 0; p < ref.k; ++p) {
         const double xv = x[i * ref.k + p];
         e += xv * ref.dequantized[j * ref.k + p];
+        products += std::abs(xv * ref.dequantized[j * ref.k + p]);
         const std::int64_t g = j * groups + p / ref.group;
         mag += std::abs(xv) * ref.scale[g] * (std::abs(ref.code[j * ref.k + p]) + ref.zero[g]);
       }
       const double a = actual[i * ref.n + j];
-      const double limit = tol.atol + tol.rtol * std::abs(e) + 1e-5 * mag;
+      const double rounded_weights = out.dtype() == DataType::kBFloat16 ? 0x1p-9 * products : 0.0;
+      const double limit = tol.atol + tol.rtol * std::abs(e) + 1e-5 * mag + rounded_weights;
       if (!(std::abs(a - e) <= limit) && bad++ < 5) {
         ADD_FAILURE() << "out[" << i << ", " << j << "] = " << a << ", expected " << e;
       }
@@ -234,12 +239,23 @@ TEST_P(QuantizedLinearTest, ManyRows) {
   }
 }
 
+// The GEMM path (more than 16 rows) in several K blocks, weight-row panels and row blocks of 256,
+// each with a tail.
+TEST_P(QuantizedLinearTest, PrefillBlocks) {
+  for (const Format& f : kFormats) {
+    const std::int64_t k = f.group_size == 0 ? 610 : 640;  // per channel: K padded to 640
+    check({261, k}, 53, f, true, Layout::kContiguous);
+    check({19, k}, 101, f, false, Layout::kStrided);
+  }
+}
+
 TEST_P(QuantizedLinearTest, EveryTarget) {
   testing::for_each_simd_target([&] {
     for (const Format& f : kFormats) {
       const std::int64_t k = f.group_size == 0 ? 100 : 384;
       check({1, k}, 21, f, true, Layout::kStrided);
       check({6, k}, 14, f, false, Layout::kContiguous);
+      check({18, k}, 53, f, true, Layout::kContiguous);
     }
   });
 }

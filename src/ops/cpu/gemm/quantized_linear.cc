@@ -1,9 +1,13 @@
 // linear_quantized on CPU. One row of x (decode) streams each thread's share of the tiles once
-// through quantized_dots_m1, dequantizing in registers. More rows dequantize a panel of
-// kPanelTiles tiles at a time into a small float32 buffer (L2) and run the float32 decode dot
-// kernel over it for every chunk of 16 x rows, so the weight is still read from memory once and
-// no full-size float copy of it exists.
+// through quantized_dots_m1, dequantizing in registers. Up to kChunkRows rows dequantize a panel
+// of kPanelTiles tiles at a time into a small float32 buffer (L2) and run the float32 decode dot
+// kernel over it, so the weight is still read from memory once. More rows (prefill) run the
+// float32 GEMM's register-tiled kernel: per K block, nr weight rows dequantized and laid out as
+// its B strip (never a full-size float copy of the weight), against x packed in strips.
+// bfloat16 rows on CPUs with VDPBF16PS take the panel path with the panel rounded to bfloat16
+// and that instruction's dot kernel: twice the multiply-adds of a float32 FMA.
 #include <algorithm>
+#include <cstring>
 
 #include "src/ops/contracts/linear_quantized.decl.h"
 #include "src/ops/contracts/quantized_format.h"
@@ -11,9 +15,11 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "src/ops/cpu/simd/quantized_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
@@ -26,10 +32,185 @@ constexpr std::int64_t kTile = kQuantizedTileRows;
 // and 48·K bytes of float32 (192 KiB at K = 4096) that stay in L2 while every x chunk reads them.
 constexpr std::int64_t kPanelTiles = 3;
 constexpr std::int64_t kChunkRows = 16;  // x rows per call of the dot kernel (its limit)
+// 48 rows of bfloat16 (192 KiB at K = 2048, in L2): every chunk of x rows reads a panel once.
+constexpr std::int64_t kBf16PanelTiles = 12;
+// The GEMM path: x rows packed at once (their strips, all of K: 4 MiB at K = 4096), and K block
+// lengths as the native GEMM's (its B strip, kc × nr floats, stays in L2).
+constexpr std::int64_t kRowBlock = 256;
+constexpr std::int64_t kMaxKc = 256;  // nr = 48 (AVX-512): twice this
+constexpr std::int64_t kMaxNr = 64;   // gemm_nr() on every target
+
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 QuantizedBlocks blocks_of(const QuantizedLayout& l) {
   return {l.bits,       l.has_zeros(),    l.group,      l.groups_per_row,
           l.meta_bytes, l.row_code_bytes, l.block_bytes};
+}
+
+// What every path shares: x as float32 rows (zero past K), the bias, and the epilogue.
+struct Job {
+  const QuantizedLayout& l;
+  QuantizedBlocks q;
+  const std::uint8_t* weights;
+  const Tensor& out;
+  RowOffsets out_rows;
+  const float* bias32;  // null: no bias
+  const float* x;
+  std::int64_t ld_x;
+  bool direct;  // float32 out with contiguous rows: the epilogue writes it in place
+
+  // Columns [col0, col0 + cols) of out's row i from the float32 sums in acc (scratch: cols floats).
+  void store(std::int64_t i, std::int64_t col0, std::int64_t cols, const float* acc,
+             float* scratch) const {
+    char* dst = element_at(out, out_rows(i) + col0 * out.stride(-1));
+    float* result = direct ? reinterpret_cast<float*>(dst) : scratch;
+    gemm_epilogue_row(acc, 1.0f, nullptr, 0.0f, bias32 != nullptr ? bias32 + col0 : nullptr, cols,
+                      result);
+    if (!direct) store_f32(result, dst, out.dtype(), out.stride(-1), cols);
+  }
+};
+
+// One row: each thread streams its tiles once, dequantizing in registers.
+void one_row(const Job& job, float* acc, float* scratch, ThreadPool& pool) {
+  const QuantizedLayout& l = job.l;
+  pool.parallel_range(l.tiles, 16, [&](int chunk, std::int64_t t0, std::int64_t t1) {
+    quantized_dots_m1(job.x, job.weights + l.block_offset(t0, 0), t1 - t0, job.q, acc + t0 * kTile);
+    const std::int64_t col0 = t0 * kTile;
+    job.store(0, col0, std::min(t1 * kTile, l.n) - col0, acc + col0, scratch + chunk * l.n);
+  });
+}
+
+// A few rows: panels of kPanelTiles tiles dequantized into L2, the float32 dot kernel over them
+// for every chunk of kChunkRows rows. acc: m × ld_out; per thread a panel and an epilogue row.
+void few_rows(const Job& job, std::int64_t m, float* acc, std::int64_t ld_out, float* per_thread,
+              std::int64_t per_thread_floats, ThreadPool& pool) {
+  const QuantizedLayout& l = job.l;
+  const std::int64_t ld_panel = job.ld_x;
+  const std::int64_t num_panels = ceil_div(l.tiles, kPanelTiles);
+  pool.parallel_range(num_panels, 1, [&](int chunk, std::int64_t p0, std::int64_t p1) {
+    float* panel = per_thread + chunk * per_thread_floats;
+    float* scratch = panel + kPanelTiles * kTile * ld_panel;
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t t0 = p * kPanelTiles, t1 = std::min(l.tiles, t0 + kPanelTiles);
+      dequantize_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, 0, l.k_padded, true,
+                       panel, ld_panel);
+      for (std::int64_t i = 0; i < m; i += kChunkRows) {
+        gemm_dot_rows(job.x + i * job.ld_x, job.ld_x, std::min(kChunkRows, m - i), panel,
+                      DataType::kFloat32, ld_panel, (t1 - t0) * kTile, l.k_padded,
+                      acc + i * ld_out + t0 * kTile, ld_out);
+      }
+    }
+    const std::int64_t col0 = p0 * kPanelTiles * kTile;
+    const std::int64_t cols = std::min(p1 * kPanelTiles * kTile, l.n) - col0;
+    for (std::int64_t i = 0; i < m; ++i) job.store(i, col0, cols, acc + i * ld_out + col0, scratch);
+  });
+}
+
+// bfloat16 rows with VDPBF16PS: panels of kBf16PanelTiles tiles dequantized into bfloat16, then the
+// bfloat16 dot kernel for every chunk of kChunkRows rows of x16 (x as bfloat16, exact); the sums
+// stay float32. Per channel, the panel holds the int8 codes (exact in bfloat16) and the scales
+// multiply the sums; per group, the panel holds s·(q − z) rounded to bfloat16 (relative 2^-9, as
+// the activations' own rounding). Per thread: the panel and an epilogue row.
+void bf16_rows(const Job& job, std::int64_t m, const std::uint16_t* x16, float* acc,
+               std::int64_t ld_out, float* per_thread, std::int64_t per_thread_floats,
+               ThreadPool& pool) {
+  const QuantizedLayout& l = job.l;
+  const std::int64_t ld = job.ld_x;  // of the panel and of x16
+  const bool per_channel = l.groups_per_row == 1;
+  const std::int64_t num_panels = ceil_div(l.tiles, kBf16PanelTiles);
+  pool.parallel_range(num_panels, 1, [&](int chunk, std::int64_t p0, std::int64_t p1) {
+    auto* panel = reinterpret_cast<std::uint16_t*>(per_thread + chunk * per_thread_floats);
+    float* scratch = per_thread + chunk * per_thread_floats + kBf16PanelTiles * kTile * ld / 2;
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t t0 = p * kBf16PanelTiles, t1 = std::min(l.tiles, t0 + kBf16PanelTiles);
+      dequantize_tiles_bf16(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, 0, l.k_padded,
+                            !per_channel, panel, ld);
+      for (std::int64_t i = 0; i < m; i += kChunkRows) {
+        dpbf16_dot_rows(x16 + i * ld, ld, std::min(kChunkRows, m - i), panel, ld, (t1 - t0) * kTile,
+                        l.k_padded, acc + i * ld_out + t0 * kTile, ld_out);
+      }
+      if (per_channel) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+          float scale[kTile];  // the block's first bytes (quantized_format.h)
+          std::memcpy(scale, job.weights + l.block_offset(t, 0), sizeof(scale));
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (std::int64_t r = 0; r < kTile; ++r) acc[i * ld_out + t * kTile + r] *= scale[r];
+          }
+        }
+      }
+    }
+    const std::int64_t col0 = p0 * kBf16PanelTiles * kTile;
+    const std::int64_t cols = std::min(p1 * kBf16PanelTiles * kTile, l.n) - col0;
+    for (std::int64_t i = 0; i < m; ++i) job.store(i, col0, cols, acc + i * ld_out + col0, scratch);
+  });
+}
+
+// The GEMM path's blocking: K blocks of whole groups (int4 dequantizes whole groups).
+struct GemmBlocks {
+  std::int64_t nr, kc, k_blocks, strips;  // strips: of kGemmMr rows in a row block
+
+  GemmBlocks(const QuantizedLayout& l, std::int64_t m) {
+    nr = gemm_nr();
+    const std::int64_t align = l.groups_per_row > 1 ? l.group : kQuantizedKAlign;
+    k_blocks = ceil_div(l.k_padded, nr >= 48 ? 2 * kMaxKc : kMaxKc);
+    kc = std::min(l.k_padded, round_up(ceil_div(l.k_padded, k_blocks), align));
+    k_blocks = ceil_div(l.k_padded, kc);
+    strips = ceil_div(std::min(m, kRowBlock), kGemmMr);
+  }
+  // Per thread: the dequantized rows (nr × kc), their B strip, the accumulator and a row.
+  std::int64_t per_thread_floats() const {
+    return round_up(2 * nr * kc + strips * kGemmMr * nr + nr, 16);
+  }
+};
+
+// More rows: per row block, x packed as A strips for every K block; then each thread takes
+// panels of nr weight rows and, per K block, dequantizes them into a B strip for the
+// register-tiled kernel. a_pack: strips·kGemmMr × k_blocks·kc floats.
+void many_rows(const Job& job, std::int64_t m, const GemmBlocks& b, float* a_pack,
+               float* per_thread, ThreadPool& pool) {
+  const QuantizedLayout& l = job.l;
+  const std::int64_t nr = b.nr, kc = b.kc;
+  const std::int64_t tiles_per_panel = nr / kTile;
+  const std::int64_t num_panels = ceil_div(l.tiles, tiles_per_panel);
+  for (std::int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
+    const std::int64_t rows = std::min(kRowBlock, m - i0), strips = ceil_div(rows, kGemmMr);
+    // A block kb: strips of kcur × kGemmMr floats from a_pack + kb·kc·strips·kGemmMr.
+    pool.parallel_range(b.k_blocks * strips, 4, [&](int, std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t kb = task / strips, s = task % strips;
+        const std::int64_t k0 = kb * kc, kcur = std::min(kc, l.k_padded - k0);
+        float* strip = a_pack + kb * kc * strips * kGemmMr + s * kcur * kGemmMr;
+        const std::int64_t live = std::min(kGemmMr, rows - s * kGemmMr);
+        const float* x_rows[kGemmMr];
+        for (std::int64_t r = 0; r < live; ++r) {
+          x_rows[r] = job.x + (i0 + s * kGemmMr + r) * job.ld_x + k0;
+        }
+        if (live < kGemmMr) std::fill(strip, strip + kcur * kGemmMr, 0.0f);
+        gemm_transpose_rows(x_rows, live, kcur, strip, kGemmMr);
+      }
+    });
+    pool.parallel_claim(num_panels, [&](int chunk, std::int64_t p) {
+      float* rows_f32 = per_thread + chunk * b.per_thread_floats();
+      float* b_strip = rows_f32 + nr * kc;
+      float* acc = b_strip + nr * kc;
+      float* scratch = acc + strips * kGemmMr * nr;
+      const std::int64_t t0 = p * tiles_per_panel, t1 = std::min(l.tiles, t0 + tiles_per_panel);
+      const std::int64_t live = (t1 - t0) * kTile;
+      for (std::int64_t kb = 0; kb < b.k_blocks; ++kb) {
+        const std::int64_t k0 = kb * kc, kcur = std::min(kc, l.k_padded - k0);
+        dequantize_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, k0, k0 + kcur, true,
+                         rows_f32, kc);
+        const float* w_rows[kMaxNr];
+        for (std::int64_t r = 0; r < live; ++r) w_rows[r] = rows_f32 + r * kc;
+        if (live < nr) std::fill(b_strip, b_strip + kcur * nr, 0.0f);
+        gemm_transpose_rows(w_rows, live, kcur, b_strip, nr);
+        gemm_macro_kernel(a_pack + kb * kc * strips * kGemmMr, strips, b_strip, 1, kcur, acc, nr,
+                          kb > 0);
+      }
+      const std::int64_t col0 = t0 * kTile, cols = std::min(t1 * kTile, l.n) - col0;
+      for (std::int64_t i = 0; i < rows; ++i) job.store(i0 + i, col0, cols, acc + i * nr, scratch);
+    });
+  }
 }
 
 class LinearQuantizedCpu final : public Operator {
@@ -45,68 +226,61 @@ class LinearQuantizedCpu final : public Operator {
     if (l.k != input.size(-1) || l.n != out.size(-1)) {
       throw_internal_error("linear_quantized", "qweight's header disagrees with the contract's");
     }
-    const RowOffsets in_rows(input), out_rows(out);
+    const RowOffsets in_rows(input);
     const std::int64_t m = in_rows.rows();
     if (m == 0) return;
     ThreadPool& pool = ctx.threads();
     const std::int64_t threads = pool.num_threads();
     const std::int64_t ld_x = (l.k_padded + 15) / 16 * 16 + 16;  // off multiples of 4 KiB
     const std::int64_t ld_out = l.tiles * kTile;
-    const std::int64_t ld_panel = ld_x;
-    const bool one_row = m == 1;
-    const std::int64_t panel_floats = one_row ? 0 : kPanelTiles * kTile * ld_panel;
+    const GemmBlocks blocks(l, m);
+    // Scratch per path: the one-row, panel and bfloat16 paths sum into acc (m × ld_out), the
+    // GEMM path into each thread's accumulator; per thread the path's panel or strips.
+    const bool bf16 = m > 1 && input.dtype() == DataType::kBFloat16 && dpbf16_enabled();
+    const bool gemm = !bf16 && m > kChunkRows && blocks.nr % kTile == 0 && blocks.nr <= kMaxNr;
+    const std::int64_t acc_floats = gemm ? 0 : m * ld_out;
+    const std::int64_t x16_floats = bf16 ? round_up(m * ld_x / 2 + 1, 16) : 0;
+    const std::int64_t per_thread =
+        gemm     ? blocks.per_thread_floats()
+        : bf16   ? round_up(kTile * ld_x + kBf16PanelTiles * kTile * ld_x / 2 + l.n, 16)
+        : m == 1 ? l.n
+                 : kPanelTiles * kTile * ld_x + l.n;
+    const std::int64_t a_pack = gemm ? blocks.strips * kGemmMr * blocks.k_blocks * blocks.kc : 0;
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
-        workspace_bytes(
-            {{ld_out}, {m, ld_x}, {m, ld_out}, {threads, ld_out}, {threads, panel_floats}},
-            sizeof(float), "linear_quantized: argument 'input': its workspace"));
+        workspace_bytes({{round_up(ld_out, 16)},
+                         {m, ld_x},
+                         {round_up(acc_floats, 16)},
+                         {round_up(a_pack, 16)},
+                         {x16_floats},
+                         {threads, per_thread}},
+                        sizeof(float), "linear_quantized: argument 'input': its workspace"));
     float* bias32 = lease.as<float>();
-    float* x = bias32 + ld_out;
+    float* x = bias32 + round_up(ld_out, 16);
     float* acc = x + m * ld_x;
-    float* scratch = acc + m * ld_out;
-    float* panels = scratch + threads * ld_out;
+    float* a_packed = acc + round_up(acc_floats, 16);
+    auto* x16 = reinterpret_cast<std::uint16_t*>(a_packed + round_up(a_pack, 16));
+    float* thread_area = a_packed + round_up(a_pack, 16) + x16_floats;
     const bool has_bias = bias.data() != nullptr;
     if (has_bias) load_f32(bias.data(), bias.dtype(), bias.stride(0), l.n, bias32);
     for (std::int64_t i = 0; i < m; ++i) {
       load_f32(element_at(input, in_rows(i)), input.dtype(), input.stride(-1), l.k, x + i * ld_x);
       std::fill(x + i * ld_x + l.k, x + (i + 1) * ld_x, 0.0f);
+      if (bf16) store_f32(x + i * ld_x, x16 + i * ld_x, DataType::kBFloat16, 1, ld_x);  // exact
     }
-    const auto* weights = static_cast<const std::uint8_t*>(qweight.data());
-    const QuantizedBlocks q = blocks_of(l);
-    const bool direct = input.dtype() == DataType::kFloat32 && out.stride(-1) == 1;
-    // Rows i of acc for columns [col0, col1) through the epilogue into out.
-    const auto store = [&](int chunk, std::int64_t col0, std::int64_t col1) {
-      float* row = scratch + chunk * ld_out;
-      const std::int64_t cols = std::min(col1, l.n) - col0;
-      for (std::int64_t i = 0; i < m; ++i) {
-        char* dst = element_at(out, out_rows(i) + col0 * out.stride(-1));
-        float* result = direct ? reinterpret_cast<float*>(dst) : row;
-        gemm_epilogue_row(acc + i * ld_out + col0, 1.0f, nullptr, 0.0f,
-                          has_bias ? bias32 + col0 : nullptr, cols, result);
-        if (!direct) store_f32(result, dst, input.dtype(), out.stride(-1), cols);
-      }
-    };
-    if (one_row) {
-      pool.parallel_range(l.tiles, 16, [&](int chunk, std::int64_t t0, std::int64_t t1) {
-        quantized_dots_m1(x, weights + l.block_offset(t0, 0), t1 - t0, q, acc + t0 * kTile);
-        store(chunk, t0 * kTile, t1 * kTile);
-      });
-      return;
-    }
-    const std::int64_t num_panels = (l.tiles + kPanelTiles - 1) / kPanelTiles;
-    pool.parallel_range(num_panels, 1, [&](int chunk, std::int64_t p0, std::int64_t p1) {
-      float* panel = panels + chunk * panel_floats;
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const std::int64_t t0 = p * kPanelTiles, t1 = std::min(l.tiles, t0 + kPanelTiles);
-        dequantize_tiles(weights + l.block_offset(t0, 0), t1 - t0, q, panel, ld_panel);
-        for (std::int64_t i = 0; i < m; i += kChunkRows) {
-          gemm_dot_rows(x + i * ld_x, ld_x, std::min(kChunkRows, m - i), panel, DataType::kFloat32,
-                        ld_panel, (t1 - t0) * kTile, l.k_padded, acc + i * ld_out + t0 * kTile,
-                        ld_out);
-        }
-      }
-      store(chunk, p0 * kPanelTiles * kTile, std::min(l.tiles, p1 * kPanelTiles) * kTile);
-    });
+    const Job job{l,
+                  blocks_of(l),
+                  static_cast<const std::uint8_t*>(qweight.data()),
+                  out,
+                  RowOffsets(out),
+                  has_bias ? bias32 : nullptr,
+                  x,
+                  ld_x,
+                  input.dtype() == DataType::kFloat32 && out.stride(-1) == 1};
+    if (m == 1) return one_row(job, acc, thread_area, pool);
+    if (bf16) return bf16_rows(job, m, x16, acc, ld_out, thread_area, per_thread, pool);
+    if (!gemm) return few_rows(job, m, acc, ld_out, thread_area, per_thread, pool);
+    many_rows(job, m, blocks, a_packed, thread_area, pool);
   }
 };
 

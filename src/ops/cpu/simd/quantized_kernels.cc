@@ -11,6 +11,10 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+// Per-target like this file, so after highway.h (a separate block keeps clang-format's order).
+
+#include "src/ops/cpu/simd/convert-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -132,22 +136,29 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
   }
 }
 
-template <int kBits, bool kZeros>
+HWY_INLINE void StoreAs(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
+HWY_INLINE void StoreAs(DF d, VF v, std::uint16_t* p) { StoreF32AsBF16(d, v, p); }
+
+template <int kBits, bool kZeros, class Out>
 void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const QuantizedBlocks& q,
-                float* HWY_RESTRICT out, std::int64_t ld) {
+                std::int64_t k0, std::int64_t k1, bool scaled, Out* HWY_RESTRICT out,
+                std::int64_t ld) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   for (std::int64_t t = 0; t < tiles; ++t) {
-    for (std::int64_t g = 0; g < q.groups; ++g) {
+    for (std::int64_t g = k0 / q.group; g * q.group < k1; ++g) {
       const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
       const BlockMeta meta = MetaOf<kBits, kZeros>(block);
+      // This group's part of [k0, k1): all of it for int4 (the caller's range is whole groups).
+      const std::int64_t c0 = std::max(k0, g * q.group) - g * q.group;
+      const std::int64_t c1 = std::min(k1, (g + 1) * q.group) - g * q.group;
       for (int r = 0; r < kTile; ++r) {
         const std::uint8_t* codes = block + q.meta_bytes + r * q.row_code_bytes;
-        float* o = out + (t * kTile + r) * ld + g * q.group;
-        const VF s = hn::Set(d, meta.scale[r]);
+        Out* o = out + (t * kTile + r) * ld + g * q.group - k0;
+        const VF s = hn::Set(d, scaled ? meta.scale[r] : 1.0f);
         if constexpr (kBits == 8) {
-          for (std::int64_t c = 0; c < q.group; c += lanes) {
-            hn::StoreU(hn::Mul(Int8Codes(d, codes + c), s), d, o + c);
+          for (std::int64_t c = c0; c < c1; c += lanes) {
+            StoreAs(d, hn::Mul(Int8Codes(d, codes + c), s), o + c);
           }
         } else {
           const VF z = hn::Set(d, meta.zero[r]);
@@ -155,8 +166,8 @@ void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const Qu
           for (std::int64_t c = 0; c < half; c += lanes) {
             VF lo, hi;
             Int4Codes(d, codes + c, lo, hi);
-            hn::StoreU(hn::Mul(hn::Sub(lo, z), s), d, o + c);
-            hn::StoreU(hn::Mul(hn::Sub(hi, z), s), d, o + half + c);
+            StoreAs(d, hn::Mul(hn::Sub(lo, z), s), o + c);
+            StoreAs(d, hn::Mul(hn::Sub(hi, z), s), o + half + c);
           }
         }
       }
@@ -171,11 +182,21 @@ void QuantizedDotsM1(const float* x, const std::uint8_t* p, std::int64_t tiles,
   return DotsM1<4, false>(x, p, tiles, q, out);
 }
 
+template <class Out>
+void DequantizeAs(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
+                  std::int64_t k0, std::int64_t k1, bool scaled, Out* out, std::int64_t ld) {
+  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, k0, k1, scaled, out, ld);
+  if (q.zeros) return Dequantize<4, true>(p, tiles, q, k0, k1, scaled, out, ld);
+  return Dequantize<4, false>(p, tiles, q, k0, k1, scaled, out, ld);
+}
 void DequantizeTiles(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
-                     float* out, std::int64_t ld) {
-  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, out, ld);
-  if (q.zeros) return Dequantize<4, true>(p, tiles, q, out, ld);
-  return Dequantize<4, false>(p, tiles, q, out, ld);
+                     std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld) {
+  DequantizeAs(p, tiles, q, k0, k1, scaled, out, ld);
+}
+void DequantizeTilesBF16(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
+                         std::int64_t k0, std::int64_t k1, bool scaled, std::uint16_t* out,
+                         std::int64_t ld) {
+  DequantizeAs(p, tiles, q, k0, k1, scaled, out, ld);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
@@ -187,6 +208,7 @@ namespace tileops::ops::cpu {
 
 HWY_EXPORT(QuantizedDotsM1);
 HWY_EXPORT(DequantizeTiles);
+HWY_EXPORT(DequantizeTilesBF16);
 
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
                        const QuantizedBlocks& q, float* out) {
@@ -194,8 +216,14 @@ void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int
 }
 
 void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
-                      float* out, std::int64_t ld) {
-  TILEOPS_DYNAMIC_DISPATCH(DequantizeTiles)(tiles_start, tiles, q, out, ld);
+                      std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld) {
+  TILEOPS_DYNAMIC_DISPATCH(DequantizeTiles)(tiles_start, tiles, q, k0, k1, scaled, out, ld);
+}
+
+void dequantize_tiles_bf16(const std::uint8_t* tiles_start, std::int64_t tiles,
+                           const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1, bool scaled,
+                           std::uint16_t* out, std::int64_t ld) {
+  TILEOPS_DYNAMIC_DISPATCH(DequantizeTilesBF16)(tiles_start, tiles, q, k0, k1, scaled, out, ld);
 }
 
 }  // namespace tileops::ops::cpu

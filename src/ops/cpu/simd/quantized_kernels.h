@@ -22,9 +22,15 @@ struct QuantizedBlocks {
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
                        const QuantizedBlocks& q, float* out);
 
-// out[(4·t + r)·ld + k] = w(4·t + r, k) as float32 for the same tiles and k < group·groups: the
-// small panel that the many-row path multiplies with the float32 dot-product kernel.
+// out[(4·t + r)·ld + k − k0] = w(4·t + r, k) as float32 for the same tiles and k0 <= k < k1: the
+// panels the many-row paths multiply. k0 and k1 are multiples of 32 within group·groups, and
+// for int4 bounds of whole groups. scaled = false leaves the scale out: q − z.
 void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
-                      float* out, std::int64_t ld);
+                      std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld);
+
+// The same rounded to bfloat16 (to nearest even): bit patterns in out.
+void dequantize_tiles_bf16(const std::uint8_t* tiles_start, std::int64_t tiles,
+                           const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1, bool scaled,
+                           std::uint16_t* out, std::int64_t ld);
 
 }  // namespace tileops::ops::cpu
