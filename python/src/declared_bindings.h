@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "python/src/errors.h"
 #include "python/src/ops_bindings.h"
@@ -43,6 +44,17 @@ struct OutputSpec {
 // argument it was written into in place.
 inline py::object given_or(py::handle out, py::handle in_place) {
   return py::reinterpret_borrow<py::object>(out.is_none() ? in_place : out);
+}
+
+// What an operator with requested outputs returns: the outputs that were computed (a requested
+// one only where asked for), as one object or a tuple.
+inline py::object results_of(std::initializer_list<std::pair<py::object, bool>> outputs) {
+  py::list kept;
+  for (const auto& [object, computed] : outputs) {
+    if (computed) kept.append(object);
+  }
+  if (kept.size() == 1) return kept[0];
+  return py::tuple(kept);
 }
 
 // The Python binding of every declared operator (generated).

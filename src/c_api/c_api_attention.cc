@@ -40,6 +40,15 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
                                        const tileops_tensor* block_table,
                                        const tileops_attention_attributes* attrs,
                                        const tileops_tensor* output, const tileops_context* ctx) {
+  return tileops_flash_attention_with_lse(query, key, value, cu_seqlens_q, cu_seqlens_kv,
+                                          block_table, attrs, output, nullptr, ctx);
+}
+
+tileops_status tileops_flash_attention_with_lse(
+    const tileops_tensor* query, const tileops_tensor* key, const tileops_tensor* value,
+    const tileops_tensor* cu_seqlens_q, const tileops_tensor* cu_seqlens_kv,
+    const tileops_tensor* block_table, const tileops_attention_attributes* attrs,
+    const tileops_tensor* output, const tileops_tensor* softmax_lse, const tileops_context* ctx) {
   return guarded([&] {
     constexpr std::string_view kOp = "flash_attention";
     const Tensor q = to_tensor(kOp, "query", query);
@@ -50,7 +59,7 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
     const Tensor table = optional_tensor(kOp, "block_table", block_table);
     const ops::AttentionAttributes a = to_attributes(kOp, attrs);
     ops::flash_attention(q, k, v, cq, ck, table, a, to_tensor(kOp, "output", output),
-                         to_context(ctx));
+                         optional_tensor(kOp, "softmax_lse", softmax_lse), to_context(ctx));
   });
 }
 

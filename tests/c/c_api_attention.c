@@ -11,9 +11,10 @@ static void fill(float* data, size_t n, double step) {
   for (size_t i = 0; i < n; ++i) data[i] = (float)sin(step * (double)(i + 1));
 }
 
-/* Output row (t, h) of causal attention over keys 0..last (one kv head). */
-static void reference_row(const float* q, const float* k, const float* v, int t, int h, int last,
-                          double* out) {
+/* Output row (t, h) of causal attention over keys 0..last (one kv head); returns the row's
+ * log-sum-exp of the scaled scores. */
+static double reference_row(const float* q, const float* k, const float* v, int t, int h, int last,
+                            double* out) {
   double scores[kT];
   double best = -INFINITY, total = 0;
   for (int j = 0; j <= last; ++j) {
@@ -27,6 +28,7 @@ static void reference_row(const float* q, const float* k, const float* v, int t,
     out[c] = 0;
     for (int j = 0; j <= last; ++j) out[c] += scores[j] / total * v[j * kD + c];
   }
+  return best + log(total);
 }
 
 static tileops_attention_attributes attributes(int causal) {
@@ -71,6 +73,46 @@ static void test_flash_attention(void) {
   CHECK_FAILS(tileops_flash_attention(&qt, &half_k, &vt, NULL, NULL, NULL, &attrs, &out, NULL),
               TILEOPS_INVALID_TYPE, "key");
   CHECK(untouched(y, kT * kH * kD));
+}
+
+/* flash_attention with softmax_lse [kH, kT]; NULL is the plain call; a [kT, kH] one is refused. */
+static void test_flash_attention_lse(void) {
+  float q[kT * kH * kD], k[kT * kD], v[kT * kD], y[kT * kH * kD], lse[kH * kT];
+  fill(q, kT * kH * kD, 0.9);
+  fill(k, kT * kD, 1.1);
+  fill(v, kT * kD, 0.5);
+  const int64_t q_shape[] = {kT, kH, kD}, kv_shape[] = {kT, kHkv, kD};
+  const int64_t lse_shape[] = {kH, kT}, swapped_shape[] = {kT, kH};
+  const tileops_tensor qt = tensor(q, TILEOPS_FLOAT32, 3, q_shape, NULL);
+  const tileops_tensor kt = tensor(k, TILEOPS_FLOAT32, 3, kv_shape, NULL);
+  const tileops_tensor vt = tensor(v, TILEOPS_FLOAT32, 3, kv_shape, NULL);
+  const tileops_tensor out = tensor(y, TILEOPS_FLOAT32, 3, q_shape, NULL);
+  const tileops_tensor lse_t = tensor(lse, TILEOPS_FLOAT32, 2, lse_shape, NULL);
+  const tileops_attention_attributes attrs = attributes(1);
+  poison(y, kT * kH * kD);
+  poison(lse, kH * kT);
+  CHECK_OK(tileops_flash_attention_with_lse(&qt, &kt, &vt, NULL, NULL, NULL, &attrs, &out, &lse_t,
+                                            NULL));
+  for (int t = 0; t < kT; ++t) {
+    for (int h = 0; h < kH; ++h) {
+      double expected[kD];
+      const double expected_lse = reference_row(q, k, v, t, h, t, expected);
+      CHECK(fabs(lse[h * kT + t] - expected_lse) < 1e-5);
+      for (int c = 0; c < kD; ++c) CHECK(fabs(y[(t * kH + h) * kD + c] - expected[c]) < 1e-5);
+    }
+  }
+  poison(y, kT * kH * kD);
+  CHECK_OK(
+      tileops_flash_attention_with_lse(&qt, &kt, &vt, NULL, NULL, NULL, &attrs, &out, NULL, NULL));
+  for (int i = 0; i < kT * kH * kD; ++i) CHECK(y[i] == y[i]); /* every element written */
+  const tileops_tensor swapped = tensor(lse, TILEOPS_FLOAT32, 2, swapped_shape, NULL);
+  poison(y, kT * kH * kD);
+  poison(lse, kH * kT);
+  CHECK_FAILS(tileops_flash_attention_with_lse(&qt, &kt, &vt, NULL, NULL, NULL, &attrs, &out,
+                                               &swapped, NULL),
+              TILEOPS_INVALID_ARGUMENT, "softmax_lse");
+  CHECK(untouched(y, kT * kH * kD));
+  CHECK(untouched(lse, kH * kT));
 }
 
 static void test_paged_attention(void) {
@@ -166,6 +208,7 @@ static void test_paged_attention(void) {
 
 int main(void) {
   test_flash_attention();
+  test_flash_attention_lse();
   test_paged_attention();
   return finish("c_api_attention");
 }

@@ -164,5 +164,52 @@ TEST(DeclaredOp, RepeatedGeometryStillChecksAddresses) {
   }
 }
 
+// A requested output (requested_output): omitted, it stays absent (nothing resolves into it,
+// nothing is checked of it); given, its declared dtype, the hook's shape rule, writability and
+// memory apart from the other arguments are checked like any output's.
+constexpr OpDecl kWithStatistic =
+    declare("with_statistic", "WithStatistic", "An output and a requested row statistic.",
+            {input("x", kStandardFloat).rank_is(2),
+             output("out", dtype_of(0)).shape_is(same_shape_as(0), "as x"),
+             requested_output("row_stat", dtype_in({DataType::kFloat32})).rank_is(1)});
+static_assert(is_requested_output(kWithStatistic.args[2]));
+static_assert(!is_requested_output(kWithStatistic.args[1]));
+Dims row_stat_shape(std::string_view /*op*/, int /*arg*/, std::span<const Tensor> t,
+                    std::span<const double> /*attributes*/) {
+  return Dims{t[0].size(0)};
+}
+constinit const DeclaredOp kWithStatisticOp{kWithStatistic, {.output_shape = row_stat_shape}};
+
+TEST(DeclaredOp, RequestedOutputs) {
+  std::mt19937_64 rng(10);
+  auto x = testing::random_tensor({3, 8}, DataType::kFloat32, rng);
+  auto out = testing::poisoned({3, 8}, DataType::kFloat32);
+  auto stat = testing::poisoned({3}, DataType::kFloat32);
+  const Tensor omitted[] = {x.view(), out.view(), Tensor()};
+  const Problem p = kWithStatisticOp.problem(omitted, {});
+  ASSERT_EQ(p.tensors.size(), 3u);
+  EXPECT_FALSE(p.tensors[2].present);
+  const Tensor given[] = {x.view(), out.view(), stat.view()};
+  const Problem q = kWithStatisticOp.problem(given, {});
+  EXPECT_TRUE(q.tensors[2].present);
+  EXPECT_EQ(q.tensors[2].shape, Dims{3});
+  EXPECT_EQ(kWithStatisticOp.output_shape(2, omitted, {}), Dims{3});
+  EXPECT_EQ(kWithStatisticOp.output_dtype(2, omitted), DataType::kFloat32);
+  auto half = testing::poisoned({3}, DataType::kFloat16);
+  const Tensor wrong_dtype[] = {x.view(), out.view(), half.view()};
+  try {
+    kWithStatisticOp.problem(wrong_dtype, {});
+    ADD_FAILURE() << "a float16 row_stat was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidType) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'row_stat'"), std::string::npos) << e.what();
+  }
+  auto matrix = testing::poisoned({3, 1}, DataType::kFloat32);
+  const Tensor wrong_rank[] = {x.view(), out.view(), matrix.view()};
+  expect_invalid([&] { kWithStatisticOp.problem(wrong_rank, {}); }, "'row_stat'");
+  const Tensor into_input[] = {x.view(), out.view(), x.view().slice(0, 0, 1).with_shape({3}, {1})};
+  expect_invalid([&] { kWithStatisticOp.problem(into_input, {}); }, "'row_stat'");
+}
+
 }  // namespace
 }  // namespace tileops::ops

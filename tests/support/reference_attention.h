@@ -24,4 +24,13 @@ std::vector<double> attention(const std::vector<double>& q, const std::vector<do
                               const std::vector<double>& v, const std::vector<std::int64_t>& cu_q,
                               const std::vector<std::int64_t>& cu_kv, const AttentionSpec& spec);
 
+// flash_attn_varlen_func's softmax_lse of the same attention: [H, Tq], the natural log of
+// Σ exp(score) over each query row's visible keys (scores scaled). -inf for a row that sees no
+// key or whose visible scores are all -inf; NaN where a visible score is NaN or +inf (the
+// output's NaN rows).
+std::vector<double> attention_lse(const std::vector<double>& q, const std::vector<double>& k,
+                                  const std::vector<std::int64_t>& cu_q,
+                                  const std::vector<std::int64_t>& cu_kv,
+                                  const AttentionSpec& spec);
+
 }  // namespace tileops::testing::reference

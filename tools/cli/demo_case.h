@@ -68,9 +68,11 @@ inline Case declared_case(std::string op, std::string shape, DataType dt,
   for (int i = 0; i < static_cast<int>(args.size()); ++i) {
     const int t = declared.tensor_index(i);
     if (!ops::is_written(args[i].kind)) continue;
-    // An optional output whose in-place argument is absent stays absent too.
+    // An optional output whose in-place argument is absent stays absent too, as does a requested
+    // output (the demo measures the operator's main result).
     const int source = args[i].in_place_of;
-    const bool absent = source >= 0 && !tensors[declared.tensor_index(source)];
+    const bool absent = ops::is_requested_output(args[i]) ||
+                        (source >= 0 && !tensors[declared.tensor_index(source)]);
     if (!tensors[t] && args[i].kind != ops::ArgKind::kInOut && !absent) {
       tensors[t] =
           empty(declared.output_shape(i, views, attributes), declared.output_dtype(i, views));

@@ -19,6 +19,7 @@ std::string kind_text(const Signature& s, const Param& p) {
     case ArgKind::kOutput:
       return "out";
     case ArgKind::kOptionalOutput:
+      if (ops::is_requested_output(*p.decl)) return "out, on request: omitted, not computed";
       return "out, optional: omitted, into `" + s.params[p.decl->in_place_of].name + "`";
     case ArgKind::kFloat:
       return "float";

@@ -16,6 +16,8 @@ int in_place_output_of(const Signature& s, int param) {
   return -1;
 }
 
+bool requested(const Param& p) { return ops::is_requested_output(*p.decl); }
+
 // The views converted so far, then undefined Tensors: what the rules of output `upto` read.
 std::string py_views_so_far(const Signature& s, std::size_t upto) {
   std::string r = "{";
@@ -61,7 +63,21 @@ void print_py_conversions(std::ostringstream& o, const Signature& s, bool from_s
         o << convert << ", true);\n";
         break;
       case ArgKind::kOptionalOutput:
-        o << p.name << ".is_none() ? PyTensor{} : " << convert << ", true);\n";
+        if (!requested(p)) {
+          o << p.name << ".is_none() ? PyTensor{} : " << convert << ", true);\n";
+        } else if (from_specs) {  // allocated where the class form was built with it
+          o << "!" << p.name << ".is_none() ? " << convert << ", true)\n"
+            << in << "    : requested_[" << p.tensor_index << "] ? outs_[" << p.tensor_index
+            << "].get(" << p.name << ", t_" << s.params[s.first_input].name << ".frontend, kOp, \""
+            << p.name << "\")\n"
+            << in << "    : PyTensor{};\n";
+        } else {
+          o << "!" << p.name << ".is_none() ? " << convert << ", true)\n"
+            << in << "    : return_" << p.name << " ? allocate_output(op(), " << i << ", "
+            << py_views_so_far(s, i) << ", attributes, t_" << s.params[s.first_input].name
+            << ".frontend)\n"
+            << in << "    : PyTensor{};\n";
+        }
         break;
       default: {
         const std::string frontend = "t_" + s.params[s.first_input].name + ".frontend";
@@ -103,31 +119,55 @@ void print_py_attributes(std::ostringstream& o, const Signature& s, const std::s
   o << "};\n";
 }
 
-// Python sees None for an operator without outputs (it writes its in-out arguments).
-std::string py_return_type(const Signature& s) {
-  if (s.outputs.empty()) return "void";
-  return s.outputs.size() > 1 ? "py::tuple" : "py::object";
+bool has_requested(const Signature& s) {
+  for (int i : s.outputs) {
+    if (requested(s.params[i])) return true;
+  }
+  return false;
 }
 
-std::string py_result(const Signature& s) {
+// Python sees None for an operator without outputs (it writes its in-out arguments). With a
+// requested output, one object or a tuple, by what was requested.
+std::string py_return_type(const Signature& s) {
+  if (s.outputs.empty()) return "void";
+  return s.outputs.size() > 1 && !has_requested(s) ? "py::tuple" : "py::object";
+}
+
+// `in_class`: the class form's __call__, where the constructor decided what is requested.
+std::string py_result(const Signature& s, bool in_class) {
   const auto one = [&](int i) {
     const Param& p = s.params[i];
-    if (p.kind == ArgKind::kOptionalOutput) {
+    if (p.kind == ArgKind::kOptionalOutput && !requested(p)) {
       return "given_or(" + p.name + ", " + s.params[p.decl->in_place_of].name + ")";
     }
     return "result_of(" + p.name + ", t_" + p.name + ")";
   };
+  if (has_requested(s)) {  // the outputs, a requested one only where it was computed
+    std::string r = "results_of({";
+    for (std::size_t i = 0; i < s.outputs.size(); ++i) {
+      const Param& p = s.params[s.outputs[i]];
+      r += std::string(i ? ", " : "") + "{" + one(s.outputs[i]) + ", " +
+           (requested(p) ? "!" + p.name + ".is_none() || " +
+                               (in_class ? "requested_[" + std::to_string(p.tensor_index) + "]"
+                                         : "return_" + p.name)
+                         : std::string("true")) +
+           "}";
+    }
+    return r + "})";
+  }
   if (s.outputs.size() == 1) return one(s.outputs[0]);
   std::string r = "py::make_tuple(";
   for (std::size_t i = 0; i < s.outputs.size(); ++i) r += (i ? ", " : "") + one(s.outputs[i]);
   return r + ")";
 }
 
+// A requested output `x` is followed by `bool return_x` (not in the class form's __call__).
 std::string py_params(const Signature& s, bool tensors_only) {
   std::string r;
   for (const Param& p : s.params) {
     if ((tensors_only && p.tensor_index < 0) || !p.decl->in_python) continue;
     r += p.py_type + " " + p.name + ", ";
+    if (requested(p) && !tensors_only) r += "bool return_" + p.name + ", ";
   }
   return r;
 }
@@ -142,6 +182,7 @@ std::string py_args(const Signature& s, bool tensors_only, const std::string& ex
     r += "py::arg(\"" + p.name + "\")";
     if (!p.py_default.empty()) r += " = " + p.py_default;
     r += ", ";
+    if (requested(p) && !tensors_only) r += "py::arg(\"return_" + p.name + "\") = false, ";
   }
   return r + (keyword ? "" : "py::kw_only(), ") + extra;
 }
@@ -159,7 +200,7 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
   print_py_attributes(o, s, "  ");
   print_py_conversions(o, s, false, "  ");
   o << "  run_released([&] { op().call(views, attributes, ctx); });\n"
-    << (s.outputs.empty() ? "" : "  return " + py_result(s) + ";\n") << "}\n\n";
+    << (s.outputs.empty() ? "" : "  return " + py_result(s, false) + ";\n") << "}\n\n";
   // The class form: the constructor takes the function's arguments, __call__ the tensors.
   o << "class Prepared {\n public:\n"
     << "  Prepared(" << py_params(s, false) << "int index) {\n";
@@ -167,7 +208,11 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
   print_py_conversions(o, s, false, "    ", true);
   for (int i : s.outputs) {
     const Param& p = s.params[i];
-    if (p.kind != ArgKind::kOutput) continue;
+    if (p.kind != ArgKind::kOutput && !requested(p)) continue;
+    if (requested(p)) {
+      o << "    requested_[" << p.tensor_index << "] = !" << p.name << ".is_none() || return_"
+        << p.name << ";\n";
+    }
     o << "    outs_[" << p.tensor_index << "] = {t_" << p.name << ".view.shape(), t_" << p.name
       << ".view.dtype()};\n";
   }
@@ -177,12 +222,15 @@ void print_py_op(std::ostringstream& o, const Signature& s) {
     << "    Context ctx = make_context(kOp, 0, stream);\n";
   print_py_conversions(o, s, true, "    ");
   o << "    run_released([&] { op().run(*prepared_, views, ctx); });\n"
-    << (s.outputs.empty() ? "" : "    return " + py_result(s) + ";\n") << "  }\n\n"
+    << (s.outputs.empty() ? "" : "    return " + py_result(s, true) + ";\n") << "  }\n\n"
     << " private:\n  std::shared_ptr<const ops::PreparedOperator> prepared_;\n"
-    << "  OutputSpec outs_[" << s.num_tensors << "];\n};\n\n";
+    << "  OutputSpec outs_[" << s.num_tensors << "];\n"
+    << (has_requested(s) ? "  bool requested_[" + std::to_string(s.num_tensors) + "] = {};\n" : "")
+    << "};\n\n";
   std::string ctor_types;
   for (const Param& p : s.params) {
     if (p.decl->in_python) ctor_types += p.py_type + ", ";
+    if (p.decl->in_python && requested(p)) ctor_types += "bool, ";
   }
   o << "void bind(py::module_& m) {\n"
     << "  m.def(\"" << s.name << "\", &call, \"" << s.decl->summary << "\",\n        "

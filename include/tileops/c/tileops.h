@@ -155,6 +155,14 @@ tileops_status tileops_flash_attention(const tileops_tensor* query, const tileop
                                        const tileops_tensor* block_table,
                                        const tileops_attention_attributes* attrs,
                                        const tileops_tensor* output, const tileops_context* ctx);
+/* The same, with flash_attn_varlen_func's softmax_lse: float32 [num_heads, Tq], the natural
+ * log-sum-exp of each query row's scaled, masked scores per head (-inf where a row sees no key);
+ * NULL: not computed. */
+tileops_status tileops_flash_attention_with_lse(
+    const tileops_tensor* query, const tileops_tensor* key, const tileops_tensor* value,
+    const tileops_tensor* cu_seqlens_q, const tileops_tensor* cu_seqlens_kv,
+    const tileops_tensor* block_table, const tileops_attention_attributes* attrs,
+    const tileops_tensor* output, const tileops_tensor* softmax_lse, const tileops_context* ctx);
 /* Decode attention: query [B, H, D] over paged caches; seq_lens [B]; block_table [B, max_blocks]
  * (int32 or int64 each); seq_lens_host / block_table_host: optional host mirrors (NULL = none). */
 tileops_status tileops_paged_attention(

@@ -20,7 +20,8 @@ enum class ArgKind : std::uint8_t {
   kOptionalInput,   // a tensor or none (C: NULL; Python: None)
   kInOut,           // a tensor that is read and written (a cache)
   kOutput,          // a tensor that is written; Python allocates it when omitted
-  kOptionalOutput,  // an output that may be omitted: then `in_place_of` is written in place
+  kOptionalOutput,  // an output that may be omitted: then `in_place_of` is written in place,
+                    // or, with in_place_of < 0 (requested_output), it is not computed at all
   kFloat,           // attributes: C double, Python float
   kInt,             // C int32_t, Python int
   kInt64,           // C int64_t, Python int
@@ -96,7 +97,8 @@ struct ArgDecl {
   double none_value = 0.0;
   bool folded = false;    // read by hooks.check only: not in the Problem's attributes
   bool in_python = true;  // false: Python's signature leaves it out and passes the default
-  int in_place_of = -1;   // kOptionalOutput: the argument written in place when it is omitted
+  int in_place_of = -1;   // kOptionalOutput: the argument written in place when it is omitted;
+                          // -1: a requested output, computed only when given
 
   // Refinements that read like the contract: input("weight", kStandardFloat).rank_is(1).
   constexpr ArgDecl rank_is(int r) const {
@@ -171,6 +173,16 @@ constexpr ArgDecl optional_output(std::string_view name, int in_place_of, DtypeR
   ArgDecl a = argument(name, ArgKind::kOptionalOutput, dtype);
   a.in_place_of = in_place_of;
   return a;
+}
+// An output the caller asks for or not (a statistic beside the result): omitted (C: NULL, C++: an
+// undefined Tensor), nothing is computed or allocated for it. Python takes the tensor or
+// `return_<name>=True`, which allocates it (shape from hooks.output_shape), and then returns it
+// after the other outputs.
+constexpr ArgDecl requested_output(std::string_view name, DtypeRule dtype = {}) {
+  return optional_output(name, -1, dtype);
+}
+constexpr bool is_requested_output(const ArgDecl& a) {
+  return a.kind == ArgKind::kOptionalOutput && a.in_place_of < 0;
 }
 constexpr ArgDecl attribute(std::string_view name, ArgKind kind) { return argument(name, kind); }
 

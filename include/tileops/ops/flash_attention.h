@@ -40,6 +40,15 @@ void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value
                      const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
                      const Tensor& block_table, const AttentionAttributes& attrs,
                      const Tensor& output, const Context& ctx = {});
+// The same, with flash_attn_varlen_func's softmax_lse when softmax_lse is defined (an undefined
+// Tensor: nothing extra is computed): float32 [num_heads, Tq], any strides, element (h, t) the
+// natural log of Σ exp(s_j) over the keys j query row t of head h sees, s_j = scale·q·k_j (the
+// scaled, masked scores, as the output's softmax uses them). A row that sees no key, or whose
+// visible scores are all -inf, gets -inf; a NaN or +inf among its visible scores gives NaN.
+void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                     const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
+                     const Tensor& block_table, const AttentionAttributes& attrs,
+                     const Tensor& output, const Tensor& softmax_lse, const Context& ctx = {});
 
 class FlashAttention {
  public:
@@ -47,9 +56,18 @@ class FlashAttention {
                  const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv, const Tensor& block_table,
                  const AttentionAttributes& attrs, const Tensor& output,
                  int implementation_index = 0);
+  // With softmax_lse (defined: every call passes one of its geometry; undefined: as above).
+  FlashAttention(const Tensor& query, const Tensor& key, const Tensor& value,
+                 const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv, const Tensor& block_table,
+                 const AttentionAttributes& attrs, const Tensor& output, const Tensor& softmax_lse,
+                 int implementation_index = 0);
   void operator()(const Tensor& query, const Tensor& key, const Tensor& value,
                   const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
                   const Tensor& block_table, const Tensor& output, const Context& ctx = {}) const;
+  void operator()(const Tensor& query, const Tensor& key, const Tensor& value,
+                  const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
+                  const Tensor& block_table, const Tensor& output, const Tensor& softmax_lse,
+                  const Context& ctx = {}) const;
 
  private:
   PreparedOperator prepared_;

@@ -21,9 +21,13 @@ constexpr int kValue = tensor_index(decls::flash_attention, "value");
 constexpr int kCuSeqlensQ = tensor_index(decls::flash_attention, "cu_seqlens_q");
 constexpr int kCuSeqlensKv = tensor_index(decls::flash_attention, "cu_seqlens_kv");
 constexpr int kBlockTable = tensor_index(decls::flash_attention, "block_table");
+constexpr int kSoftmaxLse = tensor_index(decls::flash_attention, "softmax_lse");
 constexpr AttentionSlots kSlots = attention_slots(decls::flash_attention);
 
 std::string str(std::int64_t v) { return std::to_string(v); }
+
+// flash_attn_varlen_func's softmax_lse: one value per query head and packed query row.
+Dims lse_shape(const Tensor& query) { return Dims{query.size(1), query.size(0)}; }
 
 // The values of the index tensors: cumulative lengths and block ids, checked on every call
 // (they are data, not geometry) before anything is written.
@@ -109,22 +113,42 @@ void check_flash(const ArgCheck& check, std::span<const Tensor> t, std::span<dou
                  str(attrs.block_size));
     }
   }
+  if (attention_present(t[kSoftmaxLse])) {
+    check.rank_is(t[kSoftmaxLse], "softmax_lse", 2);
+    check.shape_is(t[kSoftmaxLse], "softmax_lse", lse_shape(t[kQuery]), "[num_heads, Tq]");
+  }
   check_values(check, t);
   store_layout(attributes, resolved, kSlots);
+}
+
+// The declared rule gives the output's shape; only softmax_lse's comes here.
+Dims output_shape(std::string_view /*op*/, int /*arg*/, std::span<const Tensor> t,
+                  std::span<const double> /*attributes*/) {
+  return lse_shape(t[kQuery]);
 }
 
 }  // namespace
 
 namespace contracts {
 extern constinit const DeclaredOp flash_attention{
-    decls::flash_attention, {.check = check_flash, .check_data = check_values}};
+    decls::flash_attention,
+    {.check = check_flash, .output_shape = output_shape, .check_data = check_values}};
 }  // namespace contracts
 
 void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                      const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
                      const Tensor& block_table, const AttentionAttributes& attrs,
                      const Tensor& output, const Context& ctx) {
-  const Tensor tensors[] = {query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output};
+  flash_attention(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, attrs, output,
+                  Tensor(), ctx);
+}
+
+void flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                     const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
+                     const Tensor& block_table, const AttentionAttributes& attrs,
+                     const Tensor& output, const Tensor& softmax_lse, const Context& ctx) {
+  const Tensor tensors[] = {query,         key,         value,  cu_seqlens_q,
+                            cu_seqlens_kv, block_table, output, softmax_lse};
   contracts::flash_attention.call(tensors, attention_values(attrs, kSlots), ctx);
 }
 
@@ -132,16 +156,33 @@ FlashAttention::FlashAttention(const Tensor& query, const Tensor& key, const Ten
                                const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
                                const Tensor& block_table, const AttentionAttributes& attrs,
                                const Tensor& output, int implementation_index)
+    : FlashAttention(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, attrs, output,
+                     Tensor(), implementation_index) {}
+
+FlashAttention::FlashAttention(const Tensor& query, const Tensor& key, const Tensor& value,
+                               const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
+                               const Tensor& block_table, const AttentionAttributes& attrs,
+                               const Tensor& output, const Tensor& softmax_lse,
+                               int implementation_index)
     : prepared_(contracts::flash_attention.prepare(
-          std::array{query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output},
+          std::array{query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output,
+                     softmax_lse},
           attention_values(attrs, kSlots), implementation_index)) {}
 
 void FlashAttention::operator()(const Tensor& query, const Tensor& key, const Tensor& value,
                                 const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
                                 const Tensor& block_table, const Tensor& output,
                                 const Context& ctx) const {
+  (*this)(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output, Tensor(), ctx);
+}
+
+void FlashAttention::operator()(const Tensor& query, const Tensor& key, const Tensor& value,
+                                const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_kv,
+                                const Tensor& block_table, const Tensor& output,
+                                const Tensor& softmax_lse, const Context& ctx) const {
   contracts::flash_attention.run(
-      prepared_, {query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output}, ctx);
+      prepared_, {query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table, output, softmax_lse},
+      ctx);
 }
 
 }  // namespace tileops::ops

@@ -35,6 +35,8 @@ inline constexpr OpDecl flash_attention = hand_written_cpp(hand_written_c(withou
         attribute("sliding_window", ArgKind::kInt64).none_means(kFromCheck).folded_by_check(),
         output("output", dtype_of(0, kSameAsQuery))
             .shape_is(same_shape_as(0), "same as 'query' [Tq, H, D]"),
+        // flash_attn_varlen_func's softmax_lse: [num_heads, Tq] float32; the hook checks the shape.
+        requested_output("softmax_lse", dtype_in({DataType::kFloat32})),
     }))));
 
 }  // namespace tileops::ops::decls

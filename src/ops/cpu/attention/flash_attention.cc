@@ -29,6 +29,7 @@ constexpr int kCuSeqlensQ = tensor_index(decls::flash_attention, "cu_seqlens_q")
 constexpr int kCuSeqlensKv = tensor_index(decls::flash_attention, "cu_seqlens_kv");
 constexpr int kBlockTable = tensor_index(decls::flash_attention, "block_table");
 constexpr int kOutput = tensor_index(decls::flash_attention, "output");
+constexpr int kSoftmaxLse = tensor_index(decls::flash_attention, "softmax_lse");
 
 constexpr std::int64_t kKvTileStrips = 4;    // key tile = 4 strips (96 keys on AVX2)
 constexpr std::int64_t kQueryTileRows = 64;  // rows (positions × group heads) per query tile
@@ -144,6 +145,7 @@ class FlashAttentionCpu final : public Operator {
                      dtype_,
                      query,
                      tensors[kOutput],
+                     tensors[kSoftmaxLse],
                      tiles,
                      tile_offset.data(),
                      first_tile.data(),

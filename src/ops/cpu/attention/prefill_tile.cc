@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
 
 #include "src/ops/cpu/simd/attention_kernels.h"
@@ -170,17 +171,23 @@ void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scrat
                            d - (d_pad - nr), width, o, d_pad, true);
   }
 
-  store_query_tile(call, tile, o, d_pad, l);
+  store_query_tile(call, tile, o, d_pad, m, l);
 }
 
 void store_query_tile(const PrefillCall& call, const QueryTile& tile, float* o, std::int64_t ldo,
-                      const float* l) {
+                      const float* m, const float* l) {
   const AttentionShape& shape = call.shape;
   const Sequence& seq = call.sequences[tile.sequence_index];
   const Tensor& output = call.output;
+  auto* lse = static_cast<float*>(call.softmax_lse.data());
   for (std::int64_t r = 0; r < tile.positions * shape.group; ++r) {
     const std::int64_t t = seq.q_start + tile.first + r / shape.group;
     const std::int64_t head = tile.kv_head * shape.group + r % shape.group;
+    if (lse != nullptr) {
+      // No visible key (or all -inf): m = -inf, l = 0, so -inf; l NaN after a NaN or +inf score.
+      lse[head * call.softmax_lse.stride(0) + t * call.softmax_lse.stride(1)] =
+          m[r] + std::log(l[r]);
+    }
     auto* dst =
         static_cast<char*>(output.data()) + (t * output.stride(0) + head * output.stride(1)) *
                                                 static_cast<std::int64_t>(output.element_size());

@@ -25,6 +25,8 @@ struct PrefillCall {
   PackedTileShape packed;
   DataType dtype = DataType::kFloat32;
   Tensor query, output;
+  // flash_attn_varlen_func's softmax_lse [heads, Tq] float32, when requested (else undefined).
+  Tensor softmax_lse;
   // Packed tiles of (sequence, kv head): packed_tiles + tile_offset(b, h)·tile_floats, where the
   // sequence's tiles start at key tile first_tile[b].
   const float* packed_tiles = nullptr;
@@ -83,9 +85,10 @@ TileKeys tile_keys(const AttentionShape& shape, const Sequence& seq, const Query
 void run_query_tile(const PrefillCall& call, const QueryTile& tile, float* scratch);
 
 // The tile's output rows: o (row stride ldo) divided by the softmax sums l, rounded to the
-// output's dtype.
+// output's dtype; with call.softmax_lse, also each row's log-sum-exp m + log(l) (m: the row's
+// running max of the scaled scores).
 void store_query_tile(const PrefillCall& call, const QueryTile& tile, float* o, std::int64_t ldo,
-                      const float* l);
+                      const float* m, const float* l);
 
 // Scores outside each row's visible keys (and past the last key, up to `width`) of the key tile
 // at j0 (n keys) become -inf.

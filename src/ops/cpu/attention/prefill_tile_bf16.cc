@@ -193,7 +193,7 @@ void run_query_tile_bf16(const PrefillCall& call, const QueryTile& tile, float* 
     call.bf16_block(p, rows_pad, nk, values, d / kAmxCols, o, d, true);
   }
 
-  store_query_tile(call, tile, o, d, l);
+  store_query_tile(call, tile, o, d, m, l);
 }
 
 }  // namespace tileops::ops::cpu
