@@ -73,7 +73,10 @@ def test_search_ranks_by_the_entry_fields(query, first):
 
 def test_search_causal_prefers_causal_kernels():
     ranked = catalog.search("causal attention", REPO_CATALOG)
-    assert ranked[0][1]["name"] == "flash_attn_block32_causal", [e["name"] for _, e in ranked]
+    names = [e["name"] for _, e in ranked]
+    # Forward and backward causal kernels tie; every one of them outranks the non-causal ones.
+    assert all("causal" in name for name in names[:3]), names
+    assert "flash_attn_block32_causal" in names[:3], names
     noncausal = catalog.find("flash_attn_full", REPO_CATALOG)
     assert catalog.score(noncausal, "causal") < 1.0  # "non-causal" is not "causal"
 
