@@ -163,6 +163,31 @@ TEST(TlCastFp8, EveryModeAgreesWithTheCodeTable) {
   }
 }
 
+// Loads widen every code of each format to its value (the cpu backend decodes float8 inline).
+TEST(TlCastFp8, LoadsDecodeEveryCode) {
+  const tl::Kernel k = tl::jit("widen_fp8", [](tl::GlobalAddress x, tl::GlobalAddress o) {
+    tl::store(tl::load(tl::tensor(x, {256}), {256}, {0}).to(DataType::kFloat32),
+              tl::tensor(o, {256}), {0});
+  });
+  for (DataType d : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2, DataType::kHiFloat8}) {
+    TensorStorage x({256}, d);
+    auto* codes = static_cast<std::uint8_t*>(x.data());
+    for (int c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
+    TensorStorage out = poisoned({256}, DataType::kFloat32);
+    k.launch(1, x, out);
+    const std::vector<double> got = to_doubles(out);
+    for (int c = 0; c < 256; ++c) {
+      const auto bits = static_cast<std::uint8_t>(c);
+      const double want = d == DataType::kFloat8E4M3FN ? float8_e4m3fn_to_float(bits)
+                          : d == DataType::kFloat8E5M2 ? float8_e5m2_to_float(bits)
+                                                       : hifloat8_to_float(bits);
+      EXPECT_TRUE(same(got[static_cast<std::size_t>(c)], want))
+          << name_of(d) << " code " << c << ": got " << got[static_cast<std::size_t>(c)]
+          << ", expected " << want;
+    }
+  }
+}
+
 // The examples, named: HiF8 floor/ceil step by value, not by code; the range edge.
 TEST(TlCastFp8, DirectedRoundingStepsByValue) {
   const tl::Kernel k = cast_all_modes_kernel();

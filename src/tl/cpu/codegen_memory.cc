@@ -13,9 +13,11 @@ std::string load_element(DataType d, const std::string& ref) {
       return "tl_h2f(" + ref + ")";
     case DataType::kBFloat16:
       return "tl_bf2f(" + ref + ")";
-    case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E5M2:
-    case DataType::kHiFloat8:
+      return "tl_e5m2_f(" + ref + ")";
+    case DataType::kFloat8E4M3FN:
+      return "tl_e4m3_f(" + ref + ")";
+    case DataType::kHiFloat8:  // tapered: decoded by the runtime
       return "(float)rt->read(&" + ref + ", " + std::to_string(static_cast<int>(d)) + ")";
     case DataType::kBool:
       return "(u8)(" + ref + " != 0)";

@@ -81,6 +81,16 @@ TL_INLINE float tl_h2f(u16 h) {
   const u32 r = sign | (two_w < (1u << 27) ? tl_fbits(denormalized) : tl_fbits(normalized));
   return tl_bitsf(r);
 }
+// float8 codes as floats in integer steps (exact, NaN kept), so that loads of them vectorise: e5m2
+// is float16's upper byte; e4m3fn is 1-4-3 with bias 7, subnormals m·2^-9 and NaN at 0x7F/0xFF.
+TL_INLINE float tl_e5m2_f(u8 c) { return tl_h2f((u16)((u16)c << 8)); }
+TL_INLINE float tl_e4m3_f(u8 c) {
+  const u32 sign = (u32)(c & 0x80u) << 24, e = (c >> 3) & 15u, m = c & 7u;
+  const float normal = tl_bitsf(sign | ((e + 120u) << 23) | (m << 20));
+  const float subnormal = tl_bitsf(sign | tl_fbits((float)m * 0x1.0p-9f));
+  const float nan = tl_bitsf(sign | 0x7FC00000u);
+  return (c & 0x7Fu) == 0x7Fu ? nan : (e == 0 ? subnormal : normal);
+}
 TL_INLINE u16 tl_f2h(float f) {
   float base = (__builtin_fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
   const u32 w = tl_fbits(f), shl1_w = w + w, sign = w & 0x80000000u;
