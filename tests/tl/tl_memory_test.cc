@@ -1,6 +1,8 @@
 // Global memory and tile creation on the interp backend: pad values and strided tensors, scalar
 // stores from every block, tile_id, masks, full/zeros/arange, copy/concat, atomics, prefetch
 // hints and widened 16-bit tiles used by several ops.
+#include <limits>
+
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -262,6 +264,30 @@ TEST(TlMemory, AtomicsFromEveryBlock) {
     EXPECT_EQ(compare(sum, std::vector<double>(5, 0.5 + cores), {0, 0}), "");
     EXPECT_EQ(to_doubles(mx)[0], cores - 1);
     EXPECT_EQ(compare(mn, {-7, -7, 42}, {0, 0}), "");  // element 2 is outside the [2] view
+  }
+}
+
+// covers: atomic_add
+TEST(TlMemory, IntegerAtomicAddFromEveryBlockWraps) {
+  const tl::Kernel k = tl::jit("int_atomics", [](tl::GlobalAddress a32, tl::GlobalAddress a64) {
+    const tl::Value b = tl::block_idx();
+    tl::atomic_add(tl::full({4}, b + 1, DataType::kInt32), tl::tensor(a32, {4}), {0});
+    tl::atomic_add(tl::full({2}, b + 1, DataType::kInt64), tl::tensor(a64, {2}), {0});
+  });
+  for (int cores : {1, 5, 64}) {
+    TensorStorage a32({4}, DataType::kInt32), a64({2}, DataType::kInt64);
+    auto* i32 = static_cast<std::int32_t*>(a32.data());
+    auto* i64 = static_cast<std::int64_t*>(a64.data());
+    for (int e = 0; e < 4; ++e) i32[e] = std::numeric_limits<std::int32_t>::max() - e;
+    for (int e = 0; e < 2; ++e) i64[e] = -e;
+    k.launch(cores, a32, a64);
+    const std::int64_t total = std::int64_t{cores} * (cores + 1) / 2;
+    for (int e = 0; e < 4; ++e) {
+      const auto want = static_cast<std::int32_t>(static_cast<std::uint32_t>(
+          static_cast<std::int64_t>(std::numeric_limits<std::int32_t>::max() - e) + total));
+      EXPECT_EQ(i32[e], want) << "int32 element " << e << " (wraps past the maximum)";
+    }
+    for (int e = 0; e < 2; ++e) EXPECT_EQ(i64[e], total - e) << "int64 element " << e;
   }
 }
 

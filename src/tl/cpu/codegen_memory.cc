@@ -209,6 +209,11 @@ void Emitter::store_op(const Op& o) {
   const std::string mask = masked ? name(o.operands.back()) : "";
   auto write = [&](const std::string& ref, const std::string& v) {
     if (!atomic) return store_element(d, ref, v);
+    if (o.as<AtomicAttrs>().op == AtomicOp::kAdd) {
+      if (d == DataType::kFloat32) return "tl_atomic_add_f32(&" + ref + ", " + v + ");";
+      if (d == DataType::kInt32) return "tl_atomic_add_i32(&" + ref + ", (i64)" + v + ");";
+      if (d == DataType::kInt64) return "tl_atomic_add_i64(&" + ref + ", (i64)" + v + ");";
+    }
     const bool fl = is_floating(d);
     return "rt->atomic(" + std::to_string(static_cast<int>(o.as<AtomicAttrs>().op)) + ", " +
            std::to_string(static_cast<int>(d)) + ", &" + ref + ", " +

@@ -673,6 +673,22 @@ TL_INLINE float tl_f8_value(const TlRt* rt, u8 code, int dtype) {
   return (float)rt->read(&code, dtype);
 }
 
+// Atomic additions inline (a compare-and-swap loop on the float's bits; integers wrap), where
+// the runtime's atomic takes a lock per element: float32 totals from many blocks are the common
+// case. The sum is float32's correctly rounded one, as the runtime's (a double sum, rounded).
+TL_INLINE void tl_atomic_add_f32(float* p, float v) {
+  u32 old = __atomic_load_n((u32*)p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n((u32*)p, &old, tl_fbits(tl_bitsf(old) + v), true,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+  }
+}
+TL_INLINE void tl_atomic_add_i32(i32* p, i64 v) {
+  __atomic_fetch_add((u32*)p, (u32)(u64)v, __ATOMIC_ACQ_REL);
+}
+TL_INLINE void tl_atomic_add_i64(i64* p, i64 v) {
+  __atomic_fetch_add((u64*)p, (u64)v, __ATOMIC_ACQ_REL);
+}
+
 // Sort keys: unsigned integers in the order tl::sort defines (NaN above +inf, -0.0 == 0.0), from
 // the bits alone so that fast-math cannot fold the NaN and zero tests away.
 TL_INLINE u32 tl_sort_key_f(float v) {
