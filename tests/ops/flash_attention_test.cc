@@ -227,8 +227,8 @@ TEST(FlashAttention, Adapters) {
     TensorStorage out4 = testing::poisoned({2, 3, 4, 64}, c.dtype);
     const Tensor q4 = in.query.view().with_shape({2, 3, 4, 64}, {3 * 256, 256, 64, 1});
     const TensorStorage lens = testing::int32_tensor({50, 20}, {2});
-    mha_fwd_kvcache(q4, in.key_cache, in.value_cache, lens, in.block_table, out4, 0.0, true, -1,
-                    -1, ctx);
+    mha_fwd_kvcache(q4, in.key_cache, in.value_cache, lens, in.block_table, out4, 0.0, true, -1, -1,
+                    ctx);
     EXPECT_EQ(testing::compare(out4, expected, tol), "");
   });
 }

@@ -211,12 +211,11 @@ TEST(PagedAttention, IndexTensorsOfEitherWidth) {
               "paged_attention",
               [&](const Context& with) {
                 TensorStorage out = testing::poisoned({4, 4, 64}, c.dtype);
-                paged_attention(in.query, in.key_cache, in.value_cache, lens, table,
-                                c.attributes(), out, mirrors ? lens_host.view() : Tensor(),
+                paged_attention(in.query, in.key_cache, in.value_cache, lens, table, c.attributes(),
+                                out, mirrors ? lens_host.view() : Tensor(),
                                 mirrors ? table_host.view() : Tensor(), with);
                 EXPECT_EQ(
-                    testing::compare(out, expected, testing::attention_tolerance(c.dtype, 64)),
-                    "");
+                    testing::compare(out, expected, testing::attention_tolerance(c.dtype, 64)), "");
               },
               ctx);
         }
@@ -313,8 +312,7 @@ TEST(PagedAttention, NonFiniteInputsPropagate) {
             TensorStorage out = testing::poisoned({3, 4, 64}, dtype);
             paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
                             c.attributes(), out, Tensor(), Tensor(), with);
-            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)),
-                      "");
+            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
           },
           ctx);
     }

@@ -88,10 +88,10 @@ TEST(PagedAttentionVllm, KeyAndValueCachesInVllmLayout) {
             "paged_attention",
             [&](const Context& with) {
               TensorStorage out = testing::poisoned({4, c.heads, d}, dtype);
-              paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out,
-                              Tensor(), Tensor(), with);
-              EXPECT_EQ(
-                  testing::compare(out, expected, testing::attention_tolerance(dtype, d)), "");
+              paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, Tensor(),
+                              Tensor(), with);
+              EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, d)),
+                        "");
             },
             ctx);
       }
@@ -171,8 +171,7 @@ TEST(PagedAttentionVllm, AlibiSlopes) {
             TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
             paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
                             c.attributes(), out, with_slopes(slope_tensor), with);
-            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)),
-                      "");
+            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
             // The class form takes them too; without slopes the plain result.
             const PagedAttention op(in.query, in.key_cache, in.value_cache, lens, in.block_table,
                                     c.attributes(), out, with_slopes(slope_tensor),
@@ -247,8 +246,7 @@ TEST(PagedAttentionVllm, Fp8CachesWithScales) {
             TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
             paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, options,
                             with);
-            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)),
-                      "");
+            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
           },
           ctx);
     }

@@ -2,10 +2,9 @@
 // block tables, ALiBi slopes, fp8 scales), lists the work items and runs the tile-language kernel
 // of attention_kernel.h. Prefill items are 64 positions of one query head (its keys visited tile
 // by tile, tiles wholly past the causal diagonal or outside the window skipped); decode items are
-// one sequence's query row for up to 16 heads of one kv head, so that the group shares each key
+// one sequence's query row for up to 8 heads of one kv head, so that the group shares each key
 // and value tile. Items are listed most expensive first (the blocks take them round-robin).
 #include <algorithm>
-#include <bit>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -28,7 +27,7 @@ using tl_impl::KvOperand;
 bool present(const Tensor& t) { return t.data() != nullptr || t.rank() != 0; }
 
 constexpr std::int64_t kPrefillPositions = 64;
-constexpr std::int64_t kMaxDecodeHeads = 16;
+constexpr std::int64_t kMaxDecodeHeads = 8;
 
 // Keys or values, packed [T, Hkv, D] (one block of T rows), paged [blocks, block_size, Hkv, D] or
 // split [blocks, block_size, Hkv, D / x, x].
@@ -175,9 +174,9 @@ class PagedAttentionTl final : public Operator {
         a.alibi.push_back(slopes.data_as<const float>()[h * slopes.stride(0)]);
       }
     }
-    const std::int64_t tile_heads = std::min<std::int64_t>(
-        kMaxDecodeHeads,
-        static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(shape_.group))));
+    // Query heads per item: 1, 4 or 8 (few specialisations; a group of 2 or 3 computes a row or
+    // two of padding, which a memory-bound decode does not notice).
+    const std::int64_t tile_heads = shape_.group == 1 ? 1 : shape_.group <= 4 ? 4 : kMaxDecodeHeads;
     a.positions = 1, a.heads_per_tile = tile_heads;
     std::vector<std::array<std::int64_t, kItemFields>> items;
     std::vector<std::int64_t> cost;

@@ -10,7 +10,6 @@
 #include "src/ops/cpu/tl/attention_kernel.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -54,10 +53,10 @@ KvView kv_view(const tl::Value& ptr, const tl::Value& blocks, const tl::Value& r
 tl::Value load_rows(const KvView& kv, std::int64_t n, std::int64_t head_tile,
                     const tl::Value& block, const tl::Value& row, const tl::Value& head,
                     const tl::Value& scale) {
-  const tl::Value tile =
-      kv.split == 0
-          ? tl::load(kv.tensor, {1, n, 1, head_tile}, {block, row, head, 0})
-          : tl::load(kv.tensor, {1, n, 1, head_tile / kv.split, kv.split}, {block, row, head, 0, 0});
+  const tl::Value tile = kv.split == 0
+                             ? tl::load(kv.tensor, {1, n, 1, head_tile}, {block, row, head, 0})
+                             : tl::load(kv.tensor, {1, n, 1, head_tile / kv.split, kv.split},
+                                        {block, row, head, 0, 0});
   const tl::Value rows = as_f32(tl::reshape(tile, {n, head_tile}));
   return size_of(tile.dtype()) == 1 ? rows * scale : rows;
 }
@@ -77,18 +76,21 @@ const tl::Kernel& attention_kernel() {
          Int block_size, Int window_left, Int window_right, tl::Float scale2, tl::Float k_scale,
          tl::Float v_scale, Const<std::int64_t> positions, Const<std::int64_t> heads_per_tile,
          Const<std::int64_t> head_tile, Const<std::int64_t> key_tile, Const<std::int64_t> k_split,
-         Const<std::int64_t> v_split, Const<bool> alibi) {
+         Const<std::int64_t> v_split) {
         const std::int64_t np = positions, ng = heads_per_tile, rows = np * ng;
         const std::int64_t dt = head_tile, nk = key_tile;
         const DataType dtype = q.dtype();
-        const tl::Value tq = tl::tensor(q, {q_rows, kv_heads, group, d}, {qs0, group * qs1, qs1, qs2});
+        const tl::Value tq =
+            tl::tensor(q, {q_rows, kv_heads, group, d}, {qs0, group * qs1, qs1, qs2});
         const tl::Value to =
             tl::tensor(out, {q_rows, kv_heads, group, d}, {os0, group * os1, os1, os2});
         const tl::Value ti = tl::tensor(items, {n_items, static_cast<std::int64_t>(kItemFields)});
         const tl::Value tt = tl::tensor(table, {table_rows, table_cols});
         const tl::Value ts = tl::tensor(slopes, {kv_heads, group});
-        const KvView kk = kv_view(k, k_blocks, k_rows, kv_heads, d, {ks0, ks1, ks2, ks3, ks4}, k_split);
-        const KvView vv = kv_view(v, v_blocks, v_rows, kv_heads, d, {vs0, vs1, vs2, vs3, vs4}, v_split);
+        const KvView kk =
+            kv_view(k, k_blocks, k_rows, kv_heads, d, {ks0, ks1, ks2, ks3, ks4}, k_split);
+        const KvView vv =
+            kv_view(v, v_blocks, v_rows, kv_heads, d, {vs0, vs1, vs2, vs3, vs4}, v_split);
         // Row r is position r / ng of the item, head r % ng of its tile.
         const tl::Value row_position = tl::floordiv(tl::reshape(tl::arange(rows), {rows, 1}), ng);
         const tl::Value key_lane = tl::reshape(tl::arange(nk), {1, nk});    // int32
@@ -115,16 +117,16 @@ const tl::Kernel& attention_kernel() {
           const tl::Value query =
               as_f32(tl::reshape(tl::load(tq, {np, 1, ng, dt}, {q_row, kvh, g0, 0}), {rows, dt})) *
               scale2;
-          tl::Value slope;  // ALiBi: slope · log2 e per row
-          if (alibi) {
-            const tl::Value given = tl::load(ts, {1, ng}, {kvh, g0});
-            slope = tl::reshape(tl::broadcast_to(given, {np, ng}), {rows, 1}) * kLog2e;
-          }
+          // ALiBi's slope · log2 e per row (zeros without ALiBi: one multiply-add per score
+          // instead of a specialisation more).
+          const tl::Value slope =
+              tl::reshape(tl::broadcast_to(tl::load(ts, {1, ng}, {kvh, g0}), {np, ng}), {rows, 1}) *
+              kLog2e;
           tl::Var m = tl::full({rows, 1}, -INFINITY, kF32);
           tl::Var l = tl::zeros({rows, 1}, kF32);
           tl::Var o = tl::zeros({rows, dt}, kF32);
-          for (tl::Value blk :
-               tl::range(tl::floordiv(lo_first, block_size), tl::floordiv(hi_last, block_size) + 1)) {
+          for (tl::Value blk : tl::range(tl::floordiv(lo_first, block_size),
+                                         tl::floordiv(hi_last, block_size) + 1)) {
             const tl::Value id = scalar_at(tt, {b, blk});
             const tl::Value block_start = blk * block_size;
             const tl::Value start = tl::maximum(lo_first, block_start);
@@ -134,13 +136,13 @@ const tl::Kernel& attention_kernel() {
               const tl::Value n = tl::minimum(end - j0, nk);  // keys in this tile
               const tl::Value row = base + j0 - block_start;  // its first key's row in the block
               // Every row sees every key of a full tile inside [lo(last), hi(first)].
-              const tl::Value edge = tl::logical_or(
-                  n < nk, tl::logical_or(j0 < lo_last, j0 + (nk - 1) > hi_first));
+              const tl::Value edge =
+                  tl::logical_or(n < nk, tl::logical_or(j0<lo_last, j0 + (nk - 1)> hi_first));
               const auto visible = [&](const tl::Value& key) {
                 return tl::logical_and(key >= lo, key <= hi);
               };
               tl::Var s = tl::matmul(query, load_rows(kk, nk, dt, id, row, kvh, k_scale).T());
-              if (alibi) s = s + slope * (key_lane + (j0 - (len - 1))).to(kF32);
+              s = s + slope * (key_lane + (j0 - (len - 1))).to(kF32);
               tl::if_(edge, [&] {
                 const tl::Value key = key_lane.to(kI64) + j0;
                 s = tl::where(tl::logical_and(visible(key), key < j0 + n), s, -INFINITY);
@@ -165,7 +167,8 @@ const tl::Kernel& attention_kernel() {
                     // NaN or Inf value would be NaN.
                     o = o * alpha;
                     for (tl::Value j : tl::range(n)) {
-                      const tl::Value pj = tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {1}, true);
+                      const tl::Value pj =
+                          tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {1}, true);
                       const tl::Value vj = load_rows(vv, 1, dt, id, row + j, kvh, v_scale);
                       o = o + tl::where(visible(j0 + j), pj * vj, 0.0f);
                     }
@@ -174,8 +177,8 @@ const tl::Kernel& attention_kernel() {
             }
           }
           const tl::Value sees = lo <= hi;
-          const tl::Value inv = tl::where(
-              l > 0.0f, 1.0f / l, tl::where(tl::logical_or(sees, l != 0.0f), NAN, 0.0f));
+          const tl::Value inv =
+              tl::where(l > 0.0f, 1.0f / l, tl::where(tl::logical_or(sees, l != 0.0f), NAN, 0.0f));
           const tl::Value result = tl::reshape(o * inv, {np, 1, ng, dt});
           const tl::Mask mask(count * (ng * dt));
           tl::store(as_dtype(result, dtype), to, {q_row, kvh, g0, 0});
@@ -196,29 +199,24 @@ tl::Pointer writable(const void* data, DataType dtype) {
 void launch_attention(const AttentionLaunch& a, ThreadPool& pool) {
   const auto n_items = static_cast<std::int64_t>(a.items.size()) / kItemFields;
   if (n_items == 0) return;
-  // Whole 64-column strips (the matmul kernel's width), split pieces never cut.
-  std::int64_t head_tile = round_up(a.head_size, 64);
+  // Columns in whole 128-column tiles, split pieces never cut: each distinct tile width is a
+  // kernel to compile, and head sizes of 64 or less (half the work padding) are the fewer.
+  std::int64_t head_tile = round_up(a.head_size, 128);
   for (std::int64_t split : {a.key.split, a.value.split}) {
     if (split > 0 && head_tile % split != 0) {
-      head_tile = round_up(a.head_size, std::lcm<std::int64_t>(64, split));
+      head_tile = round_up(a.head_size, std::lcm<std::int64_t>(128, split));
     }
   }
-  // Tiles stay inside a block: blocks shorter than 64 keys take tiles of their size (at least
-  // 16, a power of two).
-  const std::int64_t key_tile =
-      a.block_size == 0
-          ? 64
-          : std::clamp<std::int64_t>(
-                static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(a.block_size))),
-                16, 64);
+  // Tiles stay inside a block: paged keys in tiles of 16 (vLLM's usual block size; one
+  // specialisation for every block size), packed ones in tiles of 64.
+  const std::int64_t key_tile = a.block_size == 0 ? 64 : 16;
   static const std::int64_t kZero = 0;
   const bool paged = a.block_size > 0;
   const std::int64_t table_rows =
       paged ? static_cast<std::int64_t>(a.table.size()) / a.table_cols : 1;
   const void* table = paged ? static_cast<const void*>(a.table.data()) : &kZero;
   const std::vector<float> no_slopes(static_cast<std::size_t>(a.kv_heads * a.group), 0.0f);
-  const bool alibi = !a.alibi.empty();
-  const std::vector<float>& slopes = alibi ? a.alibi : no_slopes;
+  const std::vector<float>& slopes = a.alibi.empty() ? no_slopes : a.alibi;
   const auto bound = [](std::int64_t w) { return w < 0 ? kUnbounded : w; };
   const KvOperand &key = a.key, &value = a.value;
   attention_kernel().launch_on(
@@ -230,9 +228,8 @@ void launch_attention(const AttentionLaunch& a, ThreadPool& pool) {
       key.strides[1], key.strides[2], key.strides[3], key.strides[4], value.blocks, value.rows,
       value.strides[0], value.strides[1], value.strides[2], value.strides[3], value.strides[4],
       table_rows, paged ? a.table_cols : std::int64_t{1}, paged ? a.block_size : kUnbounded,
-      bound(a.window_left), bound(a.window_right), static_cast<float>(a.scale * kLog2e),
-      key.scale, value.scale, a.positions, a.heads_per_tile, head_tile, key_tile, key.split,
-      value.split, alibi);
+      bound(a.window_left), bound(a.window_right), static_cast<float>(a.scale * kLog2e), key.scale,
+      value.scale, a.positions, a.heads_per_tile, head_tile, key_tile, key.split, value.split);
 }
 
 }  // namespace tileops::ops::cpu::tl_impl

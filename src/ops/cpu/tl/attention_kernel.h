@@ -1,9 +1,9 @@
 // The tile-language attention kernel behind index 1 ("tl") of flash_attention and
 // paged_attention: one online-softmax kernel over work items that the host lists. An item is a
 // tile of query rows, `positions` consecutive positions × `heads_per_tile` query heads of one kv
-// head (prefill: 64 positions of one head; decode: one position × the group's heads, so that the
-// group shares every key and value tile), against the keys its rows can see, visited in tiles
-// that never cross a cache block: a block id is read from the block table per block (a packed
+// head (prefill: 64 positions of one head; decode: one position × up to 8 of the group's heads, so
+// that the group shares every key and value tile), against the keys its rows can see, visited in
+// tiles that never cross a cache block: a block id is read from the block table per block (a packed
 // sequence is one block). Tiles wholly outside every row's window or past the causal diagonal are
 // never visited; tiles crossing a mask edge are masked per row; masked tiles whose values hold a
 // NaN or Inf accumulate only each row's visible keys (0 · NaN would be NaN). All state is float32.
