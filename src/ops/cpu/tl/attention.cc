@@ -96,10 +96,15 @@ class FlashAttentionTl final : public Operator {
     constexpr int kCuKv = tensor_index(decls::flash_attention, "cu_seqlens_kv");
     constexpr int kTable = tensor_index(decls::flash_attention, "block_table");
     constexpr int kOutput = tensor_index(decls::flash_attention, "output");
+    constexpr int kLse = tensor_index(decls::flash_attention, "softmax_lse");
     const Tensor &query = t[kQuery], &cu_q = t[kCuQ], &cu_kv = t[kCuKv], &table = t[kTable];
     const bool paged = shape_.block_size > 0;
     AttentionLaunch a = base_launch(shape_, query, t[kOutput]);
     a.key = kv_operand(t[kKey], 1.0f), a.value = kv_operand(t[kValue], 1.0f);
+    if (present(t[kLse])) {
+      a.lse = tl_impl::pointer_at(t[kLse], 0);
+      a.lse_strides = {t[kLse].stride(0), t[kLse].stride(1)};
+    }
     if (paged) read_table(table, a);
     a.positions = kPrefillPositions, a.heads_per_tile = 1;
     std::int64_t batch = 1;

@@ -23,6 +23,7 @@ namespace {
 namespace tl = ::tileops::tl;
 const DataType kF32 = DataType::kFloat32;
 const DataType kI64 = DataType::kInt64;
+constexpr double kLn2 = 0.693147180559945309;
 
 // Past any key index: an unbounded window side, the block size of a packed sequence.
 constexpr std::int64_t kUnbounded = std::int64_t{1} << 40;
@@ -69,14 +70,14 @@ using Const = tl::ConstExpr<T>;
 const tl::Kernel& attention_kernel() {
   static const tl::Kernel kernel = tl::jit(
       "tileops_attention",
-      [](Ptr q, Ptr k, Ptr v, Ptr out, Ptr items, Ptr table, Ptr slopes, Int n_items, Int q_rows,
-         Int kv_heads, Int group, Int d, Int qs0, Int qs1, Int qs2, Int os0, Int os1, Int os2,
-         Int k_blocks, Int k_rows, Int ks0, Int ks1, Int ks2, Int ks3, Int ks4, Int v_blocks,
-         Int v_rows, Int vs0, Int vs1, Int vs2, Int vs3, Int vs4, Int table_rows, Int table_cols,
-         Int block_size, Int window_left, Int window_right, tl::Float scale2, tl::Float k_scale,
-         tl::Float v_scale, Const<std::int64_t> positions, Const<std::int64_t> heads_per_tile,
-         Const<std::int64_t> head_tile, Const<std::int64_t> key_tile, Const<std::int64_t> k_split,
-         Const<std::int64_t> v_split) {
+      [](Ptr q, Ptr k, Ptr v, Ptr out, Ptr lse, Ptr items, Ptr table, Ptr slopes, Int n_items,
+         Int q_rows, Int ls0, Int ls1, Int kv_heads, Int group, Int d, Int qs0, Int qs1, Int qs2,
+         Int os0, Int os1, Int os2, Int k_blocks, Int k_rows, Int ks0, Int ks1, Int ks2, Int ks3,
+         Int ks4, Int v_blocks, Int v_rows, Int vs0, Int vs1, Int vs2, Int vs3, Int vs4,
+         Int table_rows, Int table_cols, Int block_size, Int window_left, Int window_right,
+         tl::Float scale2, tl::Float k_scale, tl::Float v_scale, Const<std::int64_t> positions,
+         Const<std::int64_t> heads_per_tile, Const<std::int64_t> head_tile,
+         Const<std::int64_t> key_tile, Const<std::int64_t> k_split, Const<std::int64_t> v_split) {
         const std::int64_t np = positions, ng = heads_per_tile, rows = np * ng;
         const std::int64_t dt = head_tile, nk = key_tile;
         const DataType dtype = q.dtype();
@@ -84,6 +85,9 @@ const tl::Kernel& attention_kernel() {
             tl::tensor(q, {q_rows, kv_heads, group, d}, {qs0, group * qs1, qs1, qs2});
         const tl::Value to =
             tl::tensor(out, {q_rows, kv_heads, group, d}, {os0, group * os1, os1, os2});
+        // The log-sum-exp [heads, rows] viewed as [rows, kv_heads, group].
+        const tl::Value tl_lse =
+            tl::tensor(lse, {q_rows, kv_heads, group}, {ls1, group * ls0, ls0});
         const tl::Value ti = tl::tensor(items, {n_items, static_cast<std::int64_t>(kItemFields)});
         const tl::Value tt = tl::tensor(table, {table_rows, table_cols});
         const tl::Value ts = tl::tensor(slopes, {kv_heads, group});
@@ -180,8 +184,14 @@ const tl::Kernel& attention_kernel() {
           const tl::Value inv =
               tl::where(l > 0.0f, 1.0f / l, tl::where(tl::logical_or(sees, l != 0.0f), NAN, 0.0f));
           const tl::Value result = tl::reshape(o * inv, {np, 1, ng, dt});
-          const tl::Mask mask(count * (ng * dt));
-          tl::store(as_dtype(result, dtype), to, {q_row, kvh, g0, 0});
+          {
+            const tl::Mask mask(count * (ng * dt));
+            tl::store(as_dtype(result, dtype), to, {q_row, kvh, g0, 0});
+          }
+          // ln of Σ e^(score) = (m + log2 l) · ln 2: -inf for a row without keys (m = -inf,
+          // l = 0), NaN after a NaN or +inf score.
+          const tl::Mask mask(count * ng);
+          tl::store(tl::reshape((m + tl::log2(l)) * kLn2, {np, 1, ng}), tl_lse, {q_row, kvh, g0});
         }
       },
       kFastMath);
@@ -218,18 +228,29 @@ void launch_attention(const AttentionLaunch& a, ThreadPool& pool) {
   const std::vector<float> no_slopes(static_cast<std::size_t>(a.kv_heads * a.group), 0.0f);
   const std::vector<float>& slopes = a.alibi.empty() ? no_slopes : a.alibi;
   const auto bound = [](std::int64_t w) { return w < 0 ? kUnbounded : w; };
+  // Without a requested log-sum-exp the kernel writes one into scratch (one float per query row
+  // and head, against a specialisation more).
+  std::vector<float> no_lse;
+  tl::Pointer lse = a.lse;
+  std::array<std::int64_t, 2> lse_strides = a.lse_strides;
+  if (lse.data == nullptr) {
+    no_lse.resize(static_cast<std::size_t>(a.query_rows * a.kv_heads * a.group));
+    lse = tl::Pointer{no_lse.data(), kF32};
+    lse_strides = {1, a.kv_heads * a.group};
+  }
   const KvOperand &key = a.key, &value = a.value;
   attention_kernel().launch_on(
       pool, std::min<std::int64_t>(pool.num_threads(), n_items), a.query, key.data, value.data,
-      a.output, writable(a.items.data(), kI64), writable(table, kI64),
-      writable(slopes.data(), kF32), n_items, a.query_rows, a.kv_heads, a.group, a.head_size,
-      a.query_strides[0], a.query_strides[1], a.query_strides[2], a.output_strides[0],
-      a.output_strides[1], a.output_strides[2], key.blocks, key.rows, key.strides[0],
-      key.strides[1], key.strides[2], key.strides[3], key.strides[4], value.blocks, value.rows,
-      value.strides[0], value.strides[1], value.strides[2], value.strides[3], value.strides[4],
-      table_rows, paged ? a.table_cols : std::int64_t{1}, paged ? a.block_size : kUnbounded,
-      bound(a.window_left), bound(a.window_right), static_cast<float>(a.scale * kLog2e), key.scale,
-      value.scale, a.positions, a.heads_per_tile, head_tile, key_tile, key.split, value.split);
+      a.output, lse, writable(a.items.data(), kI64), writable(table, kI64),
+      writable(slopes.data(), kF32), n_items, a.query_rows, lse_strides[0], lse_strides[1],
+      a.kv_heads, a.group, a.head_size, a.query_strides[0], a.query_strides[1], a.query_strides[2],
+      a.output_strides[0], a.output_strides[1], a.output_strides[2], key.blocks, key.rows,
+      key.strides[0], key.strides[1], key.strides[2], key.strides[3], key.strides[4], value.blocks,
+      value.rows, value.strides[0], value.strides[1], value.strides[2], value.strides[3],
+      value.strides[4], table_rows, paged ? a.table_cols : std::int64_t{1},
+      paged ? a.block_size : kUnbounded, bound(a.window_left), bound(a.window_right),
+      static_cast<float>(a.scale * kLog2e), key.scale, value.scale, a.positions, a.heads_per_tile,
+      head_tile, key_tile, key.split, value.split);
 }
 
 }  // namespace tileops::ops::cpu::tl_impl

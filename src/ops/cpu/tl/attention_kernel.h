@@ -43,6 +43,9 @@ struct KvOperand {
 
 struct AttentionLaunch {
   tl::Pointer query, output;  // [rows, heads, head_size] each, strided
+  // The log-sum-exp of each row's scores, float32 [heads, rows] (null: not requested).
+  tl::Pointer lse{nullptr, DataType::kFloat32};
+  std::array<std::int64_t, 2> lse_strides{};
   std::int64_t query_rows = 0;
   std::array<std::int64_t, 3> query_strides{}, output_strides{};
   KvOperand key, value;
