@@ -157,27 +157,28 @@ const tl::Kernel& attention_kernel() {
               const tl::Value p = tl::exp2(s - m_use);
               l = l * alpha + tl::reduce_sum(p, {1}, true);
               m = m_new;
-              // Value rows past the tile's keys are zeros (they may belong to another sequence).
-              const tl::Value values =
-                  tl::where(value_lane < n, load_rows(vv, nk, dt, id, row, kvh, v_scale), 0.0f);
+              tl::Var values = load_rows(vv, nk, dt, id, row, kvh, v_scale);
               tl::Var careful = n < 0;  // false
               tl::if_(edge, [&] {
-                careful = tl::any(tl::logical_or(tl::isnan(values), tl::isinf(values)));
+                // Value rows past the tile's keys are zeros (they may be another sequence's).
+                values = tl::where(value_lane < n, values, 0.0f);
+                const tl::Value bad = tl::logical_or(tl::isnan(values), tl::isinf(values));
+                careful = tl::any(bad);
+                // A masked key's zero probability times its NaN or Inf value would be NaN: the
+                // product takes those values as zeros, and the loop below adds each row's
+                // visible ones (p · v; 0 · Inf is NaN there, as in p · V).
+                values = tl::where(bad, 0.0f, values);
               });
-              tl::if_(
-                  careful,
-                  [&] {
-                    // Only each row's visible keys: a masked key's zero probability times its
-                    // NaN or Inf value would be NaN.
-                    o = o * alpha;
-                    for (tl::Value j : tl::range(n)) {
-                      const tl::Value pj =
-                          tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {1}, true);
-                      const tl::Value vj = load_rows(vv, 1, dt, id, row + j, kvh, v_scale);
-                      o = o + tl::where(visible(j0 + j), pj * vj, 0.0f);
-                    }
-                  },
-                  [&] { o = tl::matmul_acc(o * alpha, p, values); });
+              o = tl::matmul_acc(o * alpha, p, values);
+              tl::if_(careful, [&] {
+                for (tl::Value j : tl::range(n)) {
+                  const tl::Value pj = tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {1}, true);
+                  const tl::Value vj = load_rows(vv, 1, dt, id, row + j, kvh, v_scale);
+                  const tl::Value nonfinite =
+                      tl::where(tl::logical_or(tl::isnan(vj), tl::isinf(vj)), vj, 0.0f);
+                  o = o + tl::where(visible(j0 + j), pj * nonfinite, 0.0f);
+                }
+              });
             }
           }
           const tl::Value sees = lo <= hi;
