@@ -6,7 +6,8 @@
 // tiles that never cross a cache block: a block id is read from the block table per block (a packed
 // sequence is one block). Tiles wholly outside every row's window or past the causal diagonal are
 // never visited; tiles crossing a mask edge are masked per row; masked tiles whose values hold a
-// NaN or Inf accumulate only each row's visible keys (0 · NaN would be NaN). All state is float32.
+// NaN or Inf accumulate only each row's visible keys (0 · NaN would be NaN). All state is float32;
+// every row's log-sum-exp is written too (flash_attention's softmax_lse, or scratch).
 #pragma once
 
 #include <array>
