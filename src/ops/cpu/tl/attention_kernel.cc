@@ -1,8 +1,10 @@
 // The tl attention kernel (attention_kernel.h). Per item the query rows are loaded once, scaled by
 // scale · log2 e (the softmax runs in base 2: one exp2 per score), and the key range
 // [lo(first row), hi(last row)] is walked block by block of the cache, in tiles of key_tile keys
-// that stay inside one block. Per tile: S = Q Kᵀ (plus the ALiBi bias), masked per row only when
-// the tile crosses a mask edge or ends early, then the online softmax step
+// that stay inside one block. Per tile: the scores transposed, Sᵀ = K Qᵀ (the key tile is the
+// product's left operand, read in place where its rows allow; Qᵀ is formed once per item), plus
+// the ALiBi bias, masked per row only when the tile crosses a mask edge or ends early, then the
+// online softmax step (row statistics m and l kept as one column per query row)
 //   m' = max(m, rowmax S), p = 2^(S - m'), l = l · 2^(m - m') + rowsum p, o = o · 2^(m - m') + p V
 // where a row whose max is still -inf subtracts 0 instead (-inf - -inf would be NaN) and a NaN
 // score keeps its row NaN. The output is o / l, zeros for a row that sees no key and NaN for one
@@ -97,8 +99,7 @@ const tl::Kernel& attention_kernel() {
             kv_view(v, v_blocks, v_rows, kv_heads, d, {vs0, vs1, vs2, vs3, vs4}, v_split);
         // Row r is position r / ng of the item, head r % ng of its tile.
         const tl::Value row_position = tl::floordiv(tl::reshape(tl::arange(rows), {rows, 1}), ng);
-        const tl::Value key_lane = tl::reshape(tl::arange(nk), {1, nk});    // int32
-        const tl::Value value_lane = tl::reshape(tl::arange(nk), {nk, 1});  // int32
+        const tl::Value key_lane = tl::reshape(tl::arange(nk), {nk, 1});  // int32
         for (tl::Value w : tl::range(tl::block_idx(), n_items, tl::block_num())) {
           const auto field = [&](AttentionItemField f) {
             return scalar_at(ti, {w, static_cast<std::int64_t>(f)});
@@ -118,16 +119,20 @@ const tl::Kernel& attention_kernel() {
           const tl::Value lo_last = tl::maximum(last - window_left, 0);
           const tl::Value hi_last = tl::minimum(last + window_right, len - 1);
 
-          const tl::Value query =
+          // Scores are computed transposed, Sᵀ = K Qᵀ [keys, rows]: the key tile is the product's
+          // left operand (float32 keys are read in place) and Qᵀ is formed once per item.
+          const tl::Value query_t = tl::transpose(
               as_f32(tl::reshape(tl::load(tq, {np, 1, ng, dt}, {q_row, kvh, g0, 0}), {rows, dt})) *
-              scale2;
+              scale2);
+          const tl::Value lo_t = tl::reshape(lo, {1, rows}), hi_t = tl::reshape(hi, {1, rows});
           // ALiBi's slope · log2 e per row (zeros without ALiBi: one multiply-add per score
           // instead of a specialisation more).
           const tl::Value slope =
-              tl::reshape(tl::broadcast_to(tl::load(ts, {1, ng}, {kvh, g0}), {np, ng}), {rows, 1}) *
+              tl::reshape(tl::broadcast_to(tl::load(ts, {1, ng}, {kvh, g0}), {np, ng}), {1, rows}) *
               kLog2e;
-          tl::Var m = tl::full({rows, 1}, -INFINITY, kF32);
-          tl::Var l = tl::zeros({rows, 1}, kF32);
+          // The row statistics, one column per row.
+          tl::Var m = tl::full({1, rows}, -INFINITY, kF32);
+          tl::Var l = tl::zeros({1, rows}, kF32);
           tl::Var o = tl::zeros({rows, dt}, kF32);
           for (tl::Value blk : tl::range(tl::floordiv(lo_first, block_size),
                                          tl::floordiv(hi_last, block_size) + 1)) {
@@ -142,26 +147,24 @@ const tl::Kernel& attention_kernel() {
               // Every row sees every key of a full tile inside [lo(last), hi(first)].
               const tl::Value edge =
                   tl::logical_or(n < nk, tl::logical_or(j0<lo_last, j0 + (nk - 1)> hi_first));
-              const auto visible = [&](const tl::Value& key) {
-                return tl::logical_and(key >= lo, key <= hi);
-              };
-              tl::Var s = tl::matmul(query, load_rows(kk, nk, dt, id, row, kvh, k_scale).T());
-              s = s + slope * (key_lane + (j0 - (len - 1))).to(kF32);
+              tl::Var s = tl::matmul(load_rows(kk, nk, dt, id, row, kvh, k_scale), query_t);
+              s = s + (key_lane + (j0 - (len - 1))).to(kF32) * slope;
               tl::if_(edge, [&] {
                 const tl::Value key = key_lane.to(kI64) + j0;
-                s = tl::where(tl::logical_and(visible(key), key < j0 + n), s, -INFINITY);
+                const tl::Value seen = tl::logical_and(key >= lo_t, key <= hi_t);
+                s = tl::where(tl::logical_and(seen, key < j0 + n), s, -INFINITY);
               });
-              const tl::Value m_new = tl::maximum(m, tl::reduce_max(s, {1}, true));
+              const tl::Value m_new = tl::maximum(m, tl::reduce_max(s, {0}, true));
               const tl::Value m_use = tl::where(m_new == -INFINITY, 0.0f, m_new);
               const tl::Value alpha = tl::exp2(m - m_use);
-              const tl::Value p = tl::exp2(s - m_use);
-              l = l * alpha + tl::reduce_sum(p, {1}, true);
+              const tl::Value p = tl::exp2(s - m_use);  // [keys, rows]
+              l = l * alpha + tl::reduce_sum(p, {0}, true);
               m = m_new;
               tl::Var values = load_rows(vv, nk, dt, id, row, kvh, v_scale);
               tl::Var careful = n < 0;  // false
               tl::if_(edge, [&] {
                 // Value rows past the tile's keys are zeros (they may be another sequence's).
-                values = tl::where(value_lane < n, values, 0.0f);
+                values = tl::where(key_lane < n, values, 0.0f);
                 const tl::Value bad = tl::logical_or(tl::isnan(values), tl::isinf(values));
                 careful = tl::any(bad);
                 // A masked key's zero probability times its NaN or Inf value would be NaN: the
@@ -169,21 +172,24 @@ const tl::Kernel& attention_kernel() {
                 // visible ones (p · v; 0 · Inf is NaN there, as in p · V).
                 values = tl::where(bad, 0.0f, values);
               });
-              o = tl::matmul_acc(o * alpha, p, values);
+              o = tl::matmul_acc(o * tl::reshape(alpha, {rows, 1}), tl::transpose(p), values);
               tl::if_(careful, [&] {
                 for (tl::Value j : tl::range(n)) {
-                  const tl::Value pj = tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {1}, true);
+                  const tl::Value pj = tl::reshape(
+                      tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {0}, true), {rows, 1});
                   const tl::Value vj = load_rows(vv, 1, dt, id, row + j, kvh, v_scale);
                   const tl::Value nonfinite =
                       tl::where(tl::logical_or(tl::isnan(vj), tl::isinf(vj)), vj, 0.0f);
-                  o = o + tl::where(visible(j0 + j), pj * nonfinite, 0.0f);
+                  const tl::Value seen = tl::logical_and(j0 + j >= lo, j0 + j <= hi);
+                  o = o + tl::where(seen, pj * nonfinite, 0.0f);
                 }
               });
             }
           }
           const tl::Value sees = lo <= hi;
-          const tl::Value inv =
-              tl::where(l > 0.0f, 1.0f / l, tl::where(tl::logical_or(sees, l != 0.0f), NAN, 0.0f));
+          const tl::Value sum = tl::reshape(l, {rows, 1});
+          const tl::Value inv = tl::where(sum > 0.0f, 1.0f / sum,
+                                          tl::where(tl::logical_or(sees, sum != 0.0f), NAN, 0.0f));
           const tl::Value result = tl::reshape(o * inv, {np, 1, ng, dt});
           {
             const tl::Mask mask(count * (ng * dt));
