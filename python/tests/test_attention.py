@@ -1,8 +1,8 @@
 """flash_attention, paged_attention and the flash-attn adapters against torch 1.13 manual
 attention (softmax(q k^T * scale + mask) v in float64): varlen batches, GQA, causal with q
 shorter than kv, sliding windows, paged caches, every float dtype, strided query/output, numpy
-inputs, class forms and bad inputs. Tolerances: conftest.TOLERANCE plus 4e-7 per head-size term
-(float32 dot products)."""
+inputs, class forms and bad inputs, on every active CPU implementation (native and tl).
+Tolerances: conftest.TOLERANCE plus 4e-7 per head-size term (float32 dot products)."""
 
 import numpy as np
 import pytest
@@ -10,6 +10,9 @@ import torch
 
 from conftest import FLOATS, LAYOUTS, TOLERANCE, make
 from tileops import ops
+
+FLASH_IMPLS = ops.active_implementation_indices("flash_attention", device="cpu")
+PAGED_IMPLS = ops.active_implementation_indices("paged_attention", device="cpu")
 
 
 def reference(q, k, v, q_lens, kv_lens, causal=False, left=-1, right=-1, scale=None):
@@ -69,14 +72,16 @@ def paged(k, kv_lens, block_size, seed=0):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("heads,kv_heads,d", [(4, 4, 64), (8, 2, 80), (8, 1, 128)])
-def test_flash_varlen_causal(dtype, layout, heads, kv_heads, d):
+@pytest.mark.parametrize("impl", FLASH_IMPLS)
+def test_flash_varlen_causal(dtype, layout, heads, kv_heads, d, impl):
     q_lens, kv_lens = [1, 17, 40], [1, 17, 60]
     q = make((sum(q_lens), heads, d), dtype, layout, seed=1)
     k = make((sum(kv_lens), kv_heads, d), dtype, seed=2)
     v = make((sum(kv_lens), kv_heads, d), dtype, seed=3)
     out = torch.full((sum(q_lens), heads, 2 * d), float("nan"), dtype=dtype)[..., ::2] \
         if layout == "strided" else None
-    got = ops.flash_attention(q, k, v, cu(q_lens), cu(kv_lens), causal=True, output=out)
+    got = ops.flash_attention(q, k, v, cu(q_lens), cu(kv_lens), causal=True, output=out,
+                              implementation_index=impl)
     if out is not None:
         assert got is out
     check(got, reference(q, k, v, q_lens, kv_lens, causal=True), dtype, d)
@@ -84,45 +89,58 @@ def test_flash_varlen_causal(dtype, layout, heads, kv_heads, d):
 
 @pytest.mark.parametrize("block_size", [16, 32])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_flash_paged_equals_packed(block_size, dtype):
+@pytest.mark.parametrize("impl", FLASH_IMPLS)
+def test_flash_paged_equals_packed(block_size, dtype, impl):
     q_lens, kv_lens = [3, 17], [50, 129]
     q = make((sum(q_lens), 8, 64), dtype, seed=4)
     k = make((sum(kv_lens), 2, 64), dtype, seed=5)
     v = make((sum(kv_lens), 2, 64), dtype, seed=6)
     kc, table = paged(k, kv_lens, block_size)
     vc, _ = paged(v, kv_lens, block_size)
-    got = ops.flash_attention(q, kc, vc, cu(q_lens), cu(kv_lens), table, causal=True)
-    packed = ops.flash_attention(q, k, v, cu(q_lens), cu(kv_lens), causal=True)
-    assert torch.equal(got, packed)
-    check(got, reference(q, k, v, q_lens, kv_lens, causal=True), dtype, 64)
+    got = ops.flash_attention(q, kc, vc, cu(q_lens), cu(kv_lens), table, causal=True,
+                              implementation_index=impl)
+    packed = ops.flash_attention(q, k, v, cu(q_lens), cu(kv_lens), causal=True,
+                                 implementation_index=impl)
+    if impl == 0:  # bit for bit on native; tl's key tiles follow the blocks
+        assert torch.equal(got, packed)
+    ref = reference(q, k, v, q_lens, kv_lens, causal=True)
+    check(got, ref, dtype, 64)
+    check(packed, ref, dtype, 64)
 
 
-def test_flash_sliding_window_forms():
+@pytest.mark.parametrize("impl", FLASH_IMPLS)
+def test_flash_sliding_window_forms(impl):
     q_lens = kv_lens = [129]
     q, k, v = (make((129, 4, 64), torch.float32, seed=s) for s in (7, 8, 9))
     ref = reference(q, k, v, q_lens, kv_lens, causal=True, left=15, right=0)
-    check(ops.flash_attention(q, k, v, causal=True, sliding_window=16), ref, torch.float32, 64)
-    check(ops.flash_attention(q, k, v, causal=True, window_left=15, window_right=0), ref,
+    index = {"implementation_index": impl}
+    check(ops.flash_attention(q, k, v, causal=True, sliding_window=16, **index), ref,
           torch.float32, 64)
-    check(ops.flash_attention(q, k, v, window_left=15, window_right=0, sliding_window=16), ref,
+    check(ops.flash_attention(q, k, v, causal=True, window_left=15, window_right=0, **index), ref,
           torch.float32, 64)
+    check(ops.flash_attention(q, k, v, window_left=15, window_right=0, sliding_window=16, **index),
+          ref, torch.float32, 64)
     with pytest.raises(ValueError, match="sliding_window"):
-        ops.flash_attention(q, k, v, window_left=3, sliding_window=16)
+        ops.flash_attention(q, k, v, window_left=3, sliding_window=16, **index)
 
 
-def test_flash_long_sequence_and_numpy():
+@pytest.mark.parametrize("impl", FLASH_IMPLS)
+def test_flash_long_sequence_and_numpy(impl):
     q, k, v = (make((1000, 2, 64), torch.float32, seed=s) for s in (10, 11, 12))
     ref = reference(q, k, v, [1000], [1000], causal=True)
-    check(ops.flash_attention(q, k, v, num_heads=2, num_kv_heads=2, head_size=64, causal=True),
+    check(ops.flash_attention(q, k, v, num_heads=2, num_kv_heads=2, head_size=64, causal=True,
+                              implementation_index=impl),
           ref, torch.float32, 64)
-    got = ops.flash_attention(q.numpy(), k.numpy(), v.numpy(), causal=True)
+    got = ops.flash_attention(q.numpy(), k.numpy(), v.numpy(), causal=True,
+                              implementation_index=impl)
     assert isinstance(got, np.ndarray)
     check(torch.from_numpy(got), ref, torch.float32, 64)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("kv_heads", [8, 2, 1])
-def test_paged_attention_decode(dtype, kv_heads):
+@pytest.mark.parametrize("impl", PAGED_IMPLS)
+def test_paged_attention_decode(dtype, kv_heads, impl):
     kv_lens = [1, 17, 129, 300]
     d = 128
     q = make((4, 8, d), dtype, seed=13)
@@ -131,14 +149,17 @@ def test_paged_attention_decode(dtype, kv_heads):
     kc, table = paged(k, kv_lens, 16)
     vc, _ = paged(v, kv_lens, 16)
     lens = torch.tensor(kv_lens, dtype=torch.int32)
-    got = ops.paged_attention(q, kc, vc, lens, table, seq_lens_host=lens, block_table_host=table)
+    got = ops.paged_attention(q, kc, vc, lens, table, seq_lens_host=lens, block_table_host=table,
+                              implementation_index=impl)
     check(got, reference(q, k, v, [1] * 4, kv_lens), dtype, d)
-    # The adapter with flash-attn's argument list, q as [B, 1, H, D].
-    got = ops.mha_fwd_kvcache(q[:, None], kc, vc, seqlens_k=lens, block_table=table)
+    # The adapter with flash-attn's argument list, q as [B, 1, H, D] (over flash_attention).
+    got = ops.mha_fwd_kvcache(q[:, None], kc, vc, seqlens_k=lens, block_table=table,
+                              implementation_index=impl)
     check(got[:, 0], reference(q, k, v, [1] * 4, kv_lens), dtype, d)
 
 
-def test_paged_attention_window_and_class_form():
+@pytest.mark.parametrize("impl", PAGED_IMPLS)
+def test_paged_attention_window_and_class_form(impl):
     kv_lens = [100, 40]
     q = make((2, 4, 64), torch.float32, seed=16)
     k = make((140, 2, 64), torch.float32, seed=17)
@@ -146,23 +167,25 @@ def test_paged_attention_window_and_class_form():
     kc, table = paged(k, kv_lens, 32)
     vc, _ = paged(v, kv_lens, 32)
     lens = torch.tensor(kv_lens, dtype=torch.int32)
-    got = ops.paged_attention(q, kc, vc, lens, table, sliding_window=20)
+    got = ops.paged_attention(q, kc, vc, lens, table, sliding_window=20, implementation_index=impl)
     check(got, reference(q, k, v, [1, 1], kv_lens, left=19), torch.float32, 64)
-    op = ops.PagedAttention(q, kc, vc, lens, table)
+    op = ops.PagedAttention(q, kc, vc, lens, table, implementation_index=impl)
     q2 = make((2, 4, 64), torch.float32, seed=19)
     check(op(q2, kc, vc, lens, table), reference(q2, k, v, [1, 1], kv_lens), torch.float32, 64)
 
 
-def test_mha_varlen_fwd_and_flash_class_form():
+@pytest.mark.parametrize("impl", FLASH_IMPLS)
+def test_mha_varlen_fwd_and_flash_class_form(impl):
     q_lens, kv_lens = [5, 9], [20, 9]
     q = make((14, 4, 64), torch.bfloat16, seed=20)
     k = make((29, 4, 64), torch.bfloat16, seed=21)
     v = make((29, 4, 64), torch.bfloat16, seed=22)
     ref = reference(q, k, v, q_lens, kv_lens, causal=True)
     got = ops.mha_varlen_fwd(q, k, v, None, cu(q_lens), cu(kv_lens), max_seqlen_q=9,
-                             max_seqlen_k=20, is_causal=True)
+                             max_seqlen_k=20, is_causal=True, implementation_index=impl)
     check(got, ref, torch.bfloat16, 64)
-    op = ops.FlashAttention(q, k, v, cu(q_lens), cu(kv_lens), causal=True)
+    op = ops.FlashAttention(q, k, v, cu(q_lens), cu(kv_lens), causal=True,
+                            implementation_index=impl)
     check(op(q, k, v, cu(q_lens), cu(kv_lens)), ref, torch.bfloat16, 64)
     with pytest.raises(NotImplementedError, match="alibi_slopes"):
         ops.mha_varlen_fwd(q, k, v, None, cu(q_lens), cu(kv_lens), alibi_slopes=q)

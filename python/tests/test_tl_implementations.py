@@ -10,7 +10,7 @@ from conftest import assert_close, make
 from tileops import ops
 
 TL_OPS = ["add", "mul", "rms_norm", "add_rms_norm", "silu_and_mul", "swiglu", "scaled_softmax",
-          "causal_softmax"]
+          "causal_softmax", "flash_attention", "paged_attention"]
 
 
 @pytest.mark.parametrize("op", TL_OPS)

@@ -99,6 +99,12 @@ def test_paged_attention_v1_on_vllm_caches(dtype, kv_heads, alibi):
     got = ops.paged_attention(q, kc.permute(0, 3, 1, 2, 4), vc.permute(0, 3, 1, 2), lens.long(),
                               table.long(), scale=scale, alibi_slopes=slopes)
     assert torch.equal(got, out)
+    # The other implementations (tl) on the same views, against the reference.
+    for impl in ops.active_implementation_indices("paged_attention", device="cpu")[1:]:
+        got = ops.paged_attention(q, kc.permute(0, 3, 1, 2, 4), vc.permute(0, 3, 1, 2),
+                                  lens.long(), table.long(), scale=scale, alibi_slopes=slopes,
+                                  implementation_index=impl)
+        check(got, reference(q, k, v, kv_lens, scale, slopes), dtype, q.shape[2])
 
 
 def test_paged_attention_v2_equals_v1_and_leaves_workspaces():
@@ -286,3 +292,9 @@ def test_paged_attention_on_fp8_caches(kv_cache_dtype, fmt, dtype):
                               scale=0.125, alibi_slopes=slopes, k_scale=k_scale,
                               v_scale=v_scale)
     assert torch.equal(got, out)
+    for impl in ops.active_implementation_indices("paged_attention", device="cpu")[1:]:
+        got = ops.paged_attention(q, tl.reinterpret(kc.permute(0, 3, 1, 2, 4), name),
+                                  tl.reinterpret(vc.permute(0, 3, 1, 2), name), lens, table,
+                                  scale=0.125, alibi_slopes=slopes, k_scale=k_scale,
+                                  v_scale=v_scale, implementation_index=impl)
+        check(got, reference(q, k_read, v_read, kv_lens, 0.125, slopes), dtype, 64)

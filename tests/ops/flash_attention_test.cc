@@ -1,8 +1,10 @@
 // flash_attention against the float64 reference: varlen batches with lengths 1, 17, 129 and 1000,
 // GQA ratios 1/4/8, head sizes 64/80/128/256, every float dtype, causal with q shorter than kv,
 // both sliding-window forms, paged caches with block sizes 16 and 32 (equal to the packed
-// results bit for bit), strided query/output, poisoned outputs, the class form, the flash-attn
-// adapters, index tensors of either width (int64 beyond int32 refused) and bad inputs.
+// results bit for bit on the native implementation, whose key tiles do not follow the blocks),
+// strided query/output, poisoned outputs, the class form, the flash-attn adapters, index tensors
+// of either width (int64 beyond int32 refused) and bad inputs; every case on every active CPU
+// implementation (native, tl).
 #include "tileops/ops/flash_attention.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tests/support/scoped_env.h"
 #include "tileops/core/error.h"
 
@@ -28,21 +31,33 @@ using testing::AttentionInputs;
 using testing::expect_rejected;
 using testing::Layout;
 
-// Runs the case (packed and, when block_size > 0, paged) and checks it against the reference;
-// returns the output.
-TensorStorage run_case(const AttentionCase& c, std::uint64_t seed = 1) {
+// Runs the case (packed and, when block_size > 0, paged) on every active implementation and
+// checks it against the reference; returns the outputs, in the order of the implementations.
+std::vector<TensorStorage> run_case(const AttentionCase& c, std::uint64_t seed = 1) {
   std::mt19937_64 rng(seed);
   AttentionInputs in(c, rng);
-  const Dims out_shape = in.query.view().shape();
-  TensorStorage out = testing::poisoned(out_shape, c.dtype, c.layout);
-  if (c.block_size == 0) {
-    flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), c.attributes(), out);
-  } else {
-    flash_attention(in.query, in.key_cache, in.value_cache, in.cu_q, in.cu_kv, in.block_table,
-                    c.attributes(), out);
+  const std::vector<double> expected = in.expected(c);
+  std::vector<TensorStorage> outputs;
+  testing::for_each_implementation("flash_attention", [&](const Context& ctx) {
+    TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype, c.layout);
+    if (c.block_size == 0) {
+      flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), c.attributes(), out,
+                      ctx);
+    } else {
+      flash_attention(in.query, in.key_cache, in.value_cache, in.cu_q, in.cu_kv, in.block_table,
+                      c.attributes(), out, ctx);
+    }
+    EXPECT_EQ(testing::compare(out, expected, attention_tolerance(c.dtype, c.head_size)), "");
+    outputs.push_back(std::move(out));
+  });
+  return outputs;
+}
+
+// The first rows of every output see no key: zeros.
+void expect_leading_zeros(const std::vector<TensorStorage>& outputs, std::int64_t rows) {
+  for (const TensorStorage& out : outputs) {
+    for (double x : testing::to_doubles(out.view().slice(0, 0, rows))) EXPECT_EQ(x, 0.0);
   }
-  EXPECT_EQ(testing::compare(out, in.expected(c), attention_tolerance(c.dtype, c.head_size)), "");
-  return out;
 }
 
 TEST(FlashAttention, VarlenCausalGqa) {
@@ -95,8 +110,7 @@ TEST(FlashAttention, CausalQueriesShorterAndLongerThanKeys) {
   run_case(c);
   // More queries than keys: the first rows see no key at all and get zeros.
   c.q_lens = {20}, c.kv_lens = {7};
-  TensorStorage out = run_case(c);
-  for (double x : testing::to_doubles(out.view().slice(0, 0, 13))) EXPECT_EQ(x, 0.0);
+  expect_leading_zeros(run_case(c), 13);
 }
 
 TEST(FlashAttention, SlidingWindows) {
@@ -125,10 +139,10 @@ TEST(FlashAttention, PagedEqualsPacked) {
       c.layout = bs == 32 ? Layout::kStrided : Layout::kContiguous;
       SCOPED_TRACE(::testing::Message() << "block " << bs << " " << name_of(dtype));
       c.block_size = bs;
-      const TensorStorage paged = run_case(c, 7);
+      const std::vector<TensorStorage> paged = run_case(c, 7);
       c.block_size = 0;
-      const TensorStorage packed = run_case(c, 7);
-      EXPECT_EQ(testing::to_doubles(paged), testing::to_doubles(packed));
+      const std::vector<TensorStorage> packed = run_case(c, 7);
+      EXPECT_EQ(testing::to_doubles(paged[0]), testing::to_doubles(packed[0]));
     }
   }
 }
@@ -149,8 +163,7 @@ TEST(FlashAttention, Bfloat16OnEveryPath) {
     c.scale = 0;
     c.layout = Layout::kContiguous;
     c.q_lens = {20}, c.kv_lens = {7};  // the first 13 rows see no key
-    TensorStorage out = run_case(c);
-    for (double x : testing::to_doubles(out.view().slice(0, 0, 13))) EXPECT_EQ(x, 0.0);
+    expect_leading_zeros(run_case(c), 13);
     c.q_lens = {129, 17}, c.kv_lens = {129, 200};
     c.sliding_window = 33;
     run_case(c);
@@ -160,10 +173,10 @@ TEST(FlashAttention, Bfloat16OnEveryPath) {
     c.q_lens = {1, 17, 40}, c.kv_lens = {33, 129, 40};
     for (std::int64_t bs : {16, 32}) {
       c.block_size = bs;
-      const TensorStorage paged = run_case(c, 7);
+      const std::vector<TensorStorage> paged = run_case(c, 7);
       c.block_size = 0;
-      const TensorStorage packed = run_case(c, 7);
-      EXPECT_EQ(testing::to_doubles(paged), testing::to_doubles(packed));
+      const std::vector<TensorStorage> packed = run_case(c, 7);
+      EXPECT_EQ(testing::to_doubles(paged[0]), testing::to_doubles(packed[0]));
     }
   }
 }
@@ -174,9 +187,12 @@ TEST(FlashAttention, OneSequenceWithoutCumulativeLengths) {
   c.causal = true;
   std::mt19937_64 rng(3);
   AttentionInputs in(c, rng);
-  TensorStorage out = testing::poisoned({33, 4, 64}, c.dtype);
-  flash_attention(in.query, in.key, in.value, Tensor(), Tensor(), Tensor(), c.attributes(), out);
-  EXPECT_EQ(testing::compare(out, in.expected(c), attention_tolerance(c.dtype, 64)), "");
+  testing::for_each_implementation("flash_attention", [&](const Context& ctx) {
+    TensorStorage out = testing::poisoned({33, 4, 64}, c.dtype);
+    flash_attention(in.query, in.key, in.value, Tensor(), Tensor(), Tensor(), c.attributes(), out,
+                    ctx);
+    EXPECT_EQ(testing::compare(out, in.expected(c), attention_tolerance(c.dtype, 64)), "");
+  });
 }
 
 TEST(FlashAttention, ClassFormOnNewData) {
@@ -185,11 +201,13 @@ TEST(FlashAttention, ClassFormOnNewData) {
   c.causal = true;
   std::mt19937_64 rng(5);
   AttentionInputs first(c, rng), second(c, rng);
-  TensorStorage out = testing::poisoned({29, 4, 64}, c.dtype);
-  const FlashAttention op(first.query, first.key, first.value, first.cu_q, first.cu_kv, Tensor(),
-                          c.attributes(), out);
-  op(second.query, second.key, second.value, second.cu_q, second.cu_kv, Tensor(), out);
-  EXPECT_EQ(testing::compare(out, second.expected(c), attention_tolerance(c.dtype, 64)), "");
+  testing::for_each_implementation("flash_attention", [&](const Context& ctx) {
+    TensorStorage out = testing::poisoned({29, 4, 64}, c.dtype);
+    const FlashAttention op(first.query, first.key, first.value, first.cu_q, first.cu_kv, Tensor(),
+                            c.attributes(), out, ctx.implementation_index);
+    op(second.query, second.key, second.value, second.cu_q, second.cu_kv, Tensor(), out, ctx);
+    EXPECT_EQ(testing::compare(out, second.expected(c), attention_tolerance(c.dtype, 64)), "");
+  });
 }
 
 TEST(FlashAttention, Adapters) {
@@ -201,15 +219,18 @@ TEST(FlashAttention, Adapters) {
   AttentionInputs in(c, rng);
   const auto expected = in.expected(c);
   const auto tol = attention_tolerance(c.dtype, 64);
-  TensorStorage out = testing::poisoned({6, 4, 64}, c.dtype);
-  mha_varlen_fwd(in.query, in.key_cache, in.value_cache, out, in.cu_q, in.cu_kv, in.block_table, 3,
-                 50, 0.0, true, -1, -1);
-  EXPECT_EQ(testing::compare(out, expected, tol), "");
-  TensorStorage out4 = testing::poisoned({2, 3, 4, 64}, c.dtype);
-  const Tensor q4 = in.query.view().with_shape({2, 3, 4, 64}, {3 * 256, 256, 64, 1});
-  const TensorStorage lens = testing::int32_tensor({50, 20}, {2});
-  mha_fwd_kvcache(q4, in.key_cache, in.value_cache, lens, in.block_table, out4, 0.0, true, -1, -1);
-  EXPECT_EQ(testing::compare(out4, expected, tol), "");
+  testing::for_each_implementation("flash_attention", [&](const Context& ctx) {
+    TensorStorage out = testing::poisoned({6, 4, 64}, c.dtype);
+    mha_varlen_fwd(in.query, in.key_cache, in.value_cache, out, in.cu_q, in.cu_kv, in.block_table,
+                   3, 50, 0.0, true, -1, -1, ctx);
+    EXPECT_EQ(testing::compare(out, expected, tol), "");
+    TensorStorage out4 = testing::poisoned({2, 3, 4, 64}, c.dtype);
+    const Tensor q4 = in.query.view().with_shape({2, 3, 4, 64}, {3 * 256, 256, 64, 1});
+    const TensorStorage lens = testing::int32_tensor({50, 20}, {2});
+    mha_fwd_kvcache(q4, in.key_cache, in.value_cache, lens, in.block_table, out4, 0.0, true, -1, -1,
+                    ctx);
+    EXPECT_EQ(testing::compare(out4, expected, tol), "");
+  });
 }
 
 // cu_seqlens_q, cu_seqlens_kv and block_table each int32 or int64 (every mix), contiguous or
@@ -240,15 +261,17 @@ TEST(FlashAttention, IndexTensorsOfEitherWidth) {
             const TensorStorage cu_kv = testing::as_index(in.cu_kv, kv_width, layout);
             TensorStorage table;
             if (block_size) table = testing::as_index(in.block_table, table_width, layout);
-            TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype);
-            flash_attention(in.query, key, value, cu_q, cu_kv, block_size ? table.view() : Tensor(),
-                            c.attributes(), out);
-            EXPECT_EQ(testing::compare(out, expected, tol), "");
-            if (!block_size) continue;
-            TensorStorage varlen = testing::poisoned(in.query.view().shape(), c.dtype);
-            mha_varlen_fwd(in.query, key, value, varlen, cu_q, cu_kv, table, 17, 40, 0.0, true, -1,
-                           -1);
-            EXPECT_EQ(testing::compare(varlen, expected, tol), "");
+            testing::for_each_implementation("flash_attention", [&](const Context& ctx) {
+              TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype);
+              flash_attention(in.query, key, value, cu_q, cu_kv,
+                              block_size ? table.view() : Tensor(), c.attributes(), out, ctx);
+              EXPECT_EQ(testing::compare(out, expected, tol), "");
+              if (!block_size) return;
+              TensorStorage varlen = testing::poisoned(in.query.view().shape(), c.dtype);
+              mha_varlen_fwd(in.query, key, value, varlen, cu_q, cu_kv, table, 17, 40, 0.0, true,
+                             -1, -1, ctx);
+              EXPECT_EQ(testing::compare(varlen, expected, tol), "");
+            });
           }
         }
       }
@@ -439,14 +462,17 @@ void run_poisoned(AttentionCase c) {
     for (std::int64_t i = 0; i < c.heads * c.head_size; ++i) {
       EXPECT_EQ(expected[static_cast<std::size_t>(71 * c.heads * c.head_size + i)], 0.0);
     }
-    TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype, c.layout);
-    if (c.block_size == 0) {
-      flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), c.attributes(), out);
-    } else {
-      flash_attention(in.query, in.key_cache, in.value_cache, in.cu_q, in.cu_kv, in.block_table,
-                      c.attributes(), out);
-    }
-    EXPECT_EQ(testing::compare(out, expected, attention_tolerance(c.dtype, c.head_size)), "");
+    testing::for_each_implementation("flash_attention", [&](const Context& ctx) {
+      TensorStorage out = testing::poisoned(in.query.view().shape(), c.dtype, c.layout);
+      if (c.block_size == 0) {
+        flash_attention(in.query, in.key, in.value, in.cu_q, in.cu_kv, Tensor(), c.attributes(),
+                        out, ctx);
+      } else {
+        flash_attention(in.query, in.key_cache, in.value_cache, in.cu_q, in.cu_kv, in.block_table,
+                        c.attributes(), out, ctx);
+      }
+      EXPECT_EQ(testing::compare(out, expected, attention_tolerance(c.dtype, c.head_size)), "");
+    });
   }
 }
 

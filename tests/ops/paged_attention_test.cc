@@ -1,7 +1,8 @@
 // paged_attention (decode) against the float64 reference: lengths 0, 1, 17, 129 and 1000,
 // block sizes 16 and 32, GQA ratios 1/4/8, every float dtype, split-KV over 4 threads, sliding
 // windows, host mirrors, strided query/output/caches, index tensors of either width (int64
-// beyond int32 refused), the class form and bad inputs.
+// beyond int32 refused), the class form and bad inputs; every case on every active CPU
+// implementation (native, tl).
 #include "tileops/ops/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
 
@@ -40,13 +42,19 @@ void run_decode(const AttentionCase& c, const Context& ctx = {}, bool mirrors = 
   AttentionInputs in(c, rng);
   const auto batch = static_cast<std::int64_t>(c.kv_lens.size());
   const TensorStorage lens = testing::int32_tensor(c.kv_lens, {batch});
-  TensorStorage out = testing::poisoned({batch, c.heads, c.head_size}, c.dtype, c.layout);
-  paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(), out,
-                  mirrors ? lens.view() : Tensor(), mirrors ? in.block_table.view() : Tensor(),
-                  ctx);
-  EXPECT_EQ(
-      testing::compare(out, in.expected(c), testing::attention_tolerance(c.dtype, c.head_size)),
-      "");
+  const std::vector<double> expected = in.expected(c);
+  testing::for_each_implementation(
+      "paged_attention",
+      [&](const Context& with) {
+        TensorStorage out = testing::poisoned({batch, c.heads, c.head_size}, c.dtype, c.layout);
+        paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
+                        c.attributes(), out, mirrors ? lens.view() : Tensor(),
+                        mirrors ? in.block_table.view() : Tensor(), with);
+        EXPECT_EQ(
+            testing::compare(out, expected, testing::attention_tolerance(c.dtype, c.head_size)),
+            "");
+      },
+      ctx);
 }
 
 TEST(PagedAttention, LengthsBlockSizesGroupsDtypes) {
@@ -127,12 +135,16 @@ TEST(PagedAttention, ClassFormOnNewData) {
   std::mt19937_64 rng(2);
   AttentionInputs first(c, rng), second(c, rng);
   const TensorStorage lens = testing::int32_tensor(c.kv_lens, {2});
-  TensorStorage out = testing::poisoned({2, 4, 64}, c.dtype);
-  const PagedAttention op(first.query, first.key_cache, first.value_cache, lens, first.block_table,
-                          c.attributes(), out);
-  op(second.query, second.key_cache, second.value_cache, lens, second.block_table, out);
-  EXPECT_EQ(testing::compare(out, second.expected(c), testing::attention_tolerance(c.dtype, 64)),
-            "");
+  testing::for_each_implementation("paged_attention", [&](const Context& ctx) {
+    TensorStorage out = testing::poisoned({2, 4, 64}, c.dtype);
+    const PagedAttention op(first.query, first.key_cache, first.value_cache, lens,
+                            first.block_table, c.attributes(), out, Tensor(), Tensor(),
+                            ctx.implementation_index);
+    op(second.query, second.key_cache, second.value_cache, lens, second.block_table, out, Tensor(),
+       Tensor(), ctx);
+    EXPECT_EQ(testing::compare(out, second.expected(c), testing::attention_tolerance(c.dtype, 64)),
+              "");
+  });
 }
 
 TEST(PagedAttention, BadInputs) {
@@ -195,11 +207,17 @@ TEST(PagedAttention, IndexTensorsOfEitherWidth) {
           const TensorStorage lens_host = testing::as_index(lens32, other_lens, layout);
           const TensorStorage table_host =
               testing::as_index(in.block_table, table_width, Layout::kContiguous);
-          TensorStorage out = testing::poisoned({4, 4, 64}, c.dtype);
-          paged_attention(in.query, in.key_cache, in.value_cache, lens, table, c.attributes(), out,
-                          mirrors ? lens_host.view() : Tensor(),
-                          mirrors ? table_host.view() : Tensor(), ctx);
-          EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(c.dtype, 64)), "");
+          testing::for_each_implementation(
+              "paged_attention",
+              [&](const Context& with) {
+                TensorStorage out = testing::poisoned({4, 4, 64}, c.dtype);
+                paged_attention(in.query, in.key_cache, in.value_cache, lens, table, c.attributes(),
+                                out, mirrors ? lens_host.view() : Tensor(),
+                                mirrors ? table_host.view() : Tensor(), with);
+                EXPECT_EQ(
+                    testing::compare(out, expected, testing::attention_tolerance(c.dtype, 64)), "");
+              },
+              ctx);
         }
       }
     }
@@ -288,10 +306,15 @@ TEST(PagedAttention, NonFiniteInputsPropagate) {
       EXPECT_GT(nans, 0);
       for (std::int64_t i = 0; i < 4 * 64; ++i) EXPECT_EQ(expected[i], 0.0);  // length 0
       const TensorStorage lens = testing::int32_tensor(c.kv_lens, {3});
-      TensorStorage out = testing::poisoned({3, 4, 64}, dtype);
-      paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(),
-                      out, Tensor(), Tensor(), ctx);
-      EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
+      testing::for_each_implementation(
+          "paged_attention",
+          [&](const Context& with) {
+            TensorStorage out = testing::poisoned({3, 4, 64}, dtype);
+            paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
+                            c.attributes(), out, Tensor(), Tensor(), with);
+            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
+          },
+          ctx);
     }
   }
 }

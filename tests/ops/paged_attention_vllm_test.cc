@@ -2,7 +2,7 @@
 // value cache [num_blocks, Hkv, D, block_size] read in place as 5-D / 4-D views in tileops' dim
 // order (every float dtype, x = 16 bytes, GQA, tails, split over threads, strided pieces),
 // ALiBi slopes and fp8 caches with scales against float64 references (windows, splits, GQA);
-// bad inputs name the argument.
+// bad inputs name the argument; every case on every active CPU implementation (native, tl).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "tests/ops/attention_cases.h"
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float8.h"
 #include "tileops/ops/paged_attention.h"
@@ -82,11 +83,17 @@ TEST(PagedAttentionVllm, KeyAndValueCachesInVllmLayout) {
         const TensorStorage kc = vllm_key_cache(in.key_cache, x, gap);
         const TensorStorage vc = vllm_value_cache(in.value_cache);
         const TensorStorage lens = testing::int32_tensor(c.kv_lens, {4});
-        TensorStorage out = testing::poisoned({4, c.heads, d}, dtype);
-        paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, Tensor(),
-                        Tensor(), ctx);
-        EXPECT_EQ(testing::compare(out, in.expected(c), testing::attention_tolerance(dtype, d)),
-                  "");
+        const std::vector<double> expected = in.expected(c);
+        testing::for_each_implementation(
+            "paged_attention",
+            [&](const Context& with) {
+              TensorStorage out = testing::poisoned({4, c.heads, d}, dtype);
+              paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, Tensor(),
+                              Tensor(), with);
+              EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, d)),
+                        "");
+            },
+            ctx);
       }
     }
   }
@@ -156,25 +163,28 @@ TEST(PagedAttentionVllm, AlibiSlopes) {
           testing::poisoned({c.heads}, DataType::kFloat32, testing::Layout::kStrided);
       testing::from_doubles(slope_tensor, slopes);
       const TensorStorage lens = testing::int32_tensor(c.kv_lens, {4});
-      TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
-      paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(),
-                      out, with_slopes(slope_tensor), ctx);
-      EXPECT_EQ(testing::compare(out, alibi_reference(c, in, slopes),
-                                 testing::attention_tolerance(dtype, 64)),
-                "");
-      // The class form takes them too; without slopes the plain result.
-      const PagedAttention op(in.query, in.key_cache, in.value_cache, lens, in.block_table,
-                              c.attributes(), out, with_slopes(slope_tensor));
-      TensorStorage out2 = testing::poisoned({4, c.heads, 64}, dtype);
-      op(in.query, in.key_cache, in.value_cache, lens, in.block_table, out2,
-         with_slopes(slope_tensor), ctx);
-      EXPECT_EQ(testing::to_doubles(out2), testing::to_doubles(out));
-      std::vector<double> zeros(c.heads, 0.0);
-      paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table, c.attributes(),
-                      out, Tensor(), Tensor(), ctx);
-      EXPECT_EQ(testing::compare(out, alibi_reference(c, in, zeros),
-                                 testing::attention_tolerance(dtype, 64)),
-                "");
+      const std::vector<double> expected = alibi_reference(c, in, slopes);
+      const std::vector<double> plain = alibi_reference(c, in, std::vector<double>(c.heads, 0.0));
+      testing::for_each_implementation(
+          "paged_attention",
+          [&](const Context& with) {
+            TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
+            paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
+                            c.attributes(), out, with_slopes(slope_tensor), with);
+            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
+            // The class form takes them too; without slopes the plain result.
+            const PagedAttention op(in.query, in.key_cache, in.value_cache, lens, in.block_table,
+                                    c.attributes(), out, with_slopes(slope_tensor),
+                                    with.implementation_index);
+            TensorStorage out2 = testing::poisoned({4, c.heads, 64}, dtype);
+            op(in.query, in.key_cache, in.value_cache, lens, in.block_table, out2,
+               with_slopes(slope_tensor), with);
+            EXPECT_EQ(testing::to_doubles(out2), testing::to_doubles(out));
+            paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
+                            c.attributes(), out, Tensor(), Tensor(), with);
+            EXPECT_EQ(testing::compare(out, plain, testing::attention_tolerance(dtype, 64)), "");
+          },
+          ctx);
     }
   }
 }
@@ -229,9 +239,16 @@ TEST(PagedAttentionVllm, Fp8CachesWithScales) {
       options.k_scale = Tensor(scales.data(), Dims{1}, DataType::kFloat32);
       options.v_scale = Tensor(static_cast<float*>(scales.data()) + 1, Dims{}, DataType::kFloat32);
       const TensorStorage lens = testing::int32_tensor(c.kv_lens, {4});
-      TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
-      paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, options, ctx);
-      EXPECT_EQ(testing::compare(out, in.expected(c), testing::attention_tolerance(dtype, 64)), "");
+      const std::vector<double> expected = in.expected(c);
+      testing::for_each_implementation(
+          "paged_attention",
+          [&](const Context& with) {
+            TensorStorage out = testing::poisoned({4, c.heads, 64}, dtype);
+            paged_attention(in.query, kc, vc, lens, in.block_table, c.attributes(), out, options,
+                            with);
+            EXPECT_EQ(testing::compare(out, expected, testing::attention_tolerance(dtype, 64)), "");
+          },
+          ctx);
     }
   }
 }

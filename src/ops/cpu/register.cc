@@ -30,6 +30,7 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_scaled_softmax(out);
   cpu::register_silu_and_mul(out);
   cpu::register_swiglu(out);
+  cpu::register_tl_attention(out);
   cpu::register_tl_elementwise(out);
   cpu::register_tl_norms(out);
   cpu::register_tl_softmax(out);

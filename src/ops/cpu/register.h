@@ -33,6 +33,7 @@ void register_scaled_softmax(std::vector<Implementation>& out);
 void register_silu_and_mul(std::vector<Implementation>& out);
 void register_swiglu(std::vector<Implementation>& out);
 // The tile-language implementations (index 1, "tl"; src/ops/cpu/tl/).
+void register_tl_attention(std::vector<Implementation>& out);    // flash_attention, paged_attention
 void register_tl_elementwise(std::vector<Implementation>& out);  // add, mul, silu_and_mul, swiglu
 void register_tl_norms(std::vector<Implementation>& out);        // rms_norm, add_rms_norm
 void register_tl_softmax(std::vector<Implementation>& out);      // scaled_softmax, causal_softmax
