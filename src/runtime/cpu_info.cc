@@ -48,7 +48,10 @@ constexpr NamedTarget kNamedTargets[] = {
     {"native", SimdTarget::kNative, 0, 0},
     {"scalar", SimdTarget::kScalar, 0, kHwyScalarTargets},
 };
-constexpr const char* kAcceptedTargets = "native, scalar";
+// Where the baseline is a SIMD target (NEON on Arm), Highway compiles no scalar one: forcing
+// "scalar" would dispatch to the baseline all the same, so it is refused.
+constexpr const char* kAcceptedTargets =
+    (HWY_TARGETS & kHwyScalarTargets) != 0 ? "native, scalar" : "native";
 #endif
 
 // Applies the choice to Highway before the first dispatch (the library's static initialisation
@@ -71,6 +74,12 @@ SimdTargetChoice parse_simd_target(const char* value, std::int64_t supported) {
     choice.name = std::string(named.name);
     if (named.target == SimdTarget::kNative) {
       choice.reason = "detected (TILEOPS_SIMD_TARGET=native)";
+      return choice;
+    }
+    if (named.target == SimdTarget::kScalar && (HWY_TARGETS & kHwyScalarTargets) == 0) {
+      choice.reason = "unusable";
+      choice.error = "this build compiles no scalar target (its baseline is " +
+                     std::string(hwy::TargetName(HWY_STATIC_TARGET)) + ")";
       return choice;
     }
     if (named.required != 0 && (supported & named.required) == 0) {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 
+#include "src/ops/cpu/simd/gemm_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
 #include "tests/support/expect_rejected.h"
 #include "tests/support/test_tensors.h"
@@ -51,18 +53,34 @@ TEST(WorkspaceSize, BroadcastRowsBeyondInt64AreRefused) {
                   ErrorKind::kInvalidArgument, {"softmax", "overflows int64"});
 }
 
-// matmul over a broadcast K of 2^57 (a and b bfloat16 of stride 0, c real, 17 rows: no decode
-// path): the packed panel of B (K × at least 16 floats) exceeds int64 bytes.
+// matmul over a broadcast K as large as 17 rows of bfloat16 allow (a and b of stride 0, c real,
+// 17 rows: no decode path): the packed panel of B, K × one strip of gemm_nr() floats, exceeds
+// int64 bytes for strips of 9 floats or more, which every SIMD target packs (12 on SSE4 and NEON,
+// 24 on AVX2, 48 on AVX-512). Highway's scalar target packs strips of 3: its panel fits int64,
+// and the workspace pool refuses to allocate it.
 TEST(WorkspaceSize, BroadcastInnerDimensionOfAProduct) {
   constexpr DataType kBf16 = DataType::kBFloat16;
   auto arena = testing::poisoned({17 * 16 + 64}, kBf16);
   auto* base = static_cast<std::uint16_t*>(arena.data());
-  const std::int64_t k = std::int64_t{1} << 57;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t k = kMax / (17 * 2);  // a's bytes just fit int64
   const Tensor a(base, Dims{17, k}, Dims{0, 0}, kBf16);
   const Tensor b(base + 1, Dims{k, 16}, Dims{0, 0}, kBf16);
   const Tensor c(base + 64, Dims{17, 16}, kBf16);
-  expect_rejected([&] { ops::matmul(a, b, c); }, arena, "a", ErrorKind::kInvalidArgument,
-                  {"overflows int64"});
+  if (ops::cpu::gemm_nr() > kMax / 4 / k) {
+    expect_rejected([&] { ops::matmul(a, b, c); }, arena, "a", ErrorKind::kInvalidArgument,
+                    {"overflows int64"});
+    return;
+  }
+  const auto before = testing::snapshot(arena);
+  try {
+    ops::matmul(a, b, c);
+    ADD_FAILURE() << "no error for a panel of K x " << ops::cpu::gemm_nr() << " floats";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot allocate"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::snapshot(arena), before) << "output written despite the error";
 }
 
 }  // namespace

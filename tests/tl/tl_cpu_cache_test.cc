@@ -18,6 +18,7 @@
 #include "src/tl/cpu/disk_cache.h"
 #include "tests/support/expect_rejected.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/self_command.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -330,9 +331,8 @@ TEST(TlCpuBackendSelection, NoCompilerFallsBackToInterp) {
     return;
   }
   const std::string command =
-      "TILEOPS_TL_SELECTION_CHILD=1 TILEOPS_CXX= TILEOPS_TL_BACKEND= /proc/" +
-      std::to_string(::getpid()) +
-      "/exe --gtest_filter=TlCpuBackendSelection.NoCompilerFallsBackToInterp 2>&1";
+      "TILEOPS_TL_SELECTION_CHILD=1 TILEOPS_CXX= TILEOPS_TL_BACKEND= " + testing::self_command() +
+      " --gtest_filter=TlCpuBackendSelection.NoCompilerFallsBackToInterp 2>&1";
   const auto [status, output] = run_command(command);
   EXPECT_EQ(status, 0) << output;
   const std::string notice = "no C++ compiler found";

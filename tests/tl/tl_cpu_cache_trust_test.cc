@@ -19,6 +19,7 @@
 #include "src/tl/cpu/sha256.h"
 #include "tests/support/expect_rejected.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/self_command.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -187,9 +188,8 @@ TEST(TlCpuCacheFallback, NoHomeMeansAPrivateDirectoryOfThisProcess) {
     return;
   }
   const auto [status, output] = run_command(
-      "env -u HOME -u TILEOPS_CACHE_DIR TILEOPS_TL_FALLBACK_CHILD=1 /proc/" +
-      std::to_string(::getpid()) +
-      "/exe --gtest_filter=TlCpuCacheFallback.NoHomeMeansAPrivateDirectoryOfThisProcess 2>&1");
+      "env -u HOME -u TILEOPS_CACHE_DIR TILEOPS_TL_FALLBACK_CHILD=1 " + testing::self_command() +
+      " --gtest_filter=TlCpuCacheFallback.NoHomeMeansAPrivateDirectoryOfThisProcess 2>&1");
   EXPECT_EQ(status, 0) << output;
   EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
   const std::string notice = "for this process only";
@@ -342,10 +342,12 @@ TEST(TlCpuCompileErrors, TheCompilersOutputIsTheError) {
   const fs::path cxx = dir / "fake-c++";
   std::ofstream(cxx) << "#!/bin/sh\necho 'fake compiler: no such luck' >&2\nexit 1\n";
   fs::permissions(cxx, fs::perms::owner_all);
+  // The child compiles for the default target: a named one ($TILEOPS_TL_TARGET, which the Arm
+  // lane sets) is first checked by the compiler, and the fake one would fail that check instead.
   const auto [status, output] = run_command(
-      "TILEOPS_TL_FAKE_CXX_CHILD=1 TILEOPS_CXX=" + cxx.string() +
-      " TILEOPS_CACHE_DIR=" + (dir / "cache").string() + " /proc/" + std::to_string(::getpid()) +
-      "/exe --gtest_filter=TlCpuCompileErrors.TheCompilersOutputIsTheError 2>&1");
+      "env -u TILEOPS_TL_TARGET TILEOPS_TL_FAKE_CXX_CHILD=1 TILEOPS_CXX=" + cxx.string() +
+      " TILEOPS_CACHE_DIR=" + (dir / "cache").string() + " " + testing::self_command() +
+      " --gtest_filter=TlCpuCompileErrors.TheCompilersOutputIsTheError 2>&1");
   EXPECT_EQ(status, 0) << output;
   EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
   fs::remove_all(dir);

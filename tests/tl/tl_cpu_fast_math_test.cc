@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "tests/support/self_command.h"
 #include "tests/tl/tl_test_util.h"
 
 namespace tileops::testing::tl_test {
@@ -213,8 +214,8 @@ TEST(TlCpuFastMath, KernelsCompileWithClangToo) {
   const auto cache =
       std::filesystem::temp_directory_path() / ("tileops_clang_" + std::to_string(::getpid()));
   const std::string command = "TILEOPS_CXX=" + clang + " TILEOPS_CACHE_DIR=" + cache.string() +
-                              " /proc/" + std::to_string(::getpid()) +
-                              "/exe --gtest_filter='TlCpuFastMath.*:-*Clang*' 2>&1";
+                              " " + testing::self_command() +
+                              " --gtest_filter='TlCpuFastMath.*:-*Clang*' 2>&1";
   const auto [status, output] = run_command(command);
   std::filesystem::remove_all(cache);
   EXPECT_EQ(status, 0) << output;

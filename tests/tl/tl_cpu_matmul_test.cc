@@ -50,9 +50,9 @@ class TlCpuMatmul : public ::testing::TestWithParam<Param> {};
 // covers: matmul_acc load
 TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
   const auto& [tn, target] = GetParam();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("tileops_tl_matmul_test_" + std::to_string(tn) + "_" + target);
-  std::filesystem::remove_all(dir);
+  // Per process: two runs at once (worktrees, lanes) removed each other's dumps.
+  const std::filesystem::path dir =
+      fresh_dump_dir("tileops_tl_matmul_test_" + std::to_string(tn) + "_" + target);
   std::mt19937_64 rng(17);
   // m = 93: three full row tiles read in place, the fourth copied; k = 80: the last slice copied;
   // n = 1.5 tn: the second column tile partial.

@@ -268,7 +268,10 @@ TL_INLINE void tl_stream_bytes(void* dst, const void* v) {
     __builtin_ia32_movntps256((float*)((char*)dst + q), x);
   }
 #else
-  for (int q = 0; q < kBytes / 4; ++q) ((float*)dst)[q] = ((const float*)v)[q];
+  // Words that may alias anything: `v` is often a u16 array just written, which float loads
+  // were free to read before those stores (float16 stores at x86-64-v2 and on Arm came out wrong).
+  typedef u32 __attribute__((may_alias)) word;
+  for (int q = 0; q < kBytes / 4; ++q) ((word*)dst)[q] = ((const word*)v)[q];
 #endif
 }
 // 64 bfloat16 (kBF16) or float16 values widened to float32 in one go, before a 64-lane loop that
