@@ -4,8 +4,9 @@
 // kernel over it, so the weight is still read from memory once. More rows (prefill) run the
 // float32 GEMM's register-tiled kernel: per K block, nr weight rows dequantized and laid out as
 // its B strip (never a full-size float copy of the weight), against x packed in strips.
-// bfloat16 rows on CPUs with VDPBF16PS take the panel path with the panel rounded to bfloat16
-// and that instruction's dot kernel: twice the multiply-adds of a float32 FMA.
+// bfloat16 rows on CPUs with VDPBF16PS take the panel path with a bfloat16 panel (int8 codes per
+// channel, exact; s·(q − z) rounded per group) and that instruction's dot kernel: twice the
+// multiply-adds of a float32 FMA.
 #include <algorithm>
 #include <cstring>
 
