@@ -1,8 +1,7 @@
 #include "src/ops/cpu/simd/dpbf16_int4_kernels.h"
 
-#include <cstring>
-
 #include "tileops/core/error.h"
+#include "tileops/core/float16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TILEOPS_DPBF16_CODE 1
@@ -16,13 +15,6 @@ constexpr std::int64_t kUnit = 64;  // codes of a row per pair of VDPBF16PS
 constexpr int kTile = 4;            // kQuantizedTileRows
 
 std::int64_t units_of(const QuantizedBlocks& q) { return (q.group * q.groups + kUnit - 1) / kUnit; }
-
-float bf16_to_float(std::uint16_t bits) {
-  const std::uint32_t wide = std::uint32_t{bits} << 16;
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
-}
 
 }  // namespace
 
@@ -58,7 +50,7 @@ void dpbf16_int4_prepare_x(const std::uint16_t* x, const QuantizedBlocks& q, flo
   float* sums = prepared + units_of(q) * kUnit / 2;
   for (std::int64_t g = 0; g < q.groups; ++g) {
     float s = 0.0f;
-    for (std::int64_t j = 0; j < q.group; ++j) s += bf16_to_float(x[g * q.group + j]);
+    for (std::int64_t j = 0; j < q.group; ++j) s += bfloat16_to_float(x[g * q.group + j]);
     sums[g] = s;
   }
 }
