@@ -27,6 +27,10 @@ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return a / b + (a % b != 0 ? 1 : 0);
 }
 
+// a rounded up to a multiple of b, for a >= 0 and b > 0 (the caller knows it fits: extents of
+// buffers it sizes with checked arithmetic).
+constexpr std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+
 // The product of non-negative extents (1 for none). A zero extent makes the product 0 without
 // checking the others: an empty tensor of any shape holds no bytes.
 std::int64_t checked_product(std::span<const std::int64_t> extents, std::string_view what);

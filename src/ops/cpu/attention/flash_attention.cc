@@ -15,6 +15,7 @@
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/framework/workspace_bytes.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -33,8 +34,6 @@ constexpr int kSoftmaxLse = tensor_index(decls::flash_attention, "softmax_lse");
 
 constexpr std::int64_t kKvTileStrips = 4;    // key tile = 4 strips (96 keys on AVX2)
 constexpr std::int64_t kQueryTileRows = 64;  // rows (positions × group heads) per query tile
-
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
 class FlashAttentionCpu final : public Operator {
  public:

@@ -7,13 +7,12 @@
 
 #include "src/ops/cpu/simd/attention_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
 }  // namespace
 

@@ -11,14 +11,13 @@
 #include "src/ops/cpu/attention/prefill_tile.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/attention_kernels.h"
+#include "tileops/core/checked_size.h"
 
 namespace tileops::ops::cpu {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr std::int64_t kPrefetchAhead = 8;  // cache rows
-
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
 }  // namespace
 

@@ -41,8 +41,6 @@ constexpr std::int64_t kMcMax = 192;
 constexpr std::int64_t kLinearKc = 1024;
 constexpr std::int64_t kLinearGroupTiles = 32;
 
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-
 std::uint16_t bits_at(const MatrixRef& m, std::int64_t row, std::int64_t col) {
   std::uint16_t v;
   std::memcpy(&v, element(m, row, col), sizeof v);

@@ -101,8 +101,6 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0
   }
 }
 
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-
 // decode_gemm over chunks of 16 rows and the rest (17 rows as 16 + 1 ran 5-10% faster than 9 + 8:
 // one row streams the weight at the copy bandwidth, where 9 cost nearly what 16 do).
 void chunked_decode_gemm(const GemmCall& call, const Context& ctx) {

@@ -42,8 +42,6 @@ constexpr std::int64_t kRowBlock = 256;
 constexpr std::int64_t kMaxKc = 256;  // nr = 48 (AVX-512): twice this
 constexpr std::int64_t kMaxNr = 64;   // gemm_nr() on every target
 
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-
 QuantizedBlocks blocks_of(const QuantizedLayout& l) {
   return {l.bits,       l.has_zeros(),    l.group,      l.groups_per_row,
           l.meta_bytes, l.row_code_bytes, l.block_bytes};

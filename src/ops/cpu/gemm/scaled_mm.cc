@@ -55,8 +55,6 @@ constexpr std::int64_t kCodeRows = 2;
 constexpr std::int64_t kBf16Kc = 2048;
 constexpr std::int64_t kBf16PanelElements = std::int64_t{4} << 20;
 
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-
 struct ScaledProduct {
   std::int64_t m = 0, n = 0, k = 0;
   MatrixRef a, b, c;  // a, b: float8 codes; c: out

@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "src/ops/cpu/tl/folded_loop.h"
+#include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/tl.h"
 
@@ -204,8 +205,6 @@ const tl::Kernel& attention_kernel() {
       kFastMath);
   return kernel;
 }
-
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
 tl::Pointer writable(const void* data, DataType dtype) {
   return tl::Pointer{const_cast<void*>(data), dtype};  // NOLINT: the kernel only reads it
