@@ -241,13 +241,14 @@ TEST_P(QuantizedLinearTest, ManyRows) {
   }
 }
 
-// The GEMM path (more than 16 rows) in several K blocks, weight-row panels and row blocks of 256,
-// each with a tail.
+// The GEMM paths (more than 16 rows float32, 64 bfloat16 on VDPBF16PS) in several K blocks (past
+// 2048 for the bfloat16 one), weight-row panels and row blocks (256 rows; 144), each with a tail.
 TEST_P(QuantizedLinearTest, PrefillBlocks) {
   for (const Format& f : kFormats) {
     const std::int64_t k = f.group_size == 0 ? 610 : 640;  // per channel: K padded to 640
     check({261, k}, 53, f, true, Layout::kContiguous);
     check({19, k}, 101, f, false, Layout::kStrided);
+    check({65, f.group_size == 0 ? 2170 : 2176}, 70, f, true, Layout::kContiguous);
   }
 }
 

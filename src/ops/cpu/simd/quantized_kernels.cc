@@ -139,10 +139,23 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
 HWY_INLINE void StoreAs(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
 HWY_INLINE void StoreAs(DF d, VF v, std::uint16_t* p) { StoreF32AsBF16(d, v, p); }
 
+// Where Dequantize writes element (row, k − k0): rows ld apart, or (row_tiles) the row tiles of
+// the bfloat16 dot-product kernels (amx_kernels.h: 16 rows × 32 K of 64-byte rows per step, row
+// tile i at i·16·(k1 − k0)). Runs of 16 lanes at multiples of 16 stay contiguous in both.
+template <class Out>
+struct PanelOut {
+  Out* base;
+  std::int64_t ld;  // rows: the row stride; row tiles: k1 − k0
+  bool row_tiles;
+  Out* at(std::int64_t row, std::int64_t k) const {
+    if (!row_tiles) return base + row * ld + k;
+    return base + row / 16 * 16 * ld + k / 32 * 512 + row % 16 * 32 + k % 32;
+  }
+};
+
 template <int kBits, bool kZeros, class Out>
 void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const QuantizedBlocks& q,
-                std::int64_t k0, std::int64_t k1, bool scaled, Out* HWY_RESTRICT out,
-                std::int64_t ld) {
+                std::int64_t k0, std::int64_t k1, bool scaled, const PanelOut<Out>& out) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   for (std::int64_t t = 0; t < tiles; ++t) {
@@ -152,13 +165,14 @@ void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const Qu
       // This group's part of [k0, k1): all of it for int4 (the caller's range is whole groups).
       const std::int64_t c0 = std::max(k0, g * q.group) - g * q.group;
       const std::int64_t c1 = std::min(k1, (g + 1) * q.group) - g * q.group;
+      const std::int64_t k = g * q.group - k0;  // of the group's first element
       for (int r = 0; r < kTile; ++r) {
         const std::uint8_t* codes = block + q.meta_bytes + r * q.row_code_bytes;
-        Out* o = out + (t * kTile + r) * ld + g * q.group - k0;
+        const std::int64_t row = t * kTile + r;
         const VF s = hn::Set(d, scaled ? meta.scale[r] : 1.0f);
         if constexpr (kBits == 8) {
           for (std::int64_t c = c0; c < c1; c += lanes) {
-            StoreAs(d, hn::Mul(Int8Codes(d, codes + c), s), o + c);
+            StoreAs(d, hn::Mul(Int8Codes(d, codes + c), s), out.at(row, k + c));
           }
         } else {
           const VF z = hn::Set(d, meta.zero[r]);
@@ -166,8 +180,8 @@ void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const Qu
           for (std::int64_t c = 0; c < half; c += lanes) {
             VF lo, hi;
             Int4Codes(d, codes + c, lo, hi);
-            StoreAs(d, hn::Mul(hn::Sub(lo, z), s), o + c);
-            StoreAs(d, hn::Mul(hn::Sub(hi, z), s), o + half + c);
+            StoreAs(d, hn::Mul(hn::Sub(lo, z), s), out.at(row, k + c));
+            StoreAs(d, hn::Mul(hn::Sub(hi, z), s), out.at(row, k + half + c));
           }
         }
       }
@@ -184,19 +198,24 @@ void QuantizedDotsM1(const float* x, const std::uint8_t* p, std::int64_t tiles,
 
 template <class Out>
 void DequantizeAs(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
-                  std::int64_t k0, std::int64_t k1, bool scaled, Out* out, std::int64_t ld) {
-  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, k0, k1, scaled, out, ld);
-  if (q.zeros) return Dequantize<4, true>(p, tiles, q, k0, k1, scaled, out, ld);
-  return Dequantize<4, false>(p, tiles, q, k0, k1, scaled, out, ld);
+                  std::int64_t k0, std::int64_t k1, bool scaled, const PanelOut<Out>& out) {
+  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, k0, k1, scaled, out);
+  if (q.zeros) return Dequantize<4, true>(p, tiles, q, k0, k1, scaled, out);
+  return Dequantize<4, false>(p, tiles, q, k0, k1, scaled, out);
 }
 void DequantizeTiles(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
                      std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld) {
-  DequantizeAs(p, tiles, q, k0, k1, scaled, out, ld);
+  DequantizeAs(p, tiles, q, k0, k1, scaled, PanelOut<float>{out, ld, false});
 }
 void DequantizeTilesBF16(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
                          std::int64_t k0, std::int64_t k1, bool scaled, std::uint16_t* out,
                          std::int64_t ld) {
-  DequantizeAs(p, tiles, q, k0, k1, scaled, out, ld);
+  DequantizeAs(p, tiles, q, k0, k1, scaled, PanelOut<std::uint16_t>{out, ld, false});
+}
+void DequantizeTilesBF16RowTiles(const std::uint8_t* p, std::int64_t tiles,
+                                 const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
+                                 bool scaled, std::uint16_t* out) {
+  DequantizeAs(p, tiles, q, k0, k1, scaled, PanelOut<std::uint16_t>{out, k1 - k0, true});
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
@@ -209,6 +228,7 @@ namespace tileops::ops::cpu {
 HWY_EXPORT(QuantizedDotsM1);
 HWY_EXPORT(DequantizeTiles);
 HWY_EXPORT(DequantizeTilesBF16);
+HWY_EXPORT(DequantizeTilesBF16RowTiles);
 
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
                        const QuantizedBlocks& q, float* out) {
@@ -224,6 +244,12 @@ void dequantize_tiles_bf16(const std::uint8_t* tiles_start, std::int64_t tiles,
                            const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1, bool scaled,
                            std::uint16_t* out, std::int64_t ld) {
   TILEOPS_DYNAMIC_DISPATCH(DequantizeTilesBF16)(tiles_start, tiles, q, k0, k1, scaled, out, ld);
+}
+
+void dequantize_tiles_bf16_row_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
+                                     const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
+                                     bool scaled, std::uint16_t* out) {
+  TILEOPS_DYNAMIC_DISPATCH(DequantizeTilesBF16RowTiles)(tiles_start, tiles, q, k0, k1, scaled, out);
 }
 
 }  // namespace tileops::ops::cpu
