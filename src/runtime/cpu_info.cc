@@ -122,6 +122,8 @@ const SimdTargetChoice& simd_target() {
   return choice;
 }
 
+const char* accepted_simd_targets() { return kAcceptedTargets; }
+
 bool simd_target_allows_avx512() {
   const SimdTarget target = simd_target_choice().target;
   return target == SimdTarget::kNative || target == SimdTarget::kAvx512;

@@ -12,7 +12,11 @@ namespace {
 constexpr Knob kKnobs[] = {
     {"TILEOPS_NUM_THREADS", "a count in [1, 4096]",
      "threads of the CPU pool (default: one per hardware thread)"},
+#if defined(__x86_64__) || defined(__i386__)
     {"TILEOPS_SIMD_TARGET", "native|avx512|avx2|sse4|scalar",
+#else
+    {"TILEOPS_SIMD_TARGET", "native (or scalar where the build compiles it)",
+#endif
      "the SIMD target kernels dispatch to, and the -march of tl kernels (default: native)"},
     {"TILEOPS_AMX", "0 turns it off",
      "AMX-BF16 for bfloat16 matrix products, where the CPU has it and the target is avx512"},

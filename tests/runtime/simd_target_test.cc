@@ -3,6 +3,7 @@
 // hand-written AVX-512 paths' gates, and a few operators against a float64 reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -60,6 +61,28 @@ TEST(SimdTargetParse, UnsetEmptyAndNativeAreDetected) {
     EXPECT_EQ(choice.target, SimdTarget::kNative);
     EXPECT_EQ(choice.hwy_mask, 0);
   }
+}
+
+// `tileops env` and the error messages print accepted_simd_targets(): exactly the names the
+// parser knows on this architecture (on Arm, no x86 names).
+TEST(SimdTargetParse, AcceptedListIsWhatTheParserKnows) {
+  std::vector<std::string> listed;
+  std::string names = accepted_simd_targets();
+  for (std::size_t at = 0; at != std::string::npos;) {
+    const std::size_t comma = names.find(", ", at);
+    listed.push_back(names.substr(at, comma == std::string::npos ? comma : comma - at));
+    at = comma == std::string::npos ? comma : comma + 2;
+  }
+  for (const char* name : {"native", "avx512", "avx2", "sse4", "scalar"}) {
+    const bool known = parse_simd_target(name, ~std::int64_t{0}).error != "unknown target";
+    const bool is_listed = std::find(listed.begin(), listed.end(), name) != listed.end();
+    // "scalar" is known everywhere but refused (not listed) where the baseline is SIMD.
+    if (std::string(name) != "scalar" || HWY_ARCH_X86) {
+      EXPECT_EQ(known, is_listed) << name;
+    }
+  }
+  EXPECT_EQ(listed.front(), "native");
+  EXPECT_EQ(std::find(listed.begin(), listed.end(), "avx2") != listed.end(), HWY_ARCH_X86 != 0);
 }
 
 TEST(SimdTargetParse, UnknownNamesAreErrors) {

@@ -318,19 +318,20 @@ void print_build(const Facts& f) {
       "cpu: SIMD targets %s (dispatching to %s), %d threads (TILEOPS_NUM_THREADS sets "
       "the count)\n",
       targets.c_str(), f.simd_dispatch.c_str(), f.threads);
+#if defined(__x86_64__) || defined(__i386__)
   std::printf("cpu: AMX-BF16 %s\n",
               !cpu_amx_bf16() ? "absent (bfloat16 matrix products use the SIMD targets)"
               : knob("TILEOPS_AMX") == "0"
                   ? "present, turned off by TILEOPS_AMX=0"
                   : "in use for bfloat16 matrix products (TILEOPS_AMX=0 turns it off)");
+#endif
   if (f.simd_target_error.empty()) {
-    std::printf(
-        "cpu: SIMD target %s, %s (TILEOPS_SIMD_TARGET=native|avx512|avx2|sse4|scalar "
-        "forces one)\n",
-        f.simd_target.c_str(), f.simd_target_reason.c_str());
+    std::printf("cpu: SIMD target %s, %s (TILEOPS_SIMD_TARGET forces one of: %s)\n",
+                f.simd_target.c_str(), f.simd_target_reason.c_str(), accepted_simd_targets());
   } else {
     std::printf("cpu: SIMD target unusable: %s\n", f.simd_target_error.c_str());
   }
+#if defined(__x86_64__) || defined(__i386__)
   std::printf("cpu: bfloat16 products: VDPBF16PS %s, AMX %s\n",
               f.dpbf16                       ? "on"
               : !cpu_avx512_bf16()           ? "off (absent)"
@@ -340,6 +341,9 @@ void print_build(const Facts& f) {
               : !cpu_amx_bf16()              ? "off (absent)"
               : !simd_target_allows_avx512() ? "off (below the avx512 target)"
                                              : "off");
+#else
+  std::printf("cpu: bfloat16 products: widened to float32 (VDPBF16PS and AMX are x86 only)\n");
+#endif
   if (f.simd_target_error.empty()) {
     std::printf(
         "cpu: linear_packed: x's rows as rows, the weight rows as lanes, up to M = %lld; "

@@ -44,6 +44,9 @@ const SimdTargetChoice& simd_target_choice();
 // This process's choice; throws Error (kInvalidArgument) naming the variable, its value and the
 // accepted values when TILEOPS_SIMD_TARGET is unusable. Kernels call it before dispatching.
 const SimdTargetChoice& simd_target();
+// The values TILEOPS_SIMD_TARGET accepts in this build, "native, avx512, avx2, sse4, scalar" on
+// x86 ("native" or "native, scalar" elsewhere).
+const char* accepted_simd_targets();
 // HWY_DYNAMIC_DISPATCH after simd_target(): an unusable TILEOPS_SIMD_TARGET fails the call
 // instead of running the detected target.
 #define TILEOPS_DYNAMIC_DISPATCH(FUNC) \
