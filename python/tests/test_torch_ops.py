@@ -20,7 +20,7 @@ VLLM_NAMES = {
     "reshape_and_cache", "reshape_and_cache_flash", "paged_attention_v1", "paged_attention_v2",
     "swap_blocks", "copy_blocks"}
 # The tileops.ops operator of a torch name that differs (vLLM has copy_blocks).
-TILEOPS_NAMES = {"copy_cache_blocks": "copy_blocks"}
+TILEOPS_NAMES = {"copy_cache_blocks": "copy_blocks", "flash_attention_with_lse": "flash_attention"}
 # The arguments an operator writes, where they are not one `out` (vLLM's forms) or none
 # (tileops' functional forms).
 WRITES = {"silu_and_mul": {"result"}, "rms_norm": {"result"}, "fused_add_rms_norm": {"input", "residual"}, "rotary_embedding": {"query", "key"},
@@ -208,7 +208,9 @@ def functional_cases():
             ("matmul", (make((2, 3, 6), f, seed=35), make((4, 6), f, seed=36), False, True)),
             ("apply_rotary_pos_emb", (q, k, cs[0], cs[1], 8, True)),
             ("flash_attention", (qa, ka, va, torch.tensor([0, 2, 6]), torch.tensor([0, 2, 6]),
-                                 None, 0.3, True))]
+                                 None, 0.3, True)),
+            ("flash_attention_with_lse", (qa, ka, va, torch.tensor([0, 2, 6]),
+                                          torch.tensor([0, 2, 6]), None, 0.3, True))]
 
 
 def direct(name, args):
@@ -221,6 +223,9 @@ def direct(name, args):
                                         torch.empty_like(args[1]))
     if name == "flash_attention":
         return ops.flash_attention(*args[:6], scale=args[6], causal=args[7])
+    if name == "flash_attention_with_lse":
+        return ops.flash_attention(*args[:6], scale=args[6], causal=args[7],
+                                   return_softmax_lse=True)
     return getattr(ops, name)(*args)
 
 

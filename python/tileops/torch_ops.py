@@ -235,6 +235,28 @@ def _flash_attention(query, key, value, cu_seqlens_q=None, cu_seqlens_kv=None, b
                                 window_right=window_right, block_size=block_size)
 
 
+# The same with vLLM's flash_attn_varlen_func(return_softmax_lse=True): also the natural
+# log-sum-exp of each query row's scaled scores, float32 [H, Tq] (-inf where no key is visible).
+_FLASH_ATTENTION_WITH_LSE = _FLASH_ATTENTION.replace(
+    "flash_attention(", "flash_attention_with_lse(").replace("-> Tensor", "-> (Tensor, Tensor)")
+
+
+def _flash_attention_with_lse_fake(query, key, value, cu_seqlens_q=None, cu_seqlens_kv=None,
+                                   block_table=None, scale=0.0, causal=False, window_left=-1,
+                                   window_right=-1, block_size=0):
+    return _like(query), query.new_empty((query.shape[1], query.shape[0]), dtype=torch.float32)
+
+
+@_op(_FLASH_ATTENTION_WITH_LSE, _flash_attention_with_lse_fake)
+def _flash_attention_with_lse(query, key, value, cu_seqlens_q=None, cu_seqlens_kv=None,
+                              block_table=None, scale=0.0, causal=False, window_left=-1,
+                              window_right=-1, block_size=0):
+    return _ops.flash_attention(query, key, value, cu_seqlens_q, cu_seqlens_kv, block_table,
+                                scale=scale, causal=causal, window_left=window_left,
+                                window_right=window_right, block_size=block_size,
+                                return_softmax_lse=True)
+
+
 @_op("top_k_top_p_mask(Tensor(a!) logits, Tensor? k=None, Tensor? p=None) -> ()")
 def _top_k_top_p_mask(logits, k=None, p=None):
     _ops.top_k_top_p_mask(logits, k, p)
