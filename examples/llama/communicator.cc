@@ -1,0 +1,98 @@
+#include "examples/llama/communicator.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "tileops/core/checked_size.h"
+#include "tileops/core/error.h"
+
+namespace tileops::llama {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Fixed room per rank for a message in agree(): the collective needs equal counts up front.
+constexpr std::int64_t kMessageBytes = 1024;
+
+class SingleRank final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  [[noreturn]] void abort(int status) override { std::exit(status); }
+
+ protected:
+  void all_reduce_impl(std::span<float> /*data*/) override {}
+  void all_gather_bytes_impl(const void* mine, void* out,
+                             std::span<const std::int64_t> counts) override {
+    if (counts[0] > 0 && mine != out) {
+      std::memmove(out, mine, static_cast<std::size_t>(counts[0]));
+    }
+  }
+};
+
+}  // namespace
+
+void Communicator::all_reduce_sum(std::span<float> data) {
+  const auto start = Clock::now();
+  all_reduce_impl(data);
+  stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  stats_.calls += 1;
+  stats_.bytes += static_cast<std::int64_t>(data.size_bytes());
+}
+
+void Communicator::all_gather(std::span<const float> mine, std::span<float> out,
+                              std::span<const std::int64_t> counts) {
+  constexpr std::string_view kWhat = "tensor parallel all_gather";
+  if (static_cast<std::int64_t>(counts.size()) != size()) {
+    throw_argument_error(ErrorKind::kInvalidArgument, kWhat, "counts",
+                         std::to_string(size()) + " counts (one per rank)",
+                         std::to_string(counts.size()));
+  }
+  std::int64_t total = 0;
+  std::vector<std::int64_t> byte_counts;
+  for (const std::int64_t c : counts) {
+    total = checked_add(total, c, kWhat);
+    byte_counts.push_back(checked_bytes(c, sizeof(float), kWhat));
+  }
+  if (counts[rank()] != static_cast<std::int64_t>(mine.size()) ||
+      total != static_cast<std::int64_t>(out.size())) {
+    throw_argument_error(
+        ErrorKind::kInvalidArgument, kWhat, "mine/out",
+        std::to_string(counts[rank()]) + " and " + std::to_string(total) + " elements",
+        std::to_string(mine.size()) + " and " + std::to_string(out.size()));
+  }
+  const auto start = Clock::now();
+  all_gather_bytes_impl(mine.data(), out.data(), byte_counts);
+  stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  stats_.calls += 1;
+  stats_.bytes += static_cast<std::int64_t>(out.size_bytes());
+}
+
+void Communicator::agree(const std::string& error, const std::string& phase) {
+  if (size() == 1) {
+    if (!error.empty()) throw CollectiveError(error, true);
+    return;
+  }
+  // Each rank's status and the start of its message, in one fixed-size record.
+  std::vector<char> mine(kMessageBytes, '\0');
+  mine[0] = error.empty() ? 'o' : 'x';
+  std::memcpy(mine.data() + 1, error.data(),
+              std::min<std::size_t>(error.size(), kMessageBytes - 2));
+  std::vector<char> all(static_cast<std::size_t>(kMessageBytes * size()));
+  const std::vector<std::int64_t> counts(static_cast<std::size_t>(size()), kMessageBytes);
+  all_gather_bytes_impl(mine.data(), all.data(), counts);
+  std::string failures;
+  for (int r = 0; r < size(); ++r) {
+    const char* record = all.data() + static_cast<std::ptrdiff_t>(r) * kMessageBytes;
+    if (record[0] == 'o') continue;
+    failures += (failures.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
+                " failed " + phase + ": " + std::string(record + 1);
+  }
+  if (!failures.empty()) throw CollectiveError(failures, rank() == 0);
+}
+
+std::unique_ptr<Communicator> single_rank_communicator() { return std::make_unique<SingleRank>(); }
+
+}  // namespace tileops::llama
