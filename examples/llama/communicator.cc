@@ -1,5 +1,6 @@
 #include "examples/llama/communicator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -84,13 +85,22 @@ void Communicator::agree(const std::string& error, const std::string& phase) {
   const std::vector<std::int64_t> counts(static_cast<std::size_t>(size()), kMessageBytes);
   all_gather_bytes_impl(mine.data(), all.data(), counts);
   std::string failures;
+  std::vector<std::string> messages;
   for (int r = 0; r < size(); ++r) {
     const char* record = all.data() + static_cast<std::ptrdiff_t>(r) * kMessageBytes;
     if (record[0] == 'o') continue;
+    messages.emplace_back(record + 1);
     failures += (failures.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
-                " failed " + phase + ": " + std::string(record + 1);
+                " failed " + phase + ": " + messages.back();
   }
-  if (!failures.empty()) throw CollectiveError(failures, rank() == 0);
+  if (failures.empty()) return;
+  // The same error on every rank (a size --tp must divide, a missing file): said once.
+  const bool same = std::all_of(messages.begin(), messages.end(),
+                                [&](const std::string& m) { return m == messages[0]; });
+  if (same && static_cast<int>(messages.size()) == size()) {
+    failures = "every rank (" + std::to_string(size()) + ") failed " + phase + ": " + messages[0];
+  }
+  throw CollectiveError(failures, rank() == 0);
 }
 
 std::unique_ptr<Communicator> single_rank_communicator() { return std::make_unique<SingleRank>(); }

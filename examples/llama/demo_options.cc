@@ -145,6 +145,7 @@ std::vector<std::string> parse_tensor_parallel_options(const std::vector<std::st
     std::int64_t* count = name == "--tp"                  ? &o.ranks
                           : name == "--tp-test-fail-load" ? &o.fail_load_rank
                           : name == "--tp-test-exit-rank" ? &o.exit_rank
+                          : name == "--tp-test-hang-rank" ? &o.hang_rank
                           : name == "--tp-test-exit-step" ? &o.exit_step
                                                           : nullptr;
     if (count == nullptr && name != "--tp-timeout" && name != "--dump-logits") {

@@ -1,7 +1,9 @@
 #include "examples/llama/step_hooks.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "tileops/core/error.h"
 #include "tileops/core/tensor_storage.h"
@@ -42,6 +44,15 @@ TokenCallback StepHooks::on_tokens() {
                    rank, static_cast<long long>(step_));
       std::fflush(stderr);
       std::_Exit(3);  // as a crash would: no MPI_Finalize, no collective
+    }
+    if (rank == options_.hang_rank && step_ == options_.exit_step) {
+      std::fprintf(stderr,
+                   "llama_generate: rank %d: test hook --tp-test-hang-rank: hanging at "
+                   "step %lld\n",
+                   rank, static_cast<long long>(step_));
+      std::fflush(stderr);
+      // Longer than any other rank waits in a collective: they time out and abort this one.
+      std::this_thread::sleep_for(std::chrono::duration<double>(4 * options_.timeout_seconds));
     }
     ++step_;
     return true;

@@ -1,6 +1,6 @@
 // What llama_generate watches at each step of a token-id run: the logits dump (--dump-logits),
 // the time the communicator spent in collectives during prefill and during decode, and the test
-// hook that makes a rank die mid-run (--tp-test-exit-rank).
+// hooks that make a rank die or hang mid-run (--tp-test-exit-rank, --tp-test-hang-rank).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ class StepHooks {
   // order (prefill first), native byte order.
   LogitsCallback on_logits();
   // For generate(): marks the end of prefill for the collective statistics and runs the exit
-  // hook; never stops the generation.
+  // and hang hooks; never stops the generation.
   TokenCallback on_tokens();
   // Closes the dump (an error when a write failed) and takes the last statistics.
   void finish();

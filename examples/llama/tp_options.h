@@ -12,10 +12,11 @@ struct TensorParallelOptions {
   std::int64_t ranks = 1;       // --tp N: must equal the MPI world size (mpirun -np N)
   double timeout_seconds = 60;  // --tp-timeout S: the longest a collective may wait
   std::string dump_logits;      // --dump-logits FILE: rank 0 writes every step's logits
-  // Test hooks (hidden from --help): the rank that fails while loading, and the rank that
-  // _Exit()s (as if it crashed) after sampling decode step `exit_step`.
+  // Test hooks (hidden from --help): the rank that fails while loading, the rank that
+  // _Exit()s (as if it crashed) and the rank that hangs (sleeps) after sampling step `exit_step`.
   std::int64_t fail_load_rank = -1;  // --tp-test-fail-load R
   std::int64_t exit_rank = -1;       // --tp-test-exit-rank R
+  std::int64_t hang_rank = -1;       // --tp-test-hang-rank R
   std::int64_t exit_step = 2;        // --tp-test-exit-step K
 };
 

@@ -117,17 +117,20 @@ class Checkpoint {
     return out;
   }
 
-  // One tensor parallel rank's part of the named [rows, ...] tensors: rows `ranges[i]` of
-  // part i, stacked, and the columns `columns` of each (all when count is 0). Only those
-  // elements are read from the mapped file.
+  // One tensor parallel rank's part of the named [rows, ...] tensors stacked: rows `ranges[i]`
+  // (counted in the stacked tensor, within part i) and the columns `columns` of each (all when
+  // count is 0). Only those elements are read from the mapped file.
   TensorStorage load_shard(const std::vector<std::pair<std::string, Dims>>& parts,
                            const std::vector<RowRange>& ranges, RowRange columns,
                            DataType dtype) const {
     std::vector<TensorStorage> pieces;
-    std::int64_t rows = 0;
+    std::int64_t rows = 0, first_row = 0;  // of the part in the stacked tensor
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      pieces.push_back(take_rows(checked(parts[i].first, parts[i].second), {ranges[i]}, columns));
-      rows = checked_add(rows, ranges[i].count, "llama checkpoint " + parts[i].first);
+      const auto& [name, shape] = parts[i];
+      const RowRange within{ranges[i].begin - first_row, ranges[i].count};
+      pieces.push_back(take_rows(checked(name, shape), {within}, columns));
+      rows = checked_add(rows, ranges[i].count, "llama checkpoint " + name);
+      first_row = checked_add(first_row, shape[0], "llama checkpoint " + name);
     }
     Dims shape = pieces.front().view().shape();
     shape[0] = rows;
