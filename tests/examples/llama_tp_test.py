@@ -3,7 +3,8 @@
 
   logits:   the logits of every step (prefill, then decode) of 2 ranks equal 1 rank's within
             the dtype's tolerance: float32 and bfloat16, packed and [N, K] weights, synthetic
-            weights and a checkpoint loaded shard by shard (uneven vocabulary slices: 101 rows).
+            weights, a checkpoint loaded shard by shard and int4 quantized at load (uneven
+            vocabulary slices: 101 rows).
   failures: a --tp that is not the world size, a rank that fails to load, a rank that dies
             mid-run and a rank that hangs mid-run make every rank exit non-zero, with the
             message, within seconds (the runs are killed past a deadline: a hang fails).
@@ -20,7 +21,7 @@ import sys
 import time
 
 MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--head-size",
-         "16", "--intermediate", "96", "--vocab", "101", "--prompts", "2", "--prompt-tokens", "5",
+         "16", "--intermediate", "128", "--vocab", "101", "--prompts", "2", "--prompt-tokens", "5",
          "--new-tokens", "5", "--top-k", "1"]
 BATCH, VOCAB, STEPS = 2, 101, 5
 # Largest |2 ranks - 1 rank| over the largest |logit| of 1 rank. float32: the row-parallel sums
@@ -80,12 +81,15 @@ def logits(generate, mpi, work, env):
         sys.exit("FAIL: exporting the checkpoint:\n" + out)
     # Each dtype with each weight form; bfloat16 packed from the checkpoint, each rank reading
     # its rows and columns of the mapped file (converted from float32).
+    # int4 quantized at load after sharding: K slices of 32 and 64 keep the groups of 32 whole,
+    # so both runs hold the same codes and scales.
     cases = [("f32", True, []), ("f32", False, []), ("bf16", False, []),
-             ("bf16", True, ["--weights", checkpoint])]
+             ("bf16", True, ["--weights", checkpoint]), ("bf16", True, ["--quantize", "int4"])]
     for dtype, pack, source in cases:
         args = [*MODEL, "--dtype", dtype, *source] + ([] if pack else ["--no-pack"])
         what = f"{dtype}, {'packed' if pack else '[N, K]'}, " + \
-            ("checkpoint shards" if source else "synthetic weights")
+            {"": "synthetic weights", "--weights": "checkpoint shards",
+             "--quantize": "int4 at load"}[source[0] if source else ""]
         one, two = os.path.join(work, "one.bin"), os.path.join(work, "two.bin")
         status, out, _ = run([generate, *args, "--dump-logits", one], 60, env)
         if status != 0:
