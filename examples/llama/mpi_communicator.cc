@@ -80,25 +80,27 @@ class MpiCommunicator final : public Communicator {
 
  private:
   // Polls the request (MPI progresses a nonblocking collective inside MPI_Test) until it
-  // completes or the deadline passes. Spins for the first ~200 µs (a decode step's all-reduce
-  // is a few µs on one machine), then yields the core between polls: ranks may share cores.
+  // completes or the deadline passes. Between polls the rank yields its core (ranks may share
+  // cores) but does not sleep for the first 100 ms: a sleep outlasts a collective's round on one
+  // machine (each of its rounds waits for both sides to poll), and a decode step runs dozens.
   void wait(MPI_Request& request, const char* collective) {
     const auto start = Clock::now();
     const auto deadline = start + std::chrono::duration<double>(timeout_);
-    for (std::int64_t polls = 0;; ++polls) {
+    for (;;) {
       int done = 0;
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "Test");
       if (done != 0) return;
       const auto now = Clock::now();
       if (now > deadline) {
         std::fprintf(stderr,
-                     "llama_generate: rank %d: %s timed out after %g s (a rank died or "
-                     "hangs)\n",
+                     "llama_generate: rank %d: %s timed out after %g s (a rank died or hangs)\n",
                      rank_, collective, timeout_);
         abort(1);
       }
-      if (now - start > std::chrono::microseconds(200)) {
-        std::this_thread::sleep_for(std::chrono::microseconds(polls % 64 == 0 ? 50 : 5));
+      if (now - start < std::chrono::milliseconds(100)) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
     }
   }
