@@ -43,7 +43,7 @@ void Communicator::all_reduce_sum(std::span<float> data) {
   stats_.bytes += static_cast<std::int64_t>(data.size_bytes());
 }
 
-void Communicator::all_gather(std::span<const float> mine, std::span<float> out,
+void Communicator::all_gather(std::span<const std::byte> mine, std::span<std::byte> out,
                               std::span<const std::int64_t> counts) {
   constexpr std::string_view kWhat = "tensor parallel all_gather";
   if (static_cast<std::int64_t>(counts.size()) != size()) {
@@ -52,23 +52,25 @@ void Communicator::all_gather(std::span<const float> mine, std::span<float> out,
                          std::to_string(counts.size()));
   }
   std::int64_t total = 0;
-  std::vector<std::int64_t> byte_counts;
   for (const std::int64_t c : counts) {
+    if (c < 0) {
+      throw_argument_error(ErrorKind::kInvalidArgument, kWhat, "counts", "byte counts >= 0",
+                           std::to_string(c));
+    }
     total = checked_add(total, c, kWhat);
-    byte_counts.push_back(checked_bytes(c, sizeof(float), kWhat));
   }
   if (counts[rank()] != static_cast<std::int64_t>(mine.size()) ||
       total != static_cast<std::int64_t>(out.size())) {
     throw_argument_error(
         ErrorKind::kInvalidArgument, kWhat, "mine/out",
-        std::to_string(counts[rank()]) + " and " + std::to_string(total) + " elements",
+        std::to_string(counts[rank()]) + " and " + std::to_string(total) + " bytes",
         std::to_string(mine.size()) + " and " + std::to_string(out.size()));
   }
   const auto start = Clock::now();
-  all_gather_bytes_impl(mine.data(), out.data(), byte_counts);
+  all_gather_bytes_impl(mine.data(), out.data(), counts);
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   stats_.calls += 1;
-  stats_.bytes += static_cast<std::int64_t>(out.size_bytes());
+  stats_.bytes += total;
 }
 
 void Communicator::agree(const std::string& error, const std::string& phase) {

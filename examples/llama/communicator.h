@@ -4,6 +4,7 @@
 // can report the communication share of a step.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -42,8 +43,9 @@ class Communicator {
   // partial sums of a row-parallel projection lose nothing more in the reduction.
   void all_reduce_sum(std::span<float> data);
   // Concatenates every rank's `mine` in rank order into `out`; rank r contributes counts[r]
-  // elements (uneven counts allowed). Throws kInvalidArgument when the sizes disagree.
-  void all_gather(std::span<const float> mine, std::span<float> out,
+  // bytes (uneven counts allowed; any element type, copied exactly). Throws kInvalidArgument
+  // when the sizes disagree.
+  void all_gather(std::span<const std::byte> mine, std::span<std::byte> out,
                   std::span<const std::int64_t> counts);
   // After a phase every rank ran on its own (loading): `error` is this rank's message, empty on
   // success. Returns normally when every rank succeeded; otherwise every rank throws the same

@@ -24,7 +24,7 @@ std::unique_ptr<Communicator> make_communicator(std::int64_t tp, double timeout_
   return make_mpi_communicator(tp, timeout_seconds);
 #else
   throw Error(ErrorKind::kInvalidArgument,
-              "llama_generate: --tp " + std::to_string(tp) +
+              "--tp " + std::to_string(tp) +
                   " needs MPI, which CMake did not find when this program was built (install "
                   "libopenmpi-dev and openmpi-bin, e.g. with scripts/setup.sh, and reconfigure)");
 #endif

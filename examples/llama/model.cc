@@ -1,8 +1,8 @@
 #include "examples/llama/model.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "examples/llama/quantize.h"
 #include "examples/llama/tensor_parallel.h"
@@ -160,9 +160,7 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
   if (comm_ != nullptr) {
     const std::int64_t mine = vocab_counts_[static_cast<std::size_t>(comm_->rank())];
     local_logits_ = TensorStorage({max_batch, mine}, config_.dtype);
-    local_logits_f32_ = TensorStorage({max_batch, mine}, DataType::kFloat32);
-    gathered_ = TensorStorage({max_batch, config_.vocab}, DataType::kFloat32);
-    full_logits_f32_ = TensorStorage({max_batch, config_.vocab}, DataType::kFloat32);
+    gathered_ = TensorStorage({max_batch, config_.vocab}, config_.dtype);
   }
   reserve_tokens(max_batch);
 }
@@ -262,25 +260,25 @@ Tensor Model::logits(const Tensor& x, std::int64_t batch) {
   timed("linear", [&] { project(x, weights_.lm_head_view(), packed_lm_head_, Tensor(), out); });
   if (comm_ == nullptr) return out;
   timed("all_gather", [&] {
-    // Rank r's block is [batch, count_r]; the full rows interleave the blocks.
-    const Tensor mine = rows(local_logits_f32_, batch);
-    ops::cast(out, mine);
-    const std::int64_t vocab = config_.vocab;
+    // In the model dtype: the logits are copied, not summed. Rank r's block is its
+    // [batch, count_r] rows; the full rows interleave the blocks.
+    const std::int64_t element = out.element_size(), vocab = config_.vocab;
     std::vector<std::int64_t> counts;
-    for (const std::int64_t c : vocab_counts_) counts.push_back(batch * c);
-    auto* gathered = gathered_.view().data_as<float>();
-    comm_->all_gather({mine.data_as<float>(), static_cast<std::size_t>(mine.numel())},
-                      {gathered, static_cast<std::size_t>(batch * vocab)}, counts);
-    auto* full = full_logits_f32_.view().data_as<float>();
+    for (const std::int64_t c : vocab_counts_) counts.push_back(batch * c * element);
+    const auto* mine = static_cast<const std::byte*>(out.data());
+    auto* gathered = static_cast<std::byte*>(gathered_.data());
+    comm_->all_gather({mine, static_cast<std::size_t>(out.numel() * element)},
+                      {gathered, static_cast<std::size_t>(batch * vocab * element)}, counts);
+    auto* full = static_cast<std::byte*>(logits_.data());
     std::int64_t block = 0, column = 0;
     for (const std::int64_t c : vocab_counts_) {
       for (std::int64_t b = 0; b < batch; ++b) {
-        std::copy_n(gathered + block + b * c, c, full + b * vocab + column);
+        std::memcpy(full + (b * vocab + column) * element, gathered + block + b * c * element,
+                    static_cast<std::size_t>(c * element));
       }
-      block += batch * c;
+      block += batch * c * element;
       column += c;
     }
-    ops::cast(rows(full_logits_f32_, batch), rows(logits_, batch));
   });
   return rows(logits_, batch);
 }

@@ -102,8 +102,8 @@ class Model {
   TensorStorage residual_, hidden_, normed_, qkv_, attn_, gate_up_, act_;
   TensorStorage last_hidden_, logits_;  // [B, hidden], [B, vocab]
   // Split only: float32 staging of the all-reduce [T, hidden], this rank's logits
-  // [B, vocab slice] (model dtype, then float32), every rank's (gathered) and the full ones.
-  TensorStorage reduce_, local_logits_, local_logits_f32_, gathered_, full_logits_f32_;
+  // [B, vocab slice] and every rank's, gathered (rank blocks one after the other).
+  TensorStorage reduce_, local_logits_, gathered_;
   Profile profile_;
 };
 

@@ -156,10 +156,12 @@ TEST(LlamaTensorParallel, SingleRankCommunicator) {
   const auto comm = single_rank_communicator();
   EXPECT_EQ(comm->size(), 1);
   std::vector<float> mine{1, 2, 3}, out(3, -1);
-  const std::vector<std::int64_t> counts{3};
-  comm->all_gather(mine, out, counts);
+  const std::vector<std::int64_t> counts{12};
+  comm->all_gather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(out)), counts);
   EXPECT_EQ(out, mine);
-  EXPECT_THROW(comm->all_gather(mine, std::span<float>(out).first(2), counts), Error);
+  EXPECT_THROW(comm->all_gather(std::as_bytes(std::span(mine)),
+                                std::as_writable_bytes(std::span(out).first(2)), counts),
+               Error);
   comm->all_reduce_sum(mine);
   EXPECT_EQ(mine, (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(comm->stats().calls, 2);
