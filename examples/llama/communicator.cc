@@ -19,14 +19,15 @@ constexpr std::int64_t kMessageBytes = 1024;
 
 class SingleRank final : public Communicator {
  public:
+  SingleRank() : Communicator(0) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
   [[noreturn]] void abort(int status) override { std::exit(status); }
 
  protected:
-  void all_reduce_impl(std::span<float> /*data*/) override {}
-  void all_gather_bytes_impl(const void* mine, void* out,
-                             std::span<const std::int64_t> counts) override {
+  void all_reduce_impl(std::span<float> /*data*/, double /*timeout_seconds*/) override {}
+  void all_gather_bytes_impl(const void* mine, void* out, std::span<const std::int64_t> counts,
+                             const char* /*name*/, double /*timeout_seconds*/) override {
     if (counts[0] > 0 && mine != out) {
       std::memmove(out, mine, static_cast<std::size_t>(counts[0]));
     }
@@ -37,7 +38,7 @@ class SingleRank final : public Communicator {
 
 void Communicator::all_reduce_sum(std::span<float> data) {
   const auto start = Clock::now();
-  all_reduce_impl(data);
+  all_reduce_impl(data, timeout_seconds_);
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   stats_.calls += 1;
   stats_.bytes += static_cast<std::int64_t>(data.size_bytes());
@@ -67,13 +68,14 @@ void Communicator::all_gather(std::span<const std::byte> mine, std::span<std::by
         std::to_string(mine.size()) + " and " + std::to_string(out.size()));
   }
   const auto start = Clock::now();
-  all_gather_bytes_impl(mine.data(), out.data(), counts);
+  all_gather_bytes_impl(mine.data(), out.data(), counts, "all_gather", timeout_seconds_);
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   stats_.calls += 1;
   stats_.bytes += total;
 }
 
-void Communicator::agree(const std::string& error, const std::string& phase) {
+void Communicator::agree(const std::string& error, const std::string& phase,
+                         double timeout_seconds) {
   if (size() == 1) {
     if (!error.empty()) throw CollectiveError(error, true);
     return;
@@ -85,7 +87,8 @@ void Communicator::agree(const std::string& error, const std::string& phase) {
               std::min<std::size_t>(error.size(), kMessageBytes - 2));
   std::vector<char> all(static_cast<std::size_t>(kMessageBytes * size()));
   const std::vector<std::int64_t> counts(static_cast<std::size_t>(size()), kMessageBytes);
-  all_gather_bytes_impl(mine.data(), all.data(), counts);
+  const std::string name = "the agreement after every rank's attempt " + phase;
+  all_gather_bytes_impl(mine.data(), all.data(), counts, name.c_str(), timeout_seconds);
   std::string failures;
   std::vector<std::string> messages;
   for (int r = 0; r < size(); ++r) {

@@ -35,7 +35,11 @@ class CollectiveError : public std::runtime_error {
 
 class Communicator {
  public:
+  // `timeout_seconds`: the longest a collective waits for the other ranks (--tp-timeout).
+  explicit Communicator(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
   virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
@@ -50,7 +54,8 @@ class Communicator {
   // After a phase every rank ran on its own (loading): `error` is this rank's message, empty on
   // success. Returns normally when every rank succeeded; otherwise every rank throws the same
   // CollectiveError naming each failing rank and its message (one rank: the message alone).
-  void agree(const std::string& error, const std::string& phase);
+  // Waits up to `timeout_seconds` for the slowest rank (loading a shard may take minutes).
+  void agree(const std::string& error, const std::string& phase, double timeout_seconds);
   // Ends every rank at once with `status` (after a failure on one rank mid-run, so the others
   // do not wait for it in a collective). The single-rank form exits this process.
   [[noreturn]] virtual void abort(int status) = 0;
@@ -59,12 +64,15 @@ class Communicator {
   void reset_stats() { stats_ = {}; }
 
  protected:
-  virtual void all_reduce_impl(std::span<float> data) = 0;
-  // Byte form of all_gather: rank r's `counts[r]` bytes at the sum of the counts before it.
+  // The collectives, each waiting at most `timeout_seconds`; `name` names it in a timeout.
+  virtual void all_reduce_impl(std::span<float> data, double timeout_seconds) = 0;
+  // Rank r's `counts[r]` bytes at the sum of the counts before it.
   virtual void all_gather_bytes_impl(const void* mine, void* out,
-                                     std::span<const std::int64_t> counts) = 0;
+                                     std::span<const std::int64_t> counts, const char* name,
+                                     double timeout_seconds) = 0;
 
  private:
+  double timeout_seconds_;
   CollectiveStats stats_;
 };
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include <unistd.h>
@@ -221,6 +222,10 @@ PreparedRun prepare_run(const DemoOptions& given, Communicator* comm, bool print
   } else {
     weights = synthetic_weights(config, options.sampling.seed, shard);
   }
+  if (options.parallel.hang_load_rank == shard.rank) {
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(4 * options.parallel.load_timeout_seconds));
+  }
   if (options.parallel.fail_load_rank == shard.rank) {
     throw Error(ErrorKind::kInvalidArgument, "test hook --tp-test-fail-load: rank " +
                                                  std::to_string(shard.rank) +
@@ -297,7 +302,7 @@ int run_decoder_demo(const DemoOptions& given, Communicator* comm) {
     } catch (const std::exception& e) {
       error = one_line(e.what());
     }
-    comm->agree(error, "to load");
+    comm->agree(error, "to load", given.parallel.load_timeout_seconds);
   }
   const DemoOptions& options = run.options;
   Model& model = *run.model;

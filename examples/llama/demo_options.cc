@@ -134,6 +134,8 @@ const char* tensor_parallel_options_help() {
   return "  tensor parallelism (mpirun -np N llama_generate --tp N ...; README):\n"
          "           --tp N (ranks; N must divide the heads, kv heads and intermediate size)\n"
          "           --tp-timeout SECONDS (longest wait in a collective, default 60)\n"
+         "           --tp-load-timeout SECONDS (longest wait for the slowest rank to load\n"
+         "           its shard, default 600)\n"
          "           --dump-logits FILE (rank 0 writes each step's logits, float32)\n";
 }
 
@@ -144,11 +146,13 @@ std::vector<std::string> parse_tensor_parallel_options(const std::vector<std::st
     const std::string& name = args[i];
     std::int64_t* count = name == "--tp"                  ? &o.ranks
                           : name == "--tp-test-fail-load" ? &o.fail_load_rank
+                          : name == "--tp-test-hang-load" ? &o.hang_load_rank
                           : name == "--tp-test-exit-rank" ? &o.exit_rank
                           : name == "--tp-test-hang-rank" ? &o.hang_rank
                           : name == "--tp-test-exit-step" ? &o.exit_step
                                                           : nullptr;
-    if (count == nullptr && name != "--tp-timeout" && name != "--dump-logits") {
+    if (count == nullptr && name != "--tp-timeout" && name != "--tp-load-timeout" &&
+        name != "--dump-logits") {
       rest.push_back(name);
       continue;
     }
@@ -161,10 +165,11 @@ std::vector<std::string> parse_tensor_parallel_options(const std::vector<std::st
       if (count == &o.ranks && (o.ranks < 1 || o.ranks > 0x7fffffff)) {
         refuse(name, value, "a number of ranks >= 1");
       }
-    } else if (name == "--tp-timeout") {
+    } else if (name == "--tp-timeout" || name == "--tp-load-timeout") {
       // At most a day: the deadline is a time_point, which an infinity would overflow.
-      o.timeout_seconds = parse_positive(name, value, "seconds in (0, 86400]");
-      if (o.timeout_seconds > 86400) refuse(name, value, "seconds in (0, 86400]");
+      double& seconds = name == "--tp-timeout" ? o.timeout_seconds : o.load_timeout_seconds;
+      seconds = parse_positive(name, value, "seconds in (0, 86400]");
+      if (seconds > 86400) refuse(name, value, "seconds in (0, 86400]");
     } else {
       o.dump_logits = value;
     }

@@ -37,7 +37,7 @@ void check(int status, const char* call) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(double timeout_seconds) : timeout_(timeout_seconds) {
+  explicit MpiCommunicator(double timeout_seconds) : Communicator(timeout_seconds) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
@@ -55,15 +55,15 @@ class MpiCommunicator final : public Communicator {
   }
 
  protected:
-  void all_reduce_impl(std::span<float> data) override {
+  void all_reduce_impl(std::span<float> data, double timeout_seconds) override {
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Iallreduce(MPI_IN_PLACE, data.data(), mpi_count(std::ssize(data), "all_reduce"),
                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
           "Iallreduce");
-    wait(request, "all_reduce");
+    wait(request, "all_reduce", timeout_seconds);
   }
-  void all_gather_bytes_impl(const void* mine, void* out,
-                             std::span<const std::int64_t> counts) override {
+  void all_gather_bytes_impl(const void* mine, void* out, std::span<const std::int64_t> counts,
+                             const char* name, double timeout_seconds) override {
     std::vector<int> sizes, offsets;
     std::int64_t offset = 0;
     for (const std::int64_t c : counts) {
@@ -75,7 +75,7 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Iallgatherv(mine, sizes[rank_], MPI_BYTE, out, sizes.data(), offsets.data(), MPI_BYTE,
                           MPI_COMM_WORLD, &request),
           "Iallgatherv");
-    wait(request, "all_gather");
+    wait(request, name, timeout_seconds);
   }
 
  private:
@@ -83,9 +83,9 @@ class MpiCommunicator final : public Communicator {
   // completes or the deadline passes. Between polls the rank yields its core (ranks may share
   // cores) but does not sleep for the first 100 ms: a sleep outlasts a collective's round on one
   // machine (each of its rounds waits for both sides to poll), and a decode step runs dozens.
-  void wait(MPI_Request& request, const char* collective) {
+  void wait(MPI_Request& request, const char* collective, double timeout_seconds) {
     const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration<double>(timeout_);
+    const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
     for (;;) {
       int done = 0;
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "Test");
@@ -94,7 +94,7 @@ class MpiCommunicator final : public Communicator {
       if (now > deadline) {
         std::fprintf(stderr,
                      "llama_generate: rank %d: %s timed out after %g s (a rank died or hangs)\n",
-                     rank_, collective, timeout_);
+                     rank_, collective, timeout_seconds);
         abort(1);
       }
       if (now - start < std::chrono::milliseconds(100)) {
@@ -105,7 +105,6 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  double timeout_;
   int rank_ = 0, size_ = 1;
 };
 

@@ -165,8 +165,8 @@ TEST(LlamaTensorParallel, SingleRankCommunicator) {
   comm->all_reduce_sum(mine);
   EXPECT_EQ(mine, (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(comm->stats().calls, 2);
-  EXPECT_NO_THROW(comm->agree("", "to load"));
-  EXPECT_THROW(comm->agree("disk on fire", "to load"), CollectiveError);
+  EXPECT_NO_THROW(comm->agree("", "to load", 1));
+  EXPECT_THROW(comm->agree("disk on fire", "to load", 1), CollectiveError);
 }
 
 }  // namespace

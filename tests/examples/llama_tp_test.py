@@ -5,9 +5,10 @@
             the dtype's tolerance: float32 and bfloat16, packed and [N, K] weights, synthetic
             weights, a checkpoint loaded shard by shard and int4 quantized at load (uneven
             vocabulary slices: 101 rows).
-  failures: a --tp that is not the world size, a rank that fails to load, a rank that dies
-            mid-run and a rank that hangs mid-run make every rank exit non-zero, with the
-            message, within seconds (the runs are killed past a deadline: a hang fails).
+  failures: a --tp that is not the world size, a rank that fails to load, one that hangs
+            while loading, one that dies mid-run and one that hangs mid-run make every rank
+            exit non-zero, with the message, within seconds (the runs are killed past a
+            deadline: a hang fails).
 
 Usage: llama_tp_test.py logits|failures LLAMA_GENERATE MPIEXEC WORK_DIR
 MPIEXEC is MPI-NOTFOUND when CMake found no MPI: the test then fails saying so.
@@ -111,6 +112,9 @@ def failures(generate, mpi, work, env):
          "--tp 3 must equal the MPI world size (2 ranks"),
         ("rank 1 fails to load", [*mpi, *base, "--tp", "2", "--tp-test-fail-load", "1"],
          "rank 1 failed to load: test hook --tp-test-fail-load"),
+        ("rank 1 hangs while loading", [*mpi, *base, "--tp", "2", "--tp-test-hang-load", "1",
+                                        "--tp-load-timeout", "2"],
+         "rank 0: the agreement after every rank's attempt to load timed out after 2 s"),
         ("rank 1 dies at step 2", [*mpi, *base, "--tp", "2", "--tp-test-exit-rank", "1",
                                    "--tp-timeout", "5"], "exiting at step 2"),
         ("rank 1 hangs at step 2", [*mpi, *base, "--tp", "2", "--tp-test-hang-rank", "1",
