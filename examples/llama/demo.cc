@@ -316,8 +316,9 @@ int run_decoder_demo(const DemoOptions& given, Communicator* comm) {
   if (tokenizer && options.prompt) {  // a tokenizer is loaded for --prompt only
     prompts[0] = run.prompt_ids;
     // Every rank decodes the same tokens; rank 0 prints them.
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> sink(
-        print ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
+    const auto close = [](std::FILE* f) { std::fclose(f); };
+    std::unique_ptr<std::FILE, decltype(close)> sink(print ? nullptr : std::fopen("/dev/null", "w"),
+                                                     close);
     std::FILE* text = print ? stdout : sink.get();
     if (text == nullptr) throw Error(ErrorKind::kInvalidArgument, "tileops demo: no /dev/null");
     write_text(text, *options.prompt);
