@@ -132,7 +132,8 @@ std::vector<std::string> parse_demo_options(const std::vector<std::string>& args
 
 const char* tensor_parallel_options_help() {
   return "  tensor parallelism (mpirun -np N llama_generate --tp N ...; README):\n"
-         "           --tp N (ranks; N must divide the heads, kv heads and intermediate size)\n"
+         "           --tp N (ranks; N must divide the heads and the intermediate size, and\n"
+         "           divide the kv heads or be a multiple of them)\n"
          "           --tp-timeout SECONDS (longest wait in a collective, default 60)\n"
          "           --tp-load-timeout SECONDS (longest wait for the slowest rank to load\n"
          "           its shard, default 600)\n"

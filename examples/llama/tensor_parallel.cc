@@ -26,7 +26,14 @@ Config shard_config(const Config& full, Shard shard) {
                                                  " ranks is not a rank");
   }
   require_divides(full.heads, shard.size, "num_attention_heads (--heads)");
-  require_divides(full.kv_heads, shard.size, "num_key_value_heads (--kv-heads)");
+  // Fewer KV heads than ranks: each rank keeps the one KV head its query heads read (heads is
+  // a multiple of kv_heads, so a rank's query heads share one when the ranks are a multiple).
+  if (full.kv_heads % shard.size != 0 && shard.size % full.kv_heads != 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tensor parallel: --tp " + std::to_string(shard.size) +
+                    " must divide the model's num_key_value_heads (--kv-heads) (" +
+                    std::to_string(full.kv_heads) + ") or be a multiple of it");
+  }
   require_divides(full.intermediate, shard.size, "intermediate_size (--intermediate)");
   if (full.vocab < shard.size) {
     throw Error(ErrorKind::kInvalidArgument, "tensor parallel: --tp " + std::to_string(shard.size) +
@@ -35,7 +42,7 @@ Config shard_config(const Config& full, Shard shard) {
   }
   Config local = full;
   local.heads = full.heads / shard.size;
-  local.kv_heads = full.kv_heads / shard.size;
+  local.kv_heads = full.kv_heads >= shard.size ? full.kv_heads / shard.size : 1;
   local.intermediate = full.intermediate / shard.size;
   return local;
 }
@@ -57,9 +64,12 @@ RowRange vocab_rows(std::int64_t vocab, Shard shard) {
 std::vector<RowRange> qkv_rows(const Config& full, Shard shard) {
   const Config local = shard_config(full, shard);
   const std::int64_t q = local.q_size(), kv = local.kv_size();
-  return {{shard.rank * q, q},
-          {full.q_size() + shard.rank * kv, kv},
-          {full.q_size() + full.kv_size() + shard.rank * kv, kv}};
+  // The rank's first KV head: its own slice, or (replicated) the head of its query heads.
+  const std::int64_t kv_head = full.kv_heads >= shard.size
+                                   ? shard.rank * local.kv_heads
+                                   : shard.rank / (shard.size / full.kv_heads);
+  const std::int64_t k = kv_head * full.head_size;
+  return {{shard.rank * q, q}, {full.q_size() + k, kv}, {full.q_size() + full.kv_size() + k, kv}};
 }
 
 std::vector<RowRange> gate_up_rows(const Config& full, Shard shard) {

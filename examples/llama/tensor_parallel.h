@@ -24,9 +24,11 @@ struct RowRange {
 };
 
 // The sizes of rank `shard.rank`: heads, kv_heads and intermediate divided by the ranks (vocab,
-// hidden and the rest as given). Throws kInvalidArgument naming the config field
-// (num_attention_heads, num_key_value_heads, intermediate_size) that `size` does not divide, or
-// when there are more ranks than vocabulary rows.
+// hidden and the rest as given). With fewer KV heads than ranks (the ranks a multiple of them)
+// each rank keeps one KV head, the one its query heads read, replicated over size / kv_heads
+// ranks. Throws kInvalidArgument naming the config field (num_attention_heads,
+// num_key_value_heads, intermediate_size) that `size` does not fit, or when there are more
+// ranks than vocabulary rows.
 Config shard_config(const Config& full, Shard shard);
 
 // Every rank's number of vocabulary rows (the first vocab % size ranks get one more) and the
@@ -34,8 +36,8 @@ Config shard_config(const Config& full, Shard shard);
 std::vector<std::int64_t> vocab_counts(std::int64_t vocab, int size);
 RowRange vocab_rows(std::int64_t vocab, Shard shard);
 
-// The rows a rank keeps of the fused weights (weights.h): its q heads, k heads, v heads; its
-// gate rows, up rows.
+// The rows a rank keeps of the fused weights (weights.h): its q heads, k heads, v heads (the
+// KV heads possibly shared with other ranks); its gate rows, up rows.
 std::vector<RowRange> qkv_rows(const Config& full, Shard shard);
 std::vector<RowRange> gate_up_rows(const Config& full, Shard shard);
 // The columns a rank keeps of the row-parallel weights: o_proj [hidden, q_size] and

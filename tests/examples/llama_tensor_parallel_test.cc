@@ -119,19 +119,35 @@ void expect_shard_of(const Config& c, const Weights& full, const Weights& part, 
 }
 
 TEST(LlamaTensorParallel, SyntheticShardsAreTheWholeModelsParts) {
-  for (bool tied : {false, true}) {
-    Config c = small_config();
-    c.tie_embeddings = tied;
-    const Weights full = synthetic_weights(c, 7);
-    std::vector<std::int64_t> q_rows(static_cast<std::size_t>(c.qkv_size()), 0);
-    for (int r = 0; r < 2; ++r) {
-      const Weights part = synthetic_weights(c, 7, {r, 2});
-      expect_shard_of(c, full, part, {r, 2});
-      for (const RowRange& range : qkv_rows(c, {r, 2})) {
-        for (std::int64_t i = range.begin; i < range.begin + range.count; ++i) ++q_rows[i];
+  for (int ranks : {2, 4}) {  // 4 ranks: 2 KV heads, each kept by the 2 ranks that read it
+    for (bool tied : {false, true}) {
+      Config c = small_config();
+      c.tie_embeddings = tied;
+      const Weights full = synthetic_weights(c, 7);
+      std::vector<int> uses(static_cast<std::size_t>(c.qkv_size()), 0);
+      for (int r = 0; r < ranks; ++r) {
+        const Weights part = synthetic_weights(c, 7, {r, ranks});
+        expect_shard_of(c, full, part, {r, ranks});
+        for (const RowRange& range : qkv_rows(c, {r, ranks})) {
+          for (std::int64_t i = range.begin; i < range.begin + range.count; ++i) ++uses[i];
+        }
+      }
+      const int kv_uses = ranks > c.kv_heads ? ranks / static_cast<int>(c.kv_heads) : 1;
+      for (std::int64_t i = 0; i < c.qkv_size(); ++i) {
+        EXPECT_EQ(uses[i], i < c.q_size() ? 1 : kv_uses) << "row " << i << ", " << ranks;
       }
     }
-    for (std::int64_t n : q_rows) EXPECT_EQ(n, 1);  // the ranks' rows partition q/k/v
+  }
+}
+
+TEST(LlamaTensorParallel, RanksReadTheKvHeadOfTheirQueryHeads) {
+  Config c = small_config();  // 4 query heads in 2 groups: heads 0-1 read KV head 0
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(shard_config(c, {r, 4}).kv_heads, 1);
+    const std::vector<RowRange> rows = qkv_rows(c, {r, 4});
+    EXPECT_EQ(rows[0].begin, r * c.head_size);
+    EXPECT_EQ(rows[1].begin, c.q_size() + (r / 2) * c.head_size) << r;
+    EXPECT_EQ(rows[2].begin, c.q_size() + c.kv_size() + (r / 2) * c.head_size) << r;
   }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """llama_generate --tp 2 under mpirun (two ranks on this machine, shared memory).
 
-  logits:   the logits of every step (prefill, then decode) of 2 ranks equal 1 rank's within
+  logits:   the logits of every step (prefill, then decode) of 2 ranks (and once 4, with KV
+            heads shared by 2 ranks each) equal 1 rank's within
             the dtype's tolerance: float32 and bfloat16, packed and [N, K] weights, synthetic
             weights, a checkpoint loaded shard by shard and int4 quantized at load (uneven
             vocabulary slices: 101 rows).
@@ -84,22 +85,27 @@ def logits(generate, mpi, work, env):
     # its rows and columns of the mapped file (converted from float32).
     # int4 quantized at load after sharding: K slices of 32 and 64 keep the groups of 32 whole,
     # so both runs hold the same codes and scales.
-    cases = [("f32", True, []), ("f32", False, []), ("bf16", False, []),
-             ("bf16", True, ["--weights", checkpoint]), ("bf16", True, ["--quantize", "int4"])]
-    for dtype, pack, source in cases:
+    # 4 ranks: one query head each, the 2 KV heads each kept by 2 ranks, vocabulary 26/25/25/25.
+    cases = [("f32", True, [], 2), ("f32", False, [], 2), ("bf16", False, [], 2),
+             ("bf16", True, ["--weights", checkpoint], 2),
+             ("bf16", True, ["--quantize", "int4"], 2), ("f32", True, [], 4)]
+    for dtype, pack, source, ranks in cases:
+        launch = [*mpi]
+        launch[launch.index("-np") + 1] = str(ranks)
         args = [*MODEL, "--dtype", dtype, *source] + ([] if pack else ["--no-pack"])
-        what = f"{dtype}, {'packed' if pack else '[N, K]'}, " + \
+        what = f"{ranks} ranks, {dtype}, {'packed' if pack else '[N, K]'}, " + \
             {"": "synthetic weights", "--weights": "checkpoint shards",
              "--quantize": "int4 at load"}[source[0] if source else ""]
         one, two = os.path.join(work, "one.bin"), os.path.join(work, "two.bin")
         status, out, _ = run([generate, *args, "--dump-logits", one], 60, env)
         if status != 0:
             sys.exit(f"FAIL: {what}: 1 rank exited {status}:\n{out}")
-        status, out, _ = run([*mpi, generate, *args, "--tp", "2", "--dump-logits", two], 60, env)
+        status, out, _ = run([*launch, generate, *args, "--tp", str(ranks), "--dump-logits",
+                              two], 60, env)
         if status != 0:
             sys.exit(f"FAIL: {what}: 2 ranks exited {status}:\n{out}")
-        if "tensor parallel over 2 ranks" not in out or out.count("decoder:") != 1:
-            sys.exit(f"FAIL: {what}: expected one report (rank 0) of a 2-rank run:\n{out}")
+        if f"tensor parallel over {ranks} ranks" not in out or out.count("decoder:") != 1:
+            sys.exit(f"FAIL: {what}: expected one report (rank 0) of a {ranks}-rank run:\n{out}")
         ok &= compare(read_logits(one), read_logits(two), TOLERANCE[dtype], what)
     return ok
 
