@@ -195,7 +195,9 @@ PreparedRun prepare_run(const DemoOptions& given, Communicator* comm, bool print
     }
   }
   config.validate();
-  if (shard.split()) shard_config(config, shard);  // the sizes --tp must divide
+  // This rank's sizes (checked: the ones --tp must divide). Its memory check counts the whole
+  // embedding and lm_head: an upper bound, as the lm_head is the rank's rows only.
+  const Config local = shard.split() ? shard_config(config, shard) : config;
   if (tokenizer && tokenizer->vocab_size() > config.vocab) {
     throw Error(ErrorKind::kInvalidArgument,
                 "tileops demo: the " + tokenizer->describe() + " tokenizer has " +
@@ -204,8 +206,10 @@ PreparedRun prepare_run(const DemoOptions& given, Communicator* comm, bool print
   }
   const std::int64_t context = options.prompt_tokens + options.new_tokens;
   config.max_positions = std::max(config.max_positions, context);
+  Config mine = local;
+  mine.max_positions = config.max_positions;
   // Every size is checked before anything is allocated.
-  check_memory(config, cache_geometry(config, options.prompts, context, options.block_size),
+  check_memory(mine, cache_geometry(mine, options.prompts, context, options.block_size),
                options.prompts * options.prompt_tokens);
   const std::filesystem::path export_dir = options.export_dir;
   if (!export_dir.empty()) create_export_dir(export_dir);
