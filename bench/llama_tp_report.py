@@ -91,12 +91,12 @@ def main():
     # Projection: per decode step, every rank computes 1/N of the projections (decode streams
     # the weights: memory-bound, so a node's share of the weights sets its time) and runs the
     # same collectives as here. The all-reduces (2 per layer) carry batch x hidden float32, the
-    # all-gather batch x vocab float32 in all. A ring collective over N nodes sends 2(N-1)/N of
+    # all-gather batch x vocab bfloat16 (the model dtype) in all. A ring collective over N nodes sends 2(N-1)/N of
     # an all-reduce's bytes and (N-1)/N of the gathered bytes per node, in 2(N-1) resp. N-1
     # latency-bound steps.
     batch, layers = p["prompts"], p["layers"]
     reduce_bytes = batch * p["hidden"] * 4
-    gather_bytes = batch * p["vocab"] * 4
+    gather_bytes = batch * p["vocab"] * 2
     compute_ms = one["step_ms"]  # measured: 1 rank x 2 threads, the whole model on this machine
     lines = [
         "# Tensor parallelism of the decoder: 1 rank x 2 threads vs 2 ranks x 1 thread",
@@ -121,11 +121,13 @@ def main():
         "",
         f"Communication (measured in the Communicator, rank 0): a decode step runs "
         f"{two['calls']} collectives ({2 * layers} all-reduces of {reduce_bytes / 1024:.1f} KiB "
-        f"float32 and one all-gather of the logits, {gather_bytes / 1024:.0f} KiB float32 in "
+        f"float32 and one all-gather of the logits, {gather_bytes / 1024:.0f} KiB bfloat16 in "
         f"all), {two['kib']:.0f} KiB per step; {two['comm_ms']:.3f} ms of the "
         f"{two['step_ms']:.2f} ms step in the best run ({two['comm_pct']:.1f} % in the last "
         f"one), {1e3 * two['comm_ms'] / two['calls']:.1f} us per collective. Prefill: "
-        f"{two['prefill_comm_s'] * 1e3:.1f} ms in collectives ({two['prefill_comm_pct']:.1f} %).",
+        f"{two['prefill_comm_s'] * 1e3:.1f} ms in collectives ({two['prefill_comm_pct']:.1f} %). "
+        "Time in a collective includes waiting for the other rank to arrive (the two ranks "
+        "share two cores with other jobs), so it bounds the transfer cost from above.",
         "",
         "## Projection to N nodes",
         "",
@@ -154,8 +156,9 @@ def main():
     lines += [
         "",
         "Reading: the all-reduces are small (batch x hidden) and latency-bound: "
-        f"{4 * layers} ring steps per decode step, so the network's latency, not its bandwidth, "
-        "sets the cost, and it grows with N while the compute shrinks as 1/N. Once "
+        f"{2 * layers} of them per decode step, 2(N-1) ring steps each, so the network's "
+        "latency, not its bandwidth, sets the cost, and it grows with N while the compute "
+        "shrinks as 1/N; the logits' all-gather is the one transfer where bandwidth counts. Once "
         "communication is about half of a step, more nodes stop paying. On this 2-CPU machine "
         "2 ranks x 1 thread compete for the same two cores and the same memory bandwidth as 1 "
         "rank x 2 threads, so the ratio above measures the overhead of splitting (collectives, "
