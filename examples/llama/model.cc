@@ -287,10 +287,11 @@ void Model::all_reduce(const Tensor& out) {
   if (comm_ == nullptr) return;
   timed("all_reduce", [&] {
     // float32 whatever the model dtype: one rounding to it after the sum.
-    const Tensor sum = rows(reduce_, out.size(0));
-    ops::cast(out, sum);
+    const bool in_place = out.dtype() == DataType::kFloat32 && out.is_contiguous();
+    const Tensor sum = in_place ? out : rows(reduce_, out.size(0));
+    if (!in_place) ops::cast(out, sum);
     comm_->all_reduce_sum({sum.data_as<float>(), static_cast<std::size_t>(sum.numel())});
-    ops::cast(sum, out);
+    if (!in_place) ops::cast(sum, out);
   });
 }
 
