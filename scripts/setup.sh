@@ -8,6 +8,7 @@ preset="${1:-release}"
 packages=(build-essential cmake g++ clang-format valgrind
           libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev libdlpack-dev
           libdnnl-dev libopenblas-dev libsentencepiece-dev sentencepiece libicu-dev
+          libopenmpi-dev openmpi-bin
           python3-numpy python3-torch libtorch-dev python3-pybind11 python3-pytest python3-hypothesis
           pybind11-dev python3-pip python3-setuptools python3-wheel python3-venv)
 # The linter: clang-tidy 22 where apt offers it (bookworm-security), else 19 (see lint.sh).

@@ -6,15 +6,19 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include <unistd.h>
 
 #include "examples/llama/model.h"
 #include "examples/llama/safetensors.h"
+#include "examples/llama/step_hooks.h"
+#include "examples/llama/tensor_parallel.h"
 #include "examples/llama/text_generation.h"
 #include "examples/llama/weights.h"
 #include "tileops/core/error.h"
@@ -22,37 +26,6 @@
 
 namespace tileops::llama {
 namespace {
-
-[[noreturn]] void refuse(const std::string& name, const std::string& value,
-                         const std::string& expected) {
-  throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, expected,
-                       "'" + value + "'");
-}
-
-std::int64_t parse_count(const std::string& name, const std::string& value) {
-  static const std::string kExpected = "a non-negative integer";
-  try {
-    std::size_t used = 0;
-    const long long n = std::stoll(value, &used);
-    if (used == value.size() && n >= 0) return n;
-  } catch (const std::exception&) {  // not a number, or out of range
-    refuse(name, value, kExpected);
-  }
-  refuse(name, value, kExpected);
-}
-
-// A number > 0 (NaN refused); the only real option is --top-p, where >= 1 turns the filter off.
-double parse_positive(const std::string& name, const std::string& value) {
-  static const std::string kExpected = "a number > 0 (>= 1: no top-p filter)";
-  try {
-    std::size_t used = 0;
-    const double x = std::stod(value, &used);
-    if (used == value.size() && x > 0) return x;
-  } catch (const std::exception&) {  // not a number, or out of range
-    refuse(name, value, kExpected);
-  }
-  refuse(name, value, kExpected);
-}
 
 // Physical memory in bytes (0 when unknown).
 double memory_bytes() {
@@ -111,8 +84,9 @@ void write_text(std::FILE* out, std::string_view text) {
 // Loads the checkpoint; stderr shows the layers loaded so far on a terminal (one line, redrawn)
 // and, on any stderr, how long the loading took.
 Weights load_weights_with_progress(const Config& config, const std::string& path,
-                                   const std::optional<Int4Quantization>& quantization) {
-  const bool terminal = isatty(STDERR_FILENO) == 1;
+                                   const std::optional<Int4Quantization>& quantization, Shard shard,
+                                   bool print) {
+  const bool terminal = print && isatty(STDERR_FILENO) == 1;
   const auto start = std::chrono::steady_clock::now();
   const auto progress = [&](std::int64_t done, std::int64_t total) {
     if (terminal) {
@@ -121,116 +95,36 @@ Weights load_weights_with_progress(const Config& config, const std::string& path
       std::fflush(stderr);
     }
   };
-  Weights weights = load_safetensors_weights(config, path, quantization, progress);
+  Weights weights = load_safetensors_weights(config, path, quantization, progress, shard);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!print) return weights;
   std::fprintf(stderr, "%stileops demo: loaded %s (%lld layers, %.1f MiB) in %.2f s\n",
                terminal ? "\r" : "", path.c_str(), static_cast<long long>(config.layers),
                static_cast<double>(weight_bytes(weights)) / (1 << 20), seconds);
   return weights;
 }
 
-}  // namespace
-
-std::string one_line(std::string_view message) {
-  std::string line(message);
-  for (char& c : line) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return line;
-}
-
-const char* demo_options_help() {
-  return "  decoder: --layers N --hidden N --heads N --kv-heads N --head-size N\n"
-         "           --intermediate N --vocab N --dtype f32|f16|bf16 --weights PATH\n"
-         "           --prompts N --prompt-tokens N --new-tokens N --block-size N\n"
-         "           --top-k N --top-p X --seed N\n"
-         "           --prompt TEXT (with --weights DIR: encode TEXT with DIR's tokenizer.model\n"
-         "           or tokenizer.json and print the generated text as it comes)\n"
-         "           --no-pack (linear over the [N, K] weights instead of their packed form)\n"
-         "           --quantize int8|int4 (projections quantized at load: int8 per channel,\n"
-         "           int4 symmetric in groups; the lm_head int8) --quant-group 32|64|128\n";
-}
-
-std::vector<std::string> parse_demo_options(const std::vector<std::string>& args, DemoOptions& o) {
-  std::vector<std::string> rest;
-  Config& c = o.config;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& name = args[i];
-    if (name == "--no-pack") {
-      o.pack_weights = false;
-      continue;
-    }
-    std::int64_t* count = name == "--layers"          ? &c.layers
-                          : name == "--hidden"        ? &c.hidden
-                          : name == "--heads"         ? &c.heads
-                          : name == "--kv-heads"      ? &c.kv_heads
-                          : name == "--head-size"     ? &c.head_size
-                          : name == "--intermediate"  ? &c.intermediate
-                          : name == "--vocab"         ? &c.vocab
-                          : name == "--prompts"       ? &o.prompts
-                          : name == "--prompt-tokens" ? &o.prompt_tokens
-                          : name == "--new-tokens"    ? &o.new_tokens
-                          : name == "--block-size"    ? &o.block_size
-                          : name == "--top-k"         ? &o.sampling.top_k
-                                                      : nullptr;
-    const bool known = count != nullptr || name == "--dtype" || name == "--weights" ||
-                       name == "--top-p" || name == "--seed" || name == "--export" ||
-                       name == "--quantize" || name == "--quant-group" || name == "--prompt";
-    if (!known) {
-      rest.push_back(name);
-      continue;
-    }
-    if (i + 1 == args.size()) {
-      throw Error(ErrorKind::kInvalidArgument, "tileops demo: option " + name + " needs a value");
-    }
-    const std::string& value = args[++i];
-    if (count != nullptr) {
-      *count = parse_count(name, value);
-      if (count == &c.layers || count == &c.hidden || count == &c.heads || count == &c.kv_heads ||
-          count == &c.head_size || count == &c.intermediate || count == &c.vocab) {
-        o.sizes_given = true;
-      }
-    } else if (name == "--dtype") {
-      const auto dtype = parse_data_type(value);
-      if (!dtype) {
-        throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, "f32, f16 or bf16",
-                             "'" + value + "'");
-      }
-      c.dtype = *dtype;
-    } else if (name == "--weights") {
-      o.weights = value;
-    } else if (name == "--prompt") {
-      o.prompt = value;
-    } else if (name == "--export") {
-      o.export_dir = value;
-    } else if (name == "--quantize") {
-      if (value != "int8" && value != "int4") {
-        throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name, "int8 or int4",
-                             "'" + value + "'");
-      }
-      o.quantization.bits = value == "int8" ? 8 : 4;
-    } else if (name == "--quant-group") {
-      const std::int64_t g = parse_count(name, value);
-      if (g != 0 && g != 32 && g != 64 && g != 128) {
-        throw_argument_error(ErrorKind::kInvalidArgument, "tileops demo", name,
-                             "32, 64 or 128 (or 0: per channel, int8 only)", "'" + value + "'");
-      }
-      o.quantization.group_size = static_cast<int>(g);
-    } else if (name == "--top-p") {
-      o.sampling.top_p = parse_positive(name, value);
-    } else {
-      o.sampling.seed = static_cast<std::uint64_t>(parse_count(name, value));
-    }
-  }
-  return rest;
-}
-
-int run_decoder_demo(const DemoOptions& given) {
-  DemoOptions options = given;
-  // Text mode: the tokenizer is read first, and the prompt's length is the prompt size.
+// A run's inputs and model, built by prepare_run.
+struct PreparedRun {
+  DemoOptions options;  // --prompt sets prompts and prompt_tokens
+  Config config;        // with max_positions covering the context
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<std::int64_t> prompt_ids;
+  std::int64_t context = 0;
+  std::unique_ptr<Model> model;
+};
+
+// Everything up to the built model; each tensor parallel rank runs it alone (and prints only
+// when `print`), the ranks agree on the outcome afterwards.
+PreparedRun prepare_run(const DemoOptions& given, Communicator* comm, bool print) {
+  PreparedRun run;
+  run.options = given;
+  DemoOptions& options = run.options;
+  const Shard shard = comm != nullptr ? Shard{comm->rank(), comm->size()} : Shard{};
+  std::unique_ptr<Tokenizer>& tokenizer = run.tokenizer;
+  std::vector<std::int64_t>& prompt_ids = run.prompt_ids;
+  // Text mode: the tokenizer is read first, and the prompt's length is the prompt size.
   if (options.prompt) {
     if (options.weights.empty()) {
       throw Error(ErrorKind::kInvalidArgument,
@@ -242,6 +136,15 @@ int run_decoder_demo(const DemoOptions& given) {
     options.prompt_tokens = static_cast<std::int64_t>(prompt_ids.size());
   }
   std::FILE* report = options.prompt ? stderr : stdout;
+  if (shard.split() && !options.export_dir.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --export writes the whole model; run it without --tp");
+  }
+  if (options.prompt && !options.parallel.dump_logits.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --dump-logits records token-id runs; it cannot be combined with "
+                "--prompt");
+  }
   constexpr std::int64_t kMaxTokens = std::int64_t{1} << 30;
   for (const auto& [name, value] : {std::pair{"--prompts", options.prompts},
                                     std::pair{"--prompt-tokens", options.prompt_tokens},
@@ -275,7 +178,7 @@ int run_decoder_demo(const DemoOptions& given) {
                 "--quantize");
   }
   Config config = options.config;
-  if (!options.weights.empty() && options.sizes_given) {
+  if (print && !options.weights.empty() && options.sizes_given) {
     std::fprintf(stderr,
                  "tileops demo: the model's sizes come from --weights (and its config.json); "
                  "the size options given are ignored\n");
@@ -292,6 +195,9 @@ int run_decoder_demo(const DemoOptions& given) {
     }
   }
   config.validate();
+  // This rank's sizes (checked: the ones --tp must divide). Its memory check counts the whole
+  // embedding and lm_head: an upper bound, as the lm_head is the rank's rows only.
+  const Config local = shard.split() ? shard_config(config, shard) : config;
   if (tokenizer && tokenizer->vocab_size() > config.vocab) {
     throw Error(ErrorKind::kInvalidArgument,
                 "tileops demo: the " + tokenizer->describe() + " tokenizer has " +
@@ -300,22 +206,34 @@ int run_decoder_demo(const DemoOptions& given) {
   }
   const std::int64_t context = options.prompt_tokens + options.new_tokens;
   config.max_positions = std::max(config.max_positions, context);
+  Config mine = local;
+  mine.max_positions = config.max_positions;
   // Every size is checked before anything is allocated.
-  check_memory(config, cache_geometry(config, options.prompts, context, options.block_size),
+  check_memory(mine, cache_geometry(mine, options.prompts, context, options.block_size),
                options.prompts * options.prompt_tokens);
   const std::filesystem::path export_dir = options.export_dir;
   if (!export_dir.empty()) create_export_dir(export_dir);
   Weights weights;
   std::string source = "synthetic weights (seed " + std::to_string(options.sampling.seed) + ")";
   if (!options.weights.empty()) {
-    weights = load_weights_with_progress(config, options.weights, checkpoint_quantization);
+    weights =
+        load_weights_with_progress(config, options.weights, checkpoint_quantization, shard, print);
     source = "weights from " + options.weights;
     if (checkpoint_quantization) {
       source += checkpoint_quantization->method == Int4Method::kGptq ? " (GPTQ" : " (AWQ";
       source += " int4, group " + std::to_string(checkpoint_quantization->group_size) + ")";
     }
   } else {
-    weights = synthetic_weights(config, options.sampling.seed);
+    weights = synthetic_weights(config, options.sampling.seed, shard);
+  }
+  if (options.parallel.hang_load_rank == shard.rank) {
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(4 * options.parallel.load_timeout_seconds));
+  }
+  if (options.parallel.fail_load_rank == shard.rank) {
+    throw Error(ErrorKind::kInvalidArgument, "test hook --tp-test-fail-load: rank " +
+                                                 std::to_string(shard.rank) +
+                                                 " fails while loading");
   }
   if (quant.bits != 0) {
     const std::int64_t before = weight_bytes(weights);
@@ -323,35 +241,94 @@ int run_decoder_demo(const DemoOptions& given) {
     const double mib = 1 << 20;
     const std::string grouping =
         quant.group() == 0 ? " per channel" : " in groups of " + std::to_string(quant.group());
-    std::fprintf(stderr,
-                 "tileops demo: projections quantized to int%d%s, lm_head int8 per channel: "
-                 "weights %.1f MiB before, %.1f MiB after\n",
-                 quant.bits, grouping.c_str(), static_cast<double>(before) / mib,
-                 static_cast<double>(weight_bytes(weights)) / mib);
+    if (print) {
+      std::fprintf(stderr,
+                   "tileops demo: projections quantized to int%d%s, lm_head int8 per channel: "
+                   "weights %.1f MiB before, %.1f MiB after\n",
+                   quant.bits, grouping.c_str(), static_cast<double>(before) / mib,
+                   static_cast<double>(weight_bytes(weights)) / mib);
+    }
     source += ", projections int" + std::to_string(quant.bits) + grouping + " for linear_quantized";
   } else if (checkpoint_quantization) {
     source += ", int4 projections for linear_quantized";
   } else {
     source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
   }
-  std::fprintf(
-      report, "decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
-      config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
-      static_cast<long long>(options.prompt_tokens), static_cast<long long>(options.new_tokens));
+  if (shard.split()) {
+    source += "; tensor parallel over " + std::to_string(shard.size) + " ranks";
+  }
+  if (print) {
+    std::fprintf(
+        report, "decoder: %s\n         %s; %lld prompts of %lld tokens, %lld new tokens each\n",
+        config.describe().c_str(), source.c_str(), static_cast<long long>(options.prompts),
+        static_cast<long long>(options.prompt_tokens), static_cast<long long>(options.new_tokens));
+  }
   if (!export_dir.empty()) {
     write_safetensors(export_dir / "model.safetensors", checkpoint_tensors(config, weights));
     write_config_json(export_dir / "config.json", config);
   }
-  Model model(config, std::move(weights), options.prompts, context, options.block_size,
-              options.pack_weights);
+  run.model = std::make_unique<Model>(config, std::move(weights), options.prompts, context,
+                                      options.block_size, options.pack_weights, comm);
+  run.config = config;
+  run.context = context;
+  return run;
+}
 
+}  // namespace
+
+std::string one_line(std::string_view message) {
+  std::string line(message);
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return line;
+}
+
+int run_decoder_demo(const DemoOptions& given, Communicator* comm) {
+  const std::int64_t ranks = comm != nullptr ? comm->size() : 1;
+  if (given.parallel.ranks != ranks) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tileops demo: --tp " + std::to_string(given.parallel.ranks) + " needs " +
+                    std::to_string(given.parallel.ranks) +
+                    " MPI ranks (mpirun -np N llama_generate --tp N); this run has " +
+                    std::to_string(ranks));
+  }
+  const bool print = comm == nullptr || comm->rank() == 0;
+  PreparedRun run;
+  if (ranks == 1) {
+    run = prepare_run(given, comm, print);
+  } else {
+    std::string error;  // every rank loads its shard, then they agree on the outcome
+    try {
+      run = prepare_run(given, comm, print);
+    } catch (const std::bad_alloc&) {
+      error = "out of memory";
+    } catch (const std::exception& e) {
+      error = one_line(e.what());
+    }
+    comm->agree(error, "to load", given.parallel.load_timeout_seconds);
+  }
+  const DemoOptions& options = run.options;
+  Model& model = *run.model;
+  const Config& config = run.config;
+  const std::unique_ptr<Tokenizer>& tokenizer = run.tokenizer;
+  const std::filesystem::path export_dir = options.export_dir;
+  std::FILE* report = options.prompt ? stderr : stdout;
   std::vector<std::vector<std::int64_t>> prompts(options.prompts);
   Generation g;
+  std::optional<StepHooks> hooks;
   if (tokenizer && options.prompt) {  // a tokenizer is loaded for --prompt only
-    prompts[0] = prompt_ids;
-    write_text(stdout, *options.prompt);
-    g = generate_text(model, *tokenizer, prompt_ids, options.new_tokens, options.sampling, stdout);
-    write_text(stdout, "\n");
+    prompts[0] = run.prompt_ids;
+    // Every rank decodes the same tokens; rank 0 prints them.
+    const auto close = [](std::FILE* f) { std::fclose(f); };
+    std::unique_ptr<std::FILE, decltype(close)> sink(print ? nullptr : std::fopen("/dev/null", "w"),
+                                                     close);
+    std::FILE* text = print ? stdout : sink.get();
+    if (text == nullptr) throw Error(ErrorKind::kInvalidArgument, "tileops demo: no /dev/null");
+    write_text(text, *options.prompt);
+    g = generate_text(model, *tokenizer, run.prompt_ids, options.new_tokens, options.sampling,
+                      text);
+    write_text(text, "\n");
   } else {
     std::mt19937_64 rng(options.sampling.seed);
     std::uniform_int_distribution<std::int64_t> token(0, config.vocab - 1);
@@ -359,8 +336,12 @@ int run_decoder_demo(const DemoOptions& given) {
       p.resize(options.prompt_tokens);
       for (auto& t : p) t = token(rng);
     }
-    g = generate(model, prompts, options.new_tokens, options.sampling);
+    hooks.emplace(options.parallel, comm);
+    g = generate(model, prompts, options.new_tokens, options.sampling, hooks->on_tokens(),
+                 hooks->on_logits());
+    hooks->finish();
   }
+  if (!print) return 0;  // rank 0 reports
   if (!export_dir.empty()) {
     const nlohmann::json record = {
         {"prompts", prompts},
@@ -392,6 +373,11 @@ int run_decoder_demo(const DemoOptions& given) {
                  1e3 * g.decode_seconds * static_cast<double>(options.prompts) /
                      static_cast<double>(g.decode_tokens),
                  static_cast<long long>(options.prompts));
+  }
+  if (hooks) {
+    const std::string line =
+        hooks->report(g.prefill_seconds, g.decode_seconds, g.decode_tokens / options.prompts);
+    std::fputs(line.c_str(), report);
   }
   if (tokenizer) return 0;  // the text is the output; the operator table is the demo's
   auto entries = model.profile().entries();

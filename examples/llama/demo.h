@@ -8,9 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "examples/llama/communicator.h"
 #include "examples/llama/config.h"
 #include "examples/llama/generate.h"
 #include "examples/llama/quantize.h"
+#include "examples/llama/tp_options.h"
 
 namespace tileops::llama {
 
@@ -32,6 +34,8 @@ struct DemoOptions {
   // --prompt TEXT: one prompt, encoded with the tokenizer next to --weights; the generated text
   // is printed to stdout as it comes (the report goes to stderr then).
   std::optional<std::string> prompt;
+  // llama_generate only (tp_options.h): tensor parallelism and the logits dump.
+  TensorParallelOptions parallel;
 };
 
 // Consumes the decoder options in args ("--layers 2", ...) and returns the others; throws
@@ -47,6 +51,10 @@ std::string one_line(std::string_view message);
 // Checks every option and size (against int64, the model's limits and this machine's memory),
 // then builds the model, generates and prints the report (with --prompt: the prompt and the
 // generated text on stdout, the report on stderr). Returns 0; throws on an error.
-int run_decoder_demo(const DemoOptions& options);
+// With `tensor_parallel` of several ranks (options.parallel.ranks of them): each rank loads its
+// shard and builds its part of the model, then they agree (a failure anywhere: CollectiveError
+// on every rank, naming the failing ranks); rank 0 alone prints. Collectives past the agreement
+// time out (the communicator's timeout) instead of waiting for a dead rank.
+int run_decoder_demo(const DemoOptions& options, Communicator* tensor_parallel = nullptr);
 
 }  // namespace tileops::llama

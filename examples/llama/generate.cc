@@ -17,13 +17,14 @@ double seconds_since(Clock::time_point start) {
 
 Generation generate(Model& model, const std::vector<std::vector<std::int64_t>>& prompts,
                     std::int64_t new_tokens, const Sampling& sampling,
-                    const TokenCallback& on_tokens) {
+                    const TokenCallback& on_tokens, const LogitsCallback& on_logits) {
   const auto batch = static_cast<std::int64_t>(prompts.size());
   Generation result;
   result.tokens.assign(batch, {});
   std::vector<std::int64_t> next(batch);
   const Tensor next_view(next.data(), {batch}, DataType::kInt64);
   auto sample = [&](const Tensor& logits, std::int64_t step) {
+    if (on_logits) on_logits(logits);
     const auto start = Clock::now();
     ops::top_k_top_p_sampler(logits, sampling.top_k, sampling.top_p,
                              sampling.seed + static_cast<std::uint64_t>(step), next_view);

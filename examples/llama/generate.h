@@ -24,11 +24,13 @@ struct Generation {
 // Called with each step's tokens (one per prompt) as soon as they are sampled; returning false
 // ends the generation there (e.g. at EOS).
 using TokenCallback = std::function<bool(const std::vector<std::int64_t>& next)>;
+// Called with each step's logits [batch, vocab] before they are sampled (e.g. to record them).
+using LogitsCallback = std::function<void(const Tensor& logits)>;
 
 // Prefills `prompts` and generates `new_tokens` tokens per prompt (the first from the prefill
 // logits, then one decode step each), fewer when `on_tokens` stops it.
 Generation generate(Model& model, const std::vector<std::vector<std::int64_t>>& prompts,
                     std::int64_t new_tokens, const Sampling& sampling,
-                    const TokenCallback& on_tokens = {});
+                    const TokenCallback& on_tokens = {}, const LogitsCallback& on_logits = {});
 
 }  // namespace tileops::llama

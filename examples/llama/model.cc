@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "examples/llama/quantize.h"
+#include "examples/llama/tensor_parallel.h"
 #include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/ops.h"
@@ -89,16 +91,25 @@ void Model::timed(const char* op, F&& call) {
 }
 
 Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
-             std::int64_t max_context, std::int64_t block_size, bool pack_weights)
+             std::int64_t max_context, std::int64_t block_size, bool pack_weights,
+             Communicator* tensor_parallel)
     : config_(config),
+      local_(config),
       weights_(std::move(weights)),
       max_batch_(max_batch),
       max_context_(max_context),
       block_size_(block_size) {
   config_.validate();
+  if (tensor_parallel != nullptr && tensor_parallel->size() > 1) {
+    comm_ = tensor_parallel;
+    local_ = shard_config(config_, {comm_->rank(), comm_->size()});
+    vocab_counts_ = vocab_counts(config_.vocab, comm_->size());
+  } else {
+    vocab_counts_ = {config_.vocab};
+  }
   // Sizes first, before the weights are packed: the paged cache's geometry must fit int64 and
   // the int32 block table, sequence lengths and cumulative lengths.
-  const CacheGeometry geometry = cache_geometry(config_, max_batch, max_context, block_size);
+  const CacheGeometry geometry = cache_geometry(local_, max_batch, max_context, block_size);
   blocks_per_sequence_ = geometry.blocks_per_sequence;
   if (static_cast<std::int64_t>(weights_.layers.size()) != config_.layers) {
     throw_argument_error(ErrorKind::kInvalidArgument, "llama model", "weights",
@@ -126,7 +137,7 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
     packed_lm_head_ =
         weights_.lm_head.view().defined() ? pack(weights_.lm_head) : packed_of(weights_.embed);
   }
-  const Dims cache_shape{geometry.blocks, block_size, config_.kv_heads, config_.head_size};
+  const Dims cache_shape{geometry.blocks, block_size, local_.kv_heads, local_.head_size};
   for (std::int64_t l = 0; l < config_.layers; ++l) {
     key_cache_.emplace_back(cache_shape, config_.dtype);
     value_cache_.emplace_back(cache_shape, config_.dtype);
@@ -146,12 +157,17 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
   last_rows_ = TensorStorage({max_batch}, kI64);
   last_hidden_ = TensorStorage({max_batch, config_.hidden}, config_.dtype);
   logits_ = TensorStorage({max_batch, config_.vocab}, config_.dtype);
+  if (comm_ != nullptr) {
+    const std::int64_t mine = vocab_counts_[static_cast<std::size_t>(comm_->rank())];
+    local_logits_ = TensorStorage({max_batch, mine}, config_.dtype);
+    gathered_ = TensorStorage({max_batch, config_.vocab}, config_.dtype);
+  }
   reserve_tokens(max_batch);
 }
 
 void Model::reserve_tokens(std::int64_t tokens) {
   if (tokens <= capacity_) return;
-  const Config& c = config_;
+  const Config& c = local_;
   ids_ = TensorStorage({tokens}, kI64);
   positions_ = TensorStorage({tokens}, kI64);
   slots_ = TensorStorage({tokens}, kI64);
@@ -162,6 +178,7 @@ void Model::reserve_tokens(std::int64_t tokens) {
   attn_ = TensorStorage({tokens, c.heads, c.head_size}, c.dtype);
   gate_up_ = TensorStorage({tokens, checked_mul(2, c.intermediate, "llama model")}, c.dtype);
   act_ = TensorStorage({tokens, c.intermediate}, c.dtype);
+  if (comm_ != nullptr) reduce_ = TensorStorage({tokens, c.hidden}, DataType::kFloat32);
   capacity_ = tokens;
 }
 
@@ -205,11 +222,7 @@ Tensor Model::prefill(const std::vector<std::vector<std::int64_t>>& prompts) {
   const Tensor last_rows = rows(last_rows_, batch);
   timed("embedding",
         [&] { ops::embedding(last_rows, rows(normed_, total), rows(last_hidden_, batch)); });
-  timed("linear", [&] {
-    project(rows(last_hidden_, batch), weights_.lm_head_view(), packed_lm_head_, Tensor(),
-            rows(logits_, batch));
-  });
-  return rows(logits_, batch);
+  return logits(rows(last_hidden_, batch), batch);
 }
 
 Tensor Model::decode(std::span<const std::int64_t> tokens) {
@@ -239,15 +252,51 @@ Tensor Model::decode(std::span<const std::int64_t> tokens) {
     lengths_[b] = pos + 1;
   }
   forward(batch, /*prefill=*/false);
-  timed("linear", [&] {
-    project(rows(normed_, batch), weights_.lm_head_view(), packed_lm_head_, Tensor(),
-            rows(logits_, batch));
+  return logits(rows(normed_, batch), batch);
+}
+
+Tensor Model::logits(const Tensor& x, std::int64_t batch) {
+  const Tensor out = rows(comm_ != nullptr ? local_logits_ : logits_, batch);
+  timed("linear", [&] { project(x, weights_.lm_head_view(), packed_lm_head_, Tensor(), out); });
+  if (comm_ == nullptr) return out;
+  timed("all_gather", [&] {
+    // In the model dtype: the logits are copied, not summed. Rank r's block is its
+    // [batch, count_r] rows; the full rows interleave the blocks.
+    const std::int64_t element = out.element_size(), vocab = config_.vocab;
+    std::vector<std::int64_t> counts;
+    for (const std::int64_t c : vocab_counts_) counts.push_back(batch * c * element);
+    const auto* mine = static_cast<const std::byte*>(out.data());
+    auto* gathered = static_cast<std::byte*>(gathered_.data());
+    comm_->all_gather({mine, static_cast<std::size_t>(out.numel() * element)},
+                      {gathered, static_cast<std::size_t>(batch * vocab * element)}, counts);
+    auto* full = static_cast<std::byte*>(logits_.data());
+    std::int64_t block = 0, column = 0;
+    for (const std::int64_t c : vocab_counts_) {
+      for (std::int64_t b = 0; b < batch; ++b) {
+        std::memcpy(full + (b * vocab + column) * element, gathered + block + b * c * element,
+                    static_cast<std::size_t>(c * element));
+      }
+      block += batch * c * element;
+      column += c;
+    }
   });
   return rows(logits_, batch);
 }
 
+void Model::all_reduce(const Tensor& out) {
+  if (comm_ == nullptr) return;
+  timed("all_reduce", [&] {
+    // float32 whatever the model dtype: one rounding to it after the sum.
+    const bool in_place = out.dtype() == DataType::kFloat32 && out.is_contiguous();
+    const Tensor sum = in_place ? out : rows(reduce_, out.size(0));
+    if (!in_place) ops::cast(out, sum);
+    comm_->all_reduce_sum({sum.data_as<float>(), static_cast<std::size_t>(sum.numel())});
+    if (!in_place) ops::cast(sum, out);
+  });
+}
+
 void Model::forward(std::int64_t tokens, bool prefill) {
-  const Config& c = config_;
+  const Config& c = local_;
   const Tensor residual = rows(residual_, tokens), hidden = rows(hidden_, tokens);
   const Tensor normed = rows(normed_, tokens), qkv = rows(qkv_, tokens);
   const Tensor gate_up = rows(gate_up_, tokens), act = rows(act_, tokens);
@@ -272,11 +321,13 @@ void Model::forward(std::int64_t tokens, bool prefill) {
     });
     attention(l, tokens, prefill);
     timed("linear", [&] { project(attn, w.o_proj, p.o_proj, Tensor(), hidden); });
+    all_reduce(hidden);
     timed("add_rms_norm",
           [&] { ops::add_rms_norm(hidden, residual, w.post_norm, c.rms_eps, normed, residual); });
     timed("linear", [&] { project(normed, w.gate_up, p.gate_up, Tensor(), gate_up); });
     timed("silu_and_mul", [&] { ops::silu_and_mul(gate_up, -1, act); });
     timed("linear", [&] { project(act, w.down, p.down, Tensor(), hidden); });
+    all_reduce(hidden);
   }
   timed("add_rms_norm", [&] {
     ops::add_rms_norm(hidden, residual, weights_.final_norm, c.rms_eps, normed, residual);
@@ -295,7 +346,7 @@ void Model::project(const Tensor& x, const Tensor& weight, const Tensor& packed,
 }
 
 void Model::attention(std::int64_t layer, std::int64_t tokens, bool prefill) {
-  const Config& c = config_;
+  const Config& c = local_;
   const Tensor qkv = rows(qkv_, tokens);
   const std::int64_t row = c.qkv_size(), d = c.head_size;
   const auto heads_view = [&](std::int64_t offset, std::int64_t heads) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/llama/communicator.h"
 #include "examples/llama/config.h"
 #include "examples/llama/weights.h"
 #include "tileops/core/tensor_storage.h"
@@ -42,8 +43,14 @@ class Model {
   // memory's speed in decode; their [N, K] copies are then released. A projection that
   // `weights` holds quantized (quantize_weights, a GPTQ/AWQ checkpoint) runs through
   // ops::linear_quantized either way.
+  // tensor_parallel: when given with more than one rank, `weights` are this rank's shard
+  // (synthetic_weights / load_safetensors_weights with its Shard): the rank runs its heads and
+  // intermediate rows, all-reduces the row-parallel o_proj and down outputs (float32) and
+  // all-gathers its vocabulary slice of the logits, so every rank returns the full logits. The
+  // communicator must outlive the model.
   Model(const Config& config, Weights weights, std::int64_t max_batch, std::int64_t max_context,
-        std::int64_t block_size = 16, bool pack_weights = true);
+        std::int64_t block_size = 16, bool pack_weights = true,
+        Communicator* tensor_parallel = nullptr);
 
   // Starts one sequence per prompt (forgetting earlier ones) and returns the logits of each
   // prompt's last token: [prompts.size(), vocab] in the model dtype (valid until the next call).
@@ -66,12 +73,20 @@ class Model {
   // out = x·weightᵀ + bias, with the packed form of the weight when the model has one.
   void project(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
                const Tensor& out);
+  // Sums a row-parallel projection's partial `out` over the ranks (nothing on one rank).
+  void all_reduce(const Tensor& out);
+  // The lm_head over the first `batch` rows of `x` into logits_: this rank's vocabulary slice,
+  // gathered from every rank when split.
+  Tensor logits(const Tensor& x, std::int64_t batch);
 
   struct PackedLayer {
     TensorStorage qkv, o_proj, gate_up, down;
   };
 
   Config config_;
+  Config local_;  // this rank's sizes: heads, kv_heads and intermediate divided by the ranks
+  Communicator* comm_ = nullptr;            // set only when split over more than one rank
+  std::vector<std::int64_t> vocab_counts_;  // rows of the lm_head per rank
   Weights weights_;
   std::vector<PackedLayer> packed_;  // per layer when packing, else empty
   TensorStorage packed_lm_head_;     // when packing
@@ -86,6 +101,9 @@ class Model {
   TensorStorage ids_, positions_, slots_;               // int64 [T]
   TensorStorage residual_, hidden_, normed_, qkv_, attn_, gate_up_, act_;
   TensorStorage last_hidden_, logits_;  // [B, hidden], [B, vocab]
+  // Split only: float32 staging of the all-reduce [T, hidden], this rank's logits
+  // [B, vocab slice] and every rank's, gathered (rank blocks one after the other).
+  TensorStorage reduce_, local_logits_, gathered_;
   Profile profile_;
 };
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "examples/llama/safetensors.h"
+#include "examples/llama/tensor_parallel.h"
 #include "tileops/core/checked_size.h"
 #include "tileops/core/error.h"
 #include "tileops/ops/cast.h"
@@ -101,17 +102,7 @@ class Checkpoint {
     std::vector<Tensor> sources;
     std::int64_t rows = 0;
     for (const auto& [name, shape] : parts) {
-      const auto it = owner_.find(name);
-      if (it == owner_.end()) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    "llama checkpoint: tensor '" + name + "' is missing from " + where_);
-      }
-      const Tensor t = it->second->tensor(name);
-      if (!(t.shape() == shape)) {
-        throw_argument_error(ErrorKind::kInvalidArgument, "llama checkpoint", name,
-                             "shape " + shape.to_string(), t.shape().to_string());
-      }
-      sources.push_back(t);
+      sources.push_back(checked(name, shape));
       rows = checked_add(rows, shape[0], "llama checkpoint " + name);
     }
     Dims shape = parts.front().second;
@@ -126,7 +117,48 @@ class Checkpoint {
     return out;
   }
 
+  // One tensor parallel rank's part of the named [rows, ...] tensors stacked: rows `ranges[i]`
+  // (counted in the stacked tensor, within part i) and the columns `columns` of each (all when
+  // count is 0). Only those elements are read from the mapped file.
+  TensorStorage load_shard(const std::vector<std::pair<std::string, Dims>>& parts,
+                           const std::vector<RowRange>& ranges, RowRange columns,
+                           DataType dtype) const {
+    std::vector<TensorStorage> pieces;
+    std::int64_t rows = 0, first_row = 0;  // of the part in the stacked tensor
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto& [name, shape] = parts[i];
+      const RowRange within{ranges[i].begin - first_row, ranges[i].count};
+      pieces.push_back(take_rows(checked(name, shape), {within}, columns));
+      rows = checked_add(rows, ranges[i].count, "llama checkpoint " + name);
+      first_row = checked_add(first_row, shape[0], "llama checkpoint " + name);
+    }
+    Dims shape = pieces.front().view().shape();
+    shape[0] = rows;
+    TensorStorage out(shape, dtype);
+    std::int64_t row = 0;
+    for (const TensorStorage& piece : pieces) {
+      ops::cast(piece, out.view().slice(0, row, piece.view().size(0)));
+      row += piece.view().size(0);
+    }
+    return out;
+  }
+
  private:
+  // The named tensor (a view of the mapped file), checked to exist with `shape`.
+  Tensor checked(const std::string& name, const Dims& shape) const {
+    const auto it = owner_.find(name);
+    if (it == owner_.end()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "llama checkpoint: tensor '" + name + "' is missing from " + where_);
+    }
+    const Tensor t = it->second->tensor(name);
+    if (!(t.shape() == shape)) {
+      throw_argument_error(ErrorKind::kInvalidArgument, "llama checkpoint", name,
+                           "shape " + shape.to_string(), t.shape().to_string());
+    }
+    return t;
+  }
+
   std::string where_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsFile*> owner_;
@@ -134,25 +166,48 @@ class Checkpoint {
 
 }  // namespace
 
-Weights synthetic_weights(const Config& config, std::uint64_t seed) {
+Weights synthetic_weights(const Config& config, std::uint64_t seed, Shard shard) {
   config.validate();
   const DataType dt = config.dtype;
   std::uint64_t next = seed * 1000003;
+  // Every rank draws the whole model's numbers (one tensor at a time) and keeps its part, so
+  // any number of ranks runs the same model.
+  const auto keep = [&](TensorStorage full, const std::vector<RowRange>& rows,
+                        RowRange columns = {}) {
+    if (!shard.split()) return full;
+    return take_rows(full, rows, columns);
+  };
+  const std::int64_t h = config.hidden;
+  std::vector<RowRange> qkv, gate_up;
+  const std::vector<RowRange> hidden_rows{{0, h}};
+  RowRange o_columns, down_part, vocab;
+  if (shard.split()) {
+    qkv = qkv_rows(config, shard);
+    gate_up = gate_up_rows(config, shard);
+    o_columns = o_proj_columns(config, shard);
+    down_part = down_columns(config, shard);
+    vocab = vocab_rows(config.vocab, shard);
+  }
   Weights w;
-  w.embed = uniform({config.vocab, config.hidden}, dt, ++next, 0, 1);
+  w.embed = uniform({config.vocab, h}, dt, ++next, 0, 1);
   for (std::int64_t l = 0; l < config.layers; ++l) {
     LayerWeights& lw = w.layers.emplace_back();
-    lw.input_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
-    lw.qkv = projection({config.qkv_size(), config.hidden}, dt, ++next);
-    if (config.qkv_bias) lw.qkv_bias = uniform({config.qkv_size()}, dt, ++next, 0, 0.1);
-    lw.o_proj = projection({config.hidden, config.q_size()}, dt, ++next);
-    lw.post_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
-    lw.gate_up = projection(
-        {checked_mul(2, config.intermediate, "llama weights gate_up"), config.hidden}, dt, ++next);
-    lw.down = projection({config.hidden, config.intermediate}, dt, ++next);
+    lw.input_norm = uniform({h}, dt, ++next, 1, 0.1);
+    lw.qkv = keep(projection({config.qkv_size(), h}, dt, ++next), qkv);
+    if (config.qkv_bias) lw.qkv_bias = keep(uniform({config.qkv_size()}, dt, ++next, 0, 0.1), qkv);
+    lw.o_proj = keep(projection({h, config.q_size()}, dt, ++next), hidden_rows, o_columns);
+    lw.post_norm = uniform({h}, dt, ++next, 1, 0.1);
+    lw.gate_up = keep(
+        projection({checked_mul(2, config.intermediate, "llama weights gate_up"), h}, dt, ++next),
+        gate_up);
+    lw.down = keep(projection({h, config.intermediate}, dt, ++next), hidden_rows, down_part);
   }
-  w.final_norm = uniform({config.hidden}, dt, ++next, 1, 0.1);
-  if (!config.tie_embeddings) w.lm_head = projection({config.vocab, config.hidden}, dt, ++next);
+  w.final_norm = uniform({h}, dt, ++next, 1, 0.1);
+  if (!config.tie_embeddings) {
+    w.lm_head = keep(projection({config.vocab, h}, dt, ++next), {vocab});
+  } else if (shard.split()) {
+    w.lm_head = take_rows(w.embed, {vocab});  // the embedding stays whole for the lookup
+  }
   return w;
 }
 
@@ -189,8 +244,15 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Config& con
 
 Weights load_safetensors_weights(const Config& config, const std::filesystem::path& file_or_dir,
                                  const std::optional<Int4Quantization>& quantization,
-                                 const std::function<void(std::int64_t, std::int64_t)>& progress) {
+                                 const std::function<void(std::int64_t, std::int64_t)>& progress,
+                                 Shard shard) {
   config.validate();
+  if (quantization && shard.split()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "llama checkpoint: tensor parallelism (--tp) does not shard GPTQ/AWQ int4 "
+                "checkpoints; run them on one rank, or quantize float weights at load "
+                "(--quantize)");
+  }
   const Checkpoint checkpoint(file_or_dir);
   const DataType dt = config.dtype;
   const std::int64_t q = config.q_size(), kv = config.kv_size(), inter = config.intermediate;
@@ -199,46 +261,66 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
     return checkpoint.load({{name, shape}}, dt);
   };
   // A projection: int4 when the checkpoint is quantized and ships `<name>.qweight`, else the
-  // named float weights stacked. parts: {checkpoint name without ".weight", rows}.
+  // named float weights stacked, or this rank's rows (`rows`, one range per part) and columns.
+  // parts: {checkpoint name without ".weight", rows}.
   const auto projection = [&](const std::vector<std::pair<std::string, std::int64_t>>& parts,
-                              std::int64_t k) {
+                              std::int64_t k, const std::vector<RowRange>& rows = {},
+                              RowRange columns = {}) {
     if (quantization && checkpoint.contains(parts.front().first + ".qweight")) {
       std::vector<Int4Linear> linears;
       linears.reserve(parts.size());
-      for (const auto& [name, rows] : parts) {
+      for (const auto& [name, n] : parts) {
         linears.push_back({name, checkpoint.find(name + ".qweight"),
                            checkpoint.find(name + ".qzeros"), checkpoint.find(name + ".scales"),
-                           checkpoint.find(name + ".g_idx"), rows});
+                           checkpoint.find(name + ".g_idx"), n});
       }
       return convert_int4(*quantization, linears, k);
     }
     std::vector<std::pair<std::string, Dims>> named;
     named.reserve(parts.size());
-    for (const auto& [name, rows] : parts) named.emplace_back(name + ".weight", Dims{rows, k});
-    return checkpoint.load(named, dt);
+    for (const auto& [name, n] : parts) named.emplace_back(name + ".weight", Dims{n, k});
+    if (!shard.split()) return checkpoint.load(named, dt);
+    return checkpoint.load_shard(
+        named, rows.empty() ? std::vector<RowRange>{{0, parts[0].second}} : rows, columns, dt);
   };
+  std::vector<RowRange> qkv, gate_up;
+  RowRange o_columns, down_part, vocab;
+  if (shard.split()) {
+    qkv = qkv_rows(config, shard);
+    gate_up = gate_up_rows(config, shard);
+    o_columns = o_proj_columns(config, shard);
+    down_part = down_columns(config, shard);
+    vocab = vocab_rows(config.vocab, shard);
+  }
   Weights w;
   w.embed = one("model.embed_tokens.weight", {config.vocab, h});
   for (std::int64_t l = 0; l < config.layers; ++l) {
     LayerWeights& lw = w.layers.emplace_back();
     const std::string p = layer_prefix(l) + "self_attn.";
     lw.input_norm = one(layer_prefix(l) + "input_layernorm.weight", {h});
-    lw.qkv = projection({{p + "q_proj", q}, {p + "k_proj", kv}, {p + "v_proj", kv}}, h);
+    lw.qkv = projection({{p + "q_proj", q}, {p + "k_proj", kv}, {p + "v_proj", kv}}, h, qkv);
     if (config.qkv_bias) {
-      lw.qkv_bias = checkpoint.load(
-          {{p + "q_proj.bias", {q}}, {p + "k_proj.bias", {kv}}, {p + "v_proj.bias", {kv}}}, dt);
+      const std::vector<std::pair<std::string, Dims>> biases{
+          {p + "q_proj.bias", {q}}, {p + "k_proj.bias", {kv}}, {p + "v_proj.bias", {kv}}};
+      lw.qkv_bias =
+          shard.split() ? checkpoint.load_shard(biases, qkv, {}, dt) : checkpoint.load(biases, dt);
     }
-    lw.o_proj = projection({{p + "o_proj", h}}, q);
+    lw.o_proj = projection({{p + "o_proj", h}}, q, {}, o_columns);
     lw.post_norm = one(layer_prefix(l) + "post_attention_layernorm.weight", {h});
     const std::string mlp = layer_prefix(l) + "mlp.";
-    lw.gate_up = projection({{mlp + "gate_proj", inter}, {mlp + "up_proj", inter}}, h);
-    lw.down = projection({{mlp + "down_proj", h}}, inter);
+    lw.gate_up = projection({{mlp + "gate_proj", inter}, {mlp + "up_proj", inter}}, h, gate_up);
+    lw.down = projection({{mlp + "down_proj", h}}, inter, {}, down_part);
     if (progress) progress(l + 1, config.layers);
   }
   w.final_norm = one("model.norm.weight", {h});
   // Some tied checkpoints still carry lm_head.weight; use it when present.
-  if (!config.tie_embeddings || checkpoint.contains("lm_head.weight")) {
-    w.lm_head = one("lm_head.weight", {config.vocab, h});
+  const bool own_head = !config.tie_embeddings || checkpoint.contains("lm_head.weight");
+  if (own_head) {
+    w.lm_head = shard.split() ? checkpoint.load_shard({{"lm_head.weight", {config.vocab, h}}},
+                                                      {vocab}, {}, dt)
+                              : one("lm_head.weight", {config.vocab, h});
+  } else if (shard.split()) {
+    w.lm_head = take_rows(w.embed, {vocab});  // the embedding stays whole for the lookup
   }
   return w;
 }

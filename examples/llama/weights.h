@@ -13,6 +13,7 @@
 
 #include "examples/llama/config.h"
 #include "examples/llama/int4_checkpoint.h"
+#include "examples/llama/tensor_parallel.h"
 #include "tileops/core/tensor_storage.h"
 
 namespace tileops::llama {
@@ -36,8 +37,10 @@ struct Weights {
   const Tensor& lm_head_view() const { return lm_head.view().defined() ? lm_head : embed; }
 };
 
-// Random weights from a seed, scaled so activations keep unit size through the layers.
-Weights synthetic_weights(const Config& config, std::uint64_t seed);
+// Random weights from a seed, scaled so activations keep unit size through the layers. With a
+// split `shard`: the same model's numbers, of which the rank keeps its part (tensor_parallel.h;
+// a tied lm_head then gets the rank's rows of the embedding as its own copy).
+Weights synthetic_weights(const Config& config, std::uint64_t seed, Shard shard = {});
 
 // Loads Llama/Qwen2 checkpoint names (model.layers.N.self_attn.q_proj.weight, ...) from one
 // .safetensors file or every .safetensors file of a directory, converting to config.dtype.
@@ -45,11 +48,13 @@ Weights synthetic_weights(const Config& config, std::uint64_t seed);
 // quantization_config), a projection the checkpoint ships as GPTQ/AWQ int4
 // (`<name>.qweight`, ...) is converted into a quantize_weight buffer in its slot
 // (int4_checkpoint.h); the embedding, norms and lm_head stay float.
-// `progress`, when given, is called after each layer with (layers loaded, layers).
+// `progress`, when given, is called after each layer with (layers loaded, layers). With a split
+// `shard`, only the rank's rows and columns (tensor_parallel.h) are read from the mapped files
+// and allocated (the embedding and norms whole); int4 checkpoints are refused then.
 Weights load_safetensors_weights(
     const Config& config, const std::filesystem::path& file_or_dir,
     const std::optional<Int4Quantization>& quantization = {},
-    const std::function<void(std::int64_t, std::int64_t)>& progress = {});
+    const std::function<void(std::int64_t, std::int64_t)>& progress = {}, Shard shard = {});
 
 // The weights under their checkpoint names (views into `weights`; q/k/v and gate/up split
 // again), e.g. to write a .safetensors file.
