@@ -203,7 +203,8 @@ def random_codes(shape, kind, gen):
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("scales", ["tensor", "token_channel", "block"])
 @pytest.mark.parametrize("m", [1, 5, 17])
-def test_scaled_mm(kind, out_dtype, scales, m):
+@pytest.mark.parametrize("index", [0, 1], ids=["native", "tl"])
+def test_scaled_mm(kind, out_dtype, scales, m, index):
     gen = torch.Generator().manual_seed(m * 7 + len(scales))
     n, k = (200, 300) if scales == "block" else (33, 130)
     a = random_codes((m, k), kind, gen)
@@ -216,7 +217,8 @@ def test_scaled_mm(kind, out_dtype, scales, m):
     if scales == "block":  # vLLM passes Bs.T, the transpose of the weight's [N/128, K/128]
         sb = (torch.rand(nb, kb, generator=gen) * 0.1 + 0.01).t()
     bias = torch.randn(n, generator=gen).to(out_dtype)
-    out = ops.scaled_mm(a, w.t(), sa, sb, bias, out_dtype=out_dtype, fp8_dtype=kind)
+    out = ops.scaled_mm(a, w.t(), sa, sb, bias, out_dtype=out_dtype, fp8_dtype=kind,
+                        implementation_index=index)
     assert out.dtype == out_dtype and out.shape == (m, n)
     av, bv = decode_fp8(a, kind), decode_fp8(w, kind).t()
     if scales == "block":

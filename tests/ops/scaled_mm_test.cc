@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/implementations.h"
 #include "tests/support/simd_targets.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
@@ -107,7 +108,7 @@ std::string describe(const Case& c) {
          " out " + testing::layout_name(c.out_layout);
 }
 
-void check(const Case& c, std::mt19937_64& rng) {
+void check(const Case& c, std::mt19937_64& rng, const Context& ctx = {}) {
   SCOPED_TRACE(describe(c));
   const std::int64_t m = c.m, n = c.n, k = c.k;
   const Codes a = random_codes(m, k, c.kind, rng, c.a_layout);
@@ -144,7 +145,7 @@ void check(const Case& c, std::mt19937_64& rng) {
     bias_values = testing::to_doubles(bias);
   }
   TensorStorage out = testing::poisoned({m, n}, c.out_dtype, c.out_layout);
-  scaled_mm(a.view, b.view, sa, sb_view, c.bias ? bias.view() : Tensor(), out);
+  scaled_mm(a.view, b.view, sa, sb_view, c.bias ? bias.view() : Tensor(), out, ctx);
 
   const bool block = c.scales == Scales::kBlock;
   std::vector<double> expected(m * n);
@@ -185,52 +186,62 @@ void check(const Case& c, std::mt19937_64& rng) {
 const DataType kOutDtypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 
 TEST(ScaledMm, PerTensorTokenAndChannelScales) {
-  std::mt19937_64 rng(1);
-  int variant = 0;
-  for (DataType kind : {kE4M3, kE5M2}) {
-    for (DataType out : kOutDtypes) {
-      for (std::int64_t m : {1, 5, 17}) {
-        for (Scales s : {Scales::kTensor, Scales::kTokenChannel, Scales::kTokenTensor,
-                         Scales::kChannelAsColumn}) {
-          ++variant;
-          const Layout a_layout = variant % 3 == 0 ? Layout::kStrided : Layout::kContiguous;
-          const Layout out_layout = variant % 4 == 1 ? Layout::kStrided : Layout::kContiguous;
-          check({m, 33, 130, kind, out, s, variant % 2 == 0, a_layout, out_layout, variant % 3},
-                rng);
+  testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
+    std::mt19937_64 rng(1);
+    int variant = 0;
+    for (DataType kind : {kE4M3, kE5M2}) {
+      for (DataType out : kOutDtypes) {
+        for (std::int64_t m : {1, 5, 17}) {
+          for (Scales s : {Scales::kTensor, Scales::kTokenChannel, Scales::kTokenTensor,
+                           Scales::kChannelAsColumn}) {
+            ++variant;
+            const Layout a_layout = variant % 3 == 0 ? Layout::kStrided : Layout::kContiguous;
+            const Layout out_layout = variant % 4 == 1 ? Layout::kStrided : Layout::kContiguous;
+            check({m, 33, 130, kind, out, s, variant % 2 == 0, a_layout, out_layout, variant % 3},
+                  rng, ctx);
+          }
         }
       }
     }
-  }
+  });
 }
 
 TEST(ScaledMm, LongKRunsOverSeveralKBlocks) {
-  std::mt19937_64 rng(7);
-  for (std::int64_t m : {2, 20}) {
-    check({m, 24, 2100, kE5M2, DataType::kFloat32, Scales::kTokenChannel, true, Layout::kContiguous,
-           Layout::kContiguous, 0},
-          rng);
-  }
+  testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
+    std::mt19937_64 rng(7);
+    for (std::int64_t m : {2, 20}) {
+      check({m, 24, 2100, kE5M2, DataType::kFloat32, Scales::kTokenChannel, true,
+             Layout::kContiguous, Layout::kContiguous, 0},
+            rng, ctx);
+    }
+  });
 }
 
 TEST(ScaledMm, BlockScalesWithTails) {
-  std::mt19937_64 rng(2);
-  int variant = 0;
-  for (DataType kind : {kE4M3, kE5M2}) {
-    for (DataType out : kOutDtypes) {
-      for (std::int64_t m : {1, 6, 19}) {
-        ++variant;
-        // K and N off multiples of 128: the last block of each is shorter.
-        check({m, 200, 300, kind, out, Scales::kBlock, variant % 2 == 1,
-               variant % 3 == 2 ? Layout::kStrided : Layout::kContiguous,
-               variant % 2 == 0 ? Layout::kStrided : Layout::kContiguous, variant % 3},
-              rng);
+  testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
+    std::mt19937_64 rng(2);
+    int variant = 0;
+    for (DataType kind : {kE4M3, kE5M2}) {
+      for (DataType out : kOutDtypes) {
+        for (std::int64_t m : {1, 6, 19}) {
+          ++variant;
+          // K and N off multiples of 128: the last block of each is shorter.
+          check({m, 200, 300, kind, out, Scales::kBlock, variant % 2 == 1,
+                 variant % 3 == 2 ? Layout::kStrided : Layout::kContiguous,
+                 variant % 2 == 0 ? Layout::kStrided : Layout::kContiguous, variant % 3},
+                rng, ctx);
+        }
       }
     }
-  }
-  // Whole blocks, vLLM's layouts, more than one K block of the packed path.
-  check({24, 256, 640, kE4M3, DataType::kBFloat16, Scales::kBlock, false, Layout::kContiguous,
-         Layout::kContiguous, 0},
-        rng);
+    // Whole blocks, vLLM's layouts, more than one K block of the packed path; the tl kernel's
+    // row and column tiles (256 × 128) with tails.
+    check({24, 256, 640, kE4M3, DataType::kBFloat16, Scales::kBlock, false, Layout::kContiguous,
+           Layout::kContiguous, 0},
+          rng, ctx);
+    check({260, 140, 300, kE5M2, DataType::kFloat32, Scales::kBlock, true, Layout::kContiguous,
+           Layout::kContiguous, 0},
+          rng, ctx);
+  });
 }
 
 TEST(ScaledMm, EveryTarget) {
@@ -250,37 +261,41 @@ TEST(ScaledMm, EveryTarget) {
 }
 
 TEST(ScaledMm, EmptyKGivesTheBias) {
-  std::mt19937_64 rng(4);
-  check({3, 5, 0, kE4M3, DataType::kFloat32, Scales::kTokenChannel, true, Layout::kContiguous,
-         Layout::kContiguous, 1},
-        rng);
+  testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
+    std::mt19937_64 rng(4);
+    check({3, 5, 0, kE4M3, DataType::kFloat32, Scales::kTokenChannel, true, Layout::kContiguous,
+           Layout::kContiguous, 1},
+          rng, ctx);
+  });
 }
 
 // NaN codes (and e5m2's infinities) reach the outputs of their rows on both paths.
 TEST(ScaledMm, NonFiniteCodesPropagate) {
-  for (std::int64_t m : {2, 20}) {
-    for (DataType kind : {kE4M3, kE5M2}) {
-      TensorStorage a({m, 8}, kind), b({8, 3}, kind);
-      std::fill_n(static_cast<std::uint8_t*>(a.data()), m * 8, std::uint8_t{0x38});  // 1.0 / 0.5
-      std::fill_n(static_cast<std::uint8_t*>(b.data()), 24, std::uint8_t{0x38});
-      static_cast<std::uint8_t*>(a.data())[8 + 3] = kind == kE4M3 ? 0x7F : 0x7C;  // NaN / +Inf
-      TensorStorage sa({1}, DataType::kFloat32), sb({1}, DataType::kFloat32);
-      *sa.view().data_as<float>() = 1.0f, *sb.view().data_as<float>() = 1.0f;
-      TensorStorage out = testing::poisoned({m, 3}, DataType::kFloat32);
-      scaled_mm(a, b, sa, sb, Tensor(), out);
-      const std::vector<double> v = testing::to_doubles(out);
-      const double one = decode(0x38, kind) * decode(0x38, kind) * 8;
-      for (std::int64_t i = 0; i < m; ++i) {
-        for (int j = 0; j < 3; ++j) {
-          if (i == 1) {
-            EXPECT_TRUE(kind == kE4M3 ? std::isnan(v[i * 3 + j]) : std::isinf(v[i * 3 + j]));
-          } else {
-            EXPECT_EQ(v[i * 3 + j], one) << i << "," << j;
+  testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
+    for (std::int64_t m : {2, 20}) {
+      for (DataType kind : {kE4M3, kE5M2}) {
+        TensorStorage a({m, 8}, kind), b({8, 3}, kind);
+        std::fill_n(static_cast<std::uint8_t*>(a.data()), m * 8, std::uint8_t{0x38});  // 1.0 / 0.5
+        std::fill_n(static_cast<std::uint8_t*>(b.data()), 24, std::uint8_t{0x38});
+        static_cast<std::uint8_t*>(a.data())[8 + 3] = kind == kE4M3 ? 0x7F : 0x7C;  // NaN / +Inf
+        TensorStorage sa({1}, DataType::kFloat32), sb({1}, DataType::kFloat32);
+        *sa.view().data_as<float>() = 1.0f, *sb.view().data_as<float>() = 1.0f;
+        TensorStorage out = testing::poisoned({m, 3}, DataType::kFloat32);
+        scaled_mm(a, b, sa, sb, Tensor(), out, ctx);
+        const std::vector<double> v = testing::to_doubles(out);
+        const double one = decode(0x38, kind) * decode(0x38, kind) * 8;
+        for (std::int64_t i = 0; i < m; ++i) {
+          for (int j = 0; j < 3; ++j) {
+            if (i == 1) {
+              EXPECT_TRUE(kind == kE4M3 ? std::isnan(v[i * 3 + j]) : std::isinf(v[i * 3 + j]));
+            } else {
+              EXPECT_EQ(v[i * 3 + j], one) << i << "," << j;
+            }
           }
         }
       }
     }
-  }
+  });
 }
 
 TEST(ScaledMm, ClassFormOnNewData) {

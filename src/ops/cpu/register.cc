@@ -34,6 +34,7 @@ void register_cpu_implementations(std::vector<Implementation>& out) {
   cpu::register_tl_elementwise(out);
   cpu::register_tl_norms(out);
   cpu::register_tl_softmax(out);
+  cpu::register_tl_scaled_mm(out);
   cpu::register_top_k_top_p_mask(out);
   cpu::register_top_k_top_p_sampler(out);
   cpu::register_topk_topp_sampling(out);

@@ -37,6 +37,7 @@ void register_tl_attention(std::vector<Implementation>& out);    // flash_attent
 void register_tl_elementwise(std::vector<Implementation>& out);  // add, mul, silu_and_mul, swiglu
 void register_tl_norms(std::vector<Implementation>& out);        // rms_norm, add_rms_norm
 void register_tl_softmax(std::vector<Implementation>& out);      // scaled_softmax, causal_softmax
+void register_tl_scaled_mm(std::vector<Implementation>& out);    // scaled_mm
 void register_top_k_top_p_mask(std::vector<Implementation>& out);
 void register_top_k_top_p_sampler(std::vector<Implementation>& out);
 void register_topk_topp_sampling(std::vector<Implementation>& out);
