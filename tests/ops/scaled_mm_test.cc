@@ -209,7 +209,7 @@ TEST(ScaledMm, PerTensorTokenAndChannelScales) {
 TEST(ScaledMm, LongKRunsOverSeveralKBlocks) {
   testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
     std::mt19937_64 rng(7);
-    for (std::int64_t m : {2, 20}) {
+    for (std::int64_t m : {2, 16, 20}) {
       check({m, 24, 2100, kE5M2, DataType::kFloat32, Scales::kTokenChannel, true,
              Layout::kContiguous, Layout::kContiguous, 0},
             rng, ctx);
@@ -272,24 +272,34 @@ TEST(ScaledMm, EmptyKGivesTheBias) {
 // NaN codes (and e5m2's infinities) reach the outputs of their rows on both paths.
 TEST(ScaledMm, NonFiniteCodesPropagate) {
   testing::for_each_implementation("scaled_mm", [](const Context& ctx) {
-    for (std::int64_t m : {2, 20}) {
+    for (std::int64_t m : {2, 3, 20}) {
       for (DataType kind : {kE4M3, kE5M2}) {
-        TensorStorage a({m, 8}, kind), b({8, 3}, kind);
-        std::fill_n(static_cast<std::uint8_t*>(a.data()), m * 8, std::uint8_t{0x38});  // 1.0 / 0.5
-        std::fill_n(static_cast<std::uint8_t*>(b.data()), 24, std::uint8_t{0x38});
-        static_cast<std::uint8_t*>(a.data())[8 + 3] = kind == kE4M3 ? 0x7F : 0x7C;  // NaN / +Inf
-        TensorStorage sa({1}, DataType::kFloat32), sb({1}, DataType::kFloat32);
-        *sa.view().data_as<float>() = 1.0f, *sb.view().data_as<float>() = 1.0f;
-        TensorStorage out = testing::poisoned({m, 3}, DataType::kFloat32);
-        scaled_mm(a, b, sa, sb, Tensor(), out, ctx);
-        const std::vector<double> v = testing::to_doubles(out);
-        const double one = decode(0x38, kind) * decode(0x38, kind) * 8;
-        for (std::int64_t i = 0; i < m; ++i) {
-          for (int j = 0; j < 3; ++j) {
-            if (i == 1) {
-              EXPECT_TRUE(kind == kE4M3 ? std::isnan(v[i * 3 + j]) : std::isinf(v[i * 3 + j]));
-            } else {
-              EXPECT_EQ(v[i * 3 + j], one) << i << "," << j;
+        // b row-major, and as vLLM's weight.t() (the decode paths that read codes in place).
+        for (const bool transposed : {false, true}) {
+          const std::uint8_t special = kind == kE4M3 ? 0x7F : 0x7C;  // NaN / +Inf
+          TensorStorage a({m, 40}, kind);
+          TensorStorage b_store(transposed ? Dims{3, 40} : Dims{40, 3}, kind);
+          const Tensor b = transposed ? b_store.view().transpose(0, 1) : b_store.view();
+          std::fill_n(static_cast<std::uint8_t*>(a.data()), m * 40, std::uint8_t{0x38});  // 1 / .5
+          std::fill_n(static_cast<std::uint8_t*>(b_store.data()), 120, std::uint8_t{0x38});
+          static_cast<std::uint8_t*>(a.data())[40 + 3] = special;  // row 1
+          const std::int64_t at[] = {37, 2};                       // column 2, in the K tail
+          *static_cast<std::uint8_t*>(b.element_ptr(at)) = special;
+          TensorStorage sa({1}, DataType::kFloat32), sb({1}, DataType::kFloat32);
+          *sa.view().data_as<float>() = 1.0f, *sb.view().data_as<float>() = 1.0f;
+          TensorStorage out = testing::poisoned({m, 3}, DataType::kFloat32);
+          scaled_mm(a, b, sa, sb, Tensor(), out, ctx);
+          const std::vector<double> v = testing::to_doubles(out);
+          const double one = decode(0x38, kind) * decode(0x38, kind) * 40;
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (int j = 0; j < 3; ++j) {
+              const double got = v[i * 3 + j];
+              if (i == 1 || j == 2) {
+                EXPECT_TRUE(kind == kE4M3 ? std::isnan(got) : got == HUGE_VAL)
+                    << i << "," << j << ": " << got << " transposed " << transposed;
+              } else {
+                EXPECT_EQ(got, one) << i << "," << j << " transposed " << transposed;
+              }
             }
           }
         }

@@ -1,7 +1,9 @@
 // scaled_mm on CPU. The float8 codes are decoded in registers (simd/fp8-inl.h) while they are
 // read or packed, never into a full-size copy of a or b. Up to 16 rows of a (decode), b's columns
 // are streamed once against a's rows held as float32 (gemm_dot_rows): up to 2 rows the dot kernel
-// reads the codes themselves, more rows decode 12 columns at a time into a float32 panel. More
+// reads the codes themselves, more rows decode 12 columns at a time into a float32 panel; with
+// b's columns contiguous on AVX512-BF16, a's rows are bfloat16 instead and the codes become
+// bfloat16 by table lookup for VDPBF16PS (dpbf16_fp8_kernels.h; M = 1-16 ran 1.9-2.6x). More
 // rows take the packed blocking of bf16_gemm.cc on AVX512-BF16 (float8 values are bfloat16
 // values: packed exactly, multiplied by dpbf16_block) and of native_gemm.cc elsewhere (packed as
 // float32 for the micro-kernel). Per tensor/token/channel scales are the epilogue's
@@ -20,6 +22,7 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_fp8_kernels.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/fp8_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
@@ -49,6 +52,9 @@ constexpr std::int64_t kStreamPanel = 12;
 // more, the decoding repeated for every 4 rows of a costs more than a float32 panel written once
 // (M = 16: 0.10 against 0.19 of the bfloat16 linear's speed, bench/results/catalog-matmul.md).
 constexpr std::int64_t kCodeRows = 2;
+// On VDPBF16PS, the codes are looked up as they are read up to this many rows (the kernel's
+// passes take 4 rows of a, each decoding again), into a bfloat16 panel beyond.
+constexpr std::int64_t kLookupRows = 4;
 
 // The bfloat16 path (AVX512-BF16): bf16_gemm.cc's blocking; float8 values are bfloat16 values,
 // so the codes are packed as bfloat16 exactly and multiplied two pairs per lane (VDPBF16PS).
@@ -164,32 +170,105 @@ void pack_b(const ScaledProduct& s, std::int64_t j0, std::int64_t t0, std::int64
 // by the dot kernel, which decodes them in registers (with block scales per 128-element K block,
 // each block's sums added times its scale_b). Otherwise kStreamPanel columns at a time are
 // decoded into a float32 panel first (block scales applied).
+// Columns [j_begin, j_end) of the streamed product into acc (m × ld_out) on VDPBF16PS, a's rows
+// as x16 (bfloat16, unscaled, ld16 apart). Up to kLookupRows rows the dot kernel decodes the
+// codes as it reads them; more decode kStreamPanel columns at a time into a bfloat16 panel for
+// dpbf16_dot_rows. Block scales: each 128-element K block's sums (`sums`, m × kStreamPanel)
+// times scale_a[i, kb]·scale_b[kb, j / 128]. panel: kStreamPanel·ld16 bfloat16.
+void lookup_product(const ScaledProduct& s, const std::uint16_t* x16, std::int64_t ld16,
+                    std::int64_t j_begin, std::int64_t j_end, std::uint16_t* panel, float* sums,
+                    float* acc, std::int64_t ld_out) {
+  const std::int64_t m = s.m, k = s.k;
+  const bool in_place = m <= kLookupRows;
+  if (in_place && !s.block) {
+    dpbf16_fp8_dot_rows(x16, ld16, m, s.b_col(j_begin), s.b.col_stride, s.kind, j_end - j_begin, k,
+                        acc + j_begin, ld_out);
+    return;
+  }
+  for (std::int64_t j0 = j_begin; j0 < j_end; j0 += kStreamPanel) {
+    const std::int64_t cols = std::min(kStreamPanel, j_end - j0);
+    if (!in_place) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        dpbf16_fp8_to_bf16(s.b_col(j0 + c), k, s.kind, panel + c * ld16);
+      }
+    }
+    // [p0, p0 + len) of the columns, into out (m rows ld_o apart).
+    const auto product = [&](std::int64_t p0, std::int64_t len, float* out, std::int64_t ld_o) {
+      if (in_place) {
+        dpbf16_fp8_dot_rows(x16 + p0, ld16, m, s.b_col(j0) + p0, s.b.col_stride, s.kind, cols, len,
+                            out, ld_o);
+      } else {
+        dpbf16_dot_rows(x16 + p0, ld16, m, panel + p0, ld16, cols, len, out, ld_o);
+      }
+    };
+    if (!s.block) {
+      product(0, k, acc + j0, ld_out);
+      continue;
+    }
+    for (std::int64_t i = 0; i < m; ++i) std::fill_n(acc + i * ld_out + j0, cols, 0.0f);
+    for (std::int64_t kb = 0; kb < s.k_blocks; ++kb) {
+      const std::int64_t p0 = kb * kBlock;
+      product(p0, std::min(kBlock, k - p0), sums, kStreamPanel);
+      for (std::int64_t i = 0; i < m; ++i) {
+        const float sa = s.scale_a[i * s.sa_row + kb * s.sa_col];
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const float sb = s.scale_b[kb * s.sb_row + (j0 + c) / kBlock * s.sb_col];
+          acc[i * ld_out + j0 + c] += sa * sb * sums[i * kStreamPanel + c];
+        }
+      }
+    }
+  }
+}
+
 void streamed_product(const ScaledProduct& s, const float* bias32, const Context& ctx) {
   const std::int64_t m = s.m, n = s.n, k = s.k;
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
   const std::int64_t ld_x = round_up(k, 16) + 16;  // off multiples of 4 KiB
   const std::int64_t ld_out = round_up(n, 16);
-  const bool codes = s.b.row_stride == 1 && m <= kCodeRows;
-  WorkspacePool::Lease lease = ctx.workspace().acquire(
-      kCpu, ctx.stream, 0,
-      workspace_bytes(
-          {{m, ld_x}, {m, ld_out}, {threads, kStreamPanel + 1, ld_x}, {threads, ld_out}},
-          sizeof(float), kWhat));
+  // b's codes as bfloat16 by table lookup for VDPBF16PS (dpbf16_fp8_kernels.h) against a as
+  // bfloat16 (exact): any M up to kStreamRows.
+  const bool lookup = s.b.row_stride == 1 && dpbf16_enabled();
+  const bool codes = s.b.row_stride == 1 && m <= kCodeRows && !lookup;
+  const std::int64_t ld16 = dpbf16_fp8_ld_x(k);
+  WorkspacePool::Lease lease =
+      ctx.workspace().acquire(kCpu, ctx.stream, 0,
+                              workspace_bytes({{m, ld_x},
+                                               {m, ld_out},
+                                               {threads, kStreamPanel + 1, ld_x},
+                                               {threads, ld_out},
+                                               {m, ld16 / 2 + 16}},
+                                              sizeof(float), kWhat));
   float* x = lease.as<float>();
   float* acc = x + m * ld_x;
   float* panels = acc + m * ld_out;
   float* scratch = panels + threads * (kStreamPanel + 1) * ld_x;
-  for (std::int64_t i = 0; i < m; ++i) s.decode_a(i, 0, k, x + i * ld_x);
+  auto* x16 = reinterpret_cast<std::uint16_t*>(scratch + threads * ld_out);
+  for (std::int64_t i = 0; i < m; ++i) {
+    if (!lookup) {
+      s.decode_a(i, 0, k, x + i * ld_x);
+      continue;
+    }
+    // Unscaled: block scales multiply each block's sums instead (a float8 value times a scale
+    // is no longer a bfloat16 value).
+    fp8_to_f32(s.a_row(i), s.a.col_stride, k, s.kind, 1.0f, x + i * ld_x);
+    store_f32(x + i * ld_x, x16 + i * ld16, DataType::kBFloat16, 1, k);  // exact
+    std::fill(x16 + i * ld16 + k, x16 + (i + 1) * ld16, std::uint16_t{0});
+  }
   const std::int64_t groups = ceil_div(n, kStreamPanel);
   pool.parallel_range(groups, 4, [&](int chunk, std::int64_t g0, std::int64_t g1) {
     float* panel = panels + chunk * (kStreamPanel + 1) * ld_x;
     const std::int64_t j_begin = g0 * kStreamPanel, j_end = std::min(n, g1 * kStreamPanel);
-    if (codes && !s.block) {
+    if (lookup) {
+      // The panel's bfloat16 first (kStreamPanel·ld16 of them: 6·ld16 floats), then the sums.
+      lookup_product(s, x16, ld16, j_begin, j_end, reinterpret_cast<std::uint16_t*>(panel),
+                     panel + kStreamPanel * ld16 / 2, acc, ld_out);
+    } else if (codes && !s.block) {
       gemm_dot_rows(x, ld_x, m, s.b_col(j_begin), s.kind, s.b.col_stride, j_end - j_begin, k,
                     acc + j_begin, ld_out);
     }
-    for (std::int64_t j0 = j_begin; j0 < j_end && !(codes && !s.block); j0 += kStreamPanel) {
+    for (std::int64_t j0 = j_begin; j0 < j_end && !lookup && !(codes && !s.block);
+         j0 += kStreamPanel) {
       const std::int64_t cols = std::min(kStreamPanel, n - j0);
       if (!codes) {
         for (std::int64_t c = 0; c < cols; ++c) s.decode_b(j0 + c, 0, k, panel + c * ld_x);
