@@ -4,13 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "src/ops/cpu/simd/dpbf16_intrinsics.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float8.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TILEOPS_DPBF16_CODE 1
-#include <immintrin.h>
-#endif
 
 namespace tileops::ops::cpu {
 
@@ -23,8 +19,6 @@ std::int64_t dpbf16_fp8_ld_x(std::int64_t k) { return (k + 31) / 32 * 32; }
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 namespace {
-
-#define TILEOPS_DPBF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
 
 constexpr int kCols = 4;  // weight rows (output columns) per pass
 constexpr int kRows = 4;  // x rows per pass
@@ -67,14 +61,6 @@ TILEOPS_DPBF16_TARGET inline __m512bh decode32(__m256i bytes, const Lookup& t) {
   // mag | ((w << 8) & 0x8000): ternary table 0xf8 is a | (b & c).
   return reinterpret_cast<__m512bh>(_mm512_ternarylogic_epi32(
       mag, _mm512_slli_epi16(w, 8), _mm512_set1_epi16(static_cast<short>(0x8000)), 0xf8));
-}
-
-TILEOPS_DPBF16_TARGET inline float sum_lanes(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(v);
 }
 
 // One run of 32 K at `at`: kM rows of x times the kCols rows' codes (`bytes`), into acc.
@@ -125,7 +111,7 @@ TILEOPS_DPBF16_TARGET void pass(const std::uint16_t* x, std::int64_t ld_x,
     multiply<kM>(x, ld_x, p, bytes, t, acc);
   }
   for (int i = 0; i < kM; ++i) {
-    for (std::int64_t c = 0; c < cols; ++c) out[i * ld_out + c] = sum_lanes(acc[i][c]);
+    for (std::int64_t c = 0; c < cols; ++c) out[i * ld_out + c] = dpbf16_sum_lanes(acc[i][c]);
   }
 }
 

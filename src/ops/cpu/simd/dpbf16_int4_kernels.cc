@@ -1,12 +1,8 @@
 #include "src/ops/cpu/simd/dpbf16_int4_kernels.h"
 
+#include "src/ops/cpu/simd/dpbf16_intrinsics.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TILEOPS_DPBF16_CODE 1
-#include <immintrin.h>
-#endif
 
 namespace tileops::ops::cpu {
 namespace {
@@ -63,8 +59,6 @@ void dpbf16_int4_prepare_x(const std::uint16_t* x, const QuantizedBlocks& q, flo
 #endif
 namespace {
 
-#define TILEOPS_DPBF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
-
 // 32 bytes of codes as two vectors of bfloat16 128 + q: the low nibbles and the high ones.
 TILEOPS_DPBF16_TARGET inline void codes_as_bf16(__m256i bytes, __m512bh& lo, __m512bh& hi) {
   const __m512i words = _mm512_cvtepu8_epi16(bytes);
@@ -73,15 +67,6 @@ TILEOPS_DPBF16_TARGET inline void codes_as_bf16(__m256i bytes, __m512bh& lo, __m
   lo = reinterpret_cast<__m512bh>(
       _mm512_ternarylogic_epi32(words, _mm512_set1_epi16(0x000f), offset, 0xea));
   hi = reinterpret_cast<__m512bh>(_mm512_or_si512(_mm512_srli_epi16(words, 4), offset));
-}
-
-// The sum of v's lanes by halving.
-TILEOPS_DPBF16_TARGET inline float sum_lanes(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(v);
 }
 
 // The block's 4 scales, and 128 + its 4 zero points (z = 8 when none are stored).
@@ -133,7 +118,7 @@ TILEOPS_DPBF16_TARGET void tile_group32(const float* prepared, const std::uint8_
   }
   float corr[kTile];
   _mm_storeu_ps(corr, correction);
-  for (int r = 0; r < kTile; ++r) out[r] = sum_lanes(acc[r]) - corr[r];
+  for (int r = 0; r < kTile; ++r) out[r] = dpbf16_sum_lanes(acc[r]) - corr[r];
 }
 
 // Groups of 64 or 128: a group is half / 32 units of a row, scaled once.
@@ -168,7 +153,7 @@ TILEOPS_DPBF16_TARGET void tile_groups(const float* prepared, const std::uint8_t
   }
   float corr[kTile];
   _mm_storeu_ps(corr, correction);
-  for (int r = 0; r < kTile; ++r) out[r] = sum_lanes(acc[r]) - corr[r];
+  for (int r = 0; r < kTile; ++r) out[r] = dpbf16_sum_lanes(acc[r]) - corr[r];
 }
 
 }  // namespace

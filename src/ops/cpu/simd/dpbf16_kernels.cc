@@ -4,13 +4,9 @@
 #include <cstring>
 
 #include "hwy/targets.h"
+#include "src/ops/cpu/simd/dpbf16_intrinsics.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/cpu_info.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TILEOPS_DPBF16_CODE 1
-#include <immintrin.h>
-#endif
 
 namespace tileops::ops::cpu {
 
@@ -22,8 +18,6 @@ namespace tileops::ops::cpu {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 namespace {
-
-#define TILEOPS_DPBF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
 constexpr std::int64_t kTileRows = 16;  // the packed layouts' row tiles and strips
 constexpr std::int64_t kStepK = 32;     // K per packed step of a row tile
@@ -131,15 +125,6 @@ TILEOPS_DPBF16_TARGET void dot_block(const std::uint16_t* x, std::int64_t ld_x,
   }
 }
 
-// The sum of v's lanes by halving.
-TILEOPS_DPBF16_TARGET inline float sum_lanes(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(v);
-}
-
 // K blocks: the group's 6 weight rows (24 KiB of a block) and 4 x rows (16 KiB) stay in L1 while
 // the next 4 x rows come from L2 (bench/results/cpu-tuning.md).
 constexpr std::int64_t kDotBlock = 2048;
@@ -173,7 +158,7 @@ TILEOPS_DPBF16_TARGET void dot_group(const std::uint16_t* x, std::int64_t ld_x, 
   }
   for (std::int64_t i = 0; i < m; ++i) {
     for (int r = 0; r < kRows; ++r) {
-      out[i * ld_out + r] = k == 0 ? 0.0f : sum_lanes(part[i * kRows + r]);
+      out[i * ld_out + r] = k == 0 ? 0.0f : dpbf16_sum_lanes(part[i * kRows + r]);
     }
   }
 }
