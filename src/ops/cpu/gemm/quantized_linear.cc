@@ -39,7 +39,7 @@ constexpr std::int64_t kChunkRows = 16;  // x rows per call of the dot kernel (i
 // 48 rows of bfloat16 (192 KiB at K = 2048, in L2): every chunk of x rows reads a panel once.
 constexpr std::int64_t kBf16PanelTiles = 12;
 // From this many bfloat16 rows the GEMM block kernel: 1.1-1.25x the panel path at 128 rows, even
-// at 64, 0.75-0.9x at 20-40 (zero-padded x strips; N = 2048-11264, K = 2048-5632, Zen 5).
+// at 64, 0.75-0.9x at 20-40 (zero-padded x strips; N = 2048-11264, K = 2048-5632, Zen 4).
 constexpr std::int64_t kBf16GemmRows = 64;
 // The GEMM path: x rows packed at once (their strips, all of K: 4 MiB at K = 4096), and K block
 // lengths as the native GEMM's (its B strip, kc × nr floats, stays in L2).

@@ -94,7 +94,7 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
   for (std::int64_t t = 0; t < tiles; ++t) {
     // Per channel only: grouped tiles are one nearly linear run, which the hardware prefetchers
     // follow; requesting the next tile as well took int8 in groups of 128 from 23-24 to 15-16
-    // GB/s (N = K = 4096, 2 threads, Zen 5).
+    // GB/s (N = K = 4096, 2 threads, Zen 4).
     NextTileFetch fetch(q.groups == 1 && t + 1 < tiles ? p + (t + 1) * tile_bytes : nullptr,
                         tile_bytes, q.groups * (q.group / lanes));
     VF acc[kTile];
