@@ -52,7 +52,8 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
 
 // Tiles live on the stack of the thread running the block: a pool worker's or the caller's,
 // 8 MiB by default on Linux (RLIMIT_STACK); half of it is left to the kernel's callers. Arrays in
-// scopes that never overlap are counted as if they did.
+// scopes that never overlap are counted as if they did. (The runtime's bfloat16 matmul packs its
+// operands into at most 256 KiB more of the callers' half: tl_matmul_acc.)
 constexpr std::int64_t kStackBudget = std::int64_t{4} << 20;
 
 void Emitter::on_stack(std::int64_t bytes) {

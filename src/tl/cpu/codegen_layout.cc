@@ -1,7 +1,8 @@
 // The cpu code generator: data movement between tiles (reshape, broadcast, transpose, slice,
 // concat) and matmul. Moves read their operand through at(), so a fused producer or a 16-bit
 // tile kept in its memory type is evaluated in the move's loop; matmul accumulates in float32
-// with the runtime's register-blocked FMA kernel (double for float64, the interpreter's order).
+// with the runtime's register-blocked FMA kernel (double for float64, the interpreter's order;
+// bfloat16 operands with VDPBF16PS on AVX512-BF16 targets).
 #include "src/tl/cpu/emitter.h"
 
 namespace tileops::tl::cpu {
@@ -65,12 +66,14 @@ void Emitter::matmul_op(const Op& o) {
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
   // A left operand read in place at any row stride has it in <a>_ld (plan_loads.cc).
   const std::string lda = plan(o.operands[0]).any_row_stride ? a + "_ld" : std::to_string(k);
+  // bfloat16 operands: the runtime's VDPBF16PS kernel where the target has AVX512-BF16.
+  const char* const bf16 = at_.dtype == DataType::kBFloat16 ? ", true" : "";
   if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&
       plan(o.operands[2]).consumable) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
-    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-           << ", " << lda << ");\n";
+    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << bf16 << ">(" << r << ", " << a
+           << ", " << b << ", " << lda << ");\n";
     return;
   }
   declare(res);
@@ -94,8 +97,8 @@ void Emitter::matmul_op(const Op& o) {
     close();
     return;
   }
-  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-         << ", " << lda << ");\n";
+  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << bf16 << ">(" << r << ", " << a
+         << ", " << b << ", " << lda << ");\n";
 }
 
 }  // namespace tileops::tl::cpu

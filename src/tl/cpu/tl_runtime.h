@@ -641,9 +641,80 @@ TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
     for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K>(c, a, b, lda, i, j);
   }
 }
-template <i64 M, i64 N, i64 K, typename T>
+// bfloat16 operands with AVX512-BF16 (chosen by the target: __AVX512BF16__): VDPBF16PS, one
+// instruction per 16 columns and pair of k, where the float32 kernel takes two FMAs. Both tiles
+// hold bfloat16 values as floats (codegen's compute type), narrowed exactly (tl_f2bf) into
+// A's rows of k-pairs (one 32-bit pair broadcast from memory per step: {1to16}) and B's row pairs
+// interleaved, [k / 2][N] pairs of (b[2p][j], b[2p + 1][j]); an odd K pads a zero pair half.
+// Rounding against the float32 kernel: every product of two bfloat16 is exact in float32 either
+// way; the instruction adds the two products of a pair to the accumulator (two float32
+// roundings per pair, as two FMAs), but it ignores MXCSR: subnormal inputs (operands and
+// accumulator) read as zero and subnormal results are flushed to zero (docs/tile-language.md;
+// tl_cpu_matmul_test checks both the agreement and the flush). Inline assembly: GCC 12 and 13
+// spell the builtin's bfloat16 vector type differently.
+#if TL_MM16 && defined(__AVX512BF16__)
+#define TL_MM_BF16 1
+typedef u32 __attribute__((may_alias)) tl_pair;
+TL_INLINE tl_v16f tl_dpbf16(tl_v16f acc, tl_v16f b, const tl_pair* a) {
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*a));
+  return acc;
+}
+// R rows x V vectors of C over P pairs of k; `a` rows of P pairs, `b` [P][N] pairs.
+template <int V, int R, i64 N, i64 P>
+TL_INLINE void tl_mm_block_bf16(float* __restrict c, const tl_pair* __restrict a,
+                                const u32* __restrict b, i64 i, i64 j) {
+  tl_v16f acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = *(const tl_v16f*)(c + (i + r) * N + j + v * 16);
+  for (i64 p = 0; p < P; ++p) {
+    tl_v16f bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = *(const tl_v16f*)(b + p * N + j + v * 16);
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) acc[r][v] = tl_dpbf16(acc[r][v], bv[v], a + (i + r) * P + p);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) *(tl_v16f*)(c + (i + r) * N + j + v * 16) = acc[r][v];
+}
+template <i64 M, i64 N, i64 K>
+static void tl_matmul_acc_bf16(float* __restrict c, const float* __restrict a,
+                               const float* __restrict b, i64 lda) {
+  constexpr i64 P = (K + 1) / 2;
+  alignas(64) u16 ah[M * 2 * P];
+  alignas(64) u32 bp[P * N];
+  for (i64 i = 0; i < M; ++i) {
+    for (i64 q = 0; q < K; ++q) ah[i * 2 * P + q] = tl_f2bf(a[i * lda + q]);
+    if (K % 2 != 0) ah[i * 2 * P + K] = 0;
+  }
+  for (i64 p = 0; p < K / 2; ++p)
+    for (i64 j = 0; j < N; ++j)
+      bp[p * N + j] = (u32)tl_f2bf(b[2 * p * N + j]) | (u32)tl_f2bf(b[(2 * p + 1) * N + j]) << 16;
+  if (K % 2 != 0)
+    for (i64 j = 0; j < N; ++j) bp[(P - 1) * N + j] = tl_f2bf(b[(K - 1) * N + j]);
+  constexpr int V = N % 64 == 0 ? 4 : N % 32 == 0 ? 2 : 1;
+  const tl_pair* const ap = (const tl_pair*)ah;
+  for (i64 j = 0; j < N; j += 16 * V) {
+    i64 i = 0;
+    for (; i + 6 <= M; i += 6) tl_mm_block_bf16<V, 6, N, P>(c, ap, bp, i, j);
+    for (; i + 2 <= M; i += 2) tl_mm_block_bf16<V, 2, N, P>(c, ap, bp, i, j);
+    for (; i < M; ++i) tl_mm_block_bf16<V, 1, N, P>(c, ap, bp, i, j);
+  }
+}
+#else
+#define TL_MM_BF16 0
+#endif
+// kBF16: both operands are bfloat16 tiles (held as floats).
+template <i64 M, i64 N, i64 K, bool kBF16 = false, typename T>
 static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b,
                           i64 lda) {
+#if TL_MM_BF16
+  // The packed operands live on the stack, beyond the tiles codegen counts (codegen.cc's
+  // kStackBudget leaves half the stack to callers): up to 256 KiB (a 256 x 256 x 256 product);
+  // larger ones take the float32 kernel.
+  if constexpr (kBF16 && sizeof(T) == 4 && N % 16 == 0 && (M + N) * ((K + 1) / 2) <= 65536) {
+    tl_matmul_acc_bf16<M, N, K>(c, (const float*)a, (const float*)b, lda);
+    return;
+  }
+#endif
 #if TL_MM16
   if constexpr (sizeof(T) == 4 && N % 64 == 0) {
     tl_mm_blocks<tl_v16f, 16, 4, M, N, K>(c, (const float*)a, (const float*)b, lda);
