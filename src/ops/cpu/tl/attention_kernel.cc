@@ -7,7 +7,9 @@
 // online softmax step (row statistics m and l kept as one column per query row)
 //   m' = max(m, rowmax S), p = 2^(S - m'), l = l · 2^(m - m') + rowsum p, o = o · 2^(m - m') + p V
 // where a row whose max is still -inf subtracts 0 instead (-inf - -inf would be NaN) and a NaN
-// score keeps its row NaN. The output is o / l, zeros for a row that sees no key and NaN for one
+// score keeps its row NaN. bfloat16 inputs keep K, Qᵀ and V in bfloat16 for both products and
+// round p to bfloat16 for P·V, as the native kernel does (VDPBF16PS where the target has
+// AVX512-BF16), the scale applied to the scores instead. The output is o / l, zeros for a row that sees no key and NaN for one
 // whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as softmax(QKᵀ)·V gives.
 #include "src/ops/cpu/tl/attention_kernel.h"
 
@@ -53,16 +55,18 @@ KvView kv_view(const tl::Value& ptr, const tl::Value& blocks, const tl::Value& r
 }
 
 // n rows (keys) of one kv head from `row` of block `block`, head_tile columns (past head_size:
-// zeros), as float32; 8-bit floats times `scale`.
+// zeros), as float32 (bfloat16 kept as it is when `keep_bf16`: a bfloat16 matmul operand);
+// 8-bit floats times `scale`.
 tl::Value load_rows(const KvView& kv, std::int64_t n, std::int64_t head_tile,
                     const tl::Value& block, const tl::Value& row, const tl::Value& head,
-                    const tl::Value& scale) {
+                    const tl::Value& scale, bool keep_bf16 = false) {
   const tl::Value tile = kv.split == 0
                              ? tl::load(kv.tensor, {1, n, 1, head_tile}, {block, row, head, 0})
                              : tl::load(kv.tensor, {1, n, 1, head_tile / kv.split, kv.split},
                                         {block, row, head, 0, 0});
-  const tl::Value rows = as_f32(tl::reshape(tile, {n, head_tile}));
-  return size_of(tile.dtype()) == 1 ? rows * scale : rows;
+  const tl::Value rows = tl::reshape(tile, {n, head_tile});
+  if (keep_bf16 && tile.dtype() == DataType::kBFloat16) return rows;
+  return size_of(tile.dtype()) == 1 ? as_f32(rows) * scale : as_f32(rows);
 }
 
 using Int = tl::Int;
@@ -84,6 +88,10 @@ const tl::Kernel& attention_kernel() {
         const std::int64_t np = positions, ng = heads_per_tile, rows = np * ng;
         const std::int64_t dt = head_tile, nk = key_tile;
         const DataType dtype = q.dtype();
+        // bfloat16 query, keys and values: both products take bfloat16 operands (VDPBF16PS where
+        // the target has AVX512-BF16), the probabilities rounded to bfloat16 for P·V as the
+        // native kernel does, and the scale applied to the float32 scores.
+        const bool bf16 = dtype == DataType::kBFloat16 && k.dtype() == dtype && v.dtype() == dtype;
         const tl::Value tq =
             tl::tensor(q, {q_rows, kv_heads, group, d}, {qs0, group * qs1, qs1, qs2});
         const tl::Value to =
@@ -122,9 +130,9 @@ const tl::Kernel& attention_kernel() {
 
           // Scores are computed transposed, Sᵀ = K Qᵀ [keys, rows]: the key tile is the product's
           // left operand (float32 keys are read in place) and Qᵀ is formed once per item.
-          const tl::Value query_t = tl::transpose(
-              as_f32(tl::reshape(tl::load(tq, {np, 1, ng, dt}, {q_row, kvh, g0, 0}), {rows, dt})) *
-              scale2);
+          const tl::Value query_rows =
+              tl::reshape(tl::load(tq, {np, 1, ng, dt}, {q_row, kvh, g0, 0}), {rows, dt});
+          const tl::Value query_t = tl::transpose(bf16 ? query_rows : as_f32(query_rows) * scale2);
           const tl::Value lo_t = tl::reshape(lo, {1, rows}), hi_t = tl::reshape(hi, {1, rows});
           // ALiBi's slope · log2 e per row (zeros without ALiBi: one multiply-add per score
           // instead of a specialisation more).
@@ -148,7 +156,8 @@ const tl::Kernel& attention_kernel() {
               // Every row sees every key of a full tile inside [lo(last), hi(first)].
               const tl::Value edge =
                   tl::logical_or(n < nk, tl::logical_or(j0<lo_last, j0 + (nk - 1)> hi_first));
-              tl::Var s = tl::matmul(load_rows(kk, nk, dt, id, row, kvh, k_scale), query_t);
+              tl::Var s = tl::matmul(load_rows(kk, nk, dt, id, row, kvh, k_scale, bf16), query_t);
+              if (bf16) s = s * scale2;
               s = s + (key_lane + (j0 - (len - 1))).to(kF32) * slope;
               tl::if_(edge, [&] {
                 const tl::Value key = key_lane.to(kI64) + j0;
@@ -161,7 +170,7 @@ const tl::Kernel& attention_kernel() {
               const tl::Value p = tl::exp2(s - m_use);  // [keys, rows]
               l = l * alpha + tl::reduce_sum(p, {0}, true);
               m = m_new;
-              tl::Var values = load_rows(vv, nk, dt, id, row, kvh, v_scale);
+              tl::Var values = load_rows(vv, nk, dt, id, row, kvh, v_scale, bf16);
               tl::Var careful = n < 0;  // false
               tl::if_(edge, [&] {
                 // Value rows past the tile's keys are zeros (they may be another sequence's).
@@ -173,7 +182,8 @@ const tl::Kernel& attention_kernel() {
                 // visible ones (p · v; 0 · Inf is NaN there, as in p · V).
                 values = tl::where(bad, 0.0f, values);
               });
-              o = tl::matmul_acc(o * tl::reshape(alpha, {rows, 1}), tl::transpose(p), values);
+              const tl::Value p_t = bf16 ? tl::transpose(p).to(dtype) : tl::transpose(p);
+              o = tl::matmul_acc(o * tl::reshape(alpha, {rows, 1}), p_t, values);
               tl::if_(careful, [&] {
                 for (tl::Value j : tl::range(n)) {
                   const tl::Value pj = tl::reshape(
