@@ -641,6 +641,59 @@ TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
     for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K>(c, a, b, lda, i, j);
   }
 }
+// C[M][N] += A B for a narrow B (N < 16: decode's scores against a few query rows, where the
+// blocked kernels have no whole vector of columns): each element of C is a dot product of A's row
+// with B's column (B transposed once), W lanes of k at a time in N accumulators, each summed
+// across its lanes as a tree, k's tail and C's value added last. float32 FMAs like the blocked
+// kernels, in another order (within the same dot-product tolerance).
+TL_INLINE tl_v8f tl_fmav(tl_v8f acc, tl_v8f a, tl_v8f b) {
+#if defined(__FMA__) && defined(__AVX__)
+  return __builtin_ia32_vfmaddps256(a, b, acc);
+#else
+  return acc + a * b;
+#endif
+}
+TL_INLINE float tl_hsum(tl_v8f v) {
+  typedef float v4 __attribute__((vector_size(16)));
+  const v4 h = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  const v4 q = h + __builtin_shufflevector(h, h, 2, 3, 0, 1);
+  return q[0] + q[1];
+}
+#if TL_MM16
+TL_INLINE tl_v16f tl_fmav(tl_v16f acc, tl_v16f a, tl_v16f b) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, acc, (unsigned short)0xFFFF, 4);
+}
+TL_INLINE float tl_hsum(tl_v16f v) {
+  return tl_hsum((tl_v8f)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 (tl_v8f)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+#endif
+template <typename Vec, int W, i64 M, i64 N, i64 K>
+TL_INLINE void tl_mm_narrow(float* __restrict c, const float* __restrict a,
+                            const float* __restrict b, i64 lda) {
+  alignas(64) float bt[N * K];
+  for (i64 p = 0; p < K; ++p)
+    for (i64 j = 0; j < N; ++j) bt[j * K + p] = b[p * N + j];
+  constexpr i64 KV = K / W * W;
+  for (i64 i = 0; i < M; ++i) {
+    Vec acc[N];
+    for (i64 j = 0; j < N; ++j) acc[j] = (Vec){};
+    for (i64 p = 0; p < KV; p += W) {
+      // memcpy: a template argument drops the typedef's aligned(4), and rows start anywhere.
+      Vec av, bv;
+      __builtin_memcpy(&av, a + i * lda + p, sizeof(Vec));
+      for (i64 j = 0; j < N; ++j) {
+        __builtin_memcpy(&bv, bt + j * K + p, sizeof(Vec));
+        acc[j] = tl_fmav(acc[j], av, bv);
+      }
+    }
+    for (i64 j = 0; j < N; ++j) {
+      float s = tl_hsum(acc[j]);
+      for (i64 p = KV; p < K; ++p) s = __builtin_fmaf(a[i * lda + p], bt[j * K + p], s);
+      c[i * N + j] += s;
+    }
+  }
+}
 // bfloat16 operands with AVX512-BF16 (chosen by the target: __AVX512BF16__): VDPBF16PS, one
 // instruction per 16 columns and pair of k, where the float32 kernel takes two FMAs. Both tiles
 // hold bfloat16 values as floats (codegen's compute type), narrowed exactly (tl_f2bf) into
@@ -727,6 +780,12 @@ static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* _
 #endif
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
     tl_mm_blocks<tl_v8f, 8, 2, M, N, K>(c, (const float*)a, (const float*)b, lda);
+  } else if constexpr (sizeof(T) == 4 && N < 16 && K >= 16) {
+#if TL_MM16
+    tl_mm_narrow<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda);
+#else
+    tl_mm_narrow<tl_v8f, 8, M, N, K>(c, (const float*)a, (const float*)b, lda);
+#endif
   } else {
     for (i64 i = 0; i < M; ++i) {
       for (i64 p = 0; p < K; ++p) {
