@@ -141,7 +141,7 @@ class TlCpuBf16Matmul : public ::testing::TestWithParam<std::string> {};
 
 // covers: matmul_acc
 TEST_P(TlCpuBf16Matmul, AgreesWithTheInterpreterAndFlushesSubnormalsOnlyWithAvx512Bf16) {
-  const std::string target = GetParam();
+  const std::string& target = GetParam();
   if (target == "haswell" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
     FAIL() << "the haswell target needs a CPU with AVX2 and FMA";
   }

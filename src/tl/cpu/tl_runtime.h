@@ -655,7 +655,8 @@ TL_INLINE tl_v8f tl_fmav(tl_v8f acc, tl_v8f a, tl_v8f b) {
 }
 TL_INLINE float tl_hsum(tl_v8f v) {
   typedef float v4 __attribute__((vector_size(16)));
-  const v4 h = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  const v4 h =
+      __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
   const v4 q = h + __builtin_shufflevector(h, h, 2, 3, 0, 1);
   return q[0] + q[1];
 }
@@ -696,9 +697,9 @@ TL_INLINE void tl_mm_narrow(float* __restrict c, const float* __restrict a,
 }
 // bfloat16 operands with AVX512-BF16 (chosen by the target: __AVX512BF16__): VDPBF16PS, one
 // instruction per 16 columns and pair of k, where the float32 kernel takes two FMAs. Both tiles
-// hold bfloat16 values as floats (codegen's compute type), narrowed exactly (their high halves) into
-// A's rows of k-pairs (one 32-bit pair broadcast from memory per step: {1to16}) and B's row pairs
-// interleaved, [k / 2][N] pairs of (b[2p][j], b[2p + 1][j]); an odd K pads a zero pair half.
+// hold bfloat16 values as floats (codegen's compute type), narrowed exactly (their high halves)
+// into A's rows of k-pairs (one 32-bit pair broadcast from memory per step: {1to16}) and B's row
+// pairs interleaved, [k / 2][N] pairs of (b[2p][j], b[2p + 1][j]); an odd K pads a zero pair half.
 // Rounding against the float32 kernel: every product of two bfloat16 is exact in float32 either
 // way; the instruction adds the two products of a pair to the accumulator (two float32
 // roundings per pair, as two FMAs), but it ignores MXCSR: subnormal inputs (operands and

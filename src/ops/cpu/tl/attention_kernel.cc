@@ -10,8 +10,9 @@
 // where a row whose max is still -inf subtracts 0 instead (-inf - -inf would be NaN) and a NaN
 // score keeps its row NaN. bfloat16 inputs keep K, Qᵀ and V in bfloat16 for both products and
 // round p to bfloat16 for P·V, as the native kernel does (VDPBF16PS where the target has
-// AVX512-BF16), the scale applied to the scores instead. The output is o / l, zeros for a row that sees no key and NaN for one
-// whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as softmax(QKᵀ)·V gives.
+// AVX512-BF16), the scale applied to the scores instead. The output is o / l, zeros for a row that
+// sees no key and NaN for one whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as
+// softmax(QKᵀ)·V gives.
 #include "src/ops/cpu/tl/attention_kernel.h"
 
 #include <algorithm>
@@ -204,8 +205,7 @@ const tl::Kernel& attention_kernel() {
                 const tl::Value pj = tl::reshape(
                     tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {0}, true), {rows, 1});
                 const tl::Value key = j0 + j;
-                const tl::Value vj =
-                    load_rows(vv, 1, dt, block_of(key), row_of(key), kvh, v_scale);
+                const tl::Value vj = load_rows(vv, 1, dt, block_of(key), row_of(key), kvh, v_scale);
                 const tl::Value nonfinite =
                     tl::where(tl::logical_or(tl::isnan(vj), tl::isinf(vj)), vj, 0.0f);
                 const tl::Value seen = tl::logical_and(key >= lo, key <= hi);
