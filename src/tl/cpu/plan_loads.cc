@@ -24,6 +24,10 @@ bool uses_any(const Op& o, const std::vector<bool>& live) {
     for (const Op& inner : r.ops) {
       if (uses_any(inner, live)) return true;
     }
+    // A yield reads the value too (an if copies it into its result, or points its result at it).
+    for (int id : r.yields) {
+      if (live[static_cast<std::size_t>(id)]) return true;
+    }
   }
   return false;
 }
