@@ -44,6 +44,15 @@ void Emitter::move_op(const Op& o) {
     strides = xt.kind == TypeKind::kTile ? broadcast_strides(xt.shape, rt.shape)
                                          : Strides(rt.shape.size(), 0);
   } else if (o.kind == OpKind::kTranspose) {
+    // A materialised 2-D tile of 4-byte elements in whole 8 x 8 blocks: the runtime's blocked
+    // shuffles (a transposed matmul operand, the tl attention's Pᵀ).
+    const ValuePlan& xp = plan(x);
+    if (xt.kind == TypeKind::kTile && xt.shape.size() == 2 && xt.shape[0] % 8 == 0 &&
+        xt.shape[1] % 8 == 0 && compute_bytes(xt.dtype) == 4 && !xp.fused && !xp.widened) {
+      line() << "tl_transpose8<" << xt.shape[0] << ", " << xt.shape[1] << ">(" << name(res) << ", "
+             << name(x) << ");\n";
+      return;
+    }
     const Strides in = row_major(xt.shape);
     const auto rank = static_cast<std::int64_t>(rt.shape.size());
     for (std::int64_t p : o.as<TransposeAttrs>().permutation)

@@ -587,6 +587,38 @@ TL_INLINE T tl_merge(const T* m) {
   }
   return r;
 }
+// dst[C][R] = src[R][C] transposed, 4-byte elements, R and C multiples of 8: 8 x 8 blocks in
+// three rounds of shuffles (32-bit pairs, 64-bit pairs, 128-bit halves), 24 per 64 elements where
+// the element loop moved each one on its own (a strided read per element).
+template <i64 R, i64 C>
+TL_INLINE void tl_transpose8(void* dst, const void* src) {
+  typedef u32 v8 __attribute__((vector_size(32)));
+  const char* const s = (const char*)src;
+  char* const d = (char*)dst;
+  for (i64 i = 0; i < R; i += 8) {
+    for (i64 j = 0; j < C; j += 8) {
+      v8 r[8], t[8], u[8];
+      for (int k = 0; k < 8; ++k) __builtin_memcpy(&r[k], s + 4 * ((i + k) * C + j), 32);
+      for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+      }
+      for (int k = 0; k < 8; k += 4) {
+        for (int h = 0; h < 2; ++h) {
+          u[k + 2 * h] = __builtin_shufflevector(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+          u[k + 2 * h + 1] =
+              __builtin_shufflevector(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+      }
+      for (int k = 0; k < 4; ++k) {  // column k from u[k] and u[k + 4], column k + 4 likewise
+        const v8 lo = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        const v8 hi = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+        __builtin_memcpy(d + 4 * ((j + k) * R + i), &lo, 32);
+        __builtin_memcpy(d + 4 * ((j + k + 4) * R + i), &hi, 32);
+      }
+    }
+  }
+}
 // C[M][N] += A[M][K] * B[K][N], all row-major, float accumulation (double for double inputs).
 // Register-blocked: 6 rows x 2 vectors of C per step, 8-lane vectors; with AVX-512 (GCC),
 // 6 x 4 16-lane vectors (24 of the 32 registers) when N is a multiple of 64, 6 x 2 when of 32.
