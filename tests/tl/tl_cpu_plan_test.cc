@@ -187,6 +187,26 @@ TEST(TlCpuPlan, LoadsReadInPlaceOnlyWhenNothingClobbersThem) {
   EXPECT_TRUE(plan.hint_work.empty());
 }
 
+// A float32 load of [1, n, 1, w] reshaped to [n, w] for a matmul's left operand only is read in
+// place at its rows' stride, like a 2-D one: both the load and the reshape carry it.
+TEST(TlCpuPlan, AReshapedMatmulLeftOperandIsReadAtAnyRowStride) {
+  int v = -1, r = -1, w = -1;
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {2, 64, 4, 32}), ty = tl::tensor(p[1], {32, 16});
+    const tl::Value vv = tl::load(tx, {1, 64, 1, 32}, {0, 0, 1, 0});
+    const tl::Value vr = tl::reshape(vv, {64, 32});
+    const tl::Value vw = tl::load(tx, {2, 64, 1, 32}, {0, 0, 2, 0});  // two row dims: not so
+    const tl::Value b = tl::load(ty, {32, 16}, {0, 0});
+    tl::store(tl::matmul(vr, b), ty, {0, 0});
+    tl::store(tl::matmul(tl::reshape(vw, {128, 32}), b), ty, {0, 0});
+    v = vv.id(), r = vr.id(), w = vw.id();
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  EXPECT_TRUE(plan.at(v).any_row_stride);
+  EXPECT_TRUE(plan.at(r).any_row_stride);
+  EXPECT_FALSE(plan.at(w).any_row_stride);
+}
+
 // A load that an if yields unchanged (no op inside uses it) stays live while the if's result
 // does: a store to its tensor before the result's last use keeps it from being read in place
 // (the cpu backend may point the result at the loaded tile).

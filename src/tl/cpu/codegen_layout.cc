@@ -15,6 +15,10 @@ void Emitter::move_op(const Op& o) {
   if (o.kind == OpKind::kReshape) {
     if (xt.kind == TypeKind::kTile) {
       line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
+      // A matmul left operand read in place at its rows' stride (plan_loads.cc).
+      if (plan(res).any_row_stride) {
+        line() << "const i64 " << name(res) << "_ld = " << name(x) << "_ld;\n";
+      }
     } else {
       declare(res);
       line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << name(x)
