@@ -26,6 +26,22 @@ TL_MARCH = {"native": "native", "avx512": "native", "avx2": "haswell", "sse4": "
             "scalar": "x86-64"}
 
 
+def cpu_model():
+    """' (family F, model M)' from /proc/cpuinfo (AMD EPYC names no generation), else ''."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("cpu family", "model") and key.strip() not in fields:
+                    fields[key.strip()] = value.strip()
+    except OSError:
+        return ""
+    if "cpu family" not in fields or "model" not in fields:
+        return ""
+    return f" (family {fields['cpu family']}, model {fields['model']})"
+
+
 def run_bench():
     env = dict(os.environ, TILEOPS_NUM_THREADS=str(THREADS))
     out = subprocess.run([os.path.join(BUILD, "bench", "attention_bench"),
@@ -52,7 +68,7 @@ def main():
     lines = [
         "# tl attention against the native kernels",
         "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} logical CPUs ({cpu_simd()}), shared with other "
+        f"Machine: {cpu_name()}{cpu_model()}, {os.cpu_count()} logical CPUs ({cpu_simd()}), shared with other "
         f"jobs (load average {load:.1f} at the start): measured on a shared machine, absolute "
         f"times swing between minutes, the ratios less. {THREADS} threads (TILEOPS_NUM_THREADS). "
         f"SIMD target: {TARGET} (TILEOPS_SIMD_TARGET); tl code compiled for "
