@@ -156,6 +156,34 @@ TEST(TlControl, RuntimeAndTraceTimeIf) {
   EXPECT_EQ(ifs, 3u) << ir;  // the ConstExpr branch left no `if` behind
 }
 
+// A tile a branch yields unchanged from before the if (the cpu backend points the if's result at
+// it there instead of copying it), then its tensor overwritten while that result is still read:
+// the result keeps the loaded values (the load is copied, not read in place, as the yield counts
+// as a use of it).
+// covers: if_ Var load store
+TEST(TlControl, IfResultYieldedUnchangedSurvivesAStoreToItsTensor) {
+  const tl::Kernel k = tl::jit(
+      "if_alias", [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows, tl::Bool flag) {
+        const tl::Value tx = tl::tensor(x, {rows, 64}), ty = tl::tensor(y, {rows, 64});
+        for (tl::Value r : tl::range(tl::block_idx(), rows, tl::block_num())) {
+          const tl::Value v = tl::load(tx, {1, 64}, {r, 0});
+          tl::Var t = v;
+          tl::if_(flag, [&] { t = tl::full({1, 64}, 5.0f, f32); });
+          tl::store(tl::zeros({1, 64}, f32), tx, {r, 0});
+          tl::store(t + 1.0f, ty, {r, 0});
+        }
+      });
+  std::mt19937_64 rng(29);
+  for (bool flag : {false, true}) {
+    TensorStorage x = random_tensor({3, 64}, f32, rng), y = poisoned({3, 64}, f32);
+    std::vector<double> expected = to_doubles(x);
+    for (double& e : expected) e = flag ? 6.0 : static_cast<double>(static_cast<float>(e) + 1.0f);
+    k.launch(2, x, y, 3, flag);
+    EXPECT_EQ(compare(y, expected, {0, 0}), "") << flag;
+    EXPECT_EQ(compare(x, std::vector<double>(3 * 64, 0.0), {0, 0}), "") << flag;
+  }
+}
+
 // The two-phase form front-ends use: a branch finished without else, then taken back to add one.
 // covers: if_ Var
 TEST(TlControl, BranchReopenedForAnElse) {

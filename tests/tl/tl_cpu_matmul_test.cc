@@ -1,7 +1,15 @@
 // The cpu backend's matmul_acc on tiles read in place: a left operand whose rows lie apart in
 // the tensor (row stride > its width) is passed to matmul_acc with that stride instead of being
 // copied; partial tiles at the edges are still copied (zero-padded). Checked against the
-// interpreter, and the generated source is checked to take the in-place path.
+// interpreter, and the generated source is checked to take the in-place path. bfloat16 operands
+// on a CPU with AVX512-BF16 take the runtime's VDPBF16PS kernel (every width it blocks by), within
+// the float32 dot-product tolerance, with the instruction's flush of subnormals shown to happen
+// there and not on a target without it.
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,6 +94,87 @@ std::vector<std::string> targets() {
 #endif
   return t;
 }
+const auto bf16 = DataType::kBFloat16;
+
+// C[m, 116] = A[m, k] @ B[k, 116] in bfloat16 tiles of 27 rows and k slices of 19 (odd: the
+// packed kernel pads a pair), its columns as four products 64, 32, 16 and 4 wide (the VDPBF16PS
+// kernel's 4, 2 and 1 vectors per row block, 27 rows: blocks of 6, 2 and 1; and the narrow
+// dot-product kernel of widths below 16, on any target).
+tl::Kernel bf16_matmul(const tl::Options& o) {
+  return tl::jit(
+      "bf16_matmul_widths",
+      [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress c, tl::Int m, tl::Int k) {
+        const tl::Value ta = tl::tensor(a, {m, k}), tb = tl::tensor(b, {k, 116});
+        const tl::Value tc = tl::tensor(c, {m, 116});
+        for (tl::Value t : tl::range(tl::block_idx(), tl::ceildiv(m, 27), tl::block_num())) {
+          const tl::Value row = t * 27;
+          tl::Var c64 = tl::zeros({27, 64}, f32), c32 = tl::zeros({27, 32}, f32);
+          tl::Var c16 = tl::zeros({27, 16}, f32), c4 = tl::zeros({27, 4}, f32);
+          for (tl::Value p : tl::range(tl::ceildiv(k, 19))) {
+            const tl::Value at = tl::load(ta, {27, 19}, {row, p * 19});
+            c64 = tl::matmul_acc(c64, at, tl::load(tb, {19, 64}, {p * 19, 0}));
+            c32 = tl::matmul_acc(c32, at, tl::load(tb, {19, 32}, {p * 19, 64}));
+            c16 = tl::matmul_acc(c16, at, tl::load(tb, {19, 16}, {p * 19, 96}));
+            c4 = tl::matmul_acc(c4, at, tl::load(tb, {19, 4}, {p * 19, 112}));
+          }
+          tl::store(c64, tc, {row, 0});
+          tl::store(c32, tc, {row, 64});
+          tl::store(c16, tc, {row, 96});
+          tl::store(c4, tc, {row, 112});
+        }
+      },
+      o);
+}
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;  // leaf 7, subleaf 1: EAX bit 5
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a >> 5 & 1u) != 0;
+#else
+  return false;
+#endif
+}
+
+// The target of the generated code: "native" (this CPU: VDPBF16PS where it has AVX512-BF16,
+// whatever $TILEOPS_TL_TARGET says) or "haswell" (the float32 FMA kernel on the bfloat16 values).
+class TlCpuBf16Matmul : public ::testing::TestWithParam<std::string> {};
+
+// covers: matmul_acc
+TEST_P(TlCpuBf16Matmul, AgreesWithTheInterpreterAndFlushesSubnormalsOnlyWithAvx512Bf16) {
+  const std::string& target = GetParam();
+  if (target == "haswell" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    FAIL() << "the haswell target needs a CPU with AVX2 and FMA";
+  }
+  const tl::Kernel interp = bf16_matmul({.backend = "interp"});
+  const tl::Kernel cpu = bf16_matmul({.backend = "cpu", .target = target});
+  std::mt19937_64 rng(23);
+  const std::int64_t m = 58, k = 37;  // a partial row tile and a partial k slice
+  TensorStorage a = random_tensor({m, k}, bf16, rng), b = random_tensor({k, 116}, bf16, rng);
+  TensorStorage expected = poisoned({m, 116}, f32), actual = poisoned({m, 116}, f32);
+  interp.launch(2, a, b, expected, m, k);
+  cpu.launch(2, a, b, actual, m, k);
+  EXPECT_EQ(compare(actual, to_doubles(expected), dot_tolerance(f32, k)), "");
+
+  // Subnormals: 2^-70 · 2^-70 = 2^-140 (a subnormal product of normal bfloat16 values) in
+  // column 0 of row 0, and 2^-130 (a bfloat16 subnormal) · 1 in column 65 of row 1.
+  std::vector<double> zeros_a(static_cast<std::size_t>(m * k), 0.0);
+  std::vector<double> zeros_b(static_cast<std::size_t>(k * 116), 0.0);
+  zeros_a[0] = std::ldexp(1.0, -70), zeros_a[static_cast<std::size_t>(k)] = std::ldexp(1.0, -130);
+  zeros_b[0] = std::ldexp(1.0, -70), zeros_b[65] = 1.0;
+  from_doubles(a, zeros_a);
+  from_doubles(b, zeros_b);
+  TensorStorage tiny = poisoned({m, 116}, f32);
+  cpu.launch(2, a, b, tiny, m, k);
+  const std::vector<double> got = to_doubles(tiny);
+  const bool flushes = target == "native" && cpu_has_avx512_bf16();
+  EXPECT_EQ(got[0], flushes ? 0.0 : std::ldexp(1.0, -140)) << target;
+  EXPECT_EQ(got[116 + 65], flushes ? 0.0 : std::ldexp(1.0, -130)) << target;
+  EXPECT_EQ(got[1], 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, TlCpuBf16Matmul,
+                         ::testing::Values(std::string("native"), std::string("haswell")));
+
 INSTANTIATE_TEST_SUITE_P(TileWidthsAndTargets, TlCpuMatmul,
                          ::testing::Combine(::testing::Values(16, 24, 32, 64),
                                             ::testing::ValuesIn(targets())));

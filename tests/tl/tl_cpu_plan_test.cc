@@ -187,6 +187,54 @@ TEST(TlCpuPlan, LoadsReadInPlaceOnlyWhenNothingClobbersThem) {
   EXPECT_TRUE(plan.hint_work.empty());
 }
 
+// A float32 load of [1, n, 1, w] reshaped to [n, w] for a matmul's left operand only is read in
+// place at its rows' stride, like a 2-D one: both the load and the reshape carry it.
+TEST(TlCpuPlan, AReshapedMatmulLeftOperandIsReadAtAnyRowStride) {
+  int v = -1, r = -1, w = -1;
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {2, 64, 4, 32}), ty = tl::tensor(p[1], {32, 16});
+    const tl::Value vv = tl::load(tx, {1, 64, 1, 32}, {0, 0, 1, 0});
+    const tl::Value vr = tl::reshape(vv, {64, 32});
+    const tl::Value vw = tl::load(tx, {2, 64, 1, 32}, {0, 0, 2, 0});  // two row dims: not so
+    const tl::Value b = tl::load(ty, {32, 16}, {0, 0});
+    tl::store(tl::matmul(vr, b), ty, {0, 0});
+    tl::store(tl::matmul(tl::reshape(vw, {128, 32}), b), ty, {0, 0});
+    v = vv.id(), r = vr.id(), w = vw.id();
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  EXPECT_TRUE(plan.at(v).any_row_stride);
+  EXPECT_TRUE(plan.at(r).any_row_stride);
+  EXPECT_FALSE(plan.at(w).any_row_stride);
+}
+
+// A load that an if yields unchanged (no op inside uses it) stays live while the if's result
+// does: a store to its tensor before the result's last use keeps it from being read in place
+// (the cpu backend may point the result at the loaded tile).
+TEST(TlCpuPlan, AYieldedLoadIsLiveWhileTheIfResultIs) {
+  int v = -1;
+  const tl::Function f = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {4, 64}), ty = tl::tensor(p[1], {4, 64});
+    const tl::Value vv = tl::load(tx, {1, 64}, {0, 0});
+    tl::Var t = vv;
+    tl::if_(p[3], [&] { t = tl::full({1, 64}, 5.0f, f32); });
+    tl::store(tl::zeros({1, 64}, f32), tx, {0, 0});
+    tl::store(t + 1.0f, ty, {0, 0});
+    v = vv.id();
+  });
+  EXPECT_FALSE(tl::cpu::plan_kernel(f).at(v).read_in_place);
+  // The store between the load and the if: the if's copy (or pointer) must see the loaded values.
+  const tl::Function g = trace_params({f32, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tx = tl::tensor(p[0], {4, 64}), ty = tl::tensor(p[1], {4, 64});
+    const tl::Value vv = tl::load(tx, {1, 64}, {0, 0});
+    tl::store(tl::zeros({1, 64}, f32), tx, {0, 0});
+    tl::Var t = vv;
+    tl::if_(p[3], [&] { t = tl::full({1, 64}, 5.0f, f32); });
+    tl::store(t + 1.0f, ty, {0, 0});
+    v = vv.id();
+  });
+  EXPECT_FALSE(tl::cpu::plan_kernel(g).at(v).read_in_place);
+}
+
 // A float32 matmul left operand is read in place at any row stride; a tile loaded from one
 // tensor while another is stored to is read in place when the two do not overlap (checked at
 // run time against that tensor).

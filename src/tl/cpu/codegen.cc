@@ -52,7 +52,8 @@ void Emitter::declare_named(const std::string& n, const Type& t) {
 
 // Tiles live on the stack of the thread running the block: a pool worker's or the caller's,
 // 8 MiB by default on Linux (RLIMIT_STACK); half of it is left to the kernel's callers. Arrays in
-// scopes that never overlap are counted as if they did.
+// scopes that never overlap are counted as if they did. (The runtime's bfloat16 matmul packs its
+// operands into at most 256 KiB more of the callers' half: tl_matmul_acc.)
 constexpr std::int64_t kStackBudget = std::int64_t{4} << 20;
 
 void Emitter::on_stack(std::int64_t bytes) {
@@ -285,13 +286,56 @@ void Emitter::for_op(const Op& o) {
   }
 }
 
+namespace {
+
+// Marks the values defined inside `r` (its arguments and the results of its ops, nested ones too).
+void mark_defined(const Region& r, std::vector<bool>& inside) {
+  for (int a : r.args) inside[static_cast<std::size_t>(a)] = true;
+  for (const Op& o : r.ops) {
+    for (int id : o.results) inside[static_cast<std::size_t>(id)] = true;
+    for (const Region& inner : o.regions) mark_defined(inner, inside);
+  }
+}
+
+}  // namespace
+
+// A tile result that a branch yields unchanged from before the if (a tile the if masks only in
+// one branch) points at that tile in the branch instead of copying it: the result is a pointer to
+// its own array, which the other branches fill. Only values an op defines (not loop-carried
+// storage, which the loop's own yield overwrites) held in their compute type, so every read of
+// the result reads the same elements; a load read in place keeps its tensor free of stores while
+// the if's results live (plan_loads.cc counts yields as uses).
 void Emitter::if_op(const Op& o) {
-  for (int r : o.results) declare(r);
+  std::vector<bool> inside(f_.types.size(), false);
+  for (const Region& r : o.regions) mark_defined(r, inside);
+  const auto aliases = [&](std::size_t i, std::size_t branch) {
+    const int y = o.regions[branch].yields[i];
+    const ValuePlan& p = plan(y);
+    return type(o.results[i]).kind == TypeKind::kTile && !inside[static_cast<std::size_t>(y)] &&
+           p.def != nullptr && !p.widened && !p.fused;
+  };
+  std::vector<bool> pointer(o.results.size(), false);
+  for (std::size_t i = 0; i < o.results.size(); ++i) {
+    const int res = o.results[i];
+    pointer[i] = aliases(i, 0) || aliases(i, 1);
+    if (!pointer[i]) {
+      declare(res);
+      continue;
+    }
+    declare_named(name(res) + "_buf", type(res));
+    line() << compute_type(type(res).dtype) << "* " << name(res) << " = " << name(res) << "_buf;\n";
+  }
   for (std::size_t branch = 0; branch < 2; ++branch) {
     open(branch == 0 ? "if (" + name(o.operands[0]) + ")" : "else");
     const Region& r = o.regions[branch];
     region(r);
-    for (std::size_t i = 0; i < o.results.size(); ++i) copy_value(o.results[i], r.yields[i]);
+    for (std::size_t i = 0; i < o.results.size(); ++i) {
+      if (pointer[i] && aliases(i, branch)) {
+        line() << name(o.results[i]) << " = " << name(r.yields[i]) << ";\n";
+      } else {
+        copy_value(o.results[i], r.yields[i]);
+      }
+    }
     close();
   }
 }

@@ -1,7 +1,8 @@
 // The cpu code generator: data movement between tiles (reshape, broadcast, transpose, slice,
 // concat) and matmul. Moves read their operand through at(), so a fused producer or a 16-bit
 // tile kept in its memory type is evaluated in the move's loop; matmul accumulates in float32
-// with the runtime's register-blocked FMA kernel (double for float64, the interpreter's order).
+// with the runtime's register-blocked FMA kernel (double for float64, the interpreter's order;
+// bfloat16 operands with VDPBF16PS on AVX512-BF16 targets).
 #include "src/tl/cpu/emitter.h"
 
 namespace tileops::tl::cpu {
@@ -14,6 +15,10 @@ void Emitter::move_op(const Op& o) {
   if (o.kind == OpKind::kReshape) {
     if (xt.kind == TypeKind::kTile) {
       line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
+      // A matmul left operand read in place at its rows' stride (plan_loads.cc).
+      if (plan(res).any_row_stride) {
+        line() << "const i64 " << name(res) << "_ld = " << name(x) << "_ld;\n";
+      }
     } else {
       declare(res);
       line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res) << "[k] = " << name(x)
@@ -43,6 +48,15 @@ void Emitter::move_op(const Op& o) {
     strides = xt.kind == TypeKind::kTile ? broadcast_strides(xt.shape, rt.shape)
                                          : Strides(rt.shape.size(), 0);
   } else if (o.kind == OpKind::kTranspose) {
+    // A materialised 2-D tile of 4-byte elements in whole 8 x 8 blocks: the runtime's blocked
+    // shuffles (a transposed matmul operand, the tl attention's Pᵀ).
+    const ValuePlan& xp = plan(x);
+    if (xt.kind == TypeKind::kTile && xt.shape.size() == 2 && xt.shape[0] % 8 == 0 &&
+        xt.shape[1] % 8 == 0 && compute_bytes(xt.dtype) == 4 && !xp.fused && !xp.widened) {
+      line() << "tl_transpose8<" << xt.shape[0] << ", " << xt.shape[1] << ">(" << name(res) << ", "
+             << name(x) << ");\n";
+      return;
+    }
     const Strides in = row_major(xt.shape);
     const auto rank = static_cast<std::int64_t>(rt.shape.size());
     for (std::int64_t p : o.as<TransposeAttrs>().permutation)
@@ -65,12 +79,14 @@ void Emitter::matmul_op(const Op& o) {
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
   // A left operand read in place at any row stride has it in <a>_ld (plan_loads.cc).
   const std::string lda = plan(o.operands[0]).any_row_stride ? a + "_ld" : std::to_string(k);
+  // bfloat16 operands: the runtime's VDPBF16PS kernel where the target has AVX512-BF16.
+  const char* const bf16 = at_.dtype == DataType::kBFloat16 ? ", true" : "";
   if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&
       plan(o.operands[2]).consumable) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
-    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-           << ", " << lda << ");\n";
+    line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << bf16 << ">(" << r << ", " << a
+           << ", " << b << ", " << lda << ");\n";
     return;
   }
   declare(res);
@@ -94,8 +110,8 @@ void Emitter::matmul_op(const Op& o) {
     close();
     return;
   }
-  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << ">(" << r << ", " << a << ", " << b
-         << ", " << lda << ");\n";
+  line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << bf16 << ">(" << r << ", " << a
+         << ", " << b << ", " << lda << ");\n";
 }
 
 }  // namespace tileops::tl::cpu

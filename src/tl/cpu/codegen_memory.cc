@@ -94,16 +94,31 @@ int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& sh
   return static_cast<int>(rank);
 }
 
+namespace {
+
+// The dim of a matmul left operand's rows (read in place at any stride): the last leading dim
+// over 1 (plan_loads.cc admits tiles with at most one), dim 0 for a 2-D tile.
+std::size_t row_dim(const std::vector<std::int64_t>& shape) {
+  std::size_t rows = 0;
+  for (std::size_t d = 0; d + 1 < shape.size(); ++d) {
+    if (shape[d] > 1) rows = d;
+  }
+  return rows;
+}
+
+}  // namespace
+
 std::pair<std::string, std::string> Emitter::contiguous_tile(
     const std::string& t, const std::vector<std::int64_t>& shape,
     const std::vector<std::string>& offsets, bool any_row_stride) const {
   std::string inside = "true", at_ = "0";
   std::int64_t rm = 1;
+  const std::size_t rows = row_dim(shape);
   for (std::size_t d = shape.size(); d-- > 0;) {
     const std::string n = std::to_string(d), extent = std::to_string(shape[d]);
     // offset + extent <= size, without forming the sum (it may overflow).
     inside += cat({" && ", offsets[d], " >= 0 && ", offsets[d], " <= ", t, "_d", n, " - ", extent});
-    if (shape[d] > 1 && !(any_row_stride && d == 0)) {
+    if (shape[d] > 1 && !(any_row_stride && d == rows)) {
       inside += cat({" && ", t, "_s", n, " == ", std::to_string(rm)});
     }
     at_ += cat({" + ", offsets[d], " * ", t, "_s", n});
@@ -144,8 +159,8 @@ void Emitter::load_op(const Op& o) {
     line() << ct << "* const " << name(res) << " = " << name(res) << "_direct ? " << t << " + ("
            << at_ << ") : " << dst << ";\n";
     if (any_row_stride) {
-      line() << "const i64 " << name(res) << "_ld = " << name(res) << "_direct ? " << t
-             << "_s0 : " << tt.shape[1] << ";\n";
+      line() << "const i64 " << name(res) << "_ld = " << name(res) << "_direct ? " << t << "_s"
+             << row_dim(tt.shape) << " : " << tt.shape.back() << ";\n";
     }
     if (p.next_tile_cursor) {
       const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));

@@ -224,11 +224,17 @@ void Emitter::reduce_op(const Op& o) {
   // vectoriser miscompiled the signed/unsigned cast chain (i64)((u64)a + (u64)b) over 8x16 int8
   // tiles at -O3: tests/tl/tl_cpu_reduce_agreement_test.cc, narrow integer reductions).
   const bool wrapping = !fl && !arg && !extreme && op != ReduceOp::kAll && op != ReduceOp::kAny;
-  const std::string acc_type = fl || arg ? "double" : wrapping ? "u64" : "i64";
+  // A float max or min is exact in its compute type: no widening per element (the column
+  // maxima of the tl attention's transposed scores).
+  const bool float_extreme = fl && extreme && !arg;
+  const std::string acc_type = float_extreme ? compute_type(xt.dtype)
+                               : fl || arg   ? "double"
+                               : wrapping    ? "u64"
+                                             : "i64";
   std::string init;
   if (extreme) {
     init = fl || arg
-               ? std::string(maximum ? "-" : "") + "__builtin_inf()"
+               ? "(" + acc_type + ")" + std::string(maximum ? "-" : "") + "__builtin_inf()"
                : std::string(maximum ? "(-0x7FFFFFFFFFFFFFFFll - 1)" : "0x7FFFFFFFFFFFFFFFll");
   } else {
     init = op == ReduceOp::kProd || op == ReduceOp::kAll ? "1" : "0";
@@ -245,7 +251,10 @@ void Emitter::reduce_op(const Op& o) {
   }
   strided_loops(xt.shape, {ostrides}, {0}, [&](const std::vector<std::string>& index) {
     line() << "const i64 o = " << index[0] << ";\n";
-    const std::string v = (fl || arg ? "(double)" : "(i64)") + xn + "[tl_k]";
+    const std::string v = (float_extreme ? "(" + acc_type + ")"
+                           : fl || arg   ? std::string("(double)")
+                                         : std::string("(i64)")) +
+                          xn + "[tl_k]";
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:

@@ -24,6 +24,10 @@ bool uses_any(const Op& o, const std::vector<bool>& live) {
     for (const Op& inner : r.ops) {
       if (uses_any(inner, live)) return true;
     }
+    // A yield reads the value too (an if copies it into its result, or points its result at it).
+    for (int id : r.yields) {
+      if (live[static_cast<std::size_t>(id)]) return true;
+    }
   }
   return false;
 }
@@ -41,6 +45,27 @@ bool matmul_lhs_only(const Function& f, const ValuePlan& p, int id) {
   const Op* u = p.last_user;
   return p.uses == 1 && u != nullptr && u->kind == OpKind::kMatmul && u->operands[0] == id &&
          f.type_of(id).dtype == DataType::kFloat32 && f.type_of(id).shape.size() == 2;
+}
+
+// For a float32 load of more than two dims whose only use is a reshape to 2-D that keeps its
+// last dim and drops only unit dims (at most one leading dim exceeds 1: the rows), where that
+// reshape's only use is a matmul's left operand: the reshape's value id, else -1. The load is
+// then read in place at the row dim's stride, as a 2-D one is (a kv head's key rows from
+// [blocks, rows, heads, d]).
+int reshaped_matmul_lhs(const Function& f, const std::vector<ValuePlan>& plans, int id) {
+  const ValuePlan& p = plans[static_cast<std::size_t>(id)];
+  const Op* u = p.last_user;
+  const Type& t = f.type_of(id);
+  if (p.uses != 1 || u == nullptr || u->kind != OpKind::kReshape || t.shape.size() <= 2 ||
+      t.dtype != DataType::kFloat32) {
+    return -1;
+  }
+  const int r = u->results[0];
+  const Type& rt = f.type_of(r);
+  int row_dims = 0;
+  for (std::size_t d = 0; d + 1 < t.shape.size(); ++d) row_dims += t.shape[d] > 1 ? 1 : 0;
+  if (row_dims > 1 || rt.shape.size() != 2 || rt.shape[1] != t.shape.back()) return -1;
+  return matmul_lhs_only(f, plans[static_cast<std::size_t>(r)], r) ? r : -1;
 }
 
 // Whether ops (load, last] of `r` update the loaded tile's memory in place: the last op using
@@ -124,6 +149,10 @@ class LoadPlanner {
     p.read_in_place = true;
     p.overlap_checks = std::move(*hazards);
     p.any_row_stride = matmul_lhs_only(f_, p, res);
+    if (const int reshaped = reshaped_matmul_lhs(f_, plan_, res); reshaped >= 0) {
+      p.any_row_stride = true;
+      at(reshaped).any_row_stride = true;  // the reshape passes the load's row stride on
+    }
     const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
     // Smaller tiles: the hardware prefetcher suffices. The cursor covers contiguous bytes: not
     // for a tile whose rows may lie apart. A kernel that places tl::prefetch hints (in scope, or

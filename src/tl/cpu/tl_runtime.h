@@ -587,6 +587,38 @@ TL_INLINE T tl_merge(const T* m) {
   }
   return r;
 }
+// dst[C][R] = src[R][C] transposed, 4-byte elements, R and C multiples of 8: 8 x 8 blocks in
+// three rounds of shuffles (32-bit pairs, 64-bit pairs, 128-bit halves), 24 per 64 elements where
+// the element loop moved each one on its own (a strided read per element).
+template <i64 R, i64 C>
+TL_INLINE void tl_transpose8(void* dst, const void* src) {
+  typedef u32 v8 __attribute__((vector_size(32)));
+  const char* const s = (const char*)src;
+  char* const d = (char*)dst;
+  for (i64 i = 0; i < R; i += 8) {
+    for (i64 j = 0; j < C; j += 8) {
+      v8 r[8], t[8], u[8];
+      for (int k = 0; k < 8; ++k) __builtin_memcpy(&r[k], s + 4 * ((i + k) * C + j), 32);
+      for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+      }
+      for (int k = 0; k < 8; k += 4) {
+        for (int h = 0; h < 2; ++h) {
+          u[k + 2 * h] = __builtin_shufflevector(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+          u[k + 2 * h + 1] =
+              __builtin_shufflevector(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+      }
+      for (int k = 0; k < 4; ++k) {  // column k from u[k] and u[k + 4], column k + 4 likewise
+        const v8 lo = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        const v8 hi = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+        __builtin_memcpy(d + 4 * ((j + k) * R + i), &lo, 32);
+        __builtin_memcpy(d + 4 * ((j + k + 4) * R + i), &hi, 32);
+      }
+    }
+  }
+}
 // C[M][N] += A[M][K] * B[K][N], all row-major, float accumulation (double for double inputs).
 // Register-blocked: 6 rows x 2 vectors of C per step, 8-lane vectors; with AVX-512 (GCC),
 // 6 x 4 16-lane vectors (24 of the 32 registers) when N is a multiple of 64, 6 x 2 when of 32.
@@ -641,9 +673,139 @@ TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
     for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K>(c, a, b, lda, i, j);
   }
 }
-template <i64 M, i64 N, i64 K, typename T>
+// C[M][N] += A B for a narrow B (N < 16: decode's scores against a few query rows, where the
+// blocked kernels have no whole vector of columns): each element of C is a dot product of A's row
+// with B's column (B transposed once), W lanes of k at a time in N accumulators, each summed
+// across its lanes as a tree, k's tail and C's value added last. float32 FMAs like the blocked
+// kernels, in another order (within the same dot-product tolerance).
+TL_INLINE tl_v8f tl_fmav(tl_v8f acc, tl_v8f a, tl_v8f b) {
+#if defined(__FMA__) && defined(__AVX__)
+  return __builtin_ia32_vfmaddps256(a, b, acc);
+#else
+  return acc + a * b;
+#endif
+}
+TL_INLINE float tl_hsum(tl_v8f v) {
+  typedef float v4 __attribute__((vector_size(16)));
+  const v4 h =
+      __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  const v4 q = h + __builtin_shufflevector(h, h, 2, 3, 0, 1);
+  return q[0] + q[1];
+}
+#if TL_MM16
+TL_INLINE tl_v16f tl_fmav(tl_v16f acc, tl_v16f a, tl_v16f b) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, acc, (unsigned short)0xFFFF, 4);
+}
+TL_INLINE float tl_hsum(tl_v16f v) {
+  return tl_hsum((tl_v8f)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 (tl_v8f)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+#endif
+template <typename Vec, int W, i64 M, i64 N, i64 K>
+TL_INLINE void tl_mm_narrow(float* __restrict c, const float* __restrict a,
+                            const float* __restrict b, i64 lda) {
+  alignas(64) float bt[N * K];
+  for (i64 p = 0; p < K; ++p)
+    for (i64 j = 0; j < N; ++j) bt[j * K + p] = b[p * N + j];
+  constexpr i64 KV = K / W * W;
+  for (i64 i = 0; i < M; ++i) {
+    Vec acc[N];
+    for (i64 j = 0; j < N; ++j) acc[j] = (Vec){};
+    for (i64 p = 0; p < KV; p += W) {
+      // memcpy: a template argument drops the typedef's aligned(4), and rows start anywhere.
+      Vec av, bv;
+      __builtin_memcpy(&av, a + i * lda + p, sizeof(Vec));
+      for (i64 j = 0; j < N; ++j) {
+        __builtin_memcpy(&bv, bt + j * K + p, sizeof(Vec));
+        acc[j] = tl_fmav(acc[j], av, bv);
+      }
+    }
+    for (i64 j = 0; j < N; ++j) {
+      float s = tl_hsum(acc[j]);
+      for (i64 p = KV; p < K; ++p) s = __builtin_fmaf(a[i * lda + p], bt[j * K + p], s);
+      c[i * N + j] += s;
+    }
+  }
+}
+// bfloat16 operands with AVX512-BF16 (chosen by the target: __AVX512BF16__): VDPBF16PS, one
+// instruction per 16 columns and pair of k, where the float32 kernel takes two FMAs. Both tiles
+// hold bfloat16 values as floats (codegen's compute type), narrowed exactly (their high halves)
+// into A's rows of k-pairs (one 32-bit pair broadcast from memory per step: {1to16}) and B's row
+// pairs interleaved, [k / 2][N] pairs of (b[2p][j], b[2p + 1][j]); an odd K pads a zero pair half.
+// Rounding against the float32 kernel: every product of two bfloat16 is exact in float32 either
+// way; the instruction adds the two products of a pair to the accumulator (two float32
+// roundings per pair, as two FMAs), but it ignores MXCSR: subnormal inputs (operands and
+// accumulator) read as zero and subnormal results are flushed to zero (docs/tile-language.md;
+// tl_cpu_matmul_test checks both the agreement and the flush). Inline assembly: GCC 12 and 13
+// spell the builtin's bfloat16 vector type differently.
+#if TL_MM16 && defined(__AVX512BF16__)
+#define TL_MM_BF16 1
+typedef u32 __attribute__((may_alias)) tl_pair;
+TL_INLINE tl_v16f tl_dpbf16(tl_v16f acc, tl_v16f b, const tl_pair* a) {
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*a));
+  return acc;
+}
+// R rows x V vectors of C over P pairs of k; `a` rows of P pairs, `b` [P][N] pairs.
+template <int V, int R, i64 N, i64 P>
+TL_INLINE void tl_mm_block_bf16(float* __restrict c, const tl_pair* __restrict a,
+                                const u32* __restrict b, i64 i, i64 j) {
+  tl_v16f acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = *(const tl_v16f*)(c + (i + r) * N + j + v * 16);
+  for (i64 p = 0; p < P; ++p) {
+    tl_v16f bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = *(const tl_v16f*)(b + p * N + j + v * 16);
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) acc[r][v] = tl_dpbf16(acc[r][v], bv[v], a + (i + r) * P + p);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) *(tl_v16f*)(c + (i + r) * N + j + v * 16) = acc[r][v];
+}
+template <i64 M, i64 N, i64 K>
+static void tl_matmul_acc_bf16(float* __restrict c, const float* __restrict a,
+                               const float* __restrict b, i64 lda) {
+  constexpr i64 P = (K + 1) / 2;
+  alignas(64) u16 ah[M * 2 * P];
+  alignas(64) u32 bp[P * N];
+  // A bfloat16 value held as a float has its low 16 bits zero (NaN included: tl_f2bf quiets
+  // and truncates), so its high half is it: a shift, where tl_f2bf's rounding took six steps.
+  for (i64 i = 0; i < M; ++i) {
+    for (i64 q = 0; q < K; ++q) ah[i * 2 * P + q] = (u16)(tl_fbits(a[i * lda + q]) >> 16);
+    if (K % 2 != 0) ah[i * 2 * P + K] = 0;
+  }
+  for (i64 p = 0; p < K / 2; ++p)
+    for (i64 j = 0; j < N; ++j)
+      bp[p * N + j] =
+          tl_fbits(b[2 * p * N + j]) >> 16 | (tl_fbits(b[(2 * p + 1) * N + j]) & 0xFFFF0000u);
+  if (K % 2 != 0)
+    for (i64 j = 0; j < N; ++j) bp[(P - 1) * N + j] = tl_fbits(b[(K - 1) * N + j]) >> 16;
+  constexpr int V = N % 64 == 0 ? 4 : N % 32 == 0 ? 2 : 1;
+  const tl_pair* const ap = (const tl_pair*)ah;
+  for (i64 j = 0; j < N; j += 16 * V) {
+    i64 i = 0;
+    for (; i + 6 <= M; i += 6) tl_mm_block_bf16<V, 6, N, P>(c, ap, bp, i, j);
+    for (; i + 2 <= M; i += 2) tl_mm_block_bf16<V, 2, N, P>(c, ap, bp, i, j);
+    for (; i < M; ++i) tl_mm_block_bf16<V, 1, N, P>(c, ap, bp, i, j);
+  }
+}
+#else
+#define TL_MM_BF16 0
+#endif
+// kBF16: both operands are bfloat16 tiles (held as floats).
+template <i64 M, i64 N, i64 K, bool kBF16 = false, typename T>
 static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b,
                           i64 lda) {
+#if TL_MM_BF16
+  // The packed operands live on the stack, beyond the tiles codegen counts (codegen.cc's
+  // kStackBudget leaves half the stack to callers): up to 256 KiB (a 256 x 256 x 256 product);
+  // larger ones take the float32 kernel. So do products of fewer than 16 rows: packing B costs
+  // about as much as the FMAs it saves (decode's P·V of 4 query rows: 0.24 -> 0.30 of native).
+  if constexpr (kBF16 && sizeof(T) == 4 && N % 16 == 0 && M >= 16 &&
+                (M + N) * ((K + 1) / 2) <= 65536) {
+    tl_matmul_acc_bf16<M, N, K>(c, (const float*)a, (const float*)b, lda);
+    return;
+  }
+#endif
 #if TL_MM16
   if constexpr (sizeof(T) == 4 && N % 64 == 0) {
     tl_mm_blocks<tl_v16f, 16, 4, M, N, K>(c, (const float*)a, (const float*)b, lda);
@@ -656,6 +818,12 @@ static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* _
 #endif
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
     tl_mm_blocks<tl_v8f, 8, 2, M, N, K>(c, (const float*)a, (const float*)b, lda);
+  } else if constexpr (sizeof(T) == 4 && N < 16 && K >= 16) {
+#if TL_MM16
+    tl_mm_narrow<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda);
+#else
+    tl_mm_narrow<tl_v8f, 8, M, N, K>(c, (const float*)a, (const float*)b, lda);
+#endif
   } else {
     for (i64 i = 0; i < M; ++i) {
       for (i64 p = 0; p < K; ++p) {

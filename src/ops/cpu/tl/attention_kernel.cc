@@ -1,14 +1,18 @@
 // The tl attention kernel (attention_kernel.h). Per item the query rows are loaded once, scaled by
 // scale · log2 e (the softmax runs in base 2: one exp2 per score), and the key range
-// [lo(first row), hi(last row)] is walked block by block of the cache, in tiles of key_tile keys
-// that stay inside one block. Per tile: the scores transposed, Sᵀ = K Qᵀ (the key tile is the
+// [lo(first row), hi(last row)] is walked in tiles of 64 keys (fewer for odd block sizes), each
+// gathered from pieces of rows that never cross a cache block, every piece's block id read from
+// the block table. Per tile: the scores transposed, Sᵀ = K Qᵀ (the key tile is the
 // product's left operand, read in place where its rows allow; Qᵀ is formed once per item), plus
 // the ALiBi bias, masked per row only when the tile crosses a mask edge or ends early, then the
 // online softmax step (row statistics m and l kept as one column per query row)
 //   m' = max(m, rowmax S), p = 2^(S - m'), l = l · 2^(m - m') + rowsum p, o = o · 2^(m - m') + p V
 // where a row whose max is still -inf subtracts 0 instead (-inf - -inf would be NaN) and a NaN
-// score keeps its row NaN. The output is o / l, zeros for a row that sees no key and NaN for one
-// whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as softmax(QKᵀ)·V gives.
+// score keeps its row NaN. bfloat16 inputs keep K, Qᵀ and V in bfloat16 for both products and
+// round p to bfloat16 for P·V, as the native kernel does (VDPBF16PS where the target has
+// AVX512-BF16), the scale applied to the scores instead. The output is o / l, zeros for a row that
+// sees no key and NaN for one whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as
+// softmax(QKᵀ)·V gives.
 #include "src/ops/cpu/tl/attention_kernel.h"
 
 #include <algorithm>
@@ -53,16 +57,18 @@ KvView kv_view(const tl::Value& ptr, const tl::Value& blocks, const tl::Value& r
 }
 
 // n rows (keys) of one kv head from `row` of block `block`, head_tile columns (past head_size:
-// zeros), as float32; 8-bit floats times `scale`.
+// zeros), as float32 (bfloat16 kept as it is when `keep_bf16`: a bfloat16 matmul operand);
+// 8-bit floats times `scale`.
 tl::Value load_rows(const KvView& kv, std::int64_t n, std::int64_t head_tile,
                     const tl::Value& block, const tl::Value& row, const tl::Value& head,
-                    const tl::Value& scale) {
+                    const tl::Value& scale, bool keep_bf16 = false) {
   const tl::Value tile = kv.split == 0
                              ? tl::load(kv.tensor, {1, n, 1, head_tile}, {block, row, head, 0})
                              : tl::load(kv.tensor, {1, n, 1, head_tile / kv.split, kv.split},
                                         {block, row, head, 0, 0});
-  const tl::Value rows = as_f32(tl::reshape(tile, {n, head_tile}));
-  return size_of(tile.dtype()) == 1 ? rows * scale : rows;
+  const tl::Value rows = tl::reshape(tile, {n, head_tile});
+  if (keep_bf16 && tile.dtype() == DataType::kBFloat16) return rows;
+  return size_of(tile.dtype()) == 1 ? as_f32(rows) * scale : as_f32(rows);
 }
 
 using Int = tl::Int;
@@ -80,10 +86,16 @@ const tl::Kernel& attention_kernel() {
          Int table_rows, Int table_cols, Int block_size, Int window_left, Int window_right,
          tl::Float scale2, tl::Float k_scale, tl::Float v_scale, Const<std::int64_t> positions,
          Const<std::int64_t> heads_per_tile, Const<std::int64_t> head_tile,
-         Const<std::int64_t> key_tile, Const<std::int64_t> k_split, Const<std::int64_t> v_split) {
+         Const<std::int64_t> piece_rows, Const<std::int64_t> pieces, Const<std::int64_t> k_split,
+         Const<std::int64_t> v_split) {
         const std::int64_t np = positions, ng = heads_per_tile, rows = np * ng;
-        const std::int64_t dt = head_tile, nk = key_tile;
+        const std::int64_t dt = head_tile, np_rows = piece_rows, ng_pieces = pieces;
+        const std::int64_t nk = np_rows * ng_pieces;
         const DataType dtype = q.dtype();
+        // bfloat16 query, keys and values: both products take bfloat16 operands (VDPBF16PS where
+        // the target has AVX512-BF16), the probabilities rounded to bfloat16 for P·V as the
+        // native kernel does, and the scale applied to the float32 scores.
+        const bool bf16 = dtype == DataType::kBFloat16 && k.dtype() == dtype && v.dtype() == dtype;
         const tl::Value tq =
             tl::tensor(q, {q_rows, kv_heads, group, d}, {qs0, group * qs1, qs1, qs2});
         const tl::Value to =
@@ -122,9 +134,9 @@ const tl::Kernel& attention_kernel() {
 
           // Scores are computed transposed, Sᵀ = K Qᵀ [keys, rows]: the key tile is the product's
           // left operand (float32 keys are read in place) and Qᵀ is formed once per item.
-          const tl::Value query_t = tl::transpose(
-              as_f32(tl::reshape(tl::load(tq, {np, 1, ng, dt}, {q_row, kvh, g0, 0}), {rows, dt})) *
-              scale2);
+          const tl::Value query_rows =
+              tl::reshape(tl::load(tq, {np, 1, ng, dt}, {q_row, kvh, g0, 0}), {rows, dt});
+          const tl::Value query_t = tl::transpose(bf16 ? query_rows : as_f32(query_rows) * scale2);
           const tl::Value lo_t = tl::reshape(lo, {1, rows}), hi_t = tl::reshape(hi, {1, rows});
           // ALiBi's slope · log2 e per row (zeros without ALiBi: one multiply-add per score
           // instead of a specialisation more).
@@ -135,57 +147,71 @@ const tl::Kernel& attention_kernel() {
           tl::Var m = tl::full({1, rows}, -INFINITY, kF32);
           tl::Var l = tl::zeros({1, rows}, kF32);
           tl::Var o = tl::zeros({rows, dt}, kF32);
-          for (tl::Value blk : tl::range(tl::floordiv(lo_first, block_size),
-                                         tl::floordiv(hi_last, block_size) + 1)) {
-            const tl::Value id = scalar_at(tt, {b, blk});
-            const tl::Value block_start = blk * block_size;
-            const tl::Value start = tl::maximum(lo_first, block_start);
-            const tl::Value end = tl::minimum(hi_last + 1, block_start + block_size);
-            for (tl::Value t : tl::range(tl::ceildiv(end - start, nk))) {
-              const tl::Value j0 = start + t * nk;
-              const tl::Value n = tl::minimum(end - j0, nk);  // keys in this tile
-              const tl::Value row = base + j0 - block_start;  // its first key's row in the block
-              // Every row sees every key of a full tile inside [lo(last), hi(first)].
-              const tl::Value edge =
-                  tl::logical_or(n < nk, tl::logical_or(j0<lo_last, j0 + (nk - 1)> hi_first));
-              tl::Var s = tl::matmul(load_rows(kk, nk, dt, id, row, kvh, k_scale), query_t);
-              s = s + (key_lane + (j0 - (len - 1))).to(kF32) * slope;
-              tl::if_(edge, [&] {
-                const tl::Value key = key_lane.to(kI64) + j0;
-                const tl::Value seen = tl::logical_and(key >= lo_t, key <= hi_t);
-                s = tl::where(tl::logical_and(seen, key < j0 + n), s, -INFINITY);
-              });
-              const tl::Value m_new = tl::maximum(m, tl::reduce_max(s, {0}, true));
-              const tl::Value m_use = tl::where(m_new == -INFINITY, 0.0f, m_new);
-              const tl::Value alpha = tl::exp2(m - m_use);
-              const tl::Value p = tl::exp2(s - m_use);  // [keys, rows]
-              l = l * alpha + tl::reduce_sum(p, {0}, true);
-              m = m_new;
-              tl::Var values = load_rows(vv, nk, dt, id, row, kvh, v_scale);
-              tl::Var careful = n < 0;  // false
-              tl::if_(edge, [&] {
-                // Value rows past the tile's keys are zeros (they may be another sequence's).
-                values = tl::where(key_lane < n, values, 0.0f);
-                const tl::Value bad = tl::logical_or(tl::isnan(values), tl::isinf(values));
-                careful = tl::any(bad);
-                // A masked key's zero probability times its NaN or Inf value would be NaN: the
-                // product takes those values as zeros, and the loop below adds each row's
-                // visible ones (p · v; 0 · Inf is NaN there, as in p · V).
-                values = tl::where(bad, 0.0f, values);
-              });
-              o = tl::matmul_acc(o * tl::reshape(alpha, {rows, 1}), tl::transpose(p), values);
-              tl::if_(careful, [&] {
-                for (tl::Value j : tl::range(n)) {
-                  const tl::Value pj = tl::reshape(
-                      tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {0}, true), {rows, 1});
-                  const tl::Value vj = load_rows(vv, 1, dt, id, row + j, kvh, v_scale);
-                  const tl::Value nonfinite =
-                      tl::where(tl::logical_or(tl::isnan(vj), tl::isinf(vj)), vj, 0.0f);
-                  const tl::Value seen = tl::logical_and(j0 + j >= lo, j0 + j <= hi);
-                  o = o + tl::where(seen, pj * nonfinite, 0.0f);
-                }
-              });
+          // Key j lies in row j % block_size (plus the packed sequence's base) of block
+          // table[b, j / block_size] (a packed sequence: one block past every key).
+          const auto block_of = [&](const tl::Value& j) {
+            return scalar_at(tt, {b, tl::floordiv(j, block_size)});
+          };
+          const auto row_of = [&](const tl::Value& j) { return base + j % block_size; };
+          // Tiles of nk keys from the piece holding lo(first) to hi(last), each gathered as
+          // ng_pieces pieces of np_rows rows (a piece never crosses a cache block).
+          const tl::Value first = tl::floordiv(lo_first, np_rows) * np_rows;
+          const tl::Value end = hi_last + 1;
+          const auto gather = [&](const KvView& kv, const tl::Value& j0, const tl::Value& scale) {
+            std::vector<tl::Value> pieces;
+            for (int g : tl::static_range(static_cast<int>(ng_pieces))) {
+              const tl::Value j = j0 + g * np_rows;
+              pieces.push_back(
+                  load_rows(kv, np_rows, dt, block_of(j), row_of(j), kvh, scale, bf16));
             }
+            return pieces.size() == 1 ? pieces[0] : tl::concat(pieces, 0);
+          };
+          for (tl::Value t : tl::range(tl::ceildiv(end - first, nk))) {
+            const tl::Value j0 = first + t * nk;
+            const tl::Value n = tl::minimum(end - j0, nk);  // keys in this tile
+            // Every row sees every key of a full tile inside [lo(last), hi(first)].
+            const tl::Value edge =
+                tl::logical_or(n < nk, tl::logical_or(j0<lo_last, j0 + (nk - 1)> hi_first));
+            tl::Var s = tl::matmul(gather(kk, j0, k_scale), query_t);
+            if (bf16) s = s * scale2;
+            s = s + (key_lane + (j0 - (len - 1))).to(kF32) * slope;
+            tl::if_(edge, [&] {
+              const tl::Value key = key_lane.to(kI64) + j0;
+              const tl::Value seen = tl::logical_and(key >= lo_t, key <= hi_t);
+              s = tl::where(tl::logical_and(seen, key < j0 + n), s, -INFINITY);
+            });
+            const tl::Value m_new = tl::maximum(m, tl::reduce_max(s, {0}, true));
+            const tl::Value m_use = tl::where(m_new == -INFINITY, 0.0f, m_new);
+            const tl::Value alpha = tl::exp2(m - m_use);
+            const tl::Value p = tl::exp2(s - m_use);  // [keys, rows]
+            l = l * alpha + tl::reduce_sum(p, {0}, true);
+            m = m_new;
+            tl::Var values = gather(vv, j0, v_scale);
+            tl::Var careful = n < 0;  // false
+            tl::if_(edge, [&] {
+              // Value rows past the tile's keys are zeros (they may be another sequence's).
+              values = tl::where(key_lane < n, values, 0.0f);
+              const tl::Value bad = tl::logical_or(tl::isnan(values), tl::isinf(values));
+              careful = tl::any(bad);
+              // A masked key's zero probability times its NaN or Inf value would be NaN: the
+              // product takes those values as zeros, and the loop below adds each row's
+              // visible ones (p · v; 0 · Inf is NaN there, as in p · V).
+              values = tl::where(bad, 0.0f, values);
+            });
+            const tl::Value p_t = bf16 ? tl::transpose(p).to(dtype) : tl::transpose(p);
+            o = tl::matmul_acc(o * tl::reshape(alpha, {rows, 1}), p_t, values);
+            tl::if_(careful, [&] {
+              for (tl::Value j : tl::range(n)) {
+                const tl::Value pj = tl::reshape(
+                    tl::reduce_sum(tl::where(key_lane == j, p, 0.0f), {0}, true), {rows, 1});
+                const tl::Value key = j0 + j;
+                const tl::Value vj = load_rows(vv, 1, dt, block_of(key), row_of(key), kvh, v_scale);
+                const tl::Value nonfinite =
+                    tl::where(tl::logical_or(tl::isnan(vj), tl::isinf(vj)), vj, 0.0f);
+                const tl::Value seen = tl::logical_and(key >= lo, key <= hi);
+                o = o + tl::where(seen, pj * nonfinite, 0.0f);
+              }
+            });
           }
           const tl::Value sees = lo <= hi;
           const tl::Value sum = tl::reshape(l, {rows, 1});
@@ -223,9 +249,15 @@ void launch_attention(const AttentionLaunch& a, ThreadPool& pool) {
       head_tile = round_up(a.head_size, std::lcm<std::int64_t>(128, split));
     }
   }
-  // Tiles stay inside a block: paged keys in tiles of 16 (vLLM's usual block size; one
-  // specialisation for every block size), packed ones in tiles of 64.
-  const std::int64_t key_tile = a.block_size == 0 ? 64 : 16;
+  // Key tiles of 64: packed keys one piece of 64 rows; paged keys gathered from pieces that never
+  // cross a cache block, the largest power of two up to 16 dividing the block size (vLLM's 16,
+  // 32, ...: 4 pieces of 16; one specialisation for all of those), at most 8 pieces a tile.
+  std::int64_t piece_rows = 64, pieces = 1;
+  if (a.block_size > 0) {
+    piece_rows = 16;
+    while (a.block_size % piece_rows != 0) piece_rows /= 2;
+    pieces = std::min<std::int64_t>(64 / piece_rows, 8);
+  }
   static const std::int64_t kZero = 0;
   const bool paged = a.block_size > 0;
   const std::int64_t table_rows =
@@ -256,7 +288,7 @@ void launch_attention(const AttentionLaunch& a, ThreadPool& pool) {
       value.strides[4], table_rows, paged ? a.table_cols : std::int64_t{1},
       paged ? a.block_size : kUnbounded, bound(a.window_left), bound(a.window_right),
       static_cast<float>(a.scale * kLog2e), key.scale, value.scale, a.positions, a.heads_per_tile,
-      head_tile, key_tile, key.split, value.split);
+      head_tile, piece_rows, pieces, key.split, value.split);
 }
 
 }  // namespace tileops::ops::cpu::tl_impl

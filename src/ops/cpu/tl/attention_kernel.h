@@ -3,11 +3,12 @@
 // tile of query rows, `positions` consecutive positions × `heads_per_tile` query heads of one kv
 // head (prefill: 64 positions of one head; decode: one position × up to 8 of the group's heads, so
 // that the group shares every key and value tile), against the keys its rows can see, visited in
-// tiles that never cross a cache block: a block id is read from the block table per block (a packed
-// sequence is one block). Tiles wholly outside every row's window or past the causal diagonal are
-// never visited; tiles crossing a mask edge are masked per row; masked tiles whose values hold a
-// NaN or Inf accumulate only each row's visible keys (0 · NaN would be NaN). All state is float32;
-// every row's log-sum-exp is written too (flash_attention's softmax_lse, or scratch).
+// tiles of 64 keys concatenated from pieces that never cross a cache block: a block id is read from
+// the block table per piece (a packed sequence is one block). Tiles wholly outside every row's
+// window or past the causal diagonal are never visited; tiles crossing a mask edge are masked per
+// row; masked tiles whose values hold a NaN or Inf accumulate only each row's visible keys (0 · NaN
+// would be NaN). All state is float32; every row's log-sum-exp is written too (flash_attention's
+// softmax_lse, or scratch).
 #pragma once
 
 #include <array>
