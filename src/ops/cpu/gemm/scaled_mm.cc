@@ -3,7 +3,7 @@
 // are streamed once against a's rows held as float32 (gemm_dot_rows): up to 2 rows the dot kernel
 // reads the codes themselves, more rows decode 12 columns at a time into a float32 panel; with
 // b's columns contiguous on AVX512-BF16, a's rows are bfloat16 instead and the codes become
-// bfloat16 by table lookup for VDPBF16PS (dpbf16_fp8_kernels.h; M = 1-16 ran 1.9-2.6x). More
+// bfloat16 by table lookup for VDPBF16PS (dpbf16_fp8_kernels.h; M = 1-16 ran 1.9-3.6x). More
 // rows take the packed blocking of bf16_gemm.cc on AVX512-BF16 (float8 values are bfloat16
 // values: packed exactly, multiplied by dpbf16_block) and of native_gemm.cc elsewhere (packed as
 // float32 for the micro-kernel). Per tensor/token/channel scales are the epilogue's
