@@ -125,6 +125,16 @@ def test_bench_reports_both_times(small_catalog):
     assert row["gflops"] > 0
 
 
+def test_bench_takes_a_shape(small_catalog):
+    result = run("--json", "bench", KERNEL, "--repeat", "1", "--shape", "1,2,48,80,32",
+                 root=small_catalog)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["shape"] == [1, 2, 48, 80, 32]
+    for bad in ("1,2,48", "1,2,48,80,0", "1,2,x,80,32"):
+        result = run("bench", KERNEL, "--shape", bad, root=small_catalog)
+        assert result.returncode == 2 and "--shape" in result.stderr, bad
+
+
 def test_index_check_fails_when_stale(small_catalog):
     assert run("index", "--check", root=small_catalog).returncode == 0
     entry_path = small_catalog / "attention" / KERNEL / "entry.json"

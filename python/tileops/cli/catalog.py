@@ -37,6 +37,8 @@ def _parser():
     bench = sub.add_parser("bench")
     bench.add_argument("name")
     bench.add_argument("--repeat", type=int, default=5)
+    bench.add_argument("--shape", help="comma-separated sizes replacing the entry's bench shape "
+                       "(as many as it has, e.g. 2048,2048,2048)")
     sub.add_parser("index").add_argument("--check", action="store_true")
     return p
 
@@ -127,15 +129,24 @@ def _bench(args):
     if "bench" not in e:
         print(f"tileops catalog bench: {e['name']} has no bench shape", file=sys.stderr)
         return 1
+    shape = list(e["bench"]["shape"])
+    if args.shape is not None:
+        given = args.shape.split(",")
+        if len(given) != len(shape) or not all(v.strip().isdigit() and int(v) > 0 for v in given):
+            print(f"tileops catalog bench: --shape {args.shape!r}: expected {len(shape)} "
+                  f"comma-separated positive sizes, as the entry's bench shape "
+                  f"{','.join(map(str, shape))}", file=sys.stderr)
+            return 2
+        shape = [int(v) for v in given]
     module = _import_kernel(args, e)
-    case = module.bench_case(tuple(e["bench"]["shape"]), e["bench"]["dtype"])
+    case = module.bench_case(tuple(shape), e["bench"]["dtype"])
     config.set_platform("NPU")  # the cpu backend
     try:
         ours = _timed(case["run"], args.repeat)
     finally:
         config.reset()
     theirs = _timed(case["torch"], args.repeat)
-    row = {"kernel": e["name"], "shape": e["bench"]["shape"], "dtype": e["bench"]["dtype"],
+    row = {"kernel": e["name"], "shape": shape, "dtype": e["bench"]["dtype"],
            "ms": round(ours * 1e3, 3), "gflops": round(case["flops"] / ours / 1e9, 2),
            "torch_ms": round(theirs * 1e3, 3), "speedup_vs_torch": round(theirs / ours, 3)}
     if args.json:
