@@ -164,6 +164,17 @@ class Checkpoint {
   std::map<std::string, const SafetensorsFile*> owner_;
 };
 
+// A rank's rows and columns of each split projection (all empty when the model is whole).
+struct ShardRanges {
+  std::vector<RowRange> qkv, gate_up;
+  RowRange o_columns, down_part, vocab;
+};
+ShardRanges shard_ranges(const Config& config, const Shard& shard) {
+  if (!shard.split()) return {};
+  return {qkv_rows(config, shard), gate_up_rows(config, shard), o_proj_columns(config, shard),
+          down_columns(config, shard), vocab_rows(config.vocab, shard)};
+}
+
 }  // namespace
 
 Weights synthetic_weights(const Config& config, std::uint64_t seed, Shard shard) {
@@ -178,16 +189,8 @@ Weights synthetic_weights(const Config& config, std::uint64_t seed, Shard shard)
     return take_rows(full, rows, columns);
   };
   const std::int64_t h = config.hidden;
-  std::vector<RowRange> qkv, gate_up;
   const std::vector<RowRange> hidden_rows{{0, h}};
-  RowRange o_columns, down_part, vocab;
-  if (shard.split()) {
-    qkv = qkv_rows(config, shard);
-    gate_up = gate_up_rows(config, shard);
-    o_columns = o_proj_columns(config, shard);
-    down_part = down_columns(config, shard);
-    vocab = vocab_rows(config.vocab, shard);
-  }
+  const auto [qkv, gate_up, o_columns, down_part, vocab] = shard_ranges(config, shard);
   Weights w;
   w.embed = uniform({config.vocab, h}, dt, ++next, 0, 1);
   for (std::int64_t l = 0; l < config.layers; ++l) {
@@ -283,15 +286,7 @@ Weights load_safetensors_weights(const Config& config, const std::filesystem::pa
     return checkpoint.load_shard(
         named, rows.empty() ? std::vector<RowRange>{{0, parts[0].second}} : rows, columns, dt);
   };
-  std::vector<RowRange> qkv, gate_up;
-  RowRange o_columns, down_part, vocab;
-  if (shard.split()) {
-    qkv = qkv_rows(config, shard);
-    gate_up = gate_up_rows(config, shard);
-    o_columns = o_proj_columns(config, shard);
-    down_part = down_columns(config, shard);
-    vocab = vocab_rows(config.vocab, shard);
-  }
+  const auto [qkv, gate_up, o_columns, down_part, vocab] = shard_ranges(config, shard);
   Weights w;
   w.embed = one("model.embed_tokens.weight", {config.vocab, h});
   for (std::int64_t l = 0; l < config.layers; ++l) {
