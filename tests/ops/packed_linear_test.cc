@@ -84,11 +84,12 @@ TEST_P(PackedLinearTest, EveryTarget) {
 }
 
 // Up to packed_rows_path_max() rows (4 on AVX-512, 16 with fewer lanes) x's rows stay rows and
-// the weight rows are the lanes, in passes of up to 4 rows: every count of rows around both
-// limits, on every target, across K blocks, with an odd K and N off multiples of 16.
+// the weight rows are the lanes, in passes of up to packed_rows_pass_max() rows (6 for float32
+// with 8 lanes, else 4): every count of rows around these limits, on every target, across K
+// blocks, with an odd K and N off multiples of 16.
 TEST_P(PackedLinearTest, RowsAsRowsOnEveryTarget) {
   testing::for_each_simd_target([&] {
-    for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16}) {
+    for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16}) {
       check({m, 600}, 37, m % 2 == 1, m % 3 == 0 ? Layout::kStrided : Layout::kContiguous);
     }
     check({3, 513}, 17, true, Layout::kStrided);  // odd K: bfloat16's last pair padded

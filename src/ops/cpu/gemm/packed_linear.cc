@@ -290,7 +290,7 @@ class LinearPackedCpu final : public Operator {
 
  private:
   // A few rows of x (decode): each converted to float32 once, then every weight block read once
-  // per kPackedRowsMax rows against them, the results accumulated as rows of `acc`.
+  // per packed_rows_pass_max() rows against them, the results accumulated as rows of `acc`.
   static void run_rows(std::span<const Tensor> tensors, const RowOffsets& in_rows,
                        const RowOffsets& out_rows, const Geometry& geo, std::int64_t m,
                        const Context& ctx) {
@@ -322,6 +322,7 @@ class LinearPackedCpu final : public Operator {
     const char* weights = static_cast<const char*>(packed.data());
     const std::size_t w_size = input.element_size();
     const bool direct = dtype == DataType::kFloat32 && out.stride(-1) == 1;
+    const std::int64_t per_pass = packed_rows_pass_max(dtype);
     pool.parallel_range(geo.groups, 1, [&](int chunk, std::int64_t g0, std::int64_t g1) {
       if (geo.blocks == 0) {
         for (std::int64_t i = 0; i < m; ++i) {
@@ -332,8 +333,8 @@ class LinearPackedCpu final : public Operator {
         const std::int64_t len = geo.block_k(kb);
         for (std::int64_t g = g0; g < g1; ++g) {
           const char* w = weights + geo.block_offset(kb, g) * w_size;
-          for (std::int64_t i0 = 0; i0 < m; i0 += kPackedRowsMax) {
-            const int rows = static_cast<int>(std::min<std::int64_t>(kPackedRowsMax, m - i0));
+          for (std::int64_t i0 = 0; i0 < m; i0 += per_pass) {
+            const int rows = static_cast<int>(std::min(per_pass, m - i0));
             const float* x_rows[kPackedRowsMax];
             for (int r = 0; r < rows; ++r) x_rows[r] = x + (i0 + r) * ld_x + kb * kBlockK;
             // Later passes find the block in L1: only the first requests the stream ahead.

@@ -156,6 +156,15 @@ struct PackedRows {
   }
 };
 
+// Rows of x one PackedRows pass takes: with 8 lanes a float32 pass of 6 rows keeps 12
+// accumulators (two vectors of 16 weight rows each), 2 weight vectors and a broadcast in AVX2's 16
+// registers, where 4 rows leave exactly the 8 chains two FMA pipes need and stall on any delay.
+// 16-bit blocks widen in the kernel and need the registers for that: 6 rows of them spill, and
+// widening a block once into float32 for 6-row passes measured slower still, so they stay at 4.
+int PackedRowsPassMax(DataType dtype) {
+  return dtype == DataType::kFloat32 && hn::MaxLanes(DF()) == 8 ? 6 : 4;
+}
+
 // Up to this many rows of x, linear_packed keeps them as rows (PackedRows). Where 16 float32 lanes
 // make a vector, the 16-row kernels (x rows as the lanes) take over beyond 4; with fewer lanes they
 // take several passes and unpack 16-bit blocks through memory, and lose at every M up to 16
@@ -172,8 +181,14 @@ void PackedRowsKind(const float* const* x, int m, const void* w, std::int64_t st
       return PackedRows<kKind, 2>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
     case 3:
       return PackedRows<kKind, 3>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
-    default:
+    case 4:
       return PackedRows<kKind, 4>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
+    default:
+      break;
+  }
+  if constexpr (kKind == PackedKind::kF32) {
+    if (m == 5) return PackedRows<kKind, 5>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
+    return PackedRows<kKind, 6>::Block(x, w, steps, acc, ld_acc, accumulate, fetch);
   }
 }
 
@@ -227,6 +242,7 @@ HWY_EXPORT(UnpackBlockF16);
 HWY_EXPORT(UnpackBlockBF16);
 HWY_EXPORT(PackedRowsBlock);
 HWY_EXPORT(PackedRowsPathMax);
+HWY_EXPORT(PackedRowsPassMax);
 
 void packed_block_f32(const float* x, const float* w, std::int64_t steps, float* acc,
                       bool accumulate, bool fetch) {
@@ -240,13 +256,18 @@ void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, st
 
 std::int64_t packed_rows_path_max() { return TILEOPS_DYNAMIC_DISPATCH(PackedRowsPathMax)(); }
 
+int packed_rows_pass_max(DataType dtype) {
+  return TILEOPS_DYNAMIC_DISPATCH(PackedRowsPassMax)(dtype);
+}
+
 void packed_rows_block(const float* const* x, int m, const void* w, DataType dtype,
                        std::int64_t steps, float* acc, std::int64_t ld_acc, bool accumulate,
                        bool fetch) {
-  if (m < 1 || m > kPackedRowsMax ||
-      (dtype != DataType::kFloat32 && dtype != DataType::kFloat16 &&
-       dtype != DataType::kBFloat16)) {
-    throw_internal_error("packed_rows_block", "1 to 4 rows of a float32/float16/bfloat16 block");
+  if ((dtype != DataType::kFloat32 && dtype != DataType::kFloat16 &&
+       dtype != DataType::kBFloat16) ||
+      m < 1 || m > packed_rows_pass_max(dtype)) {
+    throw_internal_error("packed_rows_block",
+                         "1 to packed_rows_pass_max() rows of a float32/float16/bfloat16 block");
   }
   TILEOPS_DYNAMIC_DISPATCH(PackedRowsBlock)(x, m, w, dtype, steps, acc, ld_acc, accumulate, fetch);
 }

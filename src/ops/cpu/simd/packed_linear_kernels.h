@@ -26,9 +26,11 @@ void packed_half_blocks_f32(const float* x0, const float* x1, const float* w, st
 // The form for a few rows of x (decode): x's rows stay rows (x[i] points at the block's first K
 // element of row i, float32, steps elements) and the group's 16 weight rows are the lanes, so
 // that no work goes to padding rows of x: acc[i·ld_acc + j] = (accumulate ? that : 0) +
-// Σ_p x[i][p] · w[p][j], weight row j < 16, i < m <= kPackedRowsMax. The block w is in its packed
-// dtype: float32 or float16 [steps][16], bfloat16 [steps / 2][16][2] (steps even). fetch as above.
-inline constexpr int kPackedRowsMax = 4;
+// Σ_p x[i][p] · w[p][j], weight row j < 16, i < m <= packed_rows_pass_max(dtype). The block w is
+// in its packed dtype: float32 or float16 [steps][16], bfloat16 [steps / 2][16][2] (steps even).
+// fetch as above.
+inline constexpr int kPackedRowsMax = 6;  // the largest packed_rows_pass_max() of any target
+int packed_rows_pass_max(DataType dtype);
 // The largest M for which linear_packed takes this form on the dispatched SIMD target.
 std::int64_t packed_rows_path_max();
 void packed_rows_block(const float* const* x, int m, const void* w, DataType dtype,
