@@ -33,8 +33,10 @@ std::string store_element(DataType d, const std::string& ref, const std::string&
       return ref + " = tl_f2h(" + v + ");";
     case DataType::kBFloat16:
       return ref + " = tl_f2bf(" + v + ");";
+    case DataType::kFloat8E5M2:  // encoded inline (vectorises)
+      return ref + " = tl_f2e5m2(" + v + ");";
     case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E5M2:
+      return ref + " = tl_f2e4m3(" + v + ");";
     case DataType::kHiFloat8:
       return "rt->write(" + v + ", &" + ref + ", " + std::to_string(static_cast<int>(d)) + ");";
     default:

@@ -91,6 +91,28 @@ TL_INLINE float tl_e4m3_f(u8 c) {
   const float nan = tl_bitsf(sign | 0x7FC00000u);
   return (c & 0x7Fu) == 0x7Fu ? nan : (e == 0 ? subnormal : normal);
 }
+// float -> float8 codes in integer steps (branch-free, so that stores and casts vectorise), as
+// core/minifloat.cc encodes: to nearest, ties to even; NaN keeps its sign (e5m2 0x7E, e4m3fn
+// 0x7F); beyond the largest finite value e5m2 gives inf and e4m3fn saturates to +-448 (inf too).
+// Normal results round the float's own bits to the format's mantissa (a carry moves to the next
+// binade); below the smallest normal the value is a multiple of the subnormal quantum, scaled to
+// an integer exactly (a power of two) and rounded by the FPU.
+TL_INLINE u8 tl_f2e5m2(float v) {
+  const u32 w = tl_fbits(v), sign = (w >> 24) & 0x80u, a = w & 0x7FFFFFFFu;
+  const u32 normal = ((a + 0xFFFFFu + ((a >> 21) & 1u)) >> 21) - ((127u - 15u) << 2);
+  const u32 sub = (u32)(i32)__builtin_rintf(tl_bitsf(a) * 0x1.0p16f);  // 0..4 (4: normal)
+  u32 code = a < 0x38800000u ? sub : (normal > 0x7Cu ? 0x7Cu : normal);
+  code = a > 0x7F800000u ? 0x7Eu : code;
+  return (u8)(sign | code);
+}
+TL_INLINE u8 tl_f2e4m3(float v) {
+  const u32 w = tl_fbits(v), sign = (w >> 24) & 0x80u, a = w & 0x7FFFFFFFu;
+  const u32 normal = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - ((127u - 7u) << 3);
+  const u32 sub = (u32)(i32)__builtin_rintf(tl_bitsf(a) * 0x1.0p9f);  // 0..8 (8: normal)
+  u32 code = a < 0x3C800000u ? sub : (normal > 0x7Eu ? 0x7Eu : normal);
+  code = a > 0x7F800000u ? 0x7Fu : code;
+  return (u8)(sign | code);
+}
 TL_INLINE u16 tl_f2h(float f) {
   float base = (__builtin_fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
   const u32 w = tl_fbits(f), shl1_w = w + w, sign = w & 0x80000000u;
