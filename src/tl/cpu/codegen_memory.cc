@@ -145,8 +145,9 @@ void Emitter::load_op(const Op& o) {
   const std::int64_t buffer_bytes =
       tt.size() * (ct == memory_type(tt.dtype) ? static_cast<std::int64_t>(size_of(tt.dtype))
                                                : compute_bytes(tt.dtype));
-  // The next iteration's tile lies <v>_pd elements on (0: no previous tile yet, or a small
-  // tensor read from cache, as for the cursors below); the copy loop prefetches its rows.
+  // The next iteration's tile lies <v>_pd elements on (0: no previous tile yet); the copy loop
+  // prefetches its rows. Whatever the tensor's size: rows a stride apart stall the copy even
+  // when they come from the last-level cache (a 4 MiB float8 matrix at 2048^3).
   const std::string pd = name(res) + "_pd";
   if (p.next_rows_prefetch) {
     const std::string prev = name(res) + "_po";
@@ -155,9 +156,9 @@ void Emitter::load_op(const Op& o) {
     for (std::size_t d = 0; d < offsets.size(); ++d)
       origin += cat({" + (u64)", offsets[d], " * (u64)", t, "_s", std::to_string(d)});
     line() << "i64 " << pd << " = 0;\n";
-    line() << "if (" << t << "_bytes > TL_STREAM_BYTES / 8) { const i64 tl_o = (i64)(" << origin
-           << "); if (" << prev << "_set) " << pd << " = (i64)((u64)tl_o - (u64)" << prev << "); "
-           << prev << " = tl_o; " << prev << "_set = true; }\n";
+    line() << "{ const i64 tl_o = (i64)(" << origin << "); if (" << prev << "_set) " << pd
+           << " = (i64)((u64)tl_o - (u64)" << prev << "); " << prev << " = tl_o; " << prev
+           << "_set = true; }\n";
   }
   // Read in place (a pointer into global memory) when the run-time checks pass: the tile lies
   // inside the tensor, contiguous in its row-major order, and overlaps no tensor stored to while
