@@ -376,12 +376,14 @@ TL_INLINE void tl_prefetch_lines(u64& p, u64 end) {
   for (int l = 0; l < kLines; ++l) __builtin_prefetch((const char*)(p + 64 * l), 0, kLocality);
   p += 64 * kLines;
 }
-// The lines of `bytes` from address p on, into L1: a row of the next iteration's tile (from
-// the copy of this one's), or for writing (kWrite) the destination row of an atomic tile.
+// The lines of `bytes` from address p on: a row of the next iteration's tile (from the copy of
+// this one's) into L2, where it waits a whole iteration without evicting this one's working
+// set from L1 (matmul_kmkn_fp32_out at 2048^3: 14-30% less CPU time than into L1); for writing
+// (kWrite) the destination row of an atomic tile, into L1, as it is written next.
 template <bool kWrite>
 TL_INLINE void tl_prefetch_span(u64 p, u64 bytes) {
   for (u64 a = p & ~(u64)63; a < p + bytes; a += 64)
-    __builtin_prefetch((const char*)a, kWrite ? 1 : 0, 3);
+    __builtin_prefetch((const char*)a, kWrite ? 1 : 0, kWrite ? 3 : 2);
 }
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
