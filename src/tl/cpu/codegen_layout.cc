@@ -26,6 +26,14 @@ void Emitter::move_op(const Op& o) {
     }
     return;
   }
+  if (o.kind == OpKind::kTranspose && plan(res).transposed_lhs) {
+    // Not materialised: the matmul reads x as its left operand transposed, at x's row stride.
+    line() << "const float* const " << name(res) << " = " << name(x) << ";\n";
+    line() << "const i64 " << name(res)
+           << "_ld = " << (plan(x).any_row_stride ? name(x) + "_ld" : std::to_string(xt.shape[1]))
+           << ";\n";
+    return;
+  }
   declare(res);
   if (o.kind == OpKind::kConcat) {
     const auto rank = static_cast<std::int64_t>(rt.shape.size());
@@ -77,10 +85,15 @@ void Emitter::matmul_op(const Op& o) {
   const Type& bt = type(o.operands[1]);
   const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
-  // A left operand read in place at any row stride has it in <a>_ld (plan_loads.cc).
-  const std::string lda = plan(o.operands[0]).any_row_stride ? a + "_ld" : std::to_string(k);
+  // A left operand read in place at any row stride, or read transposed (a transpose not
+  // materialised), has its row stride in <a>_ld (plan_loads.cc, plan_values.cc).
+  const bool trans_a = plan(o.operands[0]).transposed_lhs;
+  const std::string lda =
+      plan(o.operands[0]).any_row_stride || trans_a ? a + "_ld" : std::to_string(k);
   // bfloat16 operands: the runtime's VDPBF16PS kernel where the target has AVX512-BF16.
-  const char* const bf16 = at_.dtype == DataType::kBFloat16 ? ", true" : "";
+  const bool bf16_operands = at_.dtype == DataType::kBFloat16;
+  const std::string bf16 = trans_a ? (bf16_operands ? ", true, true" : ", false, true")
+                                   : (bf16_operands ? ", true" : "");
   if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&
       plan(o.operands[2]).consumable) {
     // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
