@@ -28,6 +28,9 @@ void Emitter::move_op(const Op& o) {
   }
   if (o.kind == OpKind::kTranspose && plan(res).transposed_lhs) {
     // Not materialised: the matmul reads x as its left operand transposed, at x's row stride.
+    // Counted as if it were: the runtime's fallback for products whose N is no multiple of 16
+    // untransposes it into an array on the stack (tl_matmul_acc).
+    on_stack(xt.size() * compute_bytes(xt.dtype));
     line() << "const float* const " << name(res) << " = " << name(x) << ";\n";
     line() << "const i64 " << name(res)
            << "_ld = " << (plan(x).any_row_stride ? name(x) + "_ld" : std::to_string(xt.shape[1]))

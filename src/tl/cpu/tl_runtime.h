@@ -857,6 +857,7 @@ static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* _
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
     tl_mm_blocks<tl_v8f, 8, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda);
   } else if constexpr (kTransA) {  // the other kernels read A's rows along k: untranspose it
+    // (codegen counts this array as the transpose's tile: codegen_layout.cc)
     alignas(64) T at[M * K];
     for (i64 p = 0; p < K; ++p)
       for (i64 i = 0; i < M; ++i) at[i * K + p] = a[p * lda + i];
