@@ -17,8 +17,8 @@
 #include "src/ops/cpu/simd/elementwise_kernels.h"
 #include "src/ops/cpu/simd/norm_kernels.h"
 #include "src/ops/cpu/simd/rotary_kernels.h"
-#include "src/ops/cpu/simd/softmax16_kernels.h"
 #include "src/ops/cpu/simd/softmax_kernels.h"
+#include "src/ops/cpu/simd/softmax_pipeline_kernels.h"
 #include "tests/support/simd_targets.h"
 #include "tileops/core/float16.h"
 
@@ -214,7 +214,7 @@ TEST(SimdTails, Softmax16StopsAtTheRowEnd) {
         GuardedRow gx, gout, gscratch;
         const void* x = put(gx, f.dtype, randoms(n, 13 + static_cast<std::uint64_t>(n)), n);
         void* out = put(gout, f.dtype, std::vector<float>(static_cast<std::size_t>(n), NAN), n);
-        softmax_row_16(f.dtype, x, 0.75f, n, gscratch.row<float>(n), out);
+        softmax_row_pipelined(f.dtype, x, 0.75f, n, gscratch.row<float>(n), out);
         double max = -INFINITY;
         for (std::int64_t i = 0; i < n; ++i) max = std::max(max, 0.75 * get(x, f.dtype, i));
         double total = 0.0;

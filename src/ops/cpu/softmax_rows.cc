@@ -5,8 +5,8 @@
 
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/convert.h"
-#include "src/ops/cpu/simd/softmax16_kernels.h"
 #include "src/ops/cpu/simd/softmax_kernels.h"
+#include "src/ops/cpu/simd/softmax_pipeline_kernels.h"
 #include "src/ops/cpu/streaming.h"
 #include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/thread_pool.h"
@@ -46,10 +46,10 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
   const std::int64_t in_stride = input.stride(-1);
   const std::int64_t out_stride = out.stride(-1);
   const bool direct_out = out.dtype() == DataType::kFloat32 && out_stride == 1;
-  // Contiguous 16-bit rows convert inside the softmax passes, without a scratch round trip, and
-  // are pipelined in runs of up to kRun rows (softmax16_kernels.h).
+  // Contiguous rows are pipelined in runs of up to kRun rows (softmax_pipeline_kernels.h); 16-bit
+  // ones convert inside the softmax passes, without a scratch round trip.
   constexpr std::int64_t kRun = 32;
-  const bool fused_16 = input.dtype() != DataType::kFloat32 && in_stride == 1 && out_stride == 1;
+  const bool pipelined = in_stride == 1 && out_stride == 1;
   const std::int64_t in_size = static_cast<std::int64_t>(input.element_size());
   const std::int64_t out_size = static_cast<std::int64_t>(out.element_size());
   const bool stream = stream_stores(out, 2);  // input and out
@@ -62,8 +62,8 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
   };
   const auto rows_of_chunk = [&](int chunk, std::int64_t begin, std::int64_t end) {
     float* scratch = lease.as<float>() + 2 * width * chunk;
-    if (fused_16) {
-      Row16 run[kRun];
+    if (pipelined) {
+      PipelinedRow run[kRun];
       std::int64_t run_rows[kRun];
       for (std::int64_t k = begin; k < end; k += kRun) {
         const std::int64_t count = std::min(kRun, end - k);
@@ -75,7 +75,7 @@ void run_softmax_rows(const Tensor& input, const Tensor& out, float scale,
           const std::int64_t r = run_rows[j];
           run[j] = {element_at(input, input_rows(r)), element_at(out, out_rows(r)), visible(r)};
         }
-        softmax_rows_16(input.dtype(), run, count, scale, scratch, stream);
+        softmax_rows_pipelined(input.dtype(), run, count, scale, scratch, stream);
         for (std::int64_t j = 0; j < count; ++j) {
           zeros_after(static_cast<char*>(run[j].y), run[j].n);
         }

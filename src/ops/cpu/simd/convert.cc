@@ -39,8 +39,13 @@ void StoreRow(DataType dtype, const float* src, std::int64_t n, void* dst) {
     using E = decltype(elem);
     auto* t = static_cast<typename E::T*>(dst);
     const hn::ScalableTag<float> d;
-    ForEachVector(d, 0, n, [&](std::int64_t i, auto part) {
-      Store<E>(d, Load<F32Elem>(d, src + i, part), t + i, part);
+    const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+    std::int64_t i = 0;
+    for (; i + 2 * lanes <= n; i += 2 * lanes) {  // Store2 packs bfloat16 two vectors at a time
+      E::Store2(d, hn::LoadU(d, src + i), hn::LoadU(d, src + i + lanes), t + i);
+    }
+    ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
+      Store<E>(d, Load<F32Elem>(d, src + j, part), t + j, part);
     });
   });
 }

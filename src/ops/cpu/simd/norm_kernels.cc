@@ -106,8 +106,7 @@ void ScaleRowByWeightT(const typename E::T* x, const float* w, float scale, std:
     }
     const auto y0 = hn::Mul(hn::Mul(E::Load(d, x + i), s), hn::LoadU(d, w + i));
     const auto y1 = hn::Mul(hn::Mul(E::Load(d, x + i + lanes), s), hn::LoadU(d, w + i + lanes));
-    E::Store(d, y0, out + i, stream);
-    E::Store(d, y1, out + i + lanes, stream);
+    E::Store2(d, y0, y1, out + i, stream);
   }
   ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
     const auto y = hn::Mul(hn::Mul(Load<E>(d, x + j, part), s), Load<F32Elem>(d, w + j, part));

@@ -32,8 +32,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 inline constexpr bool kMaskedMemOps = !HWY_MEM_OPS_MIGHT_FAULT;
 
 // Each traits table: T, the type in memory; Load (Lanes(d) elements at p, any alignment) and
-// Store (with `stream`, a streaming store: src/ops/cpu/streaming.h); StoreRounded, which also
-// returns what it stored as float32 so that a kernel goes on with exactly the written value;
+// Store (with `stream`, a streaming store: src/ops/cpu/streaming.h) and Store2 (2·Lanes(d)
+// elements from two vectors, the first one first: bfloat16 packs both at once); StoreRounded, which
+// also returns what it stored as float32 so that a kernel goes on with exactly the written value;
 // ToF32 and FromF32 for scalars. kBits: the 16-bit types' vector conversions FromBits/ToBits,
 // which the masked tails use. kPairs: LoadPairs/StorePairs read and write 2·Lanes(d) elements as
 // even- and odd-indexed vectors, cheaper than two Loads, for kernels indifferent to lane order.
@@ -49,6 +50,11 @@ struct F32Elem {
   template <class D>
   static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p, bool stream = false) {
     StoreMaybeStreaming(v, d, p, stream);
+  }
+  template <class D>
+  static HWY_INLINE void Store2(D d, hn::Vec<D> v0, hn::Vec<D> v1, T* p, bool stream = false) {
+    StoreMaybeStreaming(v0, d, p, stream);
+    StoreMaybeStreaming(v1, d, p + hn::Lanes(d), stream);
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> StoreRounded(D d, hn::Vec<D> v, T* p) {
@@ -86,6 +92,10 @@ struct BF16Elem {
   template <class D>
   static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p, bool stream = false) {
     StoreF32AsBF16(d, v, p, stream);
+  }
+  template <class D>
+  static HWY_INLINE void Store2(D d, hn::Vec<D> v0, hn::Vec<D> v1, T* p, bool stream = false) {
+    StoreF32x2AsBF16(d, v0, v1, p, stream);
   }
   template <class D>
   static HWY_INLINE void LoadPairs(D d, const T* p, hn::Vec<D>& even, hn::Vec<D>& odd) {
@@ -148,6 +158,11 @@ struct F16Elem {
   template <class D>
   static HWY_INLINE void Store(D d, hn::Vec<D> v, T* p, bool stream = false) {
     StoreF32AsF16(d, v, p, stream);
+  }
+  template <class D>
+  static HWY_INLINE void Store2(D d, hn::Vec<D> v0, hn::Vec<D> v1, T* p, bool stream = false) {
+    StoreF32AsF16(d, v0, p, stream);
+    StoreF32AsF16(d, v1, p + hn::Lanes(d), stream);
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Round(D d, hn::Vec<D> v) {

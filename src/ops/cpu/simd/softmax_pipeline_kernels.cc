@@ -1,10 +1,11 @@
-// Highway kernels of the float16/bfloat16 row softmax, compiled once per SIMD target and
-// dispatched at run time. A row takes three passes: max (read the row, prefetched by the previous
-// row's exp pass), exp (read it again from the cache, 2^ into float32 scratch, sum) and store
-// (scale, round, write). Over a run of rows, the store of row j - 1 shares the loop of the exp of
-// row j: the streaming stores then drain while the exp computes instead of stalling a short loop
-// of their own (bench/results/cpu-tuning.md).
-#include "src/ops/cpu/simd/softmax16_kernels.h"
+// Highway kernels of the pipelined row softmax (float32, float16, bfloat16), compiled once per SIMD
+// target and dispatched at run time. A row takes three passes: max (read the row, prefetched by the
+// previous row's exp pass), exp (read it again from the cache, 2^ into float32 scratch, sum) and
+// store (scale, round, write). Over a run of rows, the store of row j - 1 shares the loop of the
+// exp of row j: the streaming stores then drain while the exp computes instead of stalling a short
+// loop of their own (bench/results/cpu-tuning.md); float32 rows gain the most, as their exp and
+// store passes move twice the bytes (bench/results/cpu-foundation-avx2.md).
+#include "src/ops/cpu/simd/softmax_pipeline_kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +18,7 @@
 #include "tileops/runtime/cpu_info.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax16_kernels.cc"
+#define HWY_TARGET_INCLUDE "src/ops/cpu/simd/softmax_pipeline_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/ops/cpu/simd/fast_exp-inl.h"
@@ -34,7 +35,7 @@ constexpr float kLog2E = 1.44269504088896341f;
 // (BF16Elem::LoadPairs), which is how a block sits in scratch: the store undoes the order, and max
 // and sum do not care about it. Elements past a row's last whole block go through ForEachVector.
 template <class E>
-HWY_INLINE void LoadBlock(DF d, const std::uint16_t* p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
+HWY_INLINE void LoadBlock(DF d, const typename E::T* p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
   if constexpr (E::kPairs) {
     E::LoadPairs(d, p, v0, v1);
   } else {
@@ -46,7 +47,7 @@ HWY_INLINE void LoadBlock(DF d, const std::uint16_t* p, hn::Vec<DF>& v0, hn::Vec
 // StoreF32PairsAsBF16 for values known not to be NaN (probabilities in [0, 1]; a NaN row is
 // overwritten afterwards): the same round to nearest even, without the NaN select.
 template <class E>
-HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, std::uint16_t* p, bool stream) {
+HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, typename E::T* p, bool stream) {
   if constexpr (E::kPairs) {
     const hn::Rebind<std::uint32_t, DF> du32;
     const auto round = [&](hn::Vec<DF> v) {
@@ -62,9 +63,20 @@ HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, std::uint16_t* 
   }
 }
 
+// The pass's exp in log2 units: rounded to 16 bits, 3e-6 relative error is ample; float32 results
+// take the finer fit.
+template <class E>
+HWY_INLINE hn::Vec<DF> Exp2Of(DF d, hn::Vec<DF> y) {
+  if constexpr (std::is_same_v<E, F32Elem>) {
+    return Exp2FineNonPositive(d, y);
+  } else {
+    return Exp2CoarseNonPositive(d, y);
+  }
+}
+
 // max scale·x over the row (x86 max may drop a NaN: the exp pass's sum catches it).
 template <class E>
-float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t blocks_end) {
+float MaxPass(const typename E::T* x, float scale, std::int64_t n, std::int64_t blocks_end) {
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   // max(scale·x) is scale·max(x) for scale > 0, which saves a multiply per vector.
@@ -94,7 +106,7 @@ float MaxPass(const std::uint16_t* x, float scale, std::int64_t n, std::int64_t 
 
 // The exp pass of a row: out[i] = 2^(x[i]·scale·log2 e − shift), returning their sum.
 struct ExpPass {
-  const std::uint16_t* x;
+  const void* x;
   float scale;  // scale·log2 e
   float shift;  // max·log2 e
   float* out;
@@ -104,7 +116,7 @@ struct ExpPass {
 struct StorePass {
   const float* in;
   float factor;
-  std::uint16_t* y;
+  void* y;
   bool stream;
 };
 
@@ -117,10 +129,11 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   // Locals, so that the stores cannot be taken to modify the passes' pointers.
-  const std::uint16_t* const x = ex.x;
+  using T = typename E::T;
+  const T* const x = static_cast<const T*>(ex.x);
   float* const out = ex.out;
   const float* const in = st.in;
-  std::uint16_t* const y = st.y;
+  T* const y = static_cast<T*>(st.y);
   const bool stream = st.stream;
   const auto scale = hn::Set(d, ex.scale);
   const auto shift = hn::Set(d, ex.shift);
@@ -129,13 +142,19 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
   constexpr std::int64_t kLine = 64;
   for (std::int64_t i = begin; i < end; i += 2 * lanes) {
     if constexpr (kExp) {
-      if ((i * 2) % kLine == 0 && i * 2 < ahead_bytes) {  // 2·Lanes 16-bit values <= 64 bytes
-        __builtin_prefetch(ahead + i * 2, 0, 2);
+      if constexpr (sizeof(T) == 2) {
+        if ((i * 2) % kLine == 0 && i * 2 < ahead_bytes) {  // 2·Lanes 16-bit values <= 64 bytes
+          __builtin_prefetch(ahead + i * 2, 0, 2);
+        }
+      } else {  // 2·Lanes float32 values: 64 bytes (AVX2) or more
+        for (std::int64_t b = i * 4; b < (i + 2 * lanes) * 4 && b < ahead_bytes; b += kLine) {
+          __builtin_prefetch(ahead + b, 0, 2);
+        }
       }
       hn::Vec<DF> v0, v1;
       LoadBlock<E>(d, x + i, v0, v1);
-      const auto e0 = Exp2CoarseNonPositive(d, hn::MulSub(v0, scale, shift));
-      const auto e1 = Exp2CoarseNonPositive(d, hn::MulSub(v1, scale, shift));
+      const auto e0 = Exp2Of<E>(d, hn::MulSub(v0, scale, shift));
+      const auto e1 = Exp2Of<E>(d, hn::MulSub(v1, scale, shift));
       hn::StoreU(e0, d, out + i);
       hn::StoreU(e1, d, out + i + lanes);
       a0 = hn::Add(a0, hn::Add(e0, e1));
@@ -154,10 +173,10 @@ template <class E>
 void ExpTail(ExpPass& ex, std::int64_t begin, std::int64_t n) {
   const DF d;
   ForEachVector(d, begin, n, [&](std::int64_t i, auto part) {
-    const auto y =
-        hn::MulSub(Load<E>(d, ex.x + i, part), hn::Set(d, ex.scale), hn::Set(d, ex.shift));
+    const auto* x = static_cast<const typename E::T*>(ex.x);
+    const auto y = hn::MulSub(Load<E>(d, x + i, part), hn::Set(d, ex.scale), hn::Set(d, ex.shift));
     // The padding lanes must add nothing to the sum.
-    const auto e = Valid(d, Exp2CoarseNonPositive(d, y), part, hn::Zero(d));
+    const auto e = Valid(d, Exp2Of<E>(d, y), part, hn::Zero(d));
     Store<F32Elem>(d, e, ex.out + i, part);
     ex.sum += hn::GetLane(hn::SumOfLanes(d, e));
   });
@@ -168,8 +187,9 @@ void ExpTail(ExpPass& ex, std::int64_t begin, std::int64_t n) {
 template <class E>
 void StoreRest(const StorePass& st, std::int64_t begin, std::int64_t blocks_end, std::int64_t n) {
   // Its exp pass may not have run (the scratch is unwritten), so nothing is read.
+  auto* y = static_cast<typename E::T*>(st.y);
   if (std::isnan(st.factor)) {
-    std::fill(st.y, st.y + n, E::FromF32(std::numeric_limits<float>::quiet_NaN()));
+    std::fill(y, y + n, E::FromF32(std::numeric_limits<float>::quiet_NaN()));
     return;
   }
   ExpPass none{};
@@ -177,25 +197,26 @@ void StoreRest(const StorePass& st, std::int64_t begin, std::int64_t blocks_end,
   const DF d;
   const auto factor = hn::Set(d, st.factor);
   ForEachVector(d, blocks_end, n, [&](std::int64_t i, auto part) {
-    Store<E>(d, hn::Mul(Load<F32Elem>(d, st.in + i, part), factor), st.y + i, part);
+    Store<E>(d, hn::Mul(Load<F32Elem>(d, st.in + i, part), factor), y + i, part);
   });
 }
 
 template <class E>
-void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* scratch,
-                   bool stream) {
+void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float scale, float* scratch,
+                          bool stream) {
   const std::int64_t block = 2 * static_cast<std::int64_t>(hn::Lanes(DF()));
   const auto blocks_end = [&](std::int64_t j) { return rows[j].n - rows[j].n % block; };
   std::int64_t width = 0;
   for (std::int64_t j = 0; j < count; ++j) width = std::max(width, rows[j].n);
   StorePass previous{nullptr, 0.0f, nullptr, stream};  // of row j - 1
   for (std::int64_t j = 0; j < count; ++j) {
-    const auto* x = static_cast<const std::uint16_t*>(rows[j].x);
+    const auto* x = static_cast<const typename E::T*>(rows[j].x);
     const std::int64_t n = rows[j].n;
     const float m = MaxPass<E>(x, scale, n, blocks_end(j));
     ExpPass ex{x, scale * kLog2E, m * kLog2E, scratch + (j % 2) * width, 0.0f};
     const char* ahead = j + 1 < count ? static_cast<const char*>(rows[j + 1].x) : nullptr;
-    const std::int64_t ahead_bytes = j + 1 < count ? 2 * rows[j + 1].n : 0;
+    const std::int64_t ahead_bytes =
+        j + 1 < count ? static_cast<std::int64_t>(sizeof(typename E::T)) * rows[j + 1].n : 0;
     // The blocks where row j's exp and row j - 1's store run together (a NaN row j - 1 is
     // filled by StoreRest alone).
     const std::int64_t shared = j > 0 && std::isfinite(m) && !std::isnan(previous.factor)
@@ -212,21 +233,16 @@ void SoftmaxRows16(const Row16* rows, std::int64_t count, float scale, float* sc
     const float factor = std::isfinite(m) && !std::isnan(ex.sum)
                              ? 1.0f / ex.sum
                              : std::numeric_limits<float>::quiet_NaN();
-    previous = {ex.out, factor, static_cast<std::uint16_t*>(rows[j].y), stream};
+    previous = {ex.out, factor, rows[j].y, stream};
   }
   if (count > 0) StoreRest<E>(previous, 0, blocks_end(count - 1), rows[count - 1].n);
   if (stream) end_streaming_stores();
 }
 
-void SoftmaxRows(DataType dtype, const Row16* rows, std::int64_t count, float scale, float* scratch,
-                 bool stream) {
-  VisitFloat(dtype, "softmax_rows_16", [&](auto elem) {
-    using E = decltype(elem);
-    if constexpr (std::is_same_v<E, F32Elem>) {
-      throw_internal_error("softmax_rows_16", "dtype is not float16/bfloat16");
-    } else {
-      SoftmaxRows16<E>(rows, count, scale, scratch, stream);
-    }
+void SoftmaxRows(DataType dtype, const PipelinedRow* rows, std::int64_t count, float scale,
+                 float* scratch, bool stream) {
+  VisitFloat(dtype, "softmax_rows_pipelined", [&](auto elem) {
+    SoftmaxRowsPipelined<decltype(elem)>(rows, count, scale, scratch, stream);
   });
 }
 
@@ -238,15 +254,15 @@ namespace tileops::ops::cpu {
 
 HWY_EXPORT(SoftmaxRows);
 
-void softmax_rows_16(DataType dtype, const Row16* rows, std::int64_t count, float scale,
-                     float* scratch, bool stream) {
+void softmax_rows_pipelined(DataType dtype, const PipelinedRow* rows, std::int64_t count,
+                            float scale, float* scratch, bool stream) {
   TILEOPS_DYNAMIC_DISPATCH(SoftmaxRows)(dtype, rows, count, scale, scratch, stream);
 }
 
-void softmax_row_16(DataType dtype, const void* x, float scale, std::int64_t n, float* scratch,
-                    void* out, bool stream) {
-  const Row16 row{x, out, n};
-  softmax_rows_16(dtype, &row, 1, scale, scratch, stream);
+void softmax_row_pipelined(DataType dtype, const void* x, float scale, std::int64_t n,
+                           float* scratch, void* out, bool stream) {
+  const PipelinedRow row{x, out, n};
+  softmax_rows_pipelined(dtype, &row, 1, scale, scratch, stream);
 }
 
 }  // namespace tileops::ops::cpu
