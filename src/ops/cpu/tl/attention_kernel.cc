@@ -1,16 +1,17 @@
 // The tl attention kernel (attention_kernel.h). Per item the query rows are loaded once, scaled by
 // scale · log2 e (the softmax runs in base 2: one exp2 per score), and the key range
 // [lo(first row), hi(last row)] is walked in tiles of 64 keys (fewer for odd block sizes), each
-// gathered from pieces of rows that never cross a cache block, every piece's block id read from
-// the block table. Per tile: the scores transposed, Sᵀ = K Qᵀ (the key tile is the
-// product's left operand, read in place where its rows allow; Qᵀ is formed once per item), plus
+// made of pieces of rows that never cross a cache block, every piece's block id read from the
+// block table. Per tile: the scores transposed, Sᵀ = K Qᵀ (one product per piece, the key rows its
+// left operand, read in place where their rows allow; Qᵀ is formed once per item), plus
 // the ALiBi bias, masked per row only when the tile crosses a mask edge or ends early, then the
 // online softmax step (row statistics m and l kept as one column per query row)
 //   m' = max(m, rowmax S), p = 2^(S - m'), l = l · 2^(m - m') + rowsum p, o = o · 2^(m - m') + p V
 // where a row whose max is still -inf subtracts 0 instead (-inf - -inf would be NaN) and a NaN
 // score keeps its row NaN. bfloat16 inputs keep K, Qᵀ and V in bfloat16 for both products and
 // round p to bfloat16 for P·V, as the native kernel does (VDPBF16PS where the target has
-// AVX512-BF16), the scale applied to the scores instead. The output is o / l, zeros for a row that
+// AVX512-BF16; K and V loaded for the products alone stay bfloat16 bits, read in place), the scale
+// applied to the scores instead. The output is o / l, zeros for a row that
 // sees no key and NaN for one whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as
 // softmax(QKᵀ)·V gives.
 #include "src/ops/cpu/tl/attention_kernel.h"
