@@ -206,6 +206,26 @@ std::int64_t cpu_last_level_cache_bytes() {
   return bytes;
 }
 
+int cpu_vector_datapath_bits() {
+  const std::string target = simd_dispatched_target();
+  if (target.starts_with("AVX3")) {
+#if TILEOPS_AMX_DETECT
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __get_cpuid(0, &eax, &ebx, &ecx, &edx);
+    const bool amd =
+        ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // AuthenticAMD
+    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+    const unsigned base = (eax >> 8) & 0xfu;
+    const unsigned family = base == 0xfu ? base + ((eax >> 20) & 0xffu) : base;
+    if (amd && family == 0x19u) return 256;
+#endif
+    return 512;
+  }
+  if (target.starts_with("AVX2")) return 256;
+  if (target == "SCALAR") return 32;
+  return 128;  // SSE4, SSSE3, SSE2, NEON, EMU128; SVE is not built (CMakeLists.txt)
+}
+
 const char* version() { return TILEOPS_VERSION; }
 
 }  // namespace tileops

@@ -1,6 +1,6 @@
 // cpu_info against what Linux reports: the SIMD targets, AMX-BF16 present exactly when
 // /proc/cpuinfo lists amx_tile and amx_bf16 (the kernel then also grants the tile state), and
-// AVX512-BF16 exactly when it lists avx512_bf16.
+// AVX512-BF16 exactly when it lists avx512_bf16, and the vector execution width.
 #include "tileops/runtime/cpu_info.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "tests/support/simd_targets.h"
 
 namespace tileops {
 namespace {
@@ -57,6 +59,33 @@ TEST(CpuInfo, Avx512Bf16MatchesProcCpuinfo) {
 #else
   EXPECT_FALSE(cpu_avx512_bf16());
 #endif
+}
+
+// The execution width per dispatched target: the vector width, except AVX-512 on AMD family 19h
+// (Zen 4), which /proc/cpuinfo names as vendor AuthenticAMD, "cpu family : 25".
+TEST(CpuInfo, VectorDatapathBitsPerTarget) {
+  bool zen4 = false;
+#if defined(__x86_64__) && defined(__linux__)
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  bool amd = false;
+  int family = -1;
+  while (std::getline(in, line) && line.find(':') != std::string::npos) {
+    const std::string value = line.substr(line.find(':') + 1);
+    if (line.rfind("vendor_id", 0) == 0) amd = value.find("AuthenticAMD") != std::string::npos;
+    if (line.rfind("cpu family", 0) == 0) family = std::stoi(value);
+  }
+  ASSERT_GE(family, 0) << "no cpu family line in /proc/cpuinfo";
+  zen4 = amd && family == 25;
+#endif
+  testing::for_each_simd_target([&] {
+    const std::string target = simd_dispatched_target();
+    const int expected = target.rfind("AVX3", 0) == 0   ? (zen4 ? 256 : 512)
+                         : target.rfind("AVX2", 0) == 0 ? 256
+                         : target == "SCALAR"           ? 32
+                                                        : 128;
+    EXPECT_EQ(cpu_vector_datapath_bits(), expected) << target;
+  });
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "src/tl/cpu/runtime_source.h"
 #include "tileops/core/float16.h"
+#include "tileops/core/float8.h"
 
 #define TL_STREAM_BYTES 0ll
 #include "src/tl/cpu/tl_runtime.h"
@@ -84,6 +86,57 @@ TEST(TlRuntime, BFloat16ConversionsMatchTheCoreOnes) {
       EXPECT_EQ(tl_f2bf(f), tileops::float_to_bfloat16(f)) << f;
       EXPECT_EQ(bits(tl_bf2f(tl_f2bf(f))), bits(tileops::bfloat16_to_float(tl_f2bf(f))));
     }
+  }
+}
+
+// The inline float8 encoders against the core ones (core/minifloat.cc, the interpreter's): random
+// floats of every magnitude, every code's value, the midpoints between neighbouring codes (ties)
+// and one float either side of each, zeros, infinities, NaN, subnormal float32 inputs.
+TEST(TlRuntime, Float8EncodersMatchTheCoreOnes) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(),
+                               -std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::max(),
+                               61439.0f,
+                               61440.0f,
+                               464.0f,
+                               465.0f,
+                               480.0f,
+                               1e30f};
+  for (int c = 0; c < 255; ++c) {  // each code's value and the midpoint up to the next code
+    for (const bool e5m2 : {true, false}) {
+      const auto code = static_cast<std::uint8_t>(c);
+      const float lo =
+          e5m2 ? tileops::float8_e5m2_to_float(code) : tileops::float8_e4m3fn_to_float(code);
+      const float hi = e5m2 ? tileops::float8_e5m2_to_float(static_cast<std::uint8_t>(c + 1))
+                            : tileops::float8_e4m3fn_to_float(static_cast<std::uint8_t>(c + 1));
+      if (!std::isfinite(lo) || !std::isfinite(hi)) continue;
+      const float mid = static_cast<float>((static_cast<double>(lo) + hi) / 2);
+      for (float v : {lo, mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)}) {
+        values.push_back(v);
+        values.push_back(-v);
+      }
+    }
+  }
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<std::uint32_t> any;
+  for (int i = 0; i < 200000; ++i) {
+    // Exponents near the formats' ranges half of the time (bits 2^-20 .. 2^20), else any float.
+    std::uint32_t u = any(rng);
+    if (i % 2 == 0) u = (u & 0x807FFFFFu) | ((107u + (u >> 23) % 41u) << 23);
+    float f;
+    std::memcpy(&f, &u, 4);
+    values.push_back(f);
+  }
+  for (const float v : values) {
+    const std::uint8_t want5 = tileops::double_to_float8_e5m2(v);
+    const std::uint8_t want4 = tileops::double_to_float8_e4m3fn(v);
+    ASSERT_EQ(tl_f2e5m2(v), want5) << v << " bits " << bits(v);
+    ASSERT_EQ(tl_f2e4m3(v), want4) << v << " bits " << bits(v);
   }
 }
 

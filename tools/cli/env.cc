@@ -204,6 +204,8 @@ struct Facts {
   bool dpbf16 = false;             // bfloat16 products on VDPBF16PS
   bool amx = false;                // bfloat16 products on AMX tiles
   std::int64_t packed_rows = 0;    // linear_packed keeps x's rows as rows up to this M
+  int packed_pass = 0;             // float32 x rows per pass of that form
+  int datapath_bits = 0;           // cpu_vector_datapath_bits()
   std::string jit_target;          // -march of the cpu backend's kernels
   int threads = 0;
   std::vector<Problem> problems;
@@ -238,6 +240,8 @@ Facts gather() {
     f.dpbf16 = ops::cpu::dpbf16_enabled();
     f.amx = ops::cpu::amx_bf16_enabled();
     f.packed_rows = ops::cpu::packed_rows_path_max();
+    f.packed_pass = ops::cpu::packed_rows_pass_max(DataType::kFloat32);
+    f.datapath_bits = cpu_vector_datapath_bits();
   } else {
     f.simd_dispatch = "none";
     f.jit_target = "none";
@@ -294,7 +298,8 @@ std::string to_json(const Facts& f) {
        ", \"simd_target_reason\": " + quoted(f.simd_target_reason) + ", \"simd_target_error\": " +
        (f.simd_target_error.empty() ? "null" : quoted(f.simd_target_error)) +
        ", \"dpbf16_in_use\": " + (f.dpbf16 ? "true" : "false") +
-       ", \"amx_bf16_in_use\": " + (f.amx ? "true" : "false") + "},\n";
+       ", \"amx_bf16_in_use\": " + (f.amx ? "true" : "false") +
+       ", \"vector_datapath_bits\": " + std::to_string(f.datapath_bits) + "},\n";
   j += "  \"python\": {\"executable\": " + quoted(f.python) +
        ", \"version\": " + version_or_null(f.python_versions, "python") +
        ", \"numpy\": " + version_or_null(f.python_versions, "numpy") +
@@ -346,9 +351,17 @@ void print_build(const Facts& f) {
 #endif
   if (f.simd_target_error.empty()) {
     std::printf(
-        "cpu: linear_packed: x's rows as rows, the weight rows as lanes, up to M = %lld; "
-        "blocks of 16 x rows as lanes beyond\n",
-        static_cast<long long>(f.packed_rows));
+        "cpu: linear_packed: x's rows as rows, the weight rows as lanes, up to M = %lld (%d "
+        "float32 rows per pass); blocks of 16 x rows as lanes beyond\n",
+        static_cast<long long>(f.packed_rows), f.packed_pass);
+    std::printf(
+        "cpu: vectors execute at %d bits%s; paged_attention's decode kernels %s the next "
+        "chunk's prefetch\n",
+        f.datapath_bits,
+        f.datapath_bits == 256 && f.simd_dispatch.starts_with("AVX3")
+            ? " (AVX-512 in two halves: AMD family 19h)"
+            : "",
+        f.datapath_bits < 512 ? "take" : "take (from 4 flops per cached byte) or precede");
   }
   std::printf("cuda: not built\n");
 }

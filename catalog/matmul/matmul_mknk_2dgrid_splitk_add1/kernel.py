@@ -23,10 +23,13 @@ def matmul_mknk_2dgrid_splitk_add1_kernel(x_ptr, y_ptr, z_ptr, m, n, k, split_k,
     tiles_n = asc2.ceildiv(n, tile_n)
     tiles_k = asc2.ceildiv(k, tile_k)
     slice_tiles = asc2.ceildiv(tiles_k, split_k)  # K tiles per slice; the last slices short
-    pairs = asc2.ceildiv(m, tile_m) * tiles_n * split_k
-    for u in asc2.range(asc2.block_idx(), pairs, asc2.block_num()):
-        t = u // split_k
-        part = u % split_k
+    tiles = asc2.ceildiv(m, tile_m) * tiles_n
+    # Slice-major: blocks running at the same time take different output tiles of one slice,
+    # so their atomic additions never contend for the same cache lines (tile-major, block 0
+    # and block 1 took two slices of one tile at once: every addition a line transfer).
+    for u in asc2.range(asc2.block_idx(), tiles * split_k, asc2.block_num()):
+        t = u % tiles
+        part = u // tiles
         row = t // tiles_n * tile_m
         col = t % tiles_n * tile_n
         acc = asc2.zeros([tile_m, tile_n], asc2.float32)

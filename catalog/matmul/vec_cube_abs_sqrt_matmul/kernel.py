@@ -8,7 +8,7 @@ import torch
 from tileops import asc, asc2
 
 TILE_M = 64
-TILE_N = 64
+TILE_N = 256  # wide: each prologued x tile feeds 256 output columns (its cost / 4)
 TILE_K = 64
 
 

@@ -56,6 +56,10 @@ const char* accepted_simd_targets();
 bool simd_target_allows_avx512();
 // The Highway target the library's kernels dispatch to now ("AVX2", ...).
 std::string simd_dispatched_target();
+// The width in bits at which this CPU executes the dispatched target's vectors: the vector
+// width, except AVX-512 on AMD family 19h (Zen 4), which runs each 512-bit operation as two
+// 256-bit halves. Choices that depend on a kernel's compute time per byte read take it.
+int cpu_vector_datapath_bits();
 // tileops version string ("0.1.0").
 const char* version();
 

@@ -223,8 +223,10 @@ std::string bits_of(DataType s, const std::string& v) {
       return "tl_f2h(" + v + ")";
     case DataType::kBFloat16:
       return "tl_f2bf(" + v + ")";
-    case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E5M2:
+      return "tl_f2e5m2(" + v + ")";
+    case DataType::kFloat8E4M3FN:
+      return "tl_f2e4m3(" + v + ")";
     case DataType::kHiFloat8:
       return "tl_f8_code(rt, " + v + ", " + std::to_string(static_cast<int>(s)) + ")";
     default:
@@ -242,8 +244,10 @@ std::string from_bits(DataType d, const std::string& b) {
       return "tl_h2f((u16)" + b + ")";
     case DataType::kBFloat16:
       return "tl_bf2f((u16)" + b + ")";
-    case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E5M2:
+      return "tl_e5m2_f((u8)" + b + ")";
+    case DataType::kFloat8E4M3FN:
+      return "tl_e4m3_f((u8)" + b + ")";
     case DataType::kHiFloat8:
       return "tl_f8_value(rt, (u8)" + b + ", " + std::to_string(static_cast<int>(d)) + ")";
     case DataType::kInt8:

@@ -28,6 +28,17 @@ void Emitter::move_op(const Op& o) {
     }
     return;
   }
+  if (o.kind == OpKind::kTranspose && plan(res).transposed_lhs) {
+    // Not materialised: the matmul reads x as its left operand transposed, at x's row stride.
+    // Counted as if it were: the runtime's fallback for products whose N is no multiple of 16
+    // untransposes it into an array on the stack (tl_matmul_acc).
+    on_stack(xt.size() * compute_bytes(xt.dtype));
+    line() << "const float* const " << name(res) << " = " << name(x) << ";\n";
+    line() << "const i64 " << name(res)
+           << "_ld = " << (plan(x).any_row_stride ? name(x) + "_ld" : std::to_string(xt.shape[1]))
+           << ";\n";
+    return;
+  }
   declare(res);
   if (o.kind == OpKind::kConcat) {
     const auto rank = static_cast<std::int64_t>(rt.shape.size());
@@ -79,13 +90,19 @@ void Emitter::matmul_op(const Op& o) {
   const Type& bt = type(o.operands[1]);
   const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
-  // An operand read in place at any row stride has it in <a>_ld (plan_loads.cc).
-  const std::string lda = plan(o.operands[0]).any_row_stride ? a + "_ld" : std::to_string(k);
+  // An operand read in place at any row stride has it in <a>_ld, <b>_ld (plan_loads.cc); so does
+  // a left operand read transposed (a transpose not materialised: plan_values.cc).
+  const bool trans_a = plan(o.operands[0]).transposed_lhs;
+  const std::string lda =
+      plan(o.operands[0]).any_row_stride || trans_a ? a + "_ld" : std::to_string(k);
   const std::string ldb = plan(o.operands[1]).any_row_stride ? b + "_ld" : std::to_string(n);
   // bfloat16 operands: the runtime's VDPBF16PS kernel where the target has AVX512-BF16. Operands
   // held as bits are widened into float arrays by the kernel where it takes float32 FMAs: counted
-  // here as the float tiles they stand for.
-  const char* const bf16 = at_.dtype == DataType::kBFloat16 ? ", true" : "";
+  // here as the float tiles they stand for. (A transposed left operand is never bits: its tile's
+  // only use is the transpose; it is counted by the transpose, move_op.)
+  const bool bf16_operands = at_.dtype == DataType::kBFloat16;
+  const std::string bf16 = trans_a ? (bf16_operands ? ", true, true" : ", false, true")
+                                   : (bf16_operands ? ", true" : "");
   if (plan(o.operands[0]).bits) on_stack(m * k * 4);
   if (plan(o.operands[1]).bits) on_stack(k * n * 4);
   if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&

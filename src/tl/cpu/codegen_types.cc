@@ -62,6 +62,10 @@ std::string round_float(DataType dtype, const std::string& x) {
       return "tl_round_f16(" + x + ")";
     case DataType::kBFloat16:
       return "tl_round_bf16(" + x + ")";
+    case DataType::kFloat8E5M2:  // encoded and decoded inline (vectorises)
+      return "tl_e5m2_f(tl_f2e5m2(" + x + "))";
+    case DataType::kFloat8E4M3FN:
+      return "tl_e4m3_f(tl_f2e4m3(" + x + "))";
     default:
       return "(float)rt->round(" + dtype_id(dtype) + ", " + x + ")";
   }

@@ -42,6 +42,9 @@ struct ValuePlan {
   bool consumable = false;
   // A `full` tile used only as a loop's initial value: the loop fills its own tile instead.
   bool fills_loop = false;
+  // A 2-D transpose whose only use is the left operand of a float matmul: not materialised; the
+  // matmul reads its operand (a float array, raw_use) transposed, at that tile's row stride.
+  bool transposed_lhs = false;
   // Every element is >= 0 or NaN by construction (exp, exp2): its row sums may add blocks in
   // float32 with a bounded relative error. (Squares qualify as well, but rms_norm, which agrees
   // with the interpreter bit for bit in practice with a double sum, then drifts by up to 3 ulps;
@@ -67,6 +70,12 @@ struct ValuePlan {
   // Inside a loop: a cursor prefetches the next iteration's tile (a kernel with tl::prefetch
   // hints, small tiles and tiles whose rows may lie apart have none).
   bool next_tile_cursor = false;
+  // Inside a loop, a copied tile (not in place, or not lying in place at run time): while each
+  // row is copied, the same row of the next iteration's tile is prefetched, its origin
+  // extrapolated from this iteration's and the previous one's (rows far apart: a [K, N] slice
+  // of a wide matrix, which no hardware prefetcher follows). Not where the kernel places
+  // tl::prefetch hints, nor for small tiles.
+  bool next_rows_prefetch = false;
 
   // Fusion (plan_fusion.cc): an elementwise value evaluated in its consumer's loop, never stored.
   bool fused = false;

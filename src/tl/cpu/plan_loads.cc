@@ -3,9 +3,10 @@
 // pointer into the tensor, when nothing written while it is live can clobber it: tensors stored
 // to then must not overlap the loaded one (a run-time check, whose list this pass makes), and
 // the loaded tensor itself may be stored to only as an in-place update (below). A float32 matmul
-// operand (or bfloat16 bits, plan.h) is read in place at any row stride. Inside a loop, a
-// large tile read in place gets a cursor prefetching the next iteration's tile, unless the kernel
-// places tl::prefetch hints itself.
+// operand (or bfloat16 bits, plan.h), or the tile whose transpose is a matmul's left operand, is
+// read in place at any row stride. Inside a loop, a large tile read in place gets a cursor
+// prefetching the next iteration's tile, and a copied one prefetches the next iteration's rows
+// while it copies, unless the kernel places tl::prefetch hints itself.
 #include <algorithm>
 #include <optional>
 #include <string_view>
@@ -47,6 +48,16 @@ bool matmul_operand_only(const Function& f, const ValuePlan& p, int id) {
   return p.uses == 1 && u != nullptr && u->kind == OpKind::kMatmul &&
          (u->operands[0] == id || u->operands[1] == id) &&
          (f.type_of(id).dtype == DataType::kFloat32 || p.bits) && f.type_of(id).shape.size() == 2;
+}
+
+// A float32 tile whose only use is a transpose that a matmul reads as its left operand
+// (transposed_lhs): matmul_acc reads it transposed, at its row stride, likewise in place.
+bool transposed_matmul_lhs_only(const Function& f, const std::vector<ValuePlan>& plans, int id) {
+  const ValuePlan& p = plans[static_cast<std::size_t>(id)];
+  const Op* u = p.last_user;
+  return p.uses == 1 && u != nullptr && u->kind == OpKind::kTranspose &&
+         plans[static_cast<std::size_t>(u->results[0])].transposed_lhs &&
+         f.type_of(id).dtype == DataType::kFloat32;
 }
 
 // For a float32 (or bfloat16 bits) load of more than two dims whose only use is a reshape to 2-D
@@ -146,23 +157,26 @@ class LoadPlanner {
     p.widened = (tt.dtype == DataType::kFloat16 || tt.dtype == DataType::kBFloat16) && !p.raw_use;
     const std::string_view held =
         p.widened || p.bits ? memory_type(tt.dtype) : compute_type(tt.dtype);
+    const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
+    // A kernel that places tl::prefetch hints (in scope, or later in this region) has taken
+    // over prefetching.
+    const bool hinted = hints_ > 0 || std::any_of(r.ops.begin(), r.ops.end(), [](const Op& op) {
+                          return op.kind == OpKind::kPrefetch;
+                        });
+    p.next_rows_prefetch = loop_depth_ > 0 && bytes >= 1024 && !hinted;
     if (tt.dtype == DataType::kBool || held != memory_type(tt.dtype)) return;
     std::optional<std::vector<int>> hazards = direct_load_hazards(r, i);
     if (!hazards) return;
     p.read_in_place = true;
     p.overlap_checks = std::move(*hazards);
-    p.any_row_stride = matmul_operand_only(f_, p, res);
+    p.any_row_stride =
+        matmul_operand_only(f_, p, res) || transposed_matmul_lhs_only(f_, plan_, res);
     if (const int reshaped = reshaped_matmul_operand(f_, plan_, res); reshaped >= 0) {
       p.any_row_stride = true;
       at(reshaped).any_row_stride = true;  // the reshape passes the load's row stride on
     }
-    const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
     // Smaller tiles: the hardware prefetcher suffices. The cursor covers contiguous bytes: not
-    // for a tile whose rows may lie apart. A kernel that places tl::prefetch hints (in scope, or
-    // later in this region) has taken over prefetching.
-    const bool hinted = hints_ > 0 || std::any_of(r.ops.begin(), r.ops.end(), [](const Op& op) {
-                          return op.kind == OpKind::kPrefetch;
-                        });
+    // for a tile whose rows may lie apart.
     p.next_tile_cursor = loop_depth_ > 0 && bytes >= 1024 && !p.any_row_stride && !hinted;
   }
 

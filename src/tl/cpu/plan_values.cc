@@ -51,6 +51,10 @@ class Planner {
       v.nonnegative = v.def != nullptr && v.def->kind == OpKind::kUnary &&
                       (v.def->as<UnaryAttrs>().op == UnaryOp::kExp ||
                        v.def->as<UnaryAttrs>().op == UnaryOp::kExp2);
+      if (transposed_lhs(id)) {
+        v.transposed_lhs = true;
+        at(v.def->operands[0]).raw_use = true;  // read by the matmul as a float array
+      }
     }
     mark_bits();
     return std::move(plan_);
@@ -125,6 +129,20 @@ class Planner {
       }
     }
     for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].bits = in[i];
+  }
+
+  // xᵀ used once, as the left operand of a matmul accumulating in float (not float64, whose
+  // loop indexes its operands itself), x a 2-D tile held as floats.
+  bool transposed_lhs(int id) {
+    const ValuePlan& v = at(id);
+    const Op* u = v.last_user;
+    if (v.def == nullptr || v.def->kind != OpKind::kTranspose || v.uses != 1 || u == nullptr ||
+        u->kind != OpKind::kMatmul || u->operands[0] != id || u->operands[1] == id)
+      return false;
+    const Type& xt = f_.type_of(v.def->operands[0]);
+    const DataType d = xt.dtype;
+    return xt.kind == TypeKind::kTile && xt.shape.size() == 2 &&
+           (d == DataType::kFloat32 || d == DataType::kFloat16 || d == DataType::kBFloat16);
   }
 
   int fusion_root(int id) {

@@ -91,6 +91,28 @@ TL_INLINE float tl_e4m3_f(u8 c) {
   const float nan = tl_bitsf(sign | 0x7FC00000u);
   return (c & 0x7Fu) == 0x7Fu ? nan : (e == 0 ? subnormal : normal);
 }
+// float -> float8 codes in integer steps (branch-free, so that stores and casts vectorise), as
+// core/minifloat.cc encodes: to nearest, ties to even; NaN keeps its sign (e5m2 0x7E, e4m3fn
+// 0x7F); beyond the largest finite value e5m2 gives inf and e4m3fn saturates to +-448 (inf too).
+// Normal results round the float's own bits to the format's mantissa (a carry moves to the next
+// binade); below the smallest normal the value is a multiple of the subnormal quantum, scaled to
+// an integer exactly (a power of two) and rounded by the FPU.
+TL_INLINE u8 tl_f2e5m2(float v) {
+  const u32 w = tl_fbits(v), sign = (w >> 24) & 0x80u, a = w & 0x7FFFFFFFu;
+  const u32 normal = ((a + 0xFFFFFu + ((a >> 21) & 1u)) >> 21) - ((127u - 15u) << 2);
+  const u32 sub = (u32)(i32)__builtin_rintf(tl_bitsf(a) * 0x1.0p16f);  // 0..4 (4: normal)
+  u32 code = a < 0x38800000u ? sub : (normal > 0x7Cu ? 0x7Cu : normal);
+  code = a > 0x7F800000u ? 0x7Eu : code;
+  return (u8)(sign | code);
+}
+TL_INLINE u8 tl_f2e4m3(float v) {
+  const u32 w = tl_fbits(v), sign = (w >> 24) & 0x80u, a = w & 0x7FFFFFFFu;
+  const u32 normal = ((a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20) - ((127u - 7u) << 3);
+  const u32 sub = (u32)(i32)__builtin_rintf(tl_bitsf(a) * 0x1.0p9f);  // 0..8 (8: normal)
+  u32 code = a < 0x3C800000u ? sub : (normal > 0x7Eu ? 0x7Eu : normal);
+  code = a > 0x7F800000u ? 0x7Fu : code;
+  return (u8)(sign | code);
+}
 TL_INLINE u16 tl_f2h(float f) {
   float base = (__builtin_fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
   const u32 w = tl_fbits(f), shl1_w = w + w, sign = w & 0x80000000u;
@@ -353,6 +375,15 @@ TL_INLINE void tl_prefetch_lines(u64& p, u64 end) {
   if (p >= end) return;
   for (int l = 0; l < kLines; ++l) __builtin_prefetch((const char*)(p + 64 * l), 0, kLocality);
   p += 64 * kLines;
+}
+// The lines of `bytes` from address p on: a row of the next iteration's tile (from the copy of
+// this one's) into L2, where it waits a whole iteration without evicting this one's working
+// set from L1 (matmul_kmkn_fp32_out at 2048^3: 14-30% less CPU time than into L1); for writing
+// (kWrite) the destination row of an atomic tile, into L1, as it is written next.
+template <bool kWrite>
+TL_INLINE void tl_prefetch_span(u64 p, u64 bytes) {
+  for (u64 a = p & ~(u64)63; a < p + bytes; a += 64)
+    __builtin_prefetch((const char*)a, kWrite ? 1 : 0, kWrite ? 3 : 2);
 }
 TL_INLINE void tl_fence() {
 #if defined(__SSE__) && !defined(__clang__)
@@ -645,11 +676,19 @@ TL_INLINE tl_v16f tl_fma(tl_v16f acc, tl_v16f b, float s) {
 #else
 #define TL_MM16 0
 #endif
+// Element (i, p) of the left operand: A's rows are lda apart (a tile read in place from a
+// row-major tensor at the tensor's row stride, or a copied one: lda = K); kTransA: A is held
+// transposed, [K][M] with its k rows lda apart (xᵀ of a loaded [K, M] tile, never materialised).
+template <bool kTransA, typename T>
+TL_INLINE T tl_a_at(const T* a, i64 lda, i64 i, i64 p) {
+  return kTransA ? a[p * lda + i] : a[i * lda + p];
+}
 // R rows x V vectors of C (W lanes each), all of K: R * V accumulators in registers, each B row
-// loaded once per V * W columns, each A element broadcast once per V FMAs. A's rows are lda
-// apart and B's ldb: a tile read in place from a row-major tensor (the tensor's row stride) or a
-// copied one (lda = K, ldb = N; B's rows then start anywhere: loaded unaligned).
-template <typename Vec, int W, int V, int R, i64 N, i64 K>
+// loaded once per V * W columns, each A element broadcast once per V FMAs. A's elements as
+// tl_a_at reads them (kTransA: held transposed) and B's rows ldb apart: a tile read in place from
+// a row-major tensor (the tensor's row stride) or a copied one (lda = K, ldb = N; B's rows then
+// start anywhere: loaded unaligned).
+template <typename Vec, int W, int V, int R, i64 N, i64 K, bool kTransA>
 TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
                            const float* __restrict b, i64 lda, i64 ldb, i64 i, i64 j) {
   Vec acc[R][V];
@@ -659,7 +698,7 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
     Vec bv[V];
     for (int v = 0; v < V; ++v) __builtin_memcpy(&bv[v], b + p * ldb + j + v * W, sizeof(Vec));
     for (int r = 0; r < R; ++r) {
-      const float s = a[(i + r) * lda + p];
+      const float s = tl_a_at<kTransA>(a, lda, i + r, p);
       for (int v = 0; v < V; ++v) acc[r][v] = tl_fma(acc[r][v], bv[v], s);
     }
   }
@@ -667,14 +706,14 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
     for (int v = 0; v < V; ++v) *(Vec*)(c + (i + r) * N + j + v * W) = acc[r][v];
 }
 // Column strips of V * W, rows in blocks of 6 (6 V accumulators), then 2, then 1.
-template <typename Vec, int W, int V, i64 M, i64 N, i64 K>
+template <typename Vec, int W, int V, i64 M, i64 N, i64 K, bool kTransA>
 TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
                             const float* __restrict b, i64 lda, i64 ldb) {
   for (i64 j = 0; j < N; j += V * W) {
     i64 i = 0;
-    for (; i + 6 <= M; i += 6) tl_mm_block<Vec, W, V, 6, N, K>(c, a, b, lda, ldb, i, j);
-    for (; i + 2 <= M; i += 2) tl_mm_block<Vec, W, V, 2, N, K>(c, a, b, lda, ldb, i, j);
-    for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K>(c, a, b, lda, ldb, i, j);
+    for (; i + 6 <= M; i += 6) tl_mm_block<Vec, W, V, 6, N, K, kTransA>(c, a, b, lda, ldb, i, j);
+    for (; i + 2 <= M; i += 2) tl_mm_block<Vec, W, V, 2, N, K, kTransA>(c, a, b, lda, ldb, i, j);
+    for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K, kTransA>(c, a, b, lda, ldb, i, j);
   }
 }
 // C[M][N] += A B for a narrow B (N < 16: decode's scores against a few query rows, where the
@@ -731,22 +770,29 @@ TL_INLINE void tl_mm_narrow(float* __restrict c, const float* __restrict a,
     }
   }
 }
-// The float32 kernels (and the scalar loop of any other compute type).
-template <i64 M, i64 N, i64 K, typename T>
+// The float32 kernels (and the scalar loop of any other compute type). kTransA: `a` holds A
+// transposed (tl_a_at), which only the blocked kernels read as it lies.
+template <i64 M, i64 N, i64 K, bool kTransA, typename T>
 static void tl_matmul_float(float* __restrict c, const T* __restrict a, const T* __restrict b,
                             i64 lda, i64 ldb) {
 #if TL_MM16
   if constexpr (sizeof(T) == 4 && N % 64 == 0) {
-    tl_mm_blocks<tl_v16f, 16, 4, M, N, K>(c, (const float*)a, (const float*)b, lda, ldb);
+    tl_mm_blocks<tl_v16f, 16, 4, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda, ldb);
     return;
   }
   if constexpr (sizeof(T) == 4 && N % 32 == 0) {
-    tl_mm_blocks<tl_v16f, 16, 2, M, N, K>(c, (const float*)a, (const float*)b, lda, ldb);
+    tl_mm_blocks<tl_v16f, 16, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda, ldb);
     return;
   }
 #endif
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
-    tl_mm_blocks<tl_v8f, 8, 2, M, N, K>(c, (const float*)a, (const float*)b, lda, ldb);
+    tl_mm_blocks<tl_v8f, 8, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda, ldb);
+  } else if constexpr (kTransA) {  // the other kernels read A's rows along k: untranspose it
+    // (codegen counts this array as the transpose's tile: codegen_layout.cc)
+    alignas(64) T at[M * K];
+    for (i64 p = 0; p < K; ++p)
+      for (i64 i = 0; i < M; ++i) at[i * K + p] = a[p * lda + i];
+    tl_matmul_float<M, N, K, false>(c, at, b, K, ldb);
   } else if constexpr (sizeof(T) == 4 && N < 16 && K >= 16) {
 #if TL_MM16
     tl_mm_narrow<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda, ldb);
@@ -818,11 +864,12 @@ TL_INLINE void tl_mm_blocks_bf16(float* __restrict c, const tl_pair* __restrict 
     for (; i < M; ++i) tl_mm_block_bf16<V, 1, N, P>(c, ap, apr, bp, i, j);
   }
 }
-template <i64 M, i64 N, i64 K, typename TA, typename TB>
+// kTransA: `a` holds A transposed (tl_a_at), always as floats (a transposed tile is no bits).
+template <i64 M, i64 N, i64 K, bool kTransA, typename TA, typename TB>
 static void tl_matmul_acc_bf16(float* __restrict c, const TA* __restrict a, const TB* __restrict b,
                                i64 lda, i64 ldb) {
   constexpr i64 P = (K + 1) / 2;
-  constexpr bool kABits = sizeof(TA) == 2;
+  constexpr bool kABits = sizeof(TA) == 2 && !kTransA;
   alignas(64) u32 bp[P * N];
   for (i64 p = 0; p < K / 2; ++p)
     for (i64 j = 0; j < N; ++j)
@@ -836,7 +883,8 @@ static void tl_matmul_acc_bf16(float* __restrict c, const TA* __restrict a, cons
   }
   alignas(64) u16 ah[M * 2 * P];
   for (i64 i = 0; i < M; ++i) {
-    for (i64 q = 0; q < K; ++q) ah[i * 2 * P + q] = (u16)tl_bf16_bits(a[i * lda + q]);
+    for (i64 q = 0; q < K; ++q)
+      ah[i * 2 * P + q] = (u16)tl_bf16_bits(tl_a_at<kTransA>(a, lda, i, q));
     if (K % 2 != 0) ah[i * 2 * P + K] = 0;
   }
   tl_mm_blocks_bf16<M, N, P>(c, (const tl_pair*)ah, P, bp);
@@ -844,8 +892,9 @@ static void tl_matmul_acc_bf16(float* __restrict c, const TA* __restrict a, cons
 #else
 #define TL_MM_BF16 0
 #endif
-// kBF16: both operands are bfloat16 tiles, each held as floats or as its bits (u16).
-template <i64 M, i64 N, i64 K, bool kBF16 = false, typename TA, typename TB>
+// kBF16: both operands are bfloat16 tiles, each held as floats or as its bits (u16). kTransA:
+// `a` holds A transposed (tl_a_at): xᵀ of a [K, M] tile, never materialised, held as floats.
+template <i64 M, i64 N, i64 K, bool kBF16 = false, bool kTransA = false, typename TA, typename TB>
 static void tl_matmul_acc(float* __restrict c, const TA* __restrict a, const TB* __restrict b,
                           i64 lda, i64 ldb) {
 #if TL_MM_BF16
@@ -854,7 +903,7 @@ static void tl_matmul_acc(float* __restrict c, const TA* __restrict a, const TB*
   // larger ones take the float32 kernel. So do products of fewer than 16 rows: packing B costs
   // about as much as the FMAs it saves (decode's P·V of 4 query rows: 0.24 -> 0.30 of native).
   if constexpr (kBF16 && N % 16 == 0 && M >= 16 && (M + N) * ((K + 1) / 2) <= 65536) {
-    tl_matmul_acc_bf16<M, N, K>(c, a, b, lda, ldb);
+    tl_matmul_acc_bf16<M, N, K, kTransA>(c, a, b, lda, ldb);
     return;
   }
 #endif
@@ -863,15 +912,15 @@ static void tl_matmul_acc(float* __restrict c, const TA* __restrict a, const TB*
   if constexpr (sizeof(TA) == 2) {
     alignas(64) float aw[M * K];
     for (i64 i = 0; i < M; ++i)
-      for (i64 q = 0; q < K; ++q) aw[i * K + q] = tl_bf2f(a[i * lda + q]);
+      for (i64 q = 0; q < K; ++q) aw[i * K + q] = tl_bf2f(tl_a_at<kTransA>(a, lda, i, q));
     tl_matmul_acc<M, N, K, false>(c, aw, b, K, ldb);
   } else if constexpr (sizeof(TB) == 2) {
     alignas(64) float bw[K * N];
     for (i64 q = 0; q < K; ++q)
       for (i64 j = 0; j < N; ++j) bw[q * N + j] = tl_bf2f(b[q * ldb + j]);
-    tl_matmul_acc<M, N, K, false>(c, a, bw, lda, N);
+    tl_matmul_acc<M, N, K, false, kTransA>(c, a, bw, lda, N);
   } else {
-    tl_matmul_float<M, N, K>(c, a, b, lda, ldb);
+    tl_matmul_float<M, N, K, kTransA>(c, a, b, lda, ldb);
   }
 }
 // The byte code of an 8-bit float value (already on its grid) and back (bitcasts).

@@ -24,6 +24,7 @@
 #include "src/ops/framework/workspace_bytes.h"
 #include "tileops/core/checked_size.h"
 #include "tileops/core/float8.h"
+#include "tileops/runtime/cpu_info.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 
@@ -77,7 +78,8 @@ class PagedAttentionCpu final : public Operator {
         dtype_(problem.tensors[kQuery].dtype),
         cache_dtype_(problem.tensors[kKeyCache].dtype),
         kernel_dtype_(cache_dtype_ == dtype_ ? dtype_ : DataType::kFloat32),
-        cache_size_(static_cast<std::int64_t>(size_of(cache_dtype_))) {}
+        cache_size_(static_cast<std::int64_t>(size_of(cache_dtype_))),
+        spread_share_(kernels_take_share(shape_.group, dtype_)) {}
 
   void run(std::span<const Tensor> tensors, const Context& ctx) const override {
     const Tensor& query = tensors[kQuery];
@@ -306,15 +308,13 @@ class PagedAttentionCpu final : public Operator {
       }
       // The kernels read one kv head's rows at a time, a row per key 4-16 KiB apart; the next
       // chunk's keys and values are fetched whole meanwhile, a share per kv head, in address
-      // order. Kernels that compute at least 4 flops per cached byte (bfloat16 or float16 with
-      // groups of 4 or more, float32 with 8) take the share themselves, spread over their steps;
-      // the others get it in a loop ahead of them (two chunks ahead, no more)
-      // (bench/results/cpu-tuning.md), and prefetch the next (chunk, kv head)'s rows themselves:
-      // blocks are scattered, so the hardware prefetcher restarts at each one.
+      // order: by the kernels themselves, spread over their steps (spread_share_), or in a loop
+      // ahead of them (two chunks ahead, no more), and then the kernels prefetch the next
+      // (chunk, kv head)'s rows: blocks are scattered, so the hardware prefetcher restarts at
+      // each one.
       const std::int64_t k_row = n2 > 0 ? whole_row_bytes(keys) : 0;
       const std::int64_t v_row = n2 > 0 ? whole_row_bytes(values) : 0;
-      const bool spread = k_row > 0 && v_row > 0 && cache_dtype_ == dtype_ &&
-                          g >= 2 * static_cast<std::int64_t>(size_of(dtype_));
+      const bool spread = k_row > 0 && v_row > 0 && cache_dtype_ == dtype_ && spread_share_;
       const std::int64_t k_lines = n2 * ((k_row + 63) / 64), v_lines = n2 * ((v_row + 63) / 64);
       for (std::int64_t h = 0; h < shape_.kv_heads; ++h) {
         PrefetchRows next_k, next_v;
@@ -379,11 +379,21 @@ class PagedAttentionCpu final : public Operator {
     }
   }
 
+  // Whether the kernels take the next chunk's prefetch share over their steps. Where vectors
+  // execute at 512 bits, only kernels computing at least 4 flops per cached byte (bfloat16 or
+  // float16 with groups of 4 or more, float32 with 8) gain from it; at 256 bits or narrower
+  // every kernel's steps space the prefetches enough, and all gain (bench/results/cpu-tuning.md).
+  static bool kernels_take_share(std::int64_t group, DataType dtype) {
+    return cpu_vector_datapath_bits() < 512 ||
+           group >= 2 * static_cast<std::int64_t>(size_of(dtype));
+  }
+
   AttentionShape shape_;
   DataType dtype_;         // the query's and the output's
   DataType cache_dtype_;   // dtype_, or an 8-bit float
   DataType kernel_dtype_;  // the rows the kernels read: dtype_, or float32 for an fp8 cache
   std::int64_t cache_size_;
+  bool spread_share_;
 };
 
 }  // namespace
