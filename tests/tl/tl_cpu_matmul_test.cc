@@ -1,10 +1,11 @@
-// The cpu backend's matmul_acc on tiles read in place: a left operand whose rows lie apart in
-// the tensor (row stride > its width) is passed to matmul_acc with that stride instead of being
+// The cpu backend's matmul_acc on tiles read in place: an operand whose rows lie apart in the
+// tensor (row stride > its width) is passed to matmul_acc with that stride instead of being
 // copied; partial tiles at the edges are still copied (zero-padded). Checked against the
 // interpreter, and the generated source is checked to take the in-place path. bfloat16 operands
 // on a CPU with AVX512-BF16 take the runtime's VDPBF16PS kernel (every width it blocks by), within
 // the float32 dot-product tolerance, with the instruction's flush of subnormals shown to happen
-// there and not on a target without it.
+// there and not on a target without it. bfloat16 tiles loaded for matmuls alone are held as their
+// bits (read in place where they can be) on every target.
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -79,8 +80,10 @@ TEST_P(TlCpuMatmul, LeftOperandReadInPlaceAtItsRowStride) {
     text << in.rdbuf();
     source = text.str();
   }
-  // The left tile's row stride is the tensor's when read in place, its width when copied.
+  // Each tile's row stride is the tensor's when read in place, its width when copied (the right
+  // one's: tn, its rows n apart in the tensor).
   EXPECT_NE(source.find("_s0 : 32;"), std::string::npos) << source.substr(0, 200);
+  EXPECT_NE(source.find("_s0 : " + std::to_string(tn) + ";"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -172,6 +175,71 @@ TEST_P(TlCpuBf16Matmul, AgreesWithTheInterpreterAndFlushesSubnormalsOnlyWithAvx5
   EXPECT_EQ(got[0], flushes ? 0.0 : std::ldexp(1.0, -140)) << target;
   EXPECT_EQ(got[116 + 65], flushes ? 0.0 : std::ldexp(1.0, -130)) << target;
   EXPECT_EQ(got[1], 0.0);
+}
+
+// bfloat16 tiles loaded for matmuls alone stay bfloat16 bits (plan.h): C1 = A B with A's rows read
+// in place at the tensor's row stride through a reshape of a 3-D load, C2 = concat(A rows 0-15,
+// A rows 16-31) B; tiles of 32 rows, k 64 (A's rows are VDPBF16PS pairs in place when the row
+// stride is even; an odd one packs them), n 32; m = 70 leaves a partial tile (copied, padded).
+tl::Kernel bf16_bits_matmul(const tl::Options& o) {
+  return tl::jit(
+      "bf16_bits_matmul",
+      [](tl::GlobalAddress a, tl::GlobalAddress b, tl::GlobalAddress c1, tl::GlobalAddress c2,
+         tl::Int m, tl::Int lda) {
+        const tl::Value rows3 = tl::tensor(a, {m, 1, 64}, {lda, 64, 1});
+        const tl::Value rows2 = tl::tensor(a, {m, 64}, {lda, 1});
+        const tl::Value tb = tl::tensor(b, {64, 32});
+        const tl::Value t1 = tl::tensor(c1, {m, 32}), t2 = tl::tensor(c2, {m, 32});
+        for (tl::Value t : tl::range(tl::block_idx(), tl::ceildiv(m, 32), tl::block_num())) {
+          const tl::Value row = t * 32;
+          const tl::Value in_place =
+              tl::reshape(tl::load(rows3, {32, 1, 64}, {row, 0, 0}), {32, 64});
+          tl::store(tl::matmul(in_place, tl::load(tb, {64, 32}, {0, 0})), t1, {row, 0});
+          const tl::Value pieces = tl::concat(
+              {tl::load(rows2, {16, 64}, {row, 0}), tl::load(rows2, {16, 64}, {row + 16, 0})}, 0);
+          tl::store(tl::matmul(pieces, tl::load(tb, {64, 32}, {0, 0})), t2, {row, 0});
+        }
+      },
+      o);
+}
+
+// covers: matmul load reshape concat
+TEST_P(TlCpuBf16Matmul, TilesLoadedForMatmulsAloneStayBfloat16Bits) {
+  const std::string& target = GetParam();
+#if defined(__x86_64__)
+  if (target == "haswell" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    FAIL() << "the haswell target needs a CPU with AVX2 and FMA";
+  }
+#endif
+  const std::filesystem::path dir = fresh_dump_dir("tileops_tl_bf16_bits_" + target);
+  const tl::Kernel interp = bf16_bits_matmul({.backend = "interp"});
+  const tl::Kernel cpu =
+      bf16_bits_matmul({.backend = "cpu", .dump_dir = dir.string(), .target = target});
+  std::mt19937_64 rng(29);
+  const std::int64_t m = 70;
+  TensorStorage b = random_tensor({64, 32}, bf16, rng);
+  for (const std::int64_t lda : {66, 67}) {  // even: pairs in place; odd: packed
+    TensorStorage a = random_tensor({m, lda}, bf16, rng);
+    TensorStorage e1 = poisoned({m, 32}, f32), e2 = poisoned({m, 32}, f32);
+    TensorStorage c1 = poisoned({m, 32}, f32), c2 = poisoned({m, 32}, f32);
+    interp.launch(2, a, b, e1, e2, m, lda);
+    cpu.launch(2, a, b, c1, c2, m, lda);
+    EXPECT_EQ(compare(c1, to_doubles(e1), dot_tolerance(f32, 64)), "") << lda;
+    EXPECT_EQ(compare(c2, to_doubles(e2), dot_tolerance(f32, 64)), "") << lda;
+  }
+  std::string source;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    source = text.str();
+  }
+  // Every tile is held as bits: no bfloat16 widened on load, A read at the tensor's row stride.
+  EXPECT_EQ(source.find("= tl_bf2f(tl_src"), std::string::npos);
+  EXPECT_NE(source.find("_direct ? v"), std::string::npos);
+  EXPECT_NE(source.find("_s0 : 64;"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 // On other architectures the default target ($TILEOPS_TL_TARGET, as the Arm lane sets it): a

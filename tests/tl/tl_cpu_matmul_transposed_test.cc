@@ -3,9 +3,14 @@
 // when the tile lies inside it, else from the copied (zero-padded) tile. Checked against the
 // interpreter for float32 and bfloat16 tiles, for an output 64 wide (the register-blocked
 // kernels) and 4 wide (the narrow kernel, which takes x back untransposed), with partial row
-// tiles and k slices. The generated source is checked to take that path, and to prefetch the
-// next iteration's rows of the copied right operand, and an atomic tile's destination lines.
+// tiles and k slices. The right operand is a [32, 64] or [32, 4] slice of a [k, 68] tensor: read
+// in place at that row stride (ldb) as well, and for bfloat16 held as bits (u16; with
+// AVX512-BF16 the 64-wide product packs it for VDPBF16PS next to the transposed A). The generated
+// source is checked to take those paths, and to prefetch the next iteration's rows of the
+// copied right operand, and an atomic tile's destination lines.
 #include <filesystem>
+#include <iterator>
+#include <regex>
 #include <string>
 #include <tuple>
 
@@ -70,6 +75,15 @@ TEST_P(TlCpuTransposedMatmul, LeftOperandReadTransposedInPlaceOrCopied) {
   const std::string trans = dtype == f32 ? ", false, true>(" : ", true, true>(";
   EXPECT_NE(source.find("tl_matmul_acc<27, 64, 32" + trans), std::string::npos);
   EXPECT_NE(source.find("tl_matmul_acc<27, 4, 32" + trans), std::string::npos);
+  // Both operands' row strides are run-time values: A's transposed rows and B's in place.
+  const std::regex strided(
+      R"(tl_matmul_acc<27, (64|4), 32, \w+, true>\(v\d+, v\d+, v\d+, v\d+_ld, v\d+_ld\);)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(source.begin(), source.end(), strided),
+                          std::sregex_iterator()),
+            2);
+  // bfloat16: the right operands stay bits, pointers into the tensor where they lie in it.
+  const std::regex bits(R"(u16\* const v\d+ = v\d+_direct \?)");
+  EXPECT_EQ(std::regex_search(source, bits), dtype == DataType::kBFloat16);
   EXPECT_EQ(source.find("tl_transpose8<"), std::string::npos);
   EXPECT_NE(source.find("tl_prefetch_span<false>("), std::string::npos);
   EXPECT_NE(source.find("tl_prefetch_span<true>("), std::string::npos);

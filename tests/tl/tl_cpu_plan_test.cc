@@ -235,10 +235,10 @@ TEST(TlCpuPlan, AYieldedLoadIsLiveWhileTheIfResultIs) {
   EXPECT_FALSE(tl::cpu::plan_kernel(g).at(v).read_in_place);
 }
 
-// A float32 matmul left operand is read in place at any row stride; a tile loaded from one
-// tensor while another is stored to is read in place when the two do not overlap (checked at
-// run time against that tensor).
-TEST(TlCpuPlan, MatmulLeftOperandsAtAnyRowStrideAndOverlapChecks) {
+// Float32 matmul operands (left and right) are read in place at any row stride; a tile loaded
+// from one tensor while another is stored to is read in place when the two do not overlap
+// (checked at run time against that tensor).
+TEST(TlCpuPlan, MatmulOperandsAtAnyRowStrideAndOverlapChecks) {
   int a = -1, b = -1, c = -1, stored = -1;
   const tl::Function f = trace_params({f32, f32, f32}, [&](const std::vector<tl::Value>& p) {
     const tl::Value ta = tl::tensor(p[0], {16, 64}), tb = tl::tensor(p[1], {64, 16});
@@ -254,12 +254,44 @@ TEST(TlCpuPlan, MatmulLeftOperandsAtAnyRowStrideAndOverlapChecks) {
   EXPECT_TRUE(plan.at(a).read_in_place);
   EXPECT_TRUE(plan.at(a).any_row_stride);
   EXPECT_FALSE(plan.at(a).next_tile_cursor);  // not in a loop
-  EXPECT_FALSE(plan.at(b).any_row_stride);    // the right operand is read densely
+  EXPECT_TRUE(plan.at(b).any_row_stride);     // so is the right operand
   // Both live until the product is stored to tc: read in place where tc does not overlap them.
   EXPECT_TRUE(plan.at(b).read_in_place);
   EXPECT_EQ(plan.at(a).overlap_checks, std::vector<int>{stored});
   EXPECT_EQ(plan.at(b).overlap_checks, std::vector<int>{stored});
   EXPECT_FALSE(plan.at(c).read_in_place);  // tc itself is stored to (the product) while it is live
+}
+
+// bfloat16 tiles loaded (and concatenated) only for bfloat16 matmuls are held as bits; one also
+// read elementwise is not, nor is a concat of it (nor the concat's other operand). A matmul_acc's
+// accumulator made for it alone in the same region is added into in place.
+TEST(TlCpuPlan, Bfloat16MatmulOperandsStayBitsAndAccumulatorsInPlace) {
+  const DataType bf16 = DataType::kBFloat16;
+  int k0 = -1, k1 = -1, cat = -1, q = -1, shared = -1, mixed = -1, acc = -1, product = -1;
+  const tl::Function f = trace_params({bf16, bf16, f32}, [&](const std::vector<tl::Value>& p) {
+    const tl::Value tk = tl::tensor(p[0], {64, 64}), tq = tl::tensor(p[1], {64, 64});
+    const tl::Value to = tl::tensor(p[2], {32, 64});
+    const tl::Value vk0 = tl::load(tk, {16, 64}, {0, 0}), vk1 = tl::load(tk, {16, 64}, {16, 0});
+    const tl::Value vcat = tl::concat({vk0, vk1}, 0);
+    const tl::Value vq = tl::load(tq, {64, 64}, {0, 0});
+    const tl::Value vs = tl::load(tk, {16, 64}, {32, 0});  // also read elementwise
+    const tl::Value vmixed = tl::concat({vs, tl::load(tk, {16, 64}, {48, 0})}, 0);
+    const tl::Value vacc = tl::load(to, {32, 64}, {0, 0}) * 2.0f;
+    const tl::Value vproduct = tl::matmul_acc(vacc, vcat, vq);
+    tl::store(vproduct + tl::matmul(vmixed, vq), to, {0, 0});
+    tl::store(vs.to(f32), to, {0, 0});
+    k0 = vk0.id(), k1 = vk1.id(), cat = vcat.id(), q = vq.id(), shared = vs.id();
+    mixed = vmixed.id(), acc = vacc.id(), product = vproduct.id();
+  });
+  const tl::cpu::KernelPlan plan = tl::cpu::plan_kernel(f);
+  EXPECT_TRUE(plan.at(cat).bits);
+  EXPECT_TRUE(plan.at(q).bits);
+  EXPECT_TRUE(plan.at(k0).bits);
+  EXPECT_TRUE(plan.at(k1).bits);
+  EXPECT_FALSE(plan.at(shared).bits);  // also read elementwise
+  EXPECT_FALSE(plan.at(mixed).bits);
+  EXPECT_TRUE(plan.at(acc).accumulated_in_place);
+  EXPECT_FALSE(plan.at(product).accumulated_in_place);
 }
 
 // A 16-bit tile read only element by element stays 16-bit; its widening (read three times) is

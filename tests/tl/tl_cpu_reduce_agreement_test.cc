@@ -217,6 +217,51 @@ TEST(TlCpuAgreement, RowMaxAndMinWithNaNAndInfinities) {
   EXPECT_EQ(pe[5], -INFINITY);
 }
 
+// Column max and min of a few columns (4 and 8: 16 lanes, lane q taking column q % C, then each
+// column's lanes merged): NaN in one column, infinities of both signs in others, a column of only
+// -inf, against the interpreter (NaN for NaN, bit for bit otherwise).
+TEST(TlCpuAgreement, ColumnMaxAndMinOfFewColumnsWithNaNAndInfinities) {
+  auto make = [](const tl::Options& o) {
+    return tl::jit(
+        "agree_column_extremes",
+        [](tl::GlobalAddress x, tl::GlobalAddress out) {
+          const tl::Value tx = tl::tensor(x, {48, 8}), to = tl::tensor(out, {4, 8});
+          const tl::Value v = tl::load(tx, {48, 8}, {0, 0});
+          const tl::Value four = tl::load(tx, {48, 4}, {0, 2});  // columns 2 to 5
+          tl::store(tl::reduce_max(v, {0}, true), to, {0, 0});
+          tl::store(tl::reduce_min(v, {0}, true), to, {1, 0});
+          tl::store(tl::reduce_max(four, {0}, true), to, {2, 0});
+          tl::store(tl::reduce_min(four, {0}, true), to, {3, 0});
+        },
+        o);
+  };
+  std::mt19937_64 rng(22);
+  TensorStorage x = random_tensor({48, 8}, DataType::kFloat32, rng);
+  auto* px = static_cast<float*>(x.data());
+  px[17 * 8 + 3] = NAN;
+  px[5 * 8 + 2] = INFINITY;
+  px[40 * 8 + 4] = -INFINITY;
+  for (int i = 0; i < 48; ++i) px[i * 8 + 6] = -INFINITY;
+  TensorStorage e = poisoned({4, 8}, DataType::kFloat32);
+  TensorStorage a = poisoned({4, 8}, DataType::kFloat32);
+  make(kInterp).launch(1, x, e);
+  make(kCpu).launch(1, x, a);
+  const auto* pe = static_cast<const float*>(e.data());
+  const auto* pa = static_cast<const float*>(a.data());
+  for (int i = 0; i < 32; ++i) {
+    if (i >= 20 && i % 8 >= 4) continue;  // rows 2 and 3 hold 4 columns
+    if (std::isnan(pe[i])) {
+      EXPECT_TRUE(std::isnan(pa[i])) << "output " << i << ": " << pa[i];
+    } else {
+      EXPECT_EQ(std::memcmp(&pe[i], &pa[i], 4), 0)
+          << "output " << i << ": " << pe[i] << " vs " << pa[i];
+    }
+  }
+  EXPECT_TRUE(std::isnan(pe[3]) && std::isnan(pe[8 + 3]) && std::isnan(pe[16 + 1]));
+  EXPECT_EQ(pe[2], INFINITY);
+  EXPECT_EQ(pe[8 + 6], -INFINITY);
+}
+
 // Integer row maxima and minima (the vectorised loops of the cpu backend, 128 bytes of
 // accumulators; 300 lanes leave a tail for every width) agree with the interpreter and with the
 // values themselves, extremes of each dtype included.

@@ -41,10 +41,12 @@ std::int64_t stream_bytes() {
 
 }  // namespace
 
-void Emitter::declare_named(const std::string& n, const Type& t) {
+void Emitter::declare_named(const std::string& n, const Type& t, bool bits) {
   if (t.kind == TypeKind::kTile) {
-    line() << "alignas(64) " << compute_type(t.dtype) << " " << n << "[" << t.size() << "];\n";
-    on_stack(t.size() * compute_bytes(t.dtype));
+    line() << "alignas(64) " << (bits ? memory_type(t.dtype) : compute_type(t.dtype)) << " " << n
+           << "[" << t.size() << "];\n";
+    on_stack(t.size() *
+             (bits ? static_cast<std::int64_t>(size_of(t.dtype)) : compute_bytes(t.dtype)));
   } else {
     line() << compute_type(t.dtype) << " " << n << ";\n";
   }

@@ -14,8 +14,10 @@ void Emitter::move_op(const Op& o) {
   const Type& xt = type(x);
   if (o.kind == OpKind::kReshape) {
     if (xt.kind == TypeKind::kTile) {
-      line() << compute_type(rt.dtype) << "* const " << name(res) << " = " << name(x) << ";\n";
-      // A matmul left operand read in place at its rows' stride (plan_loads.cc).
+      const bool bits = plan(res).bits;  // then so is its operand (plan_values.cc)
+      line() << (bits ? memory_type(rt.dtype) : compute_type(rt.dtype)) << "* const " << name(res)
+             << " = " << name(x) << ";\n";
+      // A matmul operand read in place at its rows' stride (plan_loads.cc).
       if (plan(res).any_row_stride) {
         line() << "const i64 " << name(res) << "_ld = " << name(x) << "_ld;\n";
       }
@@ -88,21 +90,28 @@ void Emitter::matmul_op(const Op& o) {
   const Type& bt = type(o.operands[1]);
   const std::int64_t m = at_.shape[0], k = at_.shape[1], n = bt.shape[1];
   const std::string a = name(o.operands[0]), b = name(o.operands[1]), r = name(res);
-  // A left operand read in place at any row stride, or read transposed (a transpose not
-  // materialised), has its row stride in <a>_ld (plan_loads.cc, plan_values.cc).
+  // An operand read in place at any row stride has it in <a>_ld, <b>_ld (plan_loads.cc); so does
+  // a left operand read transposed (a transpose not materialised: plan_values.cc).
   const bool trans_a = plan(o.operands[0]).transposed_lhs;
   const std::string lda =
       plan(o.operands[0]).any_row_stride || trans_a ? a + "_ld" : std::to_string(k);
-  // bfloat16 operands: the runtime's VDPBF16PS kernel where the target has AVX512-BF16.
+  const std::string ldb = plan(o.operands[1]).any_row_stride ? b + "_ld" : std::to_string(n);
+  // bfloat16 operands: the runtime's VDPBF16PS kernel where the target has AVX512-BF16. Operands
+  // held as bits are widened into float arrays by the kernel where it takes float32 FMAs: counted
+  // here as the float tiles they stand for. (A transposed left operand is never bits: its tile's
+  // only use is the transpose; it is counted by the transpose, move_op.)
   const bool bf16_operands = at_.dtype == DataType::kBFloat16;
   const std::string bf16 = trans_a ? (bf16_operands ? ", true, true" : ", false, true")
                                    : (bf16_operands ? ", true" : "");
+  if (plan(o.operands[0]).bits) on_stack(m * k * 4);
+  if (plan(o.operands[1]).bits) on_stack(k * n * 4);
   if (o.as<MatmulAttrs>().accumulate && at_.dtype != DataType::kFloat64 &&
-      plan(o.operands[2]).consumable) {
-    // acc + a @ b into the loop-carried accumulator itself: nothing else reads it.
+      (plan(o.operands[2]).consumable || plan(o.operands[2]).accumulated_in_place)) {
+    // acc + a @ b into the accumulator itself (loop-carried, or made for this alone, plan.h):
+    // nothing else reads it.
     line() << "float* const " << r << " = " << name(o.operands[2]) << ";\n";
     line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << bf16 << ">(" << r << ", " << a
-           << ", " << b << ", " << lda << ");\n";
+           << ", " << b << ", " << lda << ", " << ldb << ");\n";
     return;
   }
   declare(res);
@@ -127,7 +136,7 @@ void Emitter::matmul_op(const Op& o) {
     return;
   }
   line() << "tl_matmul_acc<" << m << ", " << n << ", " << k << bf16 << ">(" << r << ", " << a
-         << ", " << b << ", " << lda << ");\n";
+         << ", " << b << ", " << lda << ", " << ldb << ");\n";
 }
 
 }  // namespace tileops::tl::cpu

@@ -136,8 +136,8 @@ void Emitter::load_op(const Op& o) {
   const std::string t = name(o.operands[0]);
   std::vector<std::string> offsets;
   for (std::size_t d = 0; d < tt.shape.size(); ++d) offsets.push_back(name(o.operands[1 + d]));
-  // A widened tile stays in its memory type (plan_loads.cc).
-  const bool widen = p.widened;
+  // A widened tile stays in its memory type (plan_loads.cc), as does one held as bfloat16 bits.
+  const bool widen = p.widened || p.bits;
   const std::string ct = widen ? memory_type(tt.dtype) : compute_type(tt.dtype);
   std::string dst = name(res);
   const std::string buffer = cat({"alignas(64) ", ct, " "});

@@ -216,6 +216,36 @@ void Emitter::reduce_op(const Op& o) {
     close();
     return;
   }
+  // The float max or min of each column of a few (C dividing 16) over leading reduced dims
+  // (decode's scores, keys x 4 query rows): 16 lanes, lane q taking column q % C, one vector
+  // select per 16 elements (tl_better16), then each column's 16 / C lanes merged in lane order.
+  // As for runs above, only which NaN or which signed zero of a tie survives may differ from the
+  // interpreter's order.
+  std::size_t leading = 0;
+  while (leading < rank && reduced[leading]) ++leading;
+  bool prefix = leading > 0;
+  for (std::size_t d = leading; d < rank; ++d) prefix = prefix && !reduced[d];
+  if (prefix && xt.kind == TypeKind::kTile && compute_type(xt.dtype) == std::string("float") &&
+      (op == ReduceOp::kMax || op == ReduceOp::kMin) && n_out < 16 && 16 % n_out == 0 &&
+      xt.size() % 16 == 0) {
+    const std::string mx = op == ReduceOp::kMax ? "true" : "false";
+    const std::string cols = std::to_string(n_out);
+    line() << "tl_v16 tl_mv;\n";
+    line() << "for (int q = 0; q < 16; ++q) tl_mv[q] = " << (op == ReduceOp::kMax ? "-" : "")
+           << "__builtin_inf();\n";
+    line() << "for (i64 k = 0; k < " << xt.size() << "; k += 16) tl_mv = tl_better16<" << mx
+           << ">(tl_mv, " << xn << " + k);\n";
+    line() << "float tl_m[16];\n";
+    line() << "__builtin_memcpy(tl_m, &tl_mv, 64);\n";
+    open("for (i64 o = 0; o < " + cols + "; ++o)");
+    line() << "float r = tl_m[o];\n";
+    line() << "for (i64 q = o + " << cols << "; q < 16; q += " << cols << ") r = tl_better<" << mx
+           << ">(r, tl_m[q]);\n";
+    line() << out << "[o] = " << round_double(rt.dtype, "r") << ";\n";
+    close();
+    close();
+    return;
+  }
   // General form: accumulators per output, the interpreter's element order.
   const bool arg = op == ReduceOp::kArgmax || op == ReduceOp::kArgmin;
   const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin || arg;

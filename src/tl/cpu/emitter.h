@@ -83,9 +83,10 @@ class Emitter {
   static std::string name(int id) { return value_name(id); }
   // Element `index` of value `id` (a scalar ignores the index; elements.h).
   std::string at(int id, const std::string& index) const { return elements_.at(id, index); }
-  // Declares the result of `o` (array or scalar local, uninitialised).
-  void declare(int id) { declare_named(name(id), type(id)); }
-  void declare_named(const std::string& n, const Type& t);
+  // Declares the result of `o` (array or scalar local, uninitialised; a tile held as bfloat16
+  // bits in its memory type, plan.h).
+  void declare(int id) { declare_named(name(id), type(id), plan(id).bits); }
+  void declare_named(const std::string& n, const Type& t, bool bits = false);
   // Counts an array of `bytes` the kernel declares on the stack (check_stack's total), made for
   // the op being emitted.
   void on_stack(std::int64_t bytes);

@@ -6,7 +6,8 @@
 //   plan_fusion.cc  which elementwise values are fused into their consumer (never stored), and
 //                   which 16-bit tiles a 64-lane loop reads as float32 blocks;
 //   plan_sinks.cc   per elementwise result: the operand it overwrites, the row sum its loop
-//                   computes on the way, the store its loop writes directly;
+//                   computes on the way, the store its loop writes directly; the matmul_acc
+//                   accumulators added into in place;
 //   plan_hints.cc   per tl::prefetch hint: the lanes of the loops that advance it.
 // The Emitter (emitter.h) prints the plan and decides nothing.
 #pragma once
@@ -50,6 +51,11 @@ struct ValuePlan {
   // under fast_math every sum takes float32 accumulators: tl_sum64.)
   bool nonnegative = false;
 
+  // A bfloat16 tile held as its bits (u16) and read by name: a load, a reshape of one or a concat
+  // of such loads, whose every use is an operand of a bfloat16 matmul (the runtime's kernels take
+  // the bits: VDPBF16PS reads them unpacked), a reshape or a concat held as bits in turn.
+  bool bits = false;
+
   // Loads (plan_loads.cc). A 16-bit float tile every use reads element by element stays in its
   // memory type (u16): each read widens it, so the conversion runs in the consumer's loop.
   bool widened = false;
@@ -58,7 +64,8 @@ struct ValuePlan {
   // overlaps the loaded one; else it is copied.
   bool read_in_place = false;
   std::vector<int> overlap_checks;
-  // A float32 matmul left operand read in place at any row stride (matmul_acc takes it).
+  // A float32 (or bfloat16 bits) matmul operand read in place at any row stride (matmul_acc
+  // takes both operands' strides).
   bool any_row_stride = false;
   // Inside a loop: a cursor prefetches the next iteration's tile (a kernel with tl::prefetch
   // hints, small tiles and tiles whose rows may lie apart have none).
@@ -78,6 +85,9 @@ struct ValuePlan {
   const Op* summed = nullptr;         // the row sum (or mean) of it the loop computes
   bool computed_by_producer = false;  // this reduction is computed in its operand's loop
   const Op* sunk_store = nullptr;     // the store the loop writes straight to memory
+  // A matmul_acc's accumulator made in the same region for that use alone: the product adds into
+  // its array (no copy).
+  bool accumulated_in_place = false;
 };
 
 struct KernelPlan {

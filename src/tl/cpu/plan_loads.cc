@@ -3,10 +3,10 @@
 // pointer into the tensor, when nothing written while it is live can clobber it: tensors stored
 // to then must not overlap the loaded one (a run-time check, whose list this pass makes), and
 // the loaded tensor itself may be stored to only as an in-place update (below). A float32 matmul
-// left operand, or the tile whose transpose is one, is read in place at any row stride. Inside a
-// loop, a large tile read in place gets a cursor prefetching the next iteration's tile, and a
-// copied one prefetches the next iteration's rows while it copies, unless the kernel places
-// tl::prefetch hints itself.
+// operand (or bfloat16 bits, plan.h), or the tile whose transpose is a matmul's left operand, is
+// read in place at any row stride. Inside a loop, a large tile read in place gets a cursor
+// prefetching the next iteration's tile, and a copied one prefetches the next iteration's rows
+// while it copies, unless the kernel places tl::prefetch hints itself.
 #include <algorithm>
 #include <optional>
 #include <string_view>
@@ -40,12 +40,14 @@ void stored_tensors(const Op& o, std::vector<int>& out) {
   }
 }
 
-// A float32 tile whose only use is as the left operand of a matmul: matmul_acc takes its row
-// stride, so a load may read it in place from a tensor whose rows are not adjacent.
-bool matmul_lhs_only(const Function& f, const ValuePlan& p, int id) {
+// A float32 tile (or bfloat16 bits) whose only use is as an operand of a matmul: matmul_acc
+// takes the row stride of each, so a load may read it in place from a tensor whose rows are not
+// adjacent.
+bool matmul_operand_only(const Function& f, const ValuePlan& p, int id) {
   const Op* u = p.last_user;
-  return p.uses == 1 && u != nullptr && u->kind == OpKind::kMatmul && u->operands[0] == id &&
-         f.type_of(id).dtype == DataType::kFloat32 && f.type_of(id).shape.size() == 2;
+  return p.uses == 1 && u != nullptr && u->kind == OpKind::kMatmul &&
+         (u->operands[0] == id || u->operands[1] == id) &&
+         (f.type_of(id).dtype == DataType::kFloat32 || p.bits) && f.type_of(id).shape.size() == 2;
 }
 
 // A float32 tile whose only use is a transpose that a matmul reads as its left operand
@@ -58,17 +60,17 @@ bool transposed_matmul_lhs_only(const Function& f, const std::vector<ValuePlan>&
          f.type_of(id).dtype == DataType::kFloat32;
 }
 
-// For a float32 load of more than two dims whose only use is a reshape to 2-D that keeps its
-// last dim and drops only unit dims (at most one leading dim exceeds 1: the rows), where that
-// reshape's only use is a matmul's left operand: the reshape's value id, else -1. The load is
-// then read in place at the row dim's stride, as a 2-D one is (a kv head's key rows from
+// For a float32 (or bfloat16 bits) load of more than two dims whose only use is a reshape to 2-D
+// that keeps its last dim and drops only unit dims (at most one leading dim exceeds 1: the rows),
+// where that reshape's only use is a matmul operand: the reshape's value id, else -1. The load is
+// then read in place at the row dim's stride, as a 2-D one is (a kv head's key or value rows from
 // [blocks, rows, heads, d]).
-int reshaped_matmul_lhs(const Function& f, const std::vector<ValuePlan>& plans, int id) {
+int reshaped_matmul_operand(const Function& f, const std::vector<ValuePlan>& plans, int id) {
   const ValuePlan& p = plans[static_cast<std::size_t>(id)];
   const Op* u = p.last_user;
   const Type& t = f.type_of(id);
   if (p.uses != 1 || u == nullptr || u->kind != OpKind::kReshape || t.shape.size() <= 2 ||
-      t.dtype != DataType::kFloat32) {
+      (t.dtype != DataType::kFloat32 && !p.bits)) {
     return -1;
   }
   const int r = u->results[0];
@@ -76,7 +78,7 @@ int reshaped_matmul_lhs(const Function& f, const std::vector<ValuePlan>& plans, 
   int row_dims = 0;
   for (std::size_t d = 0; d + 1 < t.shape.size(); ++d) row_dims += t.shape[d] > 1 ? 1 : 0;
   if (row_dims > 1 || rt.shape.size() != 2 || rt.shape[1] != t.shape.back()) return -1;
-  return matmul_lhs_only(f, plans[static_cast<std::size_t>(r)], r) ? r : -1;
+  return matmul_operand_only(f, plans[static_cast<std::size_t>(r)], r) ? r : -1;
 }
 
 // Whether ops (load, last] of `r` update the loaded tile's memory in place: the last op using
@@ -153,7 +155,8 @@ class LoadPlanner {
     const Type& tt = f_.type_of(res);
     ValuePlan& p = at(res);
     p.widened = (tt.dtype == DataType::kFloat16 || tt.dtype == DataType::kBFloat16) && !p.raw_use;
-    const std::string_view held = p.widened ? memory_type(tt.dtype) : compute_type(tt.dtype);
+    const std::string_view held =
+        p.widened || p.bits ? memory_type(tt.dtype) : compute_type(tt.dtype);
     const std::int64_t bytes = tt.size() * static_cast<std::int64_t>(size_of(tt.dtype));
     // A kernel that places tl::prefetch hints (in scope, or later in this region) has taken
     // over prefetching.
@@ -166,8 +169,9 @@ class LoadPlanner {
     if (!hazards) return;
     p.read_in_place = true;
     p.overlap_checks = std::move(*hazards);
-    p.any_row_stride = matmul_lhs_only(f_, p, res) || transposed_matmul_lhs_only(f_, plan_, res);
-    if (const int reshaped = reshaped_matmul_lhs(f_, plan_, res); reshaped >= 0) {
+    p.any_row_stride =
+        matmul_operand_only(f_, p, res) || transposed_matmul_lhs_only(f_, plan_, res);
+    if (const int reshaped = reshaped_matmul_operand(f_, plan_, res); reshaped >= 0) {
       p.any_row_stride = true;
       at(reshaped).any_row_stride = true;  // the reshape passes the load's row stride on
     }

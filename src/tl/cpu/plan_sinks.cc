@@ -3,7 +3,8 @@
 // before it is overwritten; the loop's yield copy is then skipped). A float32 row sum (or mean) of
 // it is computed in the same loop (softmax: exp, then its sum), so the result is not read back.
 // And the store of it, when that is its other use (sinkable_store), is that loop's too: the
-// elements go to memory when its tile lies there contiguously (a run-time check).
+// elements go to memory when its tile lies there contiguously (a run-time check). A matmul_acc's
+// accumulator computed for it alone in the same region is added into in place.
 #include "src/tl/cpu/plan.h"
 
 namespace tileops::tl::cpu {
@@ -23,11 +24,32 @@ class SinkPlanner {
       const bool elementwise =
           o.kind == OpKind::kUnary || o.kind == OpKind::kBinary || o.kind == OpKind::kWhere;
       if (elementwise) producer(r, i);
+      if (o.kind == OpKind::kMatmul) accumulator(r, i);
     }
   }
 
  private:
   ValuePlan& at(int id) { return plan_[static_cast<std::size_t>(id)]; }
+
+  // The accumulator of matmul_acc r.ops[i], when an elementwise op or a matmul earlier in the
+  // same region computed it into its own array for this use alone: the product adds into that
+  // array instead of a copy of it (o · α + P·V in the tl attention).
+  void accumulator(const Region& r, std::size_t i) {
+    const Op& o = r.ops[i];
+    if (!o.as<MatmulAttrs>().accumulate || o.operands.size() < 3) return;
+    const int acc = o.operands[2];
+    ValuePlan& p = at(acc);
+    const Op* def = p.def;
+    if (def == nullptr || p.uses != 1 || p.fused || p.consumable || p.sunk_store != nullptr ||
+        f_.type_of(acc).kind != TypeKind::kTile) {
+      return;
+    }
+    const bool computed = def->kind == OpKind::kUnary || def->kind == OpKind::kBinary ||
+                          def->kind == OpKind::kWhere || def->kind == OpKind::kMatmul;
+    for (std::size_t j = 0; j < i && computed; ++j) {
+      if (&r.ops[j] == def) p.accumulated_in_place = true;
+    }
+  }
 
   void producer(const Region& r, std::size_t i) {
     const Op& o = r.ops[i];

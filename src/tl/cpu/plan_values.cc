@@ -1,4 +1,5 @@
 // Planning: the use analysis of every value (plan.h), the first pass: what the others read.
+#include <algorithm>
 #include <cstddef>
 
 #include "src/tl/cpu/plan.h"
@@ -55,6 +56,7 @@ class Planner {
         at(v.def->operands[0]).raw_use = true;  // read by the matmul as a float array
       }
     }
+    mark_bits();
     return std::move(plan_);
   }
 
@@ -89,6 +91,44 @@ class Planner {
       ++v.uses;
       v.raw_use = true;
     }
+  }
+
+  // The bfloat16 tiles held as bits (plan.h): the largest set of loads, reshapes and concats
+  // whose operands (of a reshape or concat) are all in the set and whose every use takes bits:
+  // a matmul's a or b (a bfloat16 matmul's both are), or a reshape or concat in the set. Found by
+  // removing what breaks a rule until nothing does.
+  void mark_bits() {
+    std::vector<bool> in(plan_.size(), false);
+    for (std::size_t i = 0; i < plan_.size(); ++i) {
+      const ValuePlan& v = plan_[i];
+      const Type& t = f_.type_of(static_cast<int>(i));
+      in[i] = t.kind == TypeKind::kTile && t.dtype == DataType::kBFloat16 && v.def != nullptr &&
+              (v.def->kind == OpKind::kLoad || v.def->kind == OpKind::kReshape ||
+               v.def->kind == OpKind::kConcat) &&
+              v.uses > 0;
+    }
+    const auto member = [&](int id) { return in[static_cast<std::size_t>(id)]; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t i = 0; i < plan_.size(); ++i) {
+        if (!in[i]) continue;
+        const int id = static_cast<int>(i);
+        const ValuePlan& v = plan_[i];
+        const bool operands = v.def->kind == OpKind::kLoad ||
+                              std::all_of(v.def->operands.begin(), v.def->operands.end(), member);
+        // Yields count as uses but are no users: a yielded tile is read as values.
+        const bool users = v.uses == static_cast<int>(v.users.size()) &&
+                           std::all_of(v.users.begin(), v.users.end(), [&](const Op* u) {
+                             if (u->kind == OpKind::kMatmul) {
+                               return u->operands[0] == id || u->operands[1] == id;
+                             }
+                             return (u->kind == OpKind::kReshape || u->kind == OpKind::kConcat) &&
+                                    member(u->results[0]);
+                           });
+        if (!operands || !users) in[i] = false, changed = true;
+      }
+    }
+    for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].bits = in[i];
   }
 
   // xᵀ used once, as the left operand of a matmul accumulating in float (not float64, whose

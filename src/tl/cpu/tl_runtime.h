@@ -501,10 +501,14 @@ TL_INLINE bool tl_geometry_ok(i64 es, int rank, const i64* d, const i64* s) {
   }
   return true;
 }
-// max (or min) with NaN propagation; ties keep the earlier element like the interpreter.
+// max (or min) with NaN propagation; ties keep the earlier element like the interpreter. Two
+// selects (maxss's own rule, then a NaN v), which the compiler keeps branch-free: one condition
+// of both tests became compare-and-branch chains (a column max of a few columns, decode's
+// scores: 40% of its time).
 template <bool kMax, typename T>
 TL_INLINE T tl_better(T m, T v) {
-  return (kMax ? v > m : v < m) || v != v ? v : m;
+  const T r = (kMax ? v > m : v < m) ? v : m;
+  return v != v ? v : r;
 }
 // Row reductions in explicit vectors (the loop vectoriser does not reliably keep double
 // accumulators or NaN-aware maxima in registers). Sums: lane q of the eight double accumulators
@@ -680,16 +684,19 @@ TL_INLINE T tl_a_at(const T* a, i64 lda, i64 i, i64 p) {
   return kTransA ? a[p * lda + i] : a[i * lda + p];
 }
 // R rows x V vectors of C (W lanes each), all of K: R * V accumulators in registers, each B row
-// loaded once per V * W columns, each A element broadcast once per V FMAs.
+// loaded once per V * W columns, each A element broadcast once per V FMAs. A's elements as
+// tl_a_at reads them (kTransA: held transposed) and B's rows ldb apart: a tile read in place from
+// a row-major tensor (the tensor's row stride) or a copied one (lda = K, ldb = N; B's rows then
+// start anywhere: loaded unaligned).
 template <typename Vec, int W, int V, int R, i64 N, i64 K, bool kTransA>
 TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
-                           const float* __restrict b, i64 lda, i64 i, i64 j) {
+                           const float* __restrict b, i64 lda, i64 ldb, i64 i, i64 j) {
   Vec acc[R][V];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = *(const Vec*)(c + (i + r) * N + j + v * W);
   for (i64 p = 0; p < K; ++p) {
     Vec bv[V];
-    for (int v = 0; v < V; ++v) bv[v] = *(const Vec*)(b + p * N + j + v * W);
+    for (int v = 0; v < V; ++v) __builtin_memcpy(&bv[v], b + p * ldb + j + v * W, sizeof(Vec));
     for (int r = 0; r < R; ++r) {
       const float s = tl_a_at<kTransA>(a, lda, i + r, p);
       for (int v = 0; v < V; ++v) acc[r][v] = tl_fma(acc[r][v], bv[v], s);
@@ -701,12 +708,12 @@ TL_INLINE void tl_mm_block(float* __restrict c, const float* __restrict a,
 // Column strips of V * W, rows in blocks of 6 (6 V accumulators), then 2, then 1.
 template <typename Vec, int W, int V, i64 M, i64 N, i64 K, bool kTransA>
 TL_INLINE void tl_mm_blocks(float* __restrict c, const float* __restrict a,
-                            const float* __restrict b, i64 lda) {
+                            const float* __restrict b, i64 lda, i64 ldb) {
   for (i64 j = 0; j < N; j += V * W) {
     i64 i = 0;
-    for (; i + 6 <= M; i += 6) tl_mm_block<Vec, W, V, 6, N, K, kTransA>(c, a, b, lda, i, j);
-    for (; i + 2 <= M; i += 2) tl_mm_block<Vec, W, V, 2, N, K, kTransA>(c, a, b, lda, i, j);
-    for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K, kTransA>(c, a, b, lda, i, j);
+    for (; i + 6 <= M; i += 6) tl_mm_block<Vec, W, V, 6, N, K, kTransA>(c, a, b, lda, ldb, i, j);
+    for (; i + 2 <= M; i += 2) tl_mm_block<Vec, W, V, 2, N, K, kTransA>(c, a, b, lda, ldb, i, j);
+    for (; i < M; ++i) tl_mm_block<Vec, W, V, 1, N, K, kTransA>(c, a, b, lda, ldb, i, j);
   }
 }
 // C[M][N] += A B for a narrow B (N < 16: decode's scores against a few query rows, where the
@@ -739,10 +746,10 @@ TL_INLINE float tl_hsum(tl_v16f v) {
 #endif
 template <typename Vec, int W, i64 M, i64 N, i64 K>
 TL_INLINE void tl_mm_narrow(float* __restrict c, const float* __restrict a,
-                            const float* __restrict b, i64 lda) {
+                            const float* __restrict b, i64 lda, i64 ldb) {
   alignas(64) float bt[N * K];
   for (i64 p = 0; p < K; ++p)
-    for (i64 j = 0; j < N; ++j) bt[j * K + p] = b[p * N + j];
+    for (i64 j = 0; j < N; ++j) bt[j * K + p] = b[p * ldb + j];
   constexpr i64 KV = K / W * W;
   for (i64 i = 0; i < M; ++i) {
     Vec acc[N];
@@ -763,121 +770,159 @@ TL_INLINE void tl_mm_narrow(float* __restrict c, const float* __restrict a,
     }
   }
 }
-// bfloat16 operands with AVX512-BF16 (chosen by the target: __AVX512BF16__): VDPBF16PS, one
-// instruction per 16 columns and pair of k, where the float32 kernel takes two FMAs. Both tiles
-// hold bfloat16 values as floats (codegen's compute type), narrowed exactly (their high halves)
-// into A's rows of k-pairs (one 32-bit pair broadcast from memory per step: {1to16}) and B's row
-// pairs interleaved, [k / 2][N] pairs of (b[2p][j], b[2p + 1][j]); an odd K pads a zero pair half.
-// Rounding against the float32 kernel: every product of two bfloat16 is exact in float32 either
-// way; the instruction adds the two products of a pair to the accumulator (two float32
-// roundings per pair, as two FMAs), but it ignores MXCSR: subnormal inputs (operands and
-// accumulator) read as zero and subnormal results are flushed to zero (docs/tile-language.md;
-// tl_cpu_matmul_test checks both the agreement and the flush). Inline assembly: GCC 12 and 13
-// spell the builtin's bfloat16 vector type differently.
-#if TL_MM16 && defined(__AVX512BF16__)
-#define TL_MM_BF16 1
-typedef u32 __attribute__((may_alias)) tl_pair;
-TL_INLINE tl_v16f tl_dpbf16(tl_v16f acc, tl_v16f b, const tl_pair* a) {
-  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*a));
-  return acc;
-}
-// R rows x V vectors of C over P pairs of k; `a` rows of P pairs, `b` [P][N] pairs.
-template <int V, int R, i64 N, i64 P>
-TL_INLINE void tl_mm_block_bf16(float* __restrict c, const tl_pair* __restrict a,
-                                const u32* __restrict b, i64 i, i64 j) {
-  tl_v16f acc[R][V];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) acc[r][v] = *(const tl_v16f*)(c + (i + r) * N + j + v * 16);
-  for (i64 p = 0; p < P; ++p) {
-    tl_v16f bv[V];
-    for (int v = 0; v < V; ++v) bv[v] = *(const tl_v16f*)(b + p * N + j + v * 16);
-    for (int r = 0; r < R; ++r)
-      for (int v = 0; v < V; ++v) acc[r][v] = tl_dpbf16(acc[r][v], bv[v], a + (i + r) * P + p);
-  }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) *(tl_v16f*)(c + (i + r) * N + j + v * 16) = acc[r][v];
-}
-template <i64 M, i64 N, i64 K, bool kTransA>
-static void tl_matmul_acc_bf16(float* __restrict c, const float* __restrict a,
-                               const float* __restrict b, i64 lda) {
-  constexpr i64 P = (K + 1) / 2;
-  alignas(64) u16 ah[M * 2 * P];
-  alignas(64) u32 bp[P * N];
-  // A bfloat16 value held as a float has its low 16 bits zero (NaN included: tl_f2bf quiets
-  // and truncates), so its high half is it: a shift, where tl_f2bf's rounding took six steps.
-  for (i64 i = 0; i < M; ++i) {
-    for (i64 q = 0; q < K; ++q)
-      ah[i * 2 * P + q] = (u16)(tl_fbits(tl_a_at<kTransA>(a, lda, i, q)) >> 16);
-    if (K % 2 != 0) ah[i * 2 * P + K] = 0;
-  }
-  for (i64 p = 0; p < K / 2; ++p)
-    for (i64 j = 0; j < N; ++j)
-      bp[p * N + j] =
-          tl_fbits(b[2 * p * N + j]) >> 16 | (tl_fbits(b[(2 * p + 1) * N + j]) & 0xFFFF0000u);
-  if (K % 2 != 0)
-    for (i64 j = 0; j < N; ++j) bp[(P - 1) * N + j] = tl_fbits(b[(K - 1) * N + j]) >> 16;
-  constexpr int V = N % 64 == 0 ? 4 : N % 32 == 0 ? 2 : 1;
-  const tl_pair* const ap = (const tl_pair*)ah;
-  for (i64 j = 0; j < N; j += 16 * V) {
-    i64 i = 0;
-    for (; i + 6 <= M; i += 6) tl_mm_block_bf16<V, 6, N, P>(c, ap, bp, i, j);
-    for (; i + 2 <= M; i += 2) tl_mm_block_bf16<V, 2, N, P>(c, ap, bp, i, j);
-    for (; i < M; ++i) tl_mm_block_bf16<V, 1, N, P>(c, ap, bp, i, j);
-  }
-}
-#else
-#define TL_MM_BF16 0
-#endif
-// kBF16: both operands are bfloat16 tiles (held as floats). kTransA: `a` holds A transposed
-// (tl_a_at).
-template <i64 M, i64 N, i64 K, bool kBF16 = false, bool kTransA = false, typename T>
-static void tl_matmul_acc(float* __restrict c, const T* __restrict a, const T* __restrict b,
-                          i64 lda) {
-#if TL_MM_BF16
-  // The packed operands live on the stack, beyond the tiles codegen counts (codegen.cc's
-  // kStackBudget leaves half the stack to callers): up to 256 KiB (a 256 x 256 x 256 product);
-  // larger ones take the float32 kernel. So do products of fewer than 16 rows: packing B costs
-  // about as much as the FMAs it saves (decode's P·V of 4 query rows: 0.24 -> 0.30 of native).
-  if constexpr (kBF16 && sizeof(T) == 4 && N % 16 == 0 && M >= 16 &&
-                (M + N) * ((K + 1) / 2) <= 65536) {
-    tl_matmul_acc_bf16<M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda);
-    return;
-  }
-#endif
+// The float32 kernels (and the scalar loop of any other compute type). kTransA: `a` holds A
+// transposed (tl_a_at), which only the blocked kernels read as it lies.
+template <i64 M, i64 N, i64 K, bool kTransA, typename T>
+static void tl_matmul_float(float* __restrict c, const T* __restrict a, const T* __restrict b,
+                            i64 lda, i64 ldb) {
 #if TL_MM16
   if constexpr (sizeof(T) == 4 && N % 64 == 0) {
-    tl_mm_blocks<tl_v16f, 16, 4, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_blocks<tl_v16f, 16, 4, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda, ldb);
     return;
   }
   if constexpr (sizeof(T) == 4 && N % 32 == 0) {
-    tl_mm_blocks<tl_v16f, 16, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_blocks<tl_v16f, 16, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda, ldb);
     return;
   }
 #endif
   if constexpr (sizeof(T) == 4 && N % 16 == 0) {
-    tl_mm_blocks<tl_v8f, 8, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_blocks<tl_v8f, 8, 2, M, N, K, kTransA>(c, (const float*)a, (const float*)b, lda, ldb);
   } else if constexpr (kTransA) {  // the other kernels read A's rows along k: untranspose it
     // (codegen counts this array as the transpose's tile: codegen_layout.cc)
     alignas(64) T at[M * K];
     for (i64 p = 0; p < K; ++p)
       for (i64 i = 0; i < M; ++i) at[i * K + p] = a[p * lda + i];
-    tl_matmul_acc<M, N, K, kBF16, false>(c, at, b, K);
+    tl_matmul_float<M, N, K, false>(c, at, b, K, ldb);
   } else if constexpr (sizeof(T) == 4 && N < 16 && K >= 16) {
 #if TL_MM16
-    tl_mm_narrow<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_narrow<tl_v16f, 16, M, N, K>(c, (const float*)a, (const float*)b, lda, ldb);
 #else
-    tl_mm_narrow<tl_v8f, 8, M, N, K>(c, (const float*)a, (const float*)b, lda);
+    tl_mm_narrow<tl_v8f, 8, M, N, K>(c, (const float*)a, (const float*)b, lda, ldb);
 #endif
   } else {
     for (i64 i = 0; i < M; ++i) {
       for (i64 p = 0; p < K; ++p) {
         const auto s = a[i * lda + p];
-        for (i64 j = 0; j < N; ++j) c[i * N + j] += s * b[p * N + j];
+        for (i64 j = 0; j < N; ++j) c[i * N + j] += s * b[p * ldb + j];
       }
     }
   }
 }
 
+// bfloat16 operands with AVX512-BF16 (chosen by the target: __AVX512BF16__): VDPBF16PS, one
+// instruction per 16 columns and pair of k, where the float32 kernel takes two FMAs. A tile holds
+// bfloat16 values either as floats (codegen's compute type) or as their bits (u16: a tile loaded
+// for the matmul alone, plan.h's `bits`). A's rows of k-pairs are the bits themselves when A is
+// held as bits with an even K and row stride (read where they lie, one 32-bit pair broadcast from
+// memory per step: {1to16}), else narrowed exactly into a copy (a float's high half); B's row
+// pairs are interleaved, [k / 2][N] pairs of (b[2p][j], b[2p + 1][j]); an odd K pads a zero pair
+// half. Rounding against the float32 kernel: every product of two bfloat16 is exact in float32
+// either way; the instruction adds the two products of a pair to the accumulator (two float32
+// roundings per pair, as two FMAs), but it ignores MXCSR: subnormal inputs (operands and
+// accumulator) read as zero and subnormal results are flushed to zero (docs/tile-language.md;
+// tl_cpu_matmul_test checks both the agreement and the flush). Inline assembly: GCC 12 and 13
+// spell the builtin's bfloat16 vector type differently.
+// The 16 bits of a bfloat16 value held as a float (its low 16 bits are zero, NaN included:
+// tl_f2bf quiets and truncates) or as its bits.
+TL_INLINE u32 tl_bf16_bits(float f) { return tl_fbits(f) >> 16; }
+TL_INLINE u32 tl_bf16_bits(u16 h) { return h; }
+#if TL_MM16 && defined(__AVX512BF16__)
+#define TL_MM_BF16 1
+typedef u32 __attribute__((may_alias, aligned(2))) tl_pair;
+TL_INLINE tl_v16f tl_dpbf16(tl_v16f acc, tl_v16f b, const tl_pair* a) {
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*a));
+  return acc;
+}
+// R rows x V vectors of C over P pairs of k; `a` rows of P pairs, `apr` pairs apart; `b` [P][N].
+template <int V, int R, i64 N, i64 P>
+TL_INLINE void tl_mm_block_bf16(float* __restrict c, const tl_pair* __restrict a, i64 apr,
+                                const u32* __restrict b, i64 i, i64 j) {
+  tl_v16f acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = *(const tl_v16f*)(c + (i + r) * N + j + v * 16);
+  const tl_pair* row[R];  // each row's pairs: one base register per row, indexed by p
+  for (int r = 0; r < R; ++r) row[r] = a + (i + r) * apr;
+  for (i64 p = 0; p < P; ++p) {
+    tl_v16f bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = *(const tl_v16f*)(b + p * N + j + v * 16);
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) acc[r][v] = tl_dpbf16(acc[r][v], bv[v], row[r] + p);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) *(tl_v16f*)(c + (i + r) * N + j + v * 16) = acc[r][v];
+}
+// Column strips of 16 V, rows in blocks of 6, then 2, then 1 (`apr`: a constant where inlined
+// with one, so that the row addresses fold).
+template <i64 M, i64 N, i64 P>
+TL_INLINE void tl_mm_blocks_bf16(float* __restrict c, const tl_pair* __restrict ap, i64 apr,
+                                 const u32* __restrict bp) {
+  constexpr int V = N % 64 == 0 ? 4 : N % 32 == 0 ? 2 : 1;
+  for (i64 j = 0; j < N; j += 16 * V) {
+    i64 i = 0;
+    for (; i + 6 <= M; i += 6) tl_mm_block_bf16<V, 6, N, P>(c, ap, apr, bp, i, j);
+    for (; i + 2 <= M; i += 2) tl_mm_block_bf16<V, 2, N, P>(c, ap, apr, bp, i, j);
+    for (; i < M; ++i) tl_mm_block_bf16<V, 1, N, P>(c, ap, apr, bp, i, j);
+  }
+}
+// kTransA: `a` holds A transposed (tl_a_at), always as floats (a transposed tile is no bits).
+template <i64 M, i64 N, i64 K, bool kTransA, typename TA, typename TB>
+static void tl_matmul_acc_bf16(float* __restrict c, const TA* __restrict a, const TB* __restrict b,
+                               i64 lda, i64 ldb) {
+  constexpr i64 P = (K + 1) / 2;
+  constexpr bool kABits = sizeof(TA) == 2 && !kTransA;
+  alignas(64) u32 bp[P * N];
+  for (i64 p = 0; p < K / 2; ++p)
+    for (i64 j = 0; j < N; ++j)
+      bp[p * N + j] = tl_bf16_bits(b[2 * p * ldb + j]) | tl_bf16_bits(b[(2 * p + 1) * ldb + j])
+                                                             << 16;
+  if (K % 2 != 0)
+    for (i64 j = 0; j < N; ++j) bp[(P - 1) * N + j] = tl_bf16_bits(b[(K - 1) * ldb + j]);
+  if (kABits && K % 2 == 0 && lda % 2 == 0) {  // A's rows are already k-pairs
+    tl_mm_blocks_bf16<M, N, P>(c, (const tl_pair*)a, lda / 2, bp);
+    return;
+  }
+  alignas(64) u16 ah[M * 2 * P];
+  for (i64 i = 0; i < M; ++i) {
+    for (i64 q = 0; q < K; ++q)
+      ah[i * 2 * P + q] = (u16)tl_bf16_bits(tl_a_at<kTransA>(a, lda, i, q));
+    if (K % 2 != 0) ah[i * 2 * P + K] = 0;
+  }
+  tl_mm_blocks_bf16<M, N, P>(c, (const tl_pair*)ah, P, bp);
+}
+#else
+#define TL_MM_BF16 0
+#endif
+// kBF16: both operands are bfloat16 tiles, each held as floats or as its bits (u16). kTransA:
+// `a` holds A transposed (tl_a_at): xᵀ of a [K, M] tile, never materialised, held as floats.
+template <i64 M, i64 N, i64 K, bool kBF16 = false, bool kTransA = false, typename TA, typename TB>
+static void tl_matmul_acc(float* __restrict c, const TA* __restrict a, const TB* __restrict b,
+                          i64 lda, i64 ldb) {
+#if TL_MM_BF16
+  // The packed operands live on the stack, beyond the tiles codegen counts (codegen.cc's
+  // kStackBudget leaves half the stack to callers): up to 256 KiB (a 256 x 256 x 256 product);
+  // larger ones take the float32 kernel. So do products of fewer than 16 rows: packing B costs
+  // about as much as the FMAs it saves (decode's P·V of 4 query rows: 0.24 -> 0.30 of native).
+  if constexpr (kBF16 && N % 16 == 0 && M >= 16 && (M + N) * ((K + 1) / 2) <= 65536) {
+    tl_matmul_acc_bf16<M, N, K, kTransA>(c, a, b, lda, ldb);
+    return;
+  }
+#endif
+  // bfloat16 bits for the float32 kernels: widened into floats first (codegen counts these
+  // arrays on the stack as the tiles they stand for).
+  if constexpr (sizeof(TA) == 2) {
+    alignas(64) float aw[M * K];
+    for (i64 i = 0; i < M; ++i)
+      for (i64 q = 0; q < K; ++q) aw[i * K + q] = tl_bf2f(tl_a_at<kTransA>(a, lda, i, q));
+    tl_matmul_acc<M, N, K, false>(c, aw, b, K, ldb);
+  } else if constexpr (sizeof(TB) == 2) {
+    alignas(64) float bw[K * N];
+    for (i64 q = 0; q < K; ++q)
+      for (i64 j = 0; j < N; ++j) bw[q * N + j] = tl_bf2f(b[q * ldb + j]);
+    tl_matmul_acc<M, N, K, false, kTransA>(c, a, bw, lda, N);
+  } else {
+    tl_matmul_float<M, N, K, kTransA>(c, a, b, lda, ldb);
+  }
+}
 // The byte code of an 8-bit float value (already on its grid) and back (bitcasts).
 TL_INLINE u8 tl_f8_code(const TlRt* rt, float v, int dtype) {
   u8 code = 0;

@@ -1,16 +1,17 @@
 // The tl attention kernel (attention_kernel.h). Per item the query rows are loaded once, scaled by
 // scale · log2 e (the softmax runs in base 2: one exp2 per score), and the key range
 // [lo(first row), hi(last row)] is walked in tiles of 64 keys (fewer for odd block sizes), each
-// gathered from pieces of rows that never cross a cache block, every piece's block id read from
-// the block table. Per tile: the scores transposed, Sᵀ = K Qᵀ (the key tile is the
-// product's left operand, read in place where its rows allow; Qᵀ is formed once per item), plus
+// made of pieces of rows that never cross a cache block, every piece's block id read from the
+// block table. Per tile: the scores transposed, Sᵀ = K Qᵀ (one product per piece, the key rows its
+// left operand, read in place where their rows allow; Qᵀ is formed once per item), plus
 // the ALiBi bias, masked per row only when the tile crosses a mask edge or ends early, then the
 // online softmax step (row statistics m and l kept as one column per query row)
 //   m' = max(m, rowmax S), p = 2^(S - m'), l = l · 2^(m - m') + rowsum p, o = o · 2^(m - m') + p V
 // where a row whose max is still -inf subtracts 0 instead (-inf - -inf would be NaN) and a NaN
 // score keeps its row NaN. bfloat16 inputs keep K, Qᵀ and V in bfloat16 for both products and
 // round p to bfloat16 for P·V, as the native kernel does (VDPBF16PS where the target has
-// AVX512-BF16), the scale applied to the scores instead. The output is o / l, zeros for a row that
+// AVX512-BF16; K and V loaded for the products alone stay bfloat16 bits, read in place), the scale
+// applied to the scores instead. The output is o / l, zeros for a row that
 // sees no key and NaN for one whose scores were all -inf (l = 0) or held NaN or +inf (l NaN), as
 // softmax(QKᵀ)·V gives.
 #include "src/ops/cpu/tl/attention_kernel.h"
@@ -166,13 +167,38 @@ const tl::Kernel& attention_kernel() {
             }
             return pieces.size() == 1 ? pieces[0] : tl::concat(pieces, 0);
           };
+          // Sᵀ of the tile and acc + P·V of its values: with several pieces, one product per
+          // piece, its key or value rows read in place (no gathered copy), the scores
+          // concatenated and the P·V products added up.
+          const auto piece_key = [&](const tl::Value& j0, int g) { return j0 + g * np_rows; };
+          const auto scores = [&](const tl::Value& j0) {
+            if (ng_pieces == 1) return tl::matmul(gather(kk, j0, k_scale), query_t);
+            std::vector<tl::Value> parts;
+            for (int g : tl::static_range(static_cast<int>(ng_pieces))) {
+              const tl::Value j = piece_key(j0, g);
+              parts.push_back(tl::matmul(
+                  load_rows(kk, np_rows, dt, block_of(j), row_of(j), kvh, k_scale, bf16), query_t));
+            }
+            return tl::concat(parts, 0);
+          };
+          const auto add_pv = [&](const tl::Value& acc, const tl::Value& p_t, const tl::Value& j0) {
+            if (ng_pieces == 1) return tl::matmul_acc(acc, p_t, gather(vv, j0, v_scale));
+            tl::Value sum = acc;
+            for (int g : tl::static_range(static_cast<int>(ng_pieces))) {
+              const tl::Value j = piece_key(j0, g);
+              sum = tl::matmul_acc(
+                  sum, tl::copy(p_t, {rows, np_rows}, {0, g * np_rows}),
+                  load_rows(vv, np_rows, dt, block_of(j), row_of(j), kvh, v_scale, bf16));
+            }
+            return sum;
+          };
           for (tl::Value t : tl::range(tl::ceildiv(end - first, nk))) {
             const tl::Value j0 = first + t * nk;
             const tl::Value n = tl::minimum(end - j0, nk);  // keys in this tile
             // Every row sees every key of a full tile inside [lo(last), hi(first)].
             const tl::Value edge =
                 tl::logical_or(n < nk, tl::logical_or(j0<lo_last, j0 + (nk - 1)> hi_first));
-            tl::Var s = tl::matmul(gather(kk, j0, k_scale), query_t);
+            tl::Var s = scores(j0);
             if (bf16) s = s * scale2;
             s = s + (key_lane + (j0 - (len - 1))).to(kF32) * slope;
             tl::if_(edge, [&] {
@@ -186,20 +212,27 @@ const tl::Kernel& attention_kernel() {
             const tl::Value p = tl::exp2(s - m_use);  // [keys, rows]
             l = l * alpha + tl::reduce_sum(p, {0}, true);
             m = m_new;
-            tl::Var values = gather(vv, j0, v_scale);
+            const tl::Value p_t = bf16 ? tl::transpose(p).to(dtype) : tl::transpose(p);
+            const tl::Value alpha_rows = tl::reshape(alpha, {rows, 1});
+            // Values used by the product alone: read in place where their rows allow, bfloat16
+            // ones kept bfloat16. A masked key's zero probability times its NaN or Inf value
+            // would be NaN (value rows past the tile's keys may be another sequence's): a tile
+            // crossing an edge whose values hold any is multiplied again with those values as
+            // zeros, and the loop below adds each row's visible ones (p · v; 0 · Inf is NaN
+            // there, as in p · V).
+            tl::Var o_next = add_pv(o * alpha_rows, p_t, j0);
             tl::Var careful = n < 0;  // false
             tl::if_(edge, [&] {
-              // Value rows past the tile's keys are zeros (they may be another sequence's).
-              values = tl::where(key_lane < n, values, 0.0f);
+              const tl::Value values = gather(vv, j0, v_scale);
               const tl::Value bad = tl::logical_or(tl::isnan(values), tl::isinf(values));
-              careful = tl::any(bad);
-              // A masked key's zero probability times its NaN or Inf value would be NaN: the
-              // product takes those values as zeros, and the loop below adds each row's
-              // visible ones (p · v; 0 · Inf is NaN there, as in p · V).
-              values = tl::where(bad, 0.0f, values);
+              tl::if_(tl::any(bad), [&] {
+                careful = tl::any(tl::logical_and(bad, key_lane < n));
+                const tl::Value zeroed =
+                    tl::where(tl::logical_or(bad, key_lane >= n), 0.0f, values);
+                o_next = tl::matmul_acc(o * alpha_rows, p_t, zeroed);
+              });
             });
-            const tl::Value p_t = bf16 ? tl::transpose(p).to(dtype) : tl::transpose(p);
-            o = tl::matmul_acc(o * tl::reshape(alpha, {rows, 1}), p_t, values);
+            o = o_next;
             tl::if_(careful, [&] {
               for (tl::Value j : tl::range(n)) {
                 const tl::Value pj = tl::reshape(
