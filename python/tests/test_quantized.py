@@ -48,11 +48,11 @@ def decode(buf, bits, group_size, symmetric):
     """The buffer as docs/quantized-weights.md lays it out: (scales, zeros, codes) of the real rows."""
     b = np.asarray(buf).view(np.uint8)
     magic, = b[0:4].view(np.uint32)
-    assert magic == 0x57514F54 and b[4:6].view(np.uint16)[0] == 1
+    assert magic == 0x57514F54 and b[4:6].view(np.uint16)[0] == 2
     assert (b[6], b[7], b[8:12].view(np.int32)[0]) == (bits, int(symmetric), group_size)
     n, k, total = b[16:40].view(np.int64)
     assert total == b.size
-    k_padded = k if group_size else (k + 31) // 32 * 32
+    k_padded = k if group_size else (k + 63) // 64 * 64
     group = group_size or k_padded
     groups, tiles = k_padded // group, (n + 3) // 4
     meta, row_bytes = (16 if symmetric else 32), group * bits // 8
@@ -60,7 +60,10 @@ def decode(buf, bits, group_size, symmetric):
     scales = blocks[..., :16].copy().view(np.float32).transpose(0, 2, 1).reshape(tiles * 4, groups)
     zeros = (blocks[..., 16:32].copy().view(np.float32).transpose(0, 2, 1).reshape(tiles * 4, groups)
              if not symmetric else np.full_like(scales, 8.0 if bits == 4 else 0.0))
-    codes = blocks[..., meta:].reshape(tiles, groups, 4, row_bytes).transpose(0, 2, 1, 3)
+    run = min(64, row_bytes)  # the 4 rows' codes interleaved in runs of `run` bytes
+    codes = blocks[..., meta:].reshape(tiles, groups, row_bytes // run, 4, run)
+    codes = codes.transpose(0, 1, 3, 2, 4).reshape(tiles, groups, 4, row_bytes)
+    codes = codes.transpose(0, 2, 1, 3)
     if bits == 8:
         codes = codes.view(np.int8).astype(np.int64)
     else:

@@ -55,7 +55,8 @@ Vec rms_norm(const Vec& x, const Vec& w, double eps) {
 
 // The [N, K] weight a quantize_weight buffer stands for, decoded from the documented layout
 // (docs/quantized-weights.md: header, tiles of 4 rows, per group the rows' float32 scales [and
-// zero points], then each row's codes) in float64: w = scale · (code − zero).
+// zero points], then the rows' codes in interleaved runs of up to 64 bytes) in float64:
+// w = scale · (code − zero).
 Vec dequantized(const Tensor& q) {
   const auto* p = static_cast<const unsigned char*>(q.data());
   const auto at = [&](std::int64_t offset, auto value) {
@@ -66,20 +67,24 @@ Vec dequantized(const Tensor& q) {
   const bool symmetric = p[7] != 0;
   const std::int64_t group_size = at(8, std::int32_t{}), n = at(16, std::int64_t{});
   const std::int64_t k = at(24, std::int64_t{});
-  const std::int64_t k_padded = group_size == 0 ? (k + 31) / 32 * 32 : k;
+  const std::int64_t k_padded = group_size == 0 ? (k + 63) / 64 * 64 : k;
   const std::int64_t group = group_size == 0 ? k_padded : group_size, groups = k_padded / group;
   const std::int64_t meta = symmetric ? 16 : 32, row_bytes = group * bits / 8;
+  const std::int64_t run = std::min<std::int64_t>(64, row_bytes);
   Vec w(static_cast<std::size_t>(n * k));
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t block = 64 + ((i / 4) * groups + g) * (meta + 4 * row_bytes);
       const double scale = at(block + (i % 4) * 4, float{});
       const double zero = !symmetric ? at(block + 16 + (i % 4) * 4, float{}) : bits == 4 ? 8 : 0;
-      const std::int64_t codes = block + meta + (i % 4) * row_bytes;
+      // Byte b of the row's codes of this group.
+      const auto byte = [&](std::int64_t b) {
+        return p[block + meta + b / run * 4 * run + (i % 4) * run + b % run];
+      };
       for (std::int64_t j = 0; j < group && g * group + j < k; ++j) {
-        const int code = bits == 8       ? static_cast<signed char>(p[codes + j])
-                         : j < group / 2 ? p[codes + j] & 15
-                                         : p[codes + j - group / 2] >> 4;
+        const int code = bits == 8       ? static_cast<signed char>(byte(j))
+                         : j < group / 2 ? byte(j) & 15
+                                         : byte(j - group / 2) >> 4;
         w[i * k + g * group + j] = scale * (code - zero);
       }
     }

@@ -105,18 +105,23 @@ void expect_layout(const TensorStorage& q, const Quantized& ref, const Format& f
   const auto* p = static_cast<const std::uint8_t*>(q.data());
   const std::int64_t bytes = q.view().numel();
   ASSERT_EQ(read_at<std::uint32_t>(p, 0), 0x57514f54u);
-  EXPECT_EQ(read_at<std::uint16_t>(p, 4), 1);
+  EXPECT_EQ(read_at<std::uint16_t>(p, 4), 2);
   EXPECT_EQ(p[6], f.bits);
   EXPECT_EQ(p[7], f.symmetric ? 1 : 0);
   EXPECT_EQ(read_at<std::int32_t>(p, 8), f.group_size);
   EXPECT_EQ(read_at<std::int64_t>(p, 16), ref.n);
   EXPECT_EQ(read_at<std::int64_t>(p, 24), ref.k);
   EXPECT_EQ(read_at<std::int64_t>(p, 32), bytes);
-  const std::int64_t k_padded = f.group_size == 0 ? (ref.k + 31) / 32 * 32 : ref.k;
+  const std::int64_t k_padded = f.group_size == 0 ? (ref.k + 63) / 64 * 64 : ref.k;
   const std::int64_t group = f.group_size == 0 ? k_padded : f.group_size;
   const std::int64_t groups = k_padded / group, tiles = (ref.n + 3) / 4;
   const std::int64_t meta = f.symmetric ? 16 : 32, row_bytes = group * f.bits / 8;
   const std::int64_t block = meta + 4 * row_bytes;
+  // The rows' codes in interleaved runs of up to 64 bytes: byte j of row r.
+  const std::int64_t run = std::min<std::int64_t>(64, row_bytes);
+  const auto code_at = [&](std::int64_t r, std::int64_t j) {
+    return j / run * 4 * run + r * run + j % run;
+  };
   ASSERT_EQ(bytes, 64 + tiles * groups * block);
   int mismatches = 0;
   for (std::int64_t t = 0; t < tiles; ++t) {
@@ -131,9 +136,9 @@ void expect_layout(const TensorStorage& q, const Quantized& ref, const Format& f
           const std::int64_t col = g * group + j;
           int code;
           if (f.bits == 8) {
-            code = static_cast<std::int8_t>(p[b + meta + r * row_bytes + j]);
+            code = static_cast<std::int8_t>(p[b + meta + code_at(r, j)]);
           } else {
-            const std::uint8_t byte = p[b + meta + r * row_bytes + j % (group / 2)];
+            const std::uint8_t byte = p[b + meta + code_at(r, j % (group / 2))];
             code = j < group / 2 ? byte & 15 : byte >> 4;
           }
           const bool live = i < ref.n && col < ref.k;
@@ -223,7 +228,7 @@ class QuantizedLinearTest : public ::testing::TestWithParam<DataType> {
 
 TEST_P(QuantizedLinearTest, DecodeRow) {
   for (const Format& f : kFormats) {
-    const std::int64_t k = f.group_size == 0 ? 131 : 256;  // per channel: K padded to 160
+    const std::int64_t k = f.group_size == 0 ? 131 : 256;  // per channel: K padded to 192
     check({1, k}, 37, f, true, Layout::kContiguous);
     check({1, k}, 9, f, false, Layout::kStrided);
     check({k}, 1, f, true, Layout::kContiguous);  // a 1-D input is one row
@@ -483,7 +488,7 @@ TEST(QuantizedLinear, RejectsBadBuffersAndShapes) {
     linear_rejects(input, copy, Tensor(), out, "qweight", detail);
   };
   corrupt(0, 0x12345678, 4, "TOQW");
-  corrupt(4, 2, 2, "TOQW");
+  corrupt(4, 1, 2, "version 1");  // the layout before its rows' codes were interleaved
   corrupt(6, 5, 1, "bits");
   corrupt(8, 48, 4, "group_size");
   corrupt(16, 9, 8, "bytes");  // another N: another size

@@ -1,5 +1,5 @@
 """out = x.float() @ dequantize(W)^T for x [M, K] (float32/bfloat16) and a weight W [N, K] in the
-layout of tileops.ops.quantize_weight (version 1): int8 per channel or per group, int4 per group
+layout of tileops.ops.quantize_weight (version 2): int8 per channel or per group, int4 per group
 of 32/64/128, symmetric or with zero points. The kernel reads the packed buffer through strided
 views (codes, scales, zero points), unpacks and scales the codes of one group in registers and
 accumulates in float32; no dequantised copy of W is ever written."""
@@ -13,7 +13,7 @@ HEADER = 64
 MAGIC = 0x57514F54  # "TOQW"
 TILE_M = 32
 ROW_TILES = 8  # layout tiles of 4 weight rows per output tile: 32 output columns
-INT8_CHUNK = 128  # K per step for int8 per channel (its group is all of K)
+RUN = 64  # a block's rows' codes are interleaved in runs of up to this many bytes
 
 
 @asc2.jit
@@ -24,8 +24,10 @@ def dequant_matmul_kernel(x_ptr, c_ptr, s_ptr, z_ptr, o_ptr, m, n, k, tiles, gro
     x_gm = asc2.tensor(x_ptr, [m, k], [xs0, xs1])
     o_gm = asc2.tensor(o_ptr, [m, n], [os0, os1])
     row_bytes = group * bits // 8  # one weight row's codes of one group
-    # Block (t, g): 4 scales [, 4 zero points], then 4 rows of codes (the launch's views).
-    c_gm = asc2.tensor(c_ptr, [tiles, groups, 4, row_bytes], [cs0, cs1, row_bytes, 1])
+    # Block (t, g): 4 scales [, 4 zero points], then the 4 rows' codes in runs of `chunk` bytes,
+    # run c of rows 0-3 at [4c, 4c + 4) (the launch's views; int4: one run per row).
+    c_gm = asc2.tensor(c_ptr, [tiles, groups, 4 * (row_bytes // chunk), chunk],
+                       [cs0, cs1, chunk, 1])
     s_gm = asc2.tensor(s_ptr, [tiles, groups, 4], [ss0, ss1, 1])
     z_gm = asc2.tensor(z_ptr, [tiles, groups, 4], [ss0, ss1, 1])
     cols = 4 * row_tiles
@@ -53,9 +55,9 @@ def dequant_matmul_kernel(x_ptr, c_ptr, s_ptr, z_ptr, o_ptr, m, n, k, tiles, gro
                 acc = asc2.matmul_acc(acc, x_lo.to(asc2.float32), w_lo.T)
                 acc = asc2.matmul_acc(acc, x_hi.to(asc2.float32), w_hi.T)
             else:
-                # Signed int8 codes in K order; past the group (per channel: past K_p) code 0.
-                for c in asc2.range(asc2.ceildiv(group, chunk)):
-                    q = asc2.load(c_gm, [row_tiles, 1, 4, chunk], offsets=[t0, g, 0, c * chunk])
+                # Signed int8 codes in K order, a run at a time.
+                for c in asc2.range(group // chunk):
+                    q = asc2.load(c_gm, [row_tiles, 1, 4, chunk], offsets=[t0, g, 4 * c, 0])
                     w = q.reshape(cols, chunk).to(asc2.float32) * s
                     xt = asc2.load(x_gm, [tile_m, chunk], offsets=[row, g * group + c * chunk])
                     acc = asc2.matmul_acc(acc, xt.to(asc2.float32), w.T)
@@ -78,15 +80,15 @@ def parse_layout(qweight):
     bits, symmetric = int(head[6]), int(head[7])
     group, reserved = (int(v) for v in head[8:16].view("<i4"))
     n, k, total = (int(v) for v in head[16:40].view("<i8"))
-    if magic != MAGIC or version != 1 or reserved != 0 or head[40:].any():
-        raise ValueError("qweight: not a version-1 quantize_weight buffer (magic, version or "
+    if magic != MAGIC or version != 2 or reserved != 0 or head[40:].any():
+        raise ValueError("qweight: not a version-2 quantize_weight buffer (magic, version or "
                          "reserved fields)")
     valid = (bits == 8 and symmetric == 1 and group in (0, 32, 64, 128)) or \
         (bits == 4 and symmetric in (0, 1) and group in (32, 64, 128))
     if not valid or n < 1 or k < 1 or (group and k % group):
         raise ValueError(f"qweight: unsupported attributes bits={bits}, symmetric={symmetric}, "
                          f"group_size={group}, N={n}, K={k}")
-    k_p = k if group else (k + 31) // 32 * 32
+    k_p = k if group else (k + 63) // 64 * 64
     group_k = group or k_p
     block_bytes = 16 * (2 - symmetric if bits == 4 else 1) + 4 * group_k * bits // 8
     tiles = (n + 3) // 4
@@ -96,17 +98,18 @@ def parse_layout(qweight):
                          f"buffer holds {qweight.numel()}")
     return {"bits": bits, "symmetric": bool(symmetric), "group": group, "n": n, "k": k,
             "tiles": tiles, "k_p": k_p, "group_k": group_k, "groups": k_p // group_k,
-            "block_bytes": block_bytes}
+            "block_bytes": block_bytes, "run": min(RUN, group_k * bits // 8)}
 
 
 def _views(qweight, lay):
-    """Strided views of the buffer: codes [tiles, groups, 4, row_bytes] (int8 or uint8), scales
-    and zero points [tiles, groups, 4] float32 (zero points: the scales again if symmetric)."""
-    bb, groups, tiles = lay["block_bytes"], lay["groups"], lay["tiles"]
+    """Strided views of the buffer: codes [tiles, groups, 4 · runs, run] (int8 or uint8; run c
+    of row r at 4c + r), scales and zero points [tiles, groups, 4] float32 (zero points: the
+    scales again if symmetric)."""
+    bb, groups, tiles, run = lay["block_bytes"], lay["groups"], lay["tiles"], lay["run"]
     row_bytes = lay["group_k"] * lay["bits"] // 8
     extra = 16 if lay["bits"] == 4 and not lay["symmetric"] else 0
     raw = qweight.view(torch.int8) if lay["bits"] == 8 else qweight
-    codes = raw.as_strided((tiles, groups, 4, row_bytes), (groups * bb, bb, row_bytes, 1),
+    codes = raw.as_strided((tiles, groups, 4 * (row_bytes // run), run), (groups * bb, bb, run, 1),
                            HEADER + 16 + extra)
     words = qweight.view(torch.float32)  # the size is a multiple of 4 (block_bytes is)
     shape, strides = (tiles, groups, 4), (groups * bb // 4, bb // 4, 1)
@@ -131,10 +134,7 @@ def dequant_matmul(x, qweight, out=None, core_num=0):
     if list(out.shape) != [m, n] or out.dtype != torch.float32:
         raise ValueError(f"out: expected float32 [{m}, {n}], got {out.dtype} {list(out.shape)}")
     codes, scales, zeros = _views(qweight, lay)
-    if lay["bits"] == 4:
-        chunk = lay["group_k"] // 2  # a byte run: the low nibbles, then the high ones
-    else:
-        chunk = lay["group_k"] if lay["group"] else INT8_CHUNK
+    chunk = lay["run"]  # int4: all of a row's group (low nibbles, then the high ones)
     if m > 0:
         dequant_matmul_kernel[core_num](
             x, codes, scales, zeros, out, m, n, lay["k"], lay["tiles"], lay["groups"],
@@ -160,11 +160,14 @@ def dequantize_reference(qweight):
             if lay["bits"] == 4 and not lay["symmetric"]:
                 zero = buf[at:at + 16].view("<f4").astype(np.float64)
                 at += 16
+            row_bytes = gk * lay["bits"] // 8
+            run = min(64, row_bytes)  # the rows' codes interleaved in runs of this many bytes
             for r in range(4):
+                b = np.array([buf[at + i // run * 4 * run + r * run + i % run]
+                              for i in range(row_bytes)], dtype=np.uint8)
                 if lay["bits"] == 8:
-                    q = buf[at + r * gk:at + (r + 1) * gk].view(np.int8).astype(np.float64)
+                    q = b.view(np.int8).astype(np.float64)
                 else:
-                    b = buf[at + r * gk // 2:at + (r + 1) * gk // 2]
                     q = np.concatenate([b & 15, b >> 4]).astype(np.float64)
                 w[4 * t + r, g * gk:(g + 1) * gk] = scale[r] * (q - zero[r])
     return w[:n, :k]

@@ -49,7 +49,7 @@ def test_rejects_bad_arguments():
     x = torch.zeros((2, 64))
     with pytest.raises(ValueError, match=r"qweight: the header implies"):
         dequant_matmul(x, q[:-4].clone())
-    with pytest.raises(ValueError, match="qweight: not a version-1"):
+    with pytest.raises(ValueError, match="qweight: not a version-2"):
         dequant_matmul(x, torch.zeros_like(q))
     with pytest.raises(ValueError, match="qweight: expected the contiguous 1-D"):
         dequant_matmul(x, q.view(torch.int8))

@@ -1,5 +1,6 @@
 #include "src/ops/contracts/quantized_format.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -62,6 +63,7 @@ QuantizedLayout quantized_layout(std::string_view op, std::int64_t n, std::int64
   l.tiles = n / kQuantizedTileRows + (n % kQuantizedTileRows != 0 ? 1 : 0);
   l.meta_bytes = kQuantizedTileRows * 4 * (symmetric ? 1 : 2);
   l.row_code_bytes = checked_mul(l.group, bits, what) / 8;
+  l.run_bytes = std::min(kQuantizedRunBytes, l.row_code_bytes);
   l.block_bytes =
       checked_add(l.meta_bytes, checked_mul(kQuantizedTileRows, l.row_code_bytes, what), what);
   l.total_bytes = checked_add(
@@ -93,7 +95,10 @@ QuantizedLayout read_quantized_header(std::string_view op, std::string_view arg,
   Header h;
   std::memcpy(&h, data, sizeof(h));
   if (h.magic != kQuantizedMagic || h.version != kQuantizedVersion) {
-    fail("quantize_weight's output (format TOQW version 1)", "another header");
+    fail("quantize_weight's output (format TOQW version " + std::to_string(kQuantizedVersion) +
+             "; quantize again what an older tileops wrote)",
+         h.magic != kQuantizedMagic ? std::string("another header")
+                                    : "version " + std::to_string(h.version));
   }
   if (h.symmetric > 1 || h.reserved0 != 0 || h.reserved[0] != 0 || h.reserved[1] != 0 ||
       h.reserved[2] != 0) {

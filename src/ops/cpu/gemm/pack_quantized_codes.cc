@@ -70,8 +70,8 @@ class PackQuantizedCodesCpu final : public Operator {
           for (std::int64_t r = 0; r < kTile; ++r) {
             std::memcpy(block + r * 4, &row_scales[r * groups + g], 4);
             if (has_zeros) std::memcpy(block + (kTile + r) * 4, &row_zeros[r * groups + g], 4);
-            write_group_codes(l, row_codes.data() + r * l.k_padded + g * l.group,
-                              block + l.meta_bytes + r * l.row_code_bytes);
+            write_group_codes(l, r, row_codes.data() + r * l.k_padded + g * l.group,
+                              block + l.meta_bytes);
           }
         }
       }

@@ -114,7 +114,7 @@ class QuantizeWeightCpu final : public Operator {
       if (bits_ == 4 && symmetric_) {  // stored as code + 8
         for (std::int64_t i = 0; i < l.group; ++i) codes[i] += 8;
       }
-      write_group_codes(l, codes, code_bytes + r * l.row_code_bytes);
+      write_group_codes(l, r, codes, code_bytes);
     }
   }
 
@@ -130,14 +130,18 @@ void load_f32_row(const Tensor& t, std::int64_t r, float* out) {
   load_f32(src, t.dtype(), t.stride(1), t.size(1), out);
 }
 
-void write_group_codes(const QuantizedLayout& layout, const int* codes, std::uint8_t* out) {
+void write_group_codes(const QuantizedLayout& layout, std::int64_t r, const int* codes,
+                       std::uint8_t* block_codes) {
   if (layout.bits == 8) {
-    for (std::int64_t i = 0; i < layout.group; ++i) out[i] = static_cast<std::uint8_t>(codes[i]);
+    for (std::int64_t i = 0; i < layout.group; ++i) {
+      block_codes[layout.code_offset(r, i)] = static_cast<std::uint8_t>(codes[i]);
+    }
     return;
   }
   const std::int64_t half = layout.group / 2;
   for (std::int64_t i = 0; i < half; ++i) {
-    out[i] = static_cast<std::uint8_t>(codes[i] | (codes[i + half] << 4));
+    block_codes[layout.code_offset(r, i)] =
+        static_cast<std::uint8_t>(codes[i] | (codes[i + half] << 4));
   }
 }
 

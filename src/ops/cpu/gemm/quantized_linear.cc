@@ -48,8 +48,8 @@ constexpr std::int64_t kMaxKc = 256;  // nr = 48 (AVX-512): twice this
 constexpr std::int64_t kMaxNr = 64;   // gemm_nr() on every target
 
 QuantizedBlocks blocks_of(const QuantizedLayout& l) {
-  return {l.bits,       l.has_zeros(),    l.group,      l.groups_per_row,
-          l.meta_bytes, l.row_code_bytes, l.block_bytes};
+  return {l.bits,       l.has_zeros(),    l.group,       l.groups_per_row,
+          l.meta_bytes, l.row_code_bytes, l.block_bytes, l.run_bytes};
 }
 
 // What every path shares: x as float32 rows (zero past K), the bias, and the epilogue.

@@ -102,10 +102,10 @@ TILEOPS_DPBF16_TARGET void tile_group32(const float* prepared, const std::uint8_
     const auto xlo = reinterpret_cast<__m512bh>(_mm512_loadu_si512(u));
     const auto xhi = reinterpret_cast<__m512bh>(_mm512_loadu_si512(u + 32));
     for (int r = 0; r < kTile; ++r) {
-      const __m128i c0 = _mm_loadu_si128(
-          reinterpret_cast<const __m128i*>(b0 + q.meta_bytes + r * q.row_code_bytes));
+      const __m128i c0 =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + q.meta_bytes + r * q.run_bytes));
       const __m128i c1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                                      b1 + q.meta_bytes + r * q.row_code_bytes))
+                                      b1 + q.meta_bytes + r * q.run_bytes))
                                 : _mm_setzero_si128();
       __m512bh lo, hi;
       codes_as_bf16(_mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1), lo, hi);
@@ -139,7 +139,7 @@ TILEOPS_DPBF16_TARGET void tile_groups(const float* prepared, const std::uint8_t
     _mm_storeu_ps(s, scale);
     const std::uint16_t* u = units + g * (half / 32) * kUnit;
     for (int r = 0; r < kTile; ++r) {
-      const std::uint8_t* codes = block + q.meta_bytes + r * q.row_code_bytes;
+      const std::uint8_t* codes = block + q.meta_bytes + r * q.run_bytes;  // an int4 row: one run
       __m512 part = _mm512_setzero_ps();
       for (std::int64_t c = 0; c < half; c += 32) {
         __m512bh lo, hi;

@@ -59,29 +59,6 @@ HWY_INLINE void Int4Codes(DF d, const std::uint8_t* p, VF& lo, VF& hi) {
   hi = hn::ConvertTo(d, hn::BitCast(di, hn::ShiftRight<4>(b)));
 }
 
-// Requests the next tile's bytes into L2 while the current tile is read, one line per step of
-// the dot loop, spread evenly over the tile. A per-channel tile is four row streams a row's codes
-// apart (2-6 KiB at LLM sizes): streams that short end before the hardware prefetchers lock on,
-// and without this the int8 kernel read memory at half the rate the bfloat16 one did.
-// The int4 kernel, whose groups make one nearly linear stream, is compute-bound and ran 1.5x
-// slower with it (the loop's registers spill), so it does without.
-class NextTileFetch {
- public:
-  // next: the next tile (null for none).
-  NextTileFetch(const std::uint8_t* next, std::int64_t tile_bytes, std::int64_t steps)
-      : next_(next),
-        size_(next == nullptr ? 0 : tile_bytes),
-        stride_((tile_bytes + steps - 1) / std::max<std::int64_t>(steps, 1)) {}
-  HWY_INLINE void Step() {
-    if (offset_ < size_) __builtin_prefetch(next_ + offset_, 0, 2);
-    offset_ += stride_;
-  }
-
- private:
-  const std::uint8_t* next_;
-  std::int64_t size_, stride_, offset_ = 0;
-};
-
 // The group's partial dot products are kept per row and scaled once at the group's end; for
 // int4 the zero point is taken off as s·z·Σx (the lanes of x summed over the group), so the
 // per-element work is the widening and one multiply-add.
@@ -90,13 +67,7 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
             const QuantizedBlocks& q, float* HWY_RESTRICT out) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t tile_bytes = q.groups * q.block_bytes;
   for (std::int64_t t = 0; t < tiles; ++t) {
-    // Per channel only: grouped tiles are one nearly linear run, which the hardware prefetchers
-    // follow; requesting the next tile as well took int8 in groups of 128 from 23-24 to 15-16
-    // GB/s (N = K = 4096, 2 threads, Zen 4).
-    NextTileFetch fetch(q.groups == 1 && t + 1 < tiles ? p + (t + 1) * tile_bytes : nullptr,
-                        tile_bytes, q.groups * (q.group / lanes));
     VF acc[kTile];
     for (VF& a : acc) a = hn::Zero(d);
     for (std::int64_t g = 0; g < q.groups; ++g) {
@@ -107,11 +78,14 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
       VF part[kTile];
       for (VF& s : part) s = hn::Zero(d);
       if constexpr (kBits == 8) {
-        for (std::int64_t c = 0; c < q.group; c += lanes) {
-          fetch.Step();
-          const VF xv = hn::LoadU(d, xg + c);
-          for (int r = 0; r < kTile; ++r) {
-            part[r] = hn::MulAdd(Int8Codes(d, codes + r * q.row_code_bytes + c), xv, part[r]);
+        // Run by run: the tile's bytes in order (a run of each row, then the next runs).
+        for (std::int64_t j = 0; j < q.group; j += q.run_bytes) {
+          const std::uint8_t* run = codes + j * kTile;
+          for (std::int64_t c = 0; c < q.run_bytes; c += lanes) {
+            const VF xv = hn::LoadU(d, xg + j + c);
+            for (int r = 0; r < kTile; ++r) {
+              part[r] = hn::MulAdd(Int8Codes(d, run + r * q.run_bytes + c), xv, part[r]);
+            }
           }
         }
         for (int r = 0; r < kTile; ++r)
@@ -124,7 +98,7 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
           xsum = hn::Add(xsum, hn::Add(xlo, xhi));
           for (int r = 0; r < kTile; ++r) {
             VF lo, hi;
-            Int4Codes(d, codes + r * q.row_code_bytes + c, lo, hi);
+            Int4Codes(d, codes + r * q.run_bytes + c, lo, hi);  // an int4 row: one run
             part[r] = hn::MulAdd(hi, xhi, hn::MulAdd(lo, xlo, part[r]));
           }
         }
@@ -178,24 +152,34 @@ void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const Qu
       const std::int64_t c0 = std::max(k0, g * q.group) - g * q.group;
       const std::int64_t c1 = std::min(k1, (g + 1) * q.group) - g * q.group;
       const std::int64_t k = g * q.group - k0;  // of the group's first element
-      for (int r = 0; r < kTile; ++r) {
-        const std::uint8_t* codes = block + q.meta_bytes + r * q.row_code_bytes;
-        const std::int64_t row = t * kTile + r;
-        const VF s = hn::Set(d, scaled ? meta.scale[r] : 1.0f);
-        if constexpr (kBits == 8) {
-          for (std::int64_t c = c0; c < c1; c += lanes) {
-            if (scaled) {
-              StoreAs(d, hn::Mul(Int8Codes(d, codes + c), s), out.at(row, k + c));
-            } else {
-              StoreExactAs(d, Int8Codes(d, codes + c), out.at(row, k + c));
+      const std::uint8_t* codes = block + q.meta_bytes;
+      if constexpr (kBits == 8) {
+        // Run by run, a vector of each of the 4 rows per step: the block's bytes in order.
+        VF scale[kTile];
+        for (int r = 0; r < kTile; ++r) scale[r] = hn::Set(d, meta.scale[r]);
+        for (std::int64_t j = c0 / q.run_bytes * q.run_bytes; j < c1; j += q.run_bytes) {
+          const std::int64_t c_end = std::min(c1, j + q.run_bytes);
+          const std::uint8_t* run = codes + j * kTile - j;  // row r's code c: run + r·run_bytes + c
+          for (std::int64_t c = std::max(c0, j); c < c_end; c += lanes) {
+            for (int r = 0; r < kTile; ++r) {
+              const VF v = Int8Codes(d, run + r * q.run_bytes + c);
+              if (scaled) {
+                StoreAs(d, hn::Mul(v, scale[r]), out.at(t * kTile + r, k + c));
+              } else {
+                StoreExactAs(d, v, out.at(t * kTile + r, k + c));
+              }
             }
           }
-        } else {
+        }
+      } else {
+        const std::int64_t half = q.group / 2;
+        for (int r = 0; r < kTile; ++r) {
+          const std::int64_t row = t * kTile + r;
+          const VF s = hn::Set(d, scaled ? meta.scale[r] : 1.0f);
           const VF z = hn::Set(d, meta.zero[r]);
-          const std::int64_t half = q.group / 2;
           for (std::int64_t c = 0; c < half; c += lanes) {
             VF lo, hi;
-            Int4Codes(d, codes + c, lo, hi);
+            Int4Codes(d, codes + r * q.run_bytes + c, lo, hi);  // an int4 row: one run
             StoreAs(d, hn::Mul(hn::Sub(lo, z), s), out.at(row, k + c));
             StoreAs(d, hn::Mul(hn::Sub(hi, z), s), out.at(row, k + half + c));
           }
