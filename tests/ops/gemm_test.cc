@@ -101,7 +101,7 @@ TEST_P(GemmTest, EverySimdTarget) {
     SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
     const testing::ScopedEnv amx_env("TILEOPS_AMX", amx);
     testing::for_each_simd_target([&] {
-      check(37, 101, 300, false, false, Layout::kContiguous);
+      check(37, 101, 600, false, false, Layout::kContiguous);  // two K blocks on every target
       check(37, 101, 300, true, true, Layout::kStrided);
       check(9, 50, 70, false, true, Layout::kContiguous);  // decode path
       // decode with 12 whole weight tiles (groups of 4 per thread) and 8 rows more

@@ -21,15 +21,26 @@
 namespace tileops::ops::cpu {
 namespace {
 
-// A B strip (kc × nr floats: 24 KiB on AVX2, 96 KiB on AVX-512) is reused by every A strip of a
-// row block from L1 or L2; an A block (mc × kc, at most 384 KiB) and its accumulator (mc × nc, at
-// most 768 KiB) stay in L2. A packed panel (K × nc) is at most kPanelFloats: it is read from L3
-// once per row block. AVX-512's K blocks are twice as long: its 8 × 48 tiles' accumulators go to
-// L2 half as often (bench/results/cpu-tuning.md).
-constexpr std::int64_t kMaxKc = 256;  // AVX-512 (nr = 48): twice this
+// A B strip (kc × nr floats) is reused by every A strip of a row block from L2; an A block
+// (mc × kc) and its accumulator (mc × nc) stay in L2. A packed panel (K × nc) is at most
+// kPanelFloats: it is read from L3 once per row block.
 constexpr std::int64_t kMaxNc = 1024;
 constexpr std::int64_t kPanelFloats = std::int64_t{2} << 20;
-constexpr std::int64_t kMcMax = 192;
+
+// K blocks and row blocks by the micro-kernel's width (bench/results/cpu-tuning.md). K blocks of
+// 512 send the accumulator tiles to L2 half as often as 256 and halve the micro-kernel's calls.
+// AVX-512's 8 × 48 tiles and AVX2's 4 × 24 ones both take them (the B strip, 48 KiB on AVX2,
+// then leaves L1 for L2); AVX2 halves its row blocks so that its accumulator (96 × 1024 floats),
+// A block and B strips fit the 1 MiB L2 together. Narrower vectors keep the blocks they were
+// tuned with.
+struct Blocking {
+  std::int64_t max_kc, max_mc;
+};
+Blocking blocking_for(std::int64_t nr) {
+  if (nr >= 48) return {512, 192};
+  if (nr >= 24) return {512, 96};
+  return {256, 192};
+}
 constexpr std::int64_t kMaxNr = 64;  // gemm_nr() on every target (48 on AVX-512)
 // bfloat16 on AMX with a linear's weight: up to this many rows the weight is read in place
 // (amx_linear_gemm); beyond, packing it pays (bench/results/cpu-tuning.md).
@@ -39,6 +50,18 @@ constexpr std::int64_t kAmxLinearMaxRows = 512;
 // bfloat16 GEMM (VDPBF16PS) overtakes it sooner (bench/results/cpu-tuning.md).
 constexpr std::int64_t kChunkedDecodeMaxRowsBf16 = 48;
 constexpr std::int64_t kChunkedDecodeMaxRows = 64;
+
+// Requests `count` contiguous float32 elements from each of `n` runs, `stride` elements apart,
+// into L2. The packs read runs of kc floats (1-2 KiB) of rows far apart, too short for the
+// hardware prefetchers to follow: requesting the next strip's runs while one strip is
+// transposed took about a fifth off their time (bench/results/cpu-tuning.md).
+void prefetch_runs(const float* first, std::int64_t n, std::int64_t stride, std::int64_t count) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* run = first + i * stride;
+    for (std::int64_t j = 0; j < count; j += 16) __builtin_prefetch(run + j, 0, 2);
+    __builtin_prefetch(run + count - 1, 0, 2);
+  }
+}
 
 // Rows [i0, i0 + rows) × K [p0, p0 + kc) of A as strips of kGemmMr rows, zero padded.
 void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,
@@ -55,11 +78,15 @@ void pack_a(const MatrixRef& a, std::int64_t i0, std::int64_t rows, std::int64_t
     if (a.dtype == DataType::kFloat32 && a.col_stride == 1 && live == kGemmMr) {
       // Row-major float32: transpose the rows straight into the strip (half the time of a copy
       // to `tmp` and a scatter).
-      const float* rows[kGemmMr];
-      for (std::int64_t r = 0; r < kGemmMr; ++r) {
-        rows[r] = static_cast<const float*>(element(a, i0 + s + r, p0));
+      if (s + kGemmMr < rows) {
+        prefetch_runs(static_cast<const float*>(element(a, i0 + s + kGemmMr, p0)),
+                      std::min(kGemmMr, rows - s - kGemmMr), a.row_stride, kc);
       }
-      gemm_transpose_rows(rows, kGemmMr, kc, strip, kGemmMr);
+      const float* row_ptrs[kGemmMr];
+      for (std::int64_t r = 0; r < kGemmMr; ++r) {
+        row_ptrs[r] = static_cast<const float*>(element(a, i0 + s + r, p0));
+      }
+      gemm_transpose_rows(row_ptrs, kGemmMr, kc, strip, kGemmMr);
       continue;
     }
     for (std::int64_t r = 0; r < kGemmMr; ++r) {
@@ -91,6 +118,10 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t j0, std::int64_t t0
       const float* cols[kMaxNr];
       for (std::int64_t c = 0; c < live; ++c)
         cols[c] = static_cast<const float*>(element(b, p0, j + c));
+      if (t + 1 < t1 && j + nr < n) {
+        prefetch_runs(static_cast<const float*>(element(b, p0, j + nr)), std::min(nr, n - j - nr),
+                      b.col_stride, kc);
+      }
       gemm_transpose_rows(cols, live, kc, strip, nr);
       continue;
     }
@@ -136,15 +167,15 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
   ThreadPool& pool = ctx.threads();
   const int threads = pool.num_threads();
   const std::int64_t nr = gemm_nr();
-  const std::int64_t k_blocks =
-      std::max<std::int64_t>(1, ceil_div(k, nr >= 48 ? 2 * kMaxKc : kMaxKc));
+  const Blocking blocking = blocking_for(nr);
+  const std::int64_t k_blocks = std::max<std::int64_t>(1, ceil_div(k, blocking.max_kc));
   const std::int64_t kc = std::max<std::int64_t>(1, ceil_div(k, k_blocks));
   // Column panels: all of K × nc packed at once, about kPanelFloats, of whole strips, and as
   // few and even as that allows: each panel packs all of A again, and a narrow last panel (32
   // columns of 2048 with panels of 1008) runs mostly padding.
   const std::int64_t nc_limit = std::max(nr, std::min(kMaxNc, kPanelFloats / std::max(k, nr)));
   const std::int64_t nc = round_up(ceil_div(n, ceil_div(n, nc_limit)), nr);
-  const RowBlocks row_plan(m, threads, kMcMax, kGemmMr);
+  const RowBlocks row_plan(m, threads, blocking.max_mc, kGemmMr);
   const std::int64_t mc = row_plan.mc;
 
   const std::int64_t nc_pad = round_up(nc, nr);

@@ -24,15 +24,21 @@ using DF = hn::ScalableTag<float>;
 
 std::int64_t GemmNr() { return 3 * static_cast<std::int64_t>(hn::Lanes(DF())); }
 
+// Lines of the next B strip that a micro-kernel requests while it runs: `lines` cache lines
+// from `next`, one every kc / lines steps (at most one a step), into L2.
+struct BFetch {
+  const float* next;
+  std::int64_t lines;
+};
+
 // A register tile of kRows rows × 3 vectors, rows [kRow0, kRow0 + kRows) of an A strip. Per k:
 // 3·kRows FMAs against 3 B loads and kRows broadcasts. AVX2's 16 registers hold a 4-row tile
 // (12 accumulators, three B vectors, one broadcast); AVX-512's 32 hold 8 rows, which halves the
-// B loads per FMA: the B strip (kc × 48 floats, 48 KiB at kc = 256) streams from L2 there
-// (bench/results/cpu-tuning.md).
+// B loads per FMA (bench/results/cpu-tuning.md).
 template <int kRows, int kRow0>
 HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                               std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
-                              bool accumulate) {
+                              bool accumulate, BFetch fetch) {
   const DF d;
   const std::size_t n = hn::Lanes(d);
   c += kRow0 * ldc;
@@ -43,53 +49,87 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_REST
     for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(c + r * ldc + j, 1, 2);
     __builtin_prefetch(c + r * ldc + 3 * n - 1, 1, 2);
   }
+  // Runs of `every` steps, each after one line's request (the rest of K in one run once the lines
+  // are out): no test inside the run.
+  const std::int64_t every = fetch.lines > 0 ? std::max<std::int64_t>(1, kc / fetch.lines) : kc;
   hn::Vec<DF> acc[kRows][3];
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = acc[r][2] = hn::Zero(d);
   a += kRow0;
+  for (std::int64_t p = 0; p < kc;) {
+    std::int64_t stop = kc;
+    if (fetch.lines > 0) {
+      __builtin_prefetch(fetch.next, 0, 2);
+      fetch.next += 16;
+      if (--fetch.lines > 0) stop = std::min(kc, p + every);
+    }
 #pragma GCC unroll 4
-  for (std::int64_t p = 0; p < kc; ++p) {
-    const auto b0 = hn::Load(d, b);
-    const auto b1 = hn::Load(d, b + n);
-    const auto b2 = hn::Load(d, b + 2 * n);
+    for (; p < stop; ++p) {
+      const auto b0 = hn::Load(d, b);
+      const auto b1 = hn::Load(d, b + n);
+      const auto b2 = hn::Load(d, b + 2 * n);
+#pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r) {
+        const auto av = hn::Set(d, a[r]);
+        acc[r][0] = hn::MulAdd(av, b0, acc[r][0]);
+        acc[r][1] = hn::MulAdd(av, b1, acc[r][1]);
+        acc[r][2] = hn::MulAdd(av, b2, acc[r][2]);
+      }
+      a += kGemmMr;
+      b += 3 * n;
+    }
+  }
+  // Two loops rather than one with a select: GCC then keeps the tile in registers.
+  if (accumulate) {
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
-      const auto av = hn::Set(d, a[r]);
-      acc[r][0] = hn::MulAdd(av, b0, acc[r][0]);
-      acc[r][1] = hn::MulAdd(av, b1, acc[r][1]);
-      acc[r][2] = hn::MulAdd(av, b2, acc[r][2]);
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) {
+        float* out = c + r * ldc + v * n;
+        hn::StoreU(hn::Add(acc[r][v], hn::LoadU(d, out)), d, out);
+      }
     }
-    a += kGemmMr;
-    b += 3 * n;
-  }
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < 3; ++v) {
-      float* out = c + r * ldc + v * n;
-      hn::StoreU(accumulate ? hn::Add(acc[r][v], hn::LoadU(d, out)) : acc[r][v], d, out);
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * n);
     }
   }
 }
 
 // One kGemmMr-row strip against one B strip.
 HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, float* c,
-                            std::int64_t ldc, bool accumulate) {
+                            std::int64_t ldc, bool accumulate, BFetch fetch) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  MicroKernel<8, 0>(a, b, kc, c, ldc, accumulate);
+  MicroKernel<8, 0>(a, b, kc, c, ldc, accumulate, fetch);
 #else
-  MicroKernel<4, 0>(a, b, kc, c, ldc, accumulate);
-  MicroKernel<4, 4>(a, b, kc, c, ldc, accumulate);
+  const BFetch first{fetch.next, fetch.lines / 2};
+  const BFetch second{fetch.next + 16 * first.lines, fetch.lines - first.lines};
+  MicroKernel<4, 0>(a, b, kc, c, ldc, accumulate, first);
+  MicroKernel<4, 4>(a, b, kc, c, ldc, accumulate, second);
 #endif
 }
 
-// B strips outside, A strips inside: one B strip stays in L1 (AVX2: 24 KiB at kc = 256) or L2
-// (AVX-512) while the A block streams from L2.
+// B strips outside, A strips inside: one B strip (kc × nr floats, 48 KiB on AVX2 and 96 KiB on
+// AVX-512 at kc = 512) stays in L2 while the A block streams from L2. The packed B panel is
+// larger than L2 and comes from L3: the A strips of one B strip share out the fetch of the next
+// one, which otherwise stalled the first A strip on it at half speed
+// (bench/results/cpu-tuning.md).
 void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
                  std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
   const std::int64_t nr = GemmNr();
+  const std::int64_t strip_lines = kc * nr / 16;  // 16 floats a line
+  const std::int64_t share = (strip_lines + m_strips - 1) / std::max<std::int64_t>(1, m_strips);
   for (std::int64_t t = 0; t < n_strips; ++t) {
     const float* bt = b + t * kc * nr;
     for (std::int64_t s = 0; s < m_strips; ++s) {
+      const std::int64_t first = s * share;
+      const BFetch fetch{
+          bt + kc * nr + first * 16,
+          t + 1 < n_strips ? std::clamp<std::int64_t>(strip_lines - first, 0, share) : 0};
       StripKernel(a + s * kc * kGemmMr, bt, kc, acc + s * kGemmMr * ld_acc + t * nr, ld_acc,
-                  accumulate);
+                  accumulate, fetch);
     }
   }
 }
