@@ -18,6 +18,7 @@
 #include "src/ops/cpu/row_offsets.h"
 #include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
+#include "src/ops/cpu/simd/dpbf16_dequantize.h"
 #include "src/ops/cpu/simd/dpbf16_int4_kernels.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
@@ -136,8 +137,8 @@ void bf16_rows(const Job& job, std::int64_t m, const std::uint16_t* x16, float* 
     float* scratch = per_thread + chunk * per_thread_floats + kBf16PanelTiles * kTile * ld / 2;
     for (std::int64_t p = p0; p < p1; ++p) {
       const std::int64_t t0 = p * kBf16PanelTiles, t1 = std::min(l.tiles, t0 + kBf16PanelTiles);
-      dequantize_tiles_bf16(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, 0, l.k_padded,
-                            !per_channel, panel, ld);
+      dpbf16_dequantize_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, 0, l.k_padded,
+                              !per_channel, panel, ld);
       for (std::int64_t i = 0; i < m; i += kChunkRows) {
         dpbf16_dot_rows(x16 + i * ld, ld, std::min(kChunkRows, m - i), panel, ld, (t1 - t0) * kTile,
                         l.k_padded, acc + i * ld_out + t0 * kTile, ld_out);
@@ -228,8 +229,8 @@ void bf16_gemm_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
           std::fill(panel + (live_pad - kAmxRows) * kcur, panel + live_pad * kcur,
                     std::uint16_t{0});
         }
-        dequantize_tiles_bf16_row_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, k0,
-                                        k0 + kcur, !per_channel, panel);
+        dpbf16_dequantize_tiles_row_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, k0,
+                                          k0 + kcur, !per_channel, panel);
         dpbf16_block(panel, live_pad, kcur, x_strips + k0 * rows_pad, rows_pad / kAmxCols, acc_t,
                      rows_pad, k0 > 0);
       }

@@ -1,0 +1,108 @@
+#include "src/ops/cpu/simd/dpbf16_dequantize.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/ops/cpu/simd/dpbf16_intrinsics.h"
+#include "tileops/core/error.h"
+
+namespace tileops::ops::cpu {
+namespace {
+
+constexpr int kTile = 4;  // kQuantizedTileRows
+
+// Where element (row, k − k0) goes: rows ld apart, or the row tiles of the bfloat16 dot-product
+// kernels (quantized_kernels.h); runs of 16 at multiples of 16 are contiguous in both.
+struct Panel {
+  std::uint16_t* base;
+  std::int64_t ld;
+  bool row_tiles;
+  std::uint16_t* at(std::int64_t row, std::int64_t k) const {
+    if (!row_tiles) return base + row * ld + k;
+    return base + row / 16 * 16 * ld + k / 32 * 512 + row % 16 * 32 + k % 32;
+  }
+};
+
+#if TILEOPS_DPBF16_CODE
+#if !defined(__clang__)  // GCC 12's intrinsics start from an undefined register (dpbf16_kernels.cc)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+TILEOPS_DPBF16_TARGET inline void store16(__m512 v, std::uint16_t* p) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+}
+
+TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
+                                      const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
+                                      bool scaled, const Panel& out) {
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t g = k0 / q.group; g * q.group < k1; ++g) {
+      const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
+      float scale[kTile], zero[kTile] = {};
+      std::memcpy(scale, block, sizeof(scale));
+      if (q.zeros) std::memcpy(zero, block + sizeof(scale), sizeof(zero));
+      if (q.bits == 4 && !q.zeros) std::fill(zero, zero + kTile, 8.0f);
+      const std::uint8_t* codes = block + q.meta_bytes;
+      const std::int64_t c0 = std::max(k0, g * q.group) - g * q.group;
+      const std::int64_t c1 = std::min(k1, (g + 1) * q.group) - g * q.group;
+      const std::int64_t k = g * q.group - k0;
+      if (q.bits == 8) {  // runs of 32 or 64 codes, the 4 rows' in turn; c0, c1 multiples of 32
+        for (std::int64_t j = c0 / q.run_bytes * q.run_bytes; j < c1; j += q.run_bytes) {
+          const std::int64_t c_end = std::min(c1, j + q.run_bytes);
+          for (int r = 0; r < kTile; ++r) {
+            const std::uint8_t* run = codes + j * kTile + r * q.run_bytes - j;  // code c: run + c
+            const __m512 s = _mm512_set1_ps(scale[r]);
+            for (std::int64_t c = std::max(c0, j); c < c_end; c += 16) {
+              const __m512 v = _mm512_cvtepi32_ps(
+                  _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(run + c))));
+              store16(scaled ? _mm512_mul_ps(v, s) : v, out.at(t * kTile + r, k + c));
+            }
+          }
+        }
+        continue;
+      }
+      // int4, one run per row: byte i holds codes i and i + group / 2.
+      const std::int64_t half = q.group / 2;
+      for (int r = 0; r < kTile; ++r) {
+        const std::int64_t row = t * kTile + r;
+        const __m512 s = _mm512_set1_ps(scaled ? scale[r] : 1.0f);
+        const __m512 z = _mm512_set1_ps(zero[r]);
+        for (std::int64_t c = 0; c < half; c += 16) {
+          const __m512i b = _mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + r * q.run_bytes + c)));
+          const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(15)));
+          const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
+          store16(_mm512_mul_ps(_mm512_sub_ps(lo, z), s), out.at(row, k + c));
+          store16(_mm512_mul_ps(_mm512_sub_ps(hi, z), s), out.at(row, k + half + c));
+        }
+      }
+    }
+  }
+}
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#else
+void dequantize(const std::uint8_t*, std::int64_t, const QuantizedBlocks&, std::int64_t,
+                std::int64_t, bool, const Panel&) {
+  throw_internal_error("linear_quantized", "VDPBF16PS dequantization called without AVX512-BF16");
+}
+#endif
+
+}  // namespace
+
+void dpbf16_dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
+                             const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
+                             bool scaled, std::uint16_t* out, std::int64_t ld) {
+  dequantize(tiles_start, tiles, q, k0, k1, scaled, Panel{out, ld, false});
+}
+
+void dpbf16_dequantize_tiles_row_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
+                                       const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
+                                       bool scaled, std::uint16_t* out) {
+  dequantize(tiles_start, tiles, q, k0, k1, scaled, Panel{out, k1 - k0, true});
+}
+
+}  // namespace tileops::ops::cpu
