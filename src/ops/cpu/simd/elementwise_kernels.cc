@@ -21,20 +21,25 @@ HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// How closely silu's e^-g is computed: to 2 ulp (float32 results), or as 2^(-g·log2 e) to 3e-6
+// (float16) or 1.1e-4 (bfloat16), which their rounding hides (fast_exp-inl.h).
+enum class ExpFit { kFine, kCoarse, kRough };
+
 // silu(g) = g / (1 + e^-g). For g > 87.3, e^-g vanishes against 1, so the exponent is clamped
 // there (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result is 0, whatever the
 // out-of-range exponent gave. NaN propagates through the division by g's own value.
-// kCoarse: results are rounded to a 16-bit float, so e^-g = 2^(-g·log2 e) to 3e-6 suffices.
 // (An approximate reciprocal with a Newton step measured no faster than the divide here.)
-template <bool kCoarse, class D, class V>
+template <ExpFit kFit, class D, class V>
 HWY_INLINE V Silu(D d, V g) {
   const V limit = hn::Set(d, 87.3f);
   const V clamped = hn::Min(g, limit);
   V e;
-  if constexpr (kCoarse) {
+  if constexpr (kFit == ExpFit::kFine) {
+    e = ExpOfNegative(d, clamped);
+  } else if constexpr (kFit == ExpFit::kCoarse) {
     e = Exp2Coarse(d, hn::Mul(clamped, hn::Set(d, -1.44269504088896341f)));
   } else {
-    e = ExpOfNegative(d, clamped);
+    e = Exp2Rough(d, hn::Mul(clamped, hn::Set(d, -1.44269504088896341f)));
   }
   const V silu = hn::Div(g, hn::Add(hn::Set(d, 1.0f), e));
   return hn::IfThenZeroElse(hn::Lt(g, hn::Neg(limit)), silu);
@@ -52,17 +57,17 @@ struct MulOp {
     return hn::Mul(a, b);
   }
 };
-template <bool kCoarse>
+template <ExpFit kFit>
 struct SwigluOp {
   template <class D, class V>
   HWY_INLINE V operator()(D d, V a, V b) const {
-    return hn::Mul(a, Silu<kCoarse>(d, b));
+    return hn::Mul(a, Silu<kFit>(d, b));
   }
 };
 struct SiluOp {  // of a; b is ignored
   template <class D, class V>
   HWY_INLINE V operator()(D d, V a, V) const {
-    return Silu<false>(d, a);
+    return Silu<ExpFit::kFine>(d, a);
   }
 };
 
@@ -94,7 +99,9 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
 
 // float16/bfloat16 results are rounded to 16 bits, so swiglu's exponential may be coarser.
 template <class E>
-using SwigluFor = SwigluOp<!std::is_same_v<E, F32Elem>>;
+using SwigluFor = SwigluOp<std::is_same_v<E, F32Elem>   ? ExpFit::kFine
+                           : std::is_same_v<E, F16Elem> ? ExpFit::kCoarse
+                                                        : ExpFit::kRough>;
 
 void Elementwise(ElementwiseOp op, DataType dtype, const void* a, const void* b, std::int64_t n,
                  void* out, bool stream) {
