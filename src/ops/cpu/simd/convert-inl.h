@@ -171,6 +171,20 @@ HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::u
   }
 }
 
+// StoreF32PairsAsBF16 for values computed from bfloat16 operands alone (elementwise add, mul,
+// swiglu): without its NaN check, as every NaN among them keeps a zero lower half — a
+// propagated operand NaN (payload from a bfloat16, quieted or not) or the hardware's default
+// NaN — so that the rounding's add (at most 0x8000) cannot carry into the upper half, which
+// stays a NaN.
+template <class D>
+HWY_INLINE void StoreF32PairsOfBF16MathAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd,
+                                              std::uint16_t* p, bool stream = false) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  StoreMaybeStreaming(
+      JoinBF16Halves(du32, RoundNumberToBF16High(d, even), RoundNumberToBF16High(d, odd)), du32,
+      reinterpret_cast<std::uint32_t*>(p), stream);
+}
+
 // 2·Lanes(d) bfloat16 values at p, v0's then v1's, rounded like StoreF32AsBF16: the upper halves
 // of both rounded vectors gathered by one ConcatOdd (below AVX-512: two shifts, a pack and a
 // cross-lane permute for 16 values, against three operations per 8 for DemoteTo).

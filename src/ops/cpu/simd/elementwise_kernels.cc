@@ -99,7 +99,8 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
       hn::Vec<decltype(d)> a_even, a_odd, b_even, b_odd;
       E::LoadPairs(d, a + i, a_even, a_odd);
       E::LoadPairs(d, b + i, b_even, b_odd);
-      E::StorePairs(d, op(d, a_even, b_even), op(d, a_odd, b_odd), out + i, stream);
+      // a and b are bfloat16: no NaN check on the results (StorePairsOfOwnMath).
+      E::StorePairsOfOwnMath(d, op(d, a_even, b_even), op(d, a_odd, b_odd), out + i, stream);
     }
   }
   ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
