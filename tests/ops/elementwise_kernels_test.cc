@@ -70,9 +70,10 @@ std::vector<std::uint32_t> operands(const Format& f, std::size_t n, std::mt19937
   std::vector<std::uint32_t> v;
   for (std::size_t i = 0; i < n; ++i) v.push_back(f.encode(real(rng)));
   const float top = f.dtype == DataType::kFloat16 ? 65504.0f : FLT_MAX;
+  // bfloat16 0x7fff: the largest payload, which a carry out of the rounding would turn into -0.
   const std::uint32_t nan_a = f.dtype == DataType::kFloat32   ? 0x7fc01234u
                               : f.dtype == DataType::kFloat16 ? 0x7e55u
-                                                              : 0x7fd5u;
+                                                              : 0x7fffu;
   const std::uint32_t nan_b = f.dtype == DataType::kFloat32   ? 0xffbfffffu  // signalling
                               : f.dtype == DataType::kFloat16 ? 0xfd01u
                                                               : 0xff81u;

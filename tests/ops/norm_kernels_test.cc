@@ -178,7 +178,9 @@ TEST(NormKernels, ScaleRowByWeightRoundsOnce) {
         const auto x_bytes = packed(x);
         auto out = packed(Row{dtype, std::vector<std::uint32_t>(n, 0)});
         const std::size_t size = size_of(dtype);
-        scale_row_by_weight(x_bytes.data() + size, w.data(), scale, dtype,
+        std::vector<float> row_weight(n);
+        arrange_row_weight(dtype, w.data(), static_cast<std::int64_t>(n), row_weight.data());
+        scale_row_by_weight(x_bytes.data() + size, row_weight.data(), scale, dtype,
                             static_cast<std::int64_t>(n), out.data() + size);
         for (std::size_t i = 0; i < n; ++i) {
           ASSERT_EQ(element(out, dtype, i), round_to(dtype, x.at(i) * scale * w[i]))
@@ -186,7 +188,7 @@ TEST(NormKernels, ScaleRowByWeightRoundsOnce) {
         }
         expect_sentinels(out, dtype, n);
         auto in_place = x_bytes;
-        scale_row_by_weight(in_place.data() + size, w.data(), scale, dtype,
+        scale_row_by_weight(in_place.data() + size, row_weight.data(), scale, dtype,
                             static_cast<std::int64_t>(n), in_place.data() + size);
         EXPECT_EQ(in_place, out);
       }

@@ -153,7 +153,10 @@ TEST(SimdTails, NormKernelsStopAtTheRowEnd) {
         }
         expect_near(total, want_total, 1e-5, "sum of rounded squares", n);
 
-        scale_row_by_weight(a, w, 0.5f, f.dtype, n, sum);
+        GuardedRow g_row_weight;  // w as the row kernel reads it
+        float* row_weight = g_row_weight.row<float>(n);
+        arrange_row_weight(f.dtype, w, n, row_weight);
+        scale_row_by_weight(a, row_weight, 0.5f, f.dtype, n, sum);
         for (std::int64_t i = 0; i < n; ++i) {
           expect_near(get(sum, f.dtype, i), get(a, f.dtype, i) * 0.5 * w[i], f.tolerance, "scale",
                       i);

@@ -181,8 +181,9 @@ TEST(ExpNonPositiveRow, WithinTwoUlpOfStdExpAndZeroBelow) {
 
 // Contiguous bfloat16/float16 rows through the fused 16-bit softmax, every length up to 80
 // (paired blocks and tails), in place too: the float32 row softmax of the widened input rounded
-// once, up to one unit in the last place where the 16-bit path's coarser exp (relative error
-// 3e-6) falls on the other side of a rounding boundary, which must stay rare.
+// once, up to one unit in the last place where the 16-bit path's coarser exp (relative error 3e-6
+// for float16, 1.1e-4 for bfloat16) falls on the other side of a rounding boundary, which must stay
+// rare (at most 2% of the elements).
 TEST(SoftmaxRowPipelined, MatchesFloat32RowRoundedOnce) {
   for_each_simd_target([] {
     std::int64_t compared = 0;
@@ -225,6 +226,29 @@ TEST(SoftmaxRowPipelined, MatchesFloat32RowRoundedOnce) {
       }
     }
     EXPECT_LE(off_by_one * 50, compared) << off_by_one << " of " << compared << " off by one";
+  });
+}
+
+// Rows of n equal values, whose softmax is 1/n exactly in float32 (every exp is 2^0 = 1, the sum
+// is n): the 16-bit pipelined softmax's store must round 1/n to nearest even, bit for bit, for n
+// on both sides of the whole blocks (bfloat16 rounds in floating point, RoundSmallToBF16High).
+TEST(SoftmaxRowPipelined, UniformRowsRoundOneOverN) {
+  for_each_simd_target([] {
+    for (const DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+      const bool bf16 = dtype == DataType::kBFloat16;
+      for (std::int64_t n = 1; n <= 300; ++n) {
+        std::vector<std::uint16_t> x(static_cast<std::size_t>(n), 0);  // +0.0: exps of exactly 1
+        std::vector<std::uint16_t> y(x.size(), 0x7fff);  // NaN: unwritten elements fail
+        std::vector<float> scratch(x.size());
+        softmax_row_pipelined(dtype, x.data(), 1.3f, n, scratch.data(), y.data());
+        const float p = 1.0f / static_cast<float>(n);
+        const std::uint16_t expected = bf16 ? float_to_bfloat16(p) : float_to_float16(p);
+        for (std::int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(y[i], expected)
+              << (bf16 ? "bfloat16" : "float16") << " n = " << n << ", i = " << i;
+        }
+      }
+    }
   });
 }
 

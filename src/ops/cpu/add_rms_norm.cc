@@ -66,6 +66,9 @@ class AddRmsNormCpu final : public Operator {
       // Contiguous rows: one pass adds, rounds, stores residual_out and sums the squares of
       // what it stored; the second normalises residual_out (in cache) into out. No scratch.
       const bool stream = stream_stores(out, 4);  // input, residual and both outputs
+      // The scratch rows after w are unused here: the first holds w as the row kernel reads it.
+      float* const row_weight = w + d;
+      arrange_row_weight(dtype, w, d, row_weight);
       const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
       const auto contiguous_rows = [&](int, std::int64_t begin, std::int64_t end) {
         for (std::int64_t r = begin; r < end; ++r) {
@@ -78,8 +81,8 @@ class AddRmsNormCpu final : public Operator {
           // The next input row is fetched during the cached pass (the hardware prefetcher keeps
           // up with the residual stream alone).
           const void* next = r + 1 < end ? element_at(input, input_rows(r + 1)) : nullptr;
-          scale_row_by_weight(sum, w, scale, dtype, d, element_at(out, out_rows(r)), stream, next,
-                              next_bytes);
+          scale_row_by_weight(sum, row_weight, scale, dtype, d, element_at(out, out_rows(r)),
+                              stream, next, next_bytes);
         }
       };
       pool.parallel_range(rows, std::max<std::int64_t>(1, 16384 / d), contiguous_rows);

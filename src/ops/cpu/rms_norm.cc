@@ -55,6 +55,9 @@ class RmsNormCpu final : public Operator {
     if (in_stride == 1 && out_stride == 1) {
       // Contiguous rows: two fused passes straight over the row, no scratch.
       const bool stream = stream_stores(out, 2);  // input and out
+      // The scratch rows after w are unused here: the first holds w as the row kernel reads it.
+      float* const row_weight = w + d;
+      arrange_row_weight(dtype, w, d, row_weight);
       const std::int64_t next_bytes = d * static_cast<std::int64_t>(input.element_size());
       pool.parallel_range(
           rows, std::max<std::int64_t>(1, 16384 / d),
@@ -64,8 +67,8 @@ class RmsNormCpu final : public Operator {
               const float mean = row_sum_of_squares(x, dtype, d) / static_cast<float>(d);
               const float scale = 1.0f / std::sqrt(mean + eps_);
               const void* next = r + 1 < end ? element_at(input, input_rows(r + 1)) : nullptr;
-              scale_row_by_weight(x, w, scale, dtype, d, element_at(out, out_rows(r)), stream, next,
-                                  next_bytes);
+              scale_row_by_weight(x, row_weight, scale, dtype, d, element_at(out, out_rows(r)),
+                                  stream, next, next_bytes);
             }
           });
       return;

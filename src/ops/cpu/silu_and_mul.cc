@@ -1,6 +1,6 @@
 // silu_and_mul on CPU: the two halves of input along `dim` are views with input's strides, the
 // second offset by d·stride[dim]; out = second · silu(first) is then swiglu's kernel over the
-// shared elementwise loop.
+// shared elementwise loop (kSwigluOfHalves: with a software prefetch of both halves).
 #include <memory>
 
 #include "src/ops/contracts/silu_and_mul.decl.h"
@@ -33,7 +33,8 @@ class SiluAndMulCpu final : public Operator {
     const char* first = static_cast<const char*>(tensors[kInput].data());
     // An empty input may have no data: never offset a null pointer.
     const char* second = first == nullptr ? first : first + second_half_bytes_;
-    run_float_elementwise(loop_, ElementwiseOp::kSwiglu, dtype_, second, first, tensors[kOut], ctx);
+    run_float_elementwise(loop_, ElementwiseOp::kSwigluOfHalves, dtype_, second, first,
+                          tensors[kOut], ctx);
   }
 
  private:

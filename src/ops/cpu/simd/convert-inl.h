@@ -87,6 +87,24 @@ HWY_INLINE hn::Vec<hn::Rebind<std::uint32_t, D>> RoundNumberToBF16High(D, hn::Ve
   return hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb));
 }
 
+// RoundNumberToBF16High for v in [0, 2^111] (probabilities; the lower half unspecified). On x86
+// vectors in 3 floating-point operations against its 4 integer ones: Veltkamp's split of v at 8
+// significant bits, hi = c - (c - v) with c = v·(2^16 + 1), rounds to nearest even (checked for
+// every float in [2^-126, 1]); float32 subnormals (v < 2^-126) may come out one bfloat16 unit
+// (2^-133) below the nearest. c must be rounded on its own: GCC's default -ffp-contract=fast
+// would fuse c - v into an FMA across statements, which an empty asm on c forbids.
+template <class D>
+HWY_INLINE hn::Vec<hn::Rebind<std::uint32_t, D>> RoundSmallToBF16High(D d, hn::Vec<D> v) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4
+  const hn::Rebind<std::uint32_t, D> du32;
+  auto c = hn::Mul(v, hn::Set(d, 65537.0f));
+  asm("" : "+x"(c.raw));
+  return hn::BitCast(du32, hn::Sub(c, hn::Sub(c, v)));
+#else
+  return RoundNumberToBF16High(d, v);
+#endif
+}
+
 // RoundNumberToBF16High for any v: NaN stays NaN (quieted).
 template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<std::uint32_t, D>> RoundToBF16High(D d, hn::Vec<D> v) {
@@ -151,6 +169,20 @@ HWY_INLINE void StoreF32PairsAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd, std::u
         JoinBF16Halves(du32, RoundNumberToBF16High(d, even), RoundNumberToBF16High(d, odd)), du32,
         out, stream);
   }
+}
+
+// StoreF32PairsAsBF16 for values computed from bfloat16 operands alone (elementwise add, mul,
+// swiglu): without its NaN check, as every NaN among them keeps a zero lower half — a
+// propagated operand NaN (payload from a bfloat16, quieted or not) or the hardware's default
+// NaN — so that the rounding's add (at most 0x8000) cannot carry into the upper half, which
+// stays a NaN.
+template <class D>
+HWY_INLINE void StoreF32PairsOfBF16MathAsBF16(D d, hn::Vec<D> even, hn::Vec<D> odd,
+                                              std::uint16_t* p, bool stream = false) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  StoreMaybeStreaming(
+      JoinBF16Halves(du32, RoundNumberToBF16High(d, even), RoundNumberToBF16High(d, odd)), du32,
+      reinterpret_cast<std::uint32_t*>(p), stream);
 }
 
 // 2·Lanes(d) bfloat16 values at p, v0's then v1's, rounded like StoreF32AsBF16: the upper halves

@@ -21,20 +21,25 @@ HWY_BEFORE_NAMESPACE();
 namespace tileops::ops::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// How closely silu's e^-g is computed: to 2 ulp (float32 results), or as 2^(-g·log2 e) to 3e-6
+// (float16) or 1.1e-4 (bfloat16), which their rounding hides (fast_exp-inl.h).
+enum class ExpFit { kFine, kCoarse, kRough };
+
 // silu(g) = g / (1 + e^-g). For g > 87.3, e^-g vanishes against 1, so the exponent is clamped
 // there (silu = g); for g < -87.3, |silu(g)| < 1e-35 and the result is 0, whatever the
 // out-of-range exponent gave. NaN propagates through the division by g's own value.
-// kCoarse: results are rounded to a 16-bit float, so e^-g = 2^(-g·log2 e) to 3e-6 suffices.
 // (An approximate reciprocal with a Newton step measured no faster than the divide here.)
-template <bool kCoarse, class D, class V>
+template <ExpFit kFit, class D, class V>
 HWY_INLINE V Silu(D d, V g) {
   const V limit = hn::Set(d, 87.3f);
   const V clamped = hn::Min(g, limit);
   V e;
-  if constexpr (kCoarse) {
+  if constexpr (kFit == ExpFit::kFine) {
+    e = ExpOfNegative(d, clamped);
+  } else if constexpr (kFit == ExpFit::kCoarse) {
     e = Exp2Coarse(d, hn::Mul(clamped, hn::Set(d, -1.44269504088896341f)));
   } else {
-    e = ExpOfNegative(d, clamped);
+    e = Exp2Rough(d, hn::Mul(clamped, hn::Set(d, -1.44269504088896341f)));
   }
   const V silu = hn::Div(g, hn::Add(hn::Set(d, 1.0f), e));
   return hn::IfThenZeroElse(hn::Lt(g, hn::Neg(limit)), silu);
@@ -52,21 +57,25 @@ struct MulOp {
     return hn::Mul(a, b);
   }
 };
-template <bool kCoarse>
+template <ExpFit kFit>
 struct SwigluOp {
   template <class D, class V>
   HWY_INLINE V operator()(D d, V a, V b) const {
-    return hn::Mul(a, Silu<kCoarse>(d, b));
+    return hn::Mul(a, Silu<kFit>(d, b));
   }
 };
 struct SiluOp {  // of a; b is ignored
   template <class D, class V>
   HWY_INLINE V operator()(D d, V a, V) const {
-    return Silu<false>(d, a);
+    return Silu<ExpFit::kFine>(d, a);
   }
 };
 
-template <class E, class Op>
+// Rows' software prefetch distance, in bytes ahead of each operand (0: none).
+// bench/results/cpu-tuning.md: 1 KiB and 4 KiB measured below 2 KiB for silu_and_mul.
+constexpr std::int64_t kHalvesPrefetchBytes = 2048;
+
+template <class E, class Op, std::int64_t kAheadBytes = 0>
 HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void* out_ptr,
                      bool stream) {
   using T = typename E::T;
@@ -79,11 +88,19 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
   std::int64_t i = 0;
   if constexpr (E::kPairs) {
     // Two vectors per step from 32-bit pairs split in place: fewer operations than widening.
+    constexpr std::int64_t kLine = 64;
     for (; i + 2 * lanes <= n; i += 2 * lanes) {
+      // One line of each operand per 64 bytes consumed (a step is at most 64 bytes below
+      // AVX-512); a prefetch past the row's end is harmless.
+      if (kAheadBytes > 0 && (i * std::int64_t{sizeof(T)}) % kLine == 0) {
+        __builtin_prefetch(reinterpret_cast<const char*>(a + i) + kAheadBytes, 0, 3);
+        __builtin_prefetch(reinterpret_cast<const char*>(b + i) + kAheadBytes, 0, 3);
+      }
       hn::Vec<decltype(d)> a_even, a_odd, b_even, b_odd;
       E::LoadPairs(d, a + i, a_even, a_odd);
       E::LoadPairs(d, b + i, b_even, b_odd);
-      E::StorePairs(d, op(d, a_even, b_even), op(d, a_odd, b_odd), out + i, stream);
+      // a and b are bfloat16: no NaN check on the results (StorePairsOfOwnMath).
+      E::StorePairsOfOwnMath(d, op(d, a_even, b_even), op(d, a_odd, b_odd), out + i, stream);
     }
   }
   ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
@@ -94,7 +111,9 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
 
 // float16/bfloat16 results are rounded to 16 bits, so swiglu's exponential may be coarser.
 template <class E>
-using SwigluFor = SwigluOp<!std::is_same_v<E, F32Elem>>;
+using SwigluFor = SwigluOp<std::is_same_v<E, F32Elem>   ? ExpFit::kFine
+                           : std::is_same_v<E, F16Elem> ? ExpFit::kCoarse
+                                                        : ExpFit::kRough>;
 
 void Elementwise(ElementwiseOp op, DataType dtype, const void* a, const void* b, std::int64_t n,
                  void* out, bool stream) {
@@ -107,6 +126,8 @@ void Elementwise(ElementwiseOp op, DataType dtype, const void* a, const void* b,
         return Rows<E, MulOp>(a, b, n, out, stream);
       case ElementwiseOp::kSwiglu:
         return Rows<E, SwigluFor<E>>(a, b, n, out, stream);
+      case ElementwiseOp::kSwigluOfHalves:
+        return Rows<E, SwigluFor<E>, kHalvesPrefetchBytes>(a, b, n, out, stream);
     }
     throw_internal_error("cpu elementwise kernels", "unknown operation");
   });

@@ -16,6 +16,10 @@ enum class ElementwiseOp {
   // a · silu(b), silu(g) = g / (1 + exp(-g)) within 1e-6 relative error; exactly 0 below
   // g = -87.3, where |silu(g)| < 1e-35; never NaN for a finite g.
   kSwiglu,
+  // kSwiglu where a and b are the two halves of each row (silu_and_mul): each block's two streams
+  // start on pages the hardware prefetcher has not seen, so bfloat16 rows are also prefetched
+  // in software, 2 KiB ahead of both.
+  kSwigluOfHalves,
 };
 
 // out[i] = op(a[i], b[i]) for i in [0, n); a, b, out: contiguous, all of `dtype` (float32,

@@ -83,6 +83,25 @@ HWY_INLINE V Exp2Coarse(D d, V y) {
   return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
 }
 
+// 2^y for y in [-127, 127] (as Exp2Coarse) to a relative error below 1.1e-4, exactly 1 at y = 0: a
+// degree-3 fit of 2^f = 1 + f·(c1 + c2·f + c3·f²) on |f| <= 1/2, for results rounded to bfloat16,
+// whose half ulp (2^-9 = 2e-3 relative) is 19 times the error: 1% of the 2^y rounded to bfloat16
+// land one unit off the correctly rounded value (0.03% with Exp2Coarse; uniform y in [-20, 0]),
+// for one operation fewer (10% faster bfloat16 softmax on AVX2). NaN gives NaN.
+template <class D, class V>
+HWY_INLINE V Exp2Rough(D d, V y) {
+  const hn::Rebind<std::uint32_t, D> du32;
+  const V magic = hn::Set(d, 12583039.0f);  // 1.5·2^23 + 127: t's low mantissa bits are n + 127
+  const V t = hn::Add(y, magic);
+  // f = y − n with n rounded to nearest even by Round, beside t rather than after it: the same
+  // n as t's (both round to nearest even), a shorter dependency chain (avx2: softmax +2-5%).
+  const V f = hn::Sub(y, hn::Round(y));
+  V p = hn::MulAdd(hn::Set(d, 0.05500757321715355f), f, hn::Set(d, 0.2422076016664505f));
+  p = hn::MulAdd(p, f, hn::Set(d, 0.6932827234268188f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du32, t))));
+}
+
 // 2^y for y in [-127, 127] to a relative error below 1e-7 (2 ulp): Exp2Coarse's reduction with
 // a degree-6 fit of 2^f on |f| <= 1/2, for float32 results. Fewer constants than ExpNormalRange
 // (no split ln2), which keeps a 2-vector loop within AVX2's 16 registers.
@@ -117,6 +136,17 @@ HWY_INLINE V Exp2CoarseNonPositive(D d, V y) {
   return Exp2Coarse(d, hn::Max(hn::Set(d, -127.0f), y));
 #else
   return hn::IfThenZeroElse(hn::Lt(y, hn::Set(d, -126.5f)), Exp2Coarse(d, y));
+#endif
+}
+
+// Exp2Rough for y <= 0: exactly 0 below -126.5 (-inf included), NaN gives NaN; clamped like
+// Exp2CoarseNonPositive.
+template <class D, class V>
+HWY_INLINE V Exp2RoughNonPositive(D d, V y) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+  return Exp2Rough(d, hn::Max(hn::Set(d, -127.0f), y));
+#else
+  return hn::IfThenZeroElse(hn::Lt(y, hn::Set(d, -126.5f)), Exp2Rough(d, y));
 #endif
 }
 

@@ -1,5 +1,7 @@
 #include "src/ops/cpu/simd/norm_kernels.h"
 
+#include <algorithm>
+
 #include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
 #include "tileops/core/float16.h"
@@ -104,9 +106,16 @@ void ScaleRowByWeightT(const typename E::T* x, const float* w, float scale, std:
     for (std::int64_t b = 0; b < step_bytes && ahead < ahead_end; b += kLine, ahead += kLine) {
       __builtin_prefetch(ahead, 0, 2);
     }
-    const auto y0 = hn::Mul(hn::Mul(E::Load(d, x + i), s), hn::LoadU(d, w + i));
-    const auto y1 = hn::Mul(hn::Mul(E::Load(d, x + i + lanes), s), hn::LoadU(d, w + i + lanes));
-    E::Store2(d, y0, y1, out + i, stream);
+    if constexpr (E::kPairs) {  // w's block is [even | odd] (ArrangeRowWeight)
+      hn::Vec<decltype(d)> even, odd;
+      E::LoadPairs(d, x + i, even, odd);
+      E::StorePairs(d, hn::Mul(hn::Mul(even, s), hn::LoadU(d, w + i)),
+                    hn::Mul(hn::Mul(odd, s), hn::LoadU(d, w + i + lanes)), out + i, stream);
+    } else {
+      const auto y0 = hn::Mul(hn::Mul(E::Load(d, x + i), s), hn::LoadU(d, w + i));
+      const auto y1 = hn::Mul(hn::Mul(E::Load(d, x + i + lanes), s), hn::LoadU(d, w + i + lanes));
+      E::Store2(d, y0, y1, out + i, stream);
+    }
   }
   ForEachVector(d, i, n, [&](std::int64_t j, auto part) {
     const auto y = hn::Mul(hn::Mul(Load<E>(d, x + j, part), s), Load<F32Elem>(d, w + j, part));
@@ -147,6 +156,24 @@ float AddRowsSumOfSquares(DataType dtype, const void* a, const void* b, std::int
   });
 }
 
+// ScaleRowByWeightT's weight: for element types read as split pairs, each whole block of
+// 2·Lanes weights as [even-indexed | odd-indexed], the order of the pairs' vectors; the rest as is.
+void ArrangeRowWeight(DataType dtype, const float* w, std::int64_t n, float* out) {
+  VisitFloat(dtype, kWhat, [&](auto elem) {
+    const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(hn::ScalableTag<float>()));
+    std::int64_t i = 0;
+    if constexpr (decltype(elem)::kPairs) {
+      for (; i + 2 * lanes <= n; i += 2 * lanes) {
+        for (std::int64_t k = 0; k < lanes; ++k) {
+          out[i + k] = w[i + 2 * k];
+          out[i + lanes + k] = w[i + 2 * k + 1];
+        }
+      }
+    }
+    std::copy(w + i, w + n, out + i);
+  });
+}
+
 void ScaleRowByWeight(DataType dtype, const void* x, const float* w, float scale, std::int64_t n,
                       void* out, bool stream, const void* next, std::int64_t next_bytes) {
   VisitFloat(dtype, kWhat, [&](auto elem) {
@@ -168,6 +195,7 @@ HWY_EXPORT(ScaleByWeight);
 HWY_EXPORT(RowSumOfSquares);
 HWY_EXPORT(AddRowsSumOfSquares);
 HWY_EXPORT(ScaleRowByWeight);
+HWY_EXPORT(ArrangeRowWeight);
 
 float sum_of_squares(const float* x, std::int64_t n) {
   return TILEOPS_DYNAMIC_DISPATCH(SumOfSquares)(x, n);
@@ -188,6 +216,10 @@ float row_sum_of_squares(const void* x, DataType dtype, std::int64_t n) {
 float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std::int64_t n,
                               void* sum) {
   return TILEOPS_DYNAMIC_DISPATCH(AddRowsSumOfSquares)(dtype, a, b, n, sum);
+}
+
+void arrange_row_weight(DataType dtype, const float* w, std::int64_t n, float* out) {
+  TILEOPS_DYNAMIC_DISPATCH(ArrangeRowWeight)(dtype, w, n, out);
 }
 
 void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,

@@ -26,10 +26,17 @@ float row_sum_of_squares(const void* x, DataType dtype, std::int64_t n);
 float add_rows_sum_of_squares(const void* a, const void* b, DataType dtype, std::int64_t n,
                               void* sum);
 
+// The float32 weight w[0, n) rearranged into out (not aliasing w) as scale_row_by_weight reads it
+// for rows of dtype: bfloat16 rows are read as split pairs of elements, whose weights are then
+// grouped per block of two vectors (even-indexed first), which saves the lane shuffles of
+// widening; the other dtypes take w as it is.
+void arrange_row_weight(DataType dtype, const float* w, std::int64_t n, float* out);
+
 // out[i] = round(x[i] · scale · w[i]) for contiguous rows x and out of dtype and a float32
-// weight w; out may alias x. stream: write out with streaming stores (src/ops/cpu/streaming.h).
-// Meanwhile pulls up to `next_bytes` bytes at `next` into the L2 cache (nullptr: none): the
-// caller's next row, whose memory read then overlaps this pass over a cached row.
+// weight w as arrange_row_weight laid it out for dtype; out may alias x. stream: write out with
+// streaming stores (src/ops/cpu/streaming.h). Meanwhile pulls up to `next_bytes` bytes at `next`
+// into the L2 cache (nullptr: none): the caller's next row, whose memory read then overlaps this
+// pass over a cached row.
 void scale_row_by_weight(const void* x, const float* w, float scale, DataType dtype, std::int64_t n,
                          void* out, bool stream = false, const void* next = nullptr,
                          std::int64_t next_bytes = 0);

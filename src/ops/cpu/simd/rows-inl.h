@@ -106,6 +106,12 @@ struct BF16Elem {
                                     bool stream = false) {
     StoreF32PairsAsBF16(d, even, odd, p, stream);
   }
+  // StorePairs for values computed from bfloat16 operands alone (StoreF32PairsOfBF16MathAsBF16).
+  template <class D>
+  static HWY_INLINE void StorePairsOfOwnMath(D d, hn::Vec<D> even, hn::Vec<D> odd, T* p,
+                                             bool stream = false) {
+    StoreF32PairsOfBF16MathAsBF16(d, even, odd, p, stream);
+  }
   // StorePairs, leaving in even and odd the values stored.
   template <class D>
   static HWY_INLINE void StorePairsRounded(D d, hn::Vec<D>& even, hn::Vec<D>& odd, T* p) {
