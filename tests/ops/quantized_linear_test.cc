@@ -286,6 +286,7 @@ TEST(QuantizedLinear, SizeOfTheBuffer) {
   // 64 header + tiles · groups · (scales [+ zeros] + 4 rows of codes).
   EXPECT_EQ(quantized_weight_bytes(4096, 4096, 8, 0, true), 64 + 1024 * (16 + 4 * 4096));
   EXPECT_EQ(quantized_weight_bytes(5, 33, 8, 0, true), 64 + 2 * (16 + 4 * 64));
+  EXPECT_EQ(quantized_weight_bytes(5, 65, 8, 0, true), 64 + 2 * (16 + 4 * 128));  // K_p: 64s
   EXPECT_EQ(quantized_weight_bytes(8, 256, 4, 32, true), 64 + 2 * 8 * (16 + 4 * 16));
   EXPECT_EQ(quantized_weight_bytes(8, 256, 4, 128, false), 64 + 2 * 2 * (32 + 4 * 64));
   EXPECT_THROW(quantized_weight_bytes(std::int64_t{1} << 62, 1 << 30, 8, 0, true), Error);
