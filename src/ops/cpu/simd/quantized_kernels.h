@@ -1,9 +1,9 @@
 // SIMD kernels of linear over quantized weights (src/ops/cpu/gemm/quantized_linear.cc; the
 // format is src/ops/contracts/quantized_format.h). A tile is kQuantizedTileRows = 4 weight rows;
 // per group along K it holds 4 float32 scales, with zero points 4 float32 zero points, then the
-// rows' codes in interleaved runs (code_offset): int8, or int4 with byte i of a row's group
-// holding code i (low nibble) and code i + group / 2 (high nibble), so that one vector of bytes
-// widens to two runs of x.
+// rows' codes in interleaved runs (QuantizedLayout::code_offset): int8, or int4 with byte i of a
+// row's group holding code i (low nibble) and code i + group / 2 (high nibble), so that one vector
+// of bytes widens to two runs of x.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +15,8 @@ struct QuantizedBlocks {
   int bits = 8;        // 8: signed codes, w = s·q; 4: codes 0..15, w = s·(q − z)
   bool zeros = false;  // int4 with zero points stored (else z = 8)
   std::int64_t group = 0, groups = 0, meta_bytes = 0, row_code_bytes = 0, block_bytes = 0;
-  std::int64_t run_bytes = 0;  // row_code_bytes is a whole number of runs
-
-  // Byte i of row r's codes from the block's first code byte (QuantizedLayout::code_offset).
-  std::int64_t code_offset(std::int64_t r, std::int64_t i) const {
-    return i / run_bytes * 4 * run_bytes + r * run_bytes + i % run_bytes;
-  }
+  // row_code_bytes is a whole number of runs (QuantizedLayout::code_offset).
+  std::int64_t run_bytes = 0;
 };
 
 // out[4·t + r] = Σ_k x[k] · w(4·t + r, k) over the group·groups elements of x, for `tiles` tiles
