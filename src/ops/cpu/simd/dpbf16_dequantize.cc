@@ -24,11 +24,7 @@ struct Panel {
 };
 
 #if TILEOPS_DPBF16_CODE
-#if !defined(__clang__)  // GCC 12's intrinsics start from an undefined register (dpbf16_kernels.cc)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+TILEOPS_DPBF16_WARNINGS_OFF
 TILEOPS_DPBF16_TARGET inline void store16(__m512 v, std::uint16_t* p) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                       reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
@@ -81,9 +77,7 @@ TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
     }
   }
 }
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+TILEOPS_DPBF16_WARNINGS_ON
 #else
 void dequantize(const std::uint8_t*, std::int64_t, const QuantizedBlocks&, std::int64_t,
                 std::int64_t, bool, const Panel&) {

@@ -13,11 +13,7 @@ namespace tileops::ops::cpu {
 std::int64_t dpbf16_fp8_ld_x(std::int64_t k) { return (k + 31) / 32 * 32; }
 
 #if TILEOPS_DPBF16_CODE
-#if !defined(__clang__)  // GCC 12's intrinsics start from an undefined register (dpbf16_kernels.cc)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+TILEOPS_DPBF16_WARNINGS_OFF
 namespace {
 
 constexpr int kCols = 4;  // weight rows (output columns) per pass
@@ -184,9 +180,7 @@ void dpbf16_fp8_dot_rows(const std::uint16_t* x, std::int64_t ld_x, std::int64_t
   dot_rows(x, ld_x, m, w, ld_w, table_of(kind), n, k, out, ld_out);
 }
 
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+TILEOPS_DPBF16_WARNINGS_ON
 
 #else  // no AVX512-BF16 code on this platform
 

@@ -52,11 +52,7 @@ void dpbf16_int4_prepare_x(const std::uint16_t* x, const QuantizedBlocks& q, flo
 }
 
 #if TILEOPS_DPBF16_CODE
-#if !defined(__clang__)  // GCC 12's intrinsics start from an undefined register (dpbf16_kernels.cc)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+TILEOPS_DPBF16_WARNINGS_OFF
 namespace {
 
 // 32 bytes of codes as two vectors of bfloat16 128 + q: the low nibbles and the high ones.
@@ -171,9 +167,7 @@ void dpbf16_int4_dots_m1(const float* prepared, const std::uint8_t* tiles_start,
   }
 }
 
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+TILEOPS_DPBF16_WARNINGS_ON
 
 #else  // no AVX512-BF16 code on this platform
 

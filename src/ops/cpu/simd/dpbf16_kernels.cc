@@ -11,12 +11,7 @@
 namespace tileops::ops::cpu {
 
 #if TILEOPS_DPBF16_CODE
-// GCC 12's AVX-512 intrinsics start their results from `__Y = __Y` (an undefined register), which
-// its own -Wmaybe-uninitialized reports once inlined here.
-#if !defined(__clang__)  // clang has no such warning group
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+TILEOPS_DPBF16_WARNINGS_OFF
 namespace {
 
 constexpr std::int64_t kTileRows = 16;  // the packed layouts' row tiles and strips
@@ -275,9 +270,7 @@ void dpbf16_packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
   packed_half_blocks(x0, x1, w, pairs, acc0, acc1, accumulate, fetch);
 }
 
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+TILEOPS_DPBF16_WARNINGS_ON
 
 #else  // no AVX512-BF16 code on this platform
 
