@@ -59,6 +59,12 @@ HWY_INLINE void Int4Codes(DF d, const std::uint8_t* p, VF& lo, VF& hi) {
   hi = hn::ConvertTo(d, hn::BitCast(di, hn::ShiftRight<4>(b)));
 }
 
+// Per-channel tiles (4·K bytes) are one linear stream, which the hardware prefetchers lose at
+// every 4 KiB page; requesting the lines 8 KiB ahead took N = K = 4096 from 12 to 16-18 GB/s on
+// one thread (Zen 4, avx2 and AVX-512 alike). Grouped tiles do without: there it cost 12 -> 9-10.
+constexpr std::int64_t kCacheLine = 64;
+constexpr std::int64_t kAheadBytes = 8192;
+
 // The group's partial dot products are kept per row and scaled once at the group's end; for
 // int4 the zero point is taken off as s·z·Σx (the lanes of x summed over the group), so the
 // per-element work is the widening and one multiply-add.
@@ -81,6 +87,11 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
         // Run by run: the tile's bytes in order (a run of each row, then the next runs).
         for (std::int64_t j = 0; j < q.group; j += q.run_bytes) {
           const std::uint8_t* run = codes + j * kTile;
+          if (q.groups == 1) {
+            for (std::int64_t b = 0; b < q.run_bytes * kTile; b += kCacheLine) {
+              __builtin_prefetch(run + kAheadBytes + b, 0, 2);  // never faults past the end
+            }
+          }
           for (std::int64_t c = 0; c < q.run_bytes; c += lanes) {
             const VF xv = hn::LoadU(d, xg + j + c);
             for (int r = 0; r < kTile; ++r) {
