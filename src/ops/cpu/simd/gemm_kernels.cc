@@ -34,20 +34,26 @@ struct BFetch {
 // A register tile of kRows rows × 3 vectors, rows [kRow0, kRow0 + kRows) of an A strip. Per k:
 // 3·kRows FMAs against 3 B loads and kRows broadcasts. AVX2's 16 registers hold a 4-row tile
 // (12 accumulators, three B vectors, one broadcast); AVX-512's 32 hold 8 rows, which halves the
-// B loads per FMA (bench/results/cpu-tuning.md).
-template <int kRows, int kRow0>
+// B loads per FMA (bench/results/cpu-tuning.md). The tile is stored to `out` (row stride
+// ld_out), plus the tile at `in` (ld_in) when kAdd and plus the vectors at `bias` when kBias.
+template <int kRows, int kRow0, bool kAdd, bool kBias>
 HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                              std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
-                              bool accumulate, BFetch fetch) {
+                              std::int64_t kc, const float* in, std::int64_t ld_in, float* out,
+                              std::int64_t ld_out, const float* HWY_RESTRICT bias, BFetch fetch) {
   const DF d;
   const std::size_t n = hn::Lanes(d);
-  c += kRow0 * ldc;
-  // The accumulator tile was last touched a K block ago and has left L1 (in L2 if the caller
-  // keeps its accumulator there): request it now, into L2 only (L1 would evict it again while the
-  // strips stream through), so that the loads at the end do not stall.
+  in += kRow0 * ld_in;
+  out += kRow0 * ld_out;
+  // The tiles read and written were last touched a K block ago (or never: C) and have left L1:
+  // request them now, into L2 only (L1 would evict them again while the strips stream through),
+  // so that the loads and stores at the end do not stall.
   for (int r = 0; r < kRows; ++r) {
-    for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(c + r * ldc + j, 1, 2);
-    __builtin_prefetch(c + r * ldc + 3 * n - 1, 1, 2);
+    for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(out + r * ld_out + j, 1, 2);
+    __builtin_prefetch(out + r * ld_out + 3 * n - 1, 1, 2);
+    if (kAdd && in != out) {
+      for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(in + r * ld_in + j, 0, 2);
+      __builtin_prefetch(in + r * ld_in + 3 * n - 1, 0, 2);
+    }
   }
   // Runs of `every` steps, each after one line's request (the rest of K in one run once the lines
   // are out): no test inside the run.
@@ -79,36 +85,59 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_REST
       b += 3 * n;
     }
   }
-  // Two loops rather than one with a select: GCC then keeps the tile in registers.
-  if (accumulate) {
+  // The store's variants are template constants: with a run-time select GCC spilled the tile.
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) {
-        float* out = c + r * ldc + v * n;
-        hn::StoreU(hn::Add(acc[r][v], hn::LoadU(d, out)), d, out);
-      }
-    }
-  } else {
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * n);
+    for (int v = 0; v < 3; ++v) {
+      auto x = acc[r][v];
+      if constexpr (kAdd) x = hn::Add(x, hn::LoadU(d, in + r * ld_in + v * n));
+      if constexpr (kBias) x = hn::Add(x, hn::LoadU(d, bias + v * n));
+      hn::StoreU(x, d, out + r * ld_out + v * n);
     }
   }
 }
 
-// One kGemmMr-row strip against one B strip.
-HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, float* c,
-                            std::int64_t ldc, bool accumulate, BFetch fetch) {
+// One kGemmMr-row strip against one B strip: out = A·B (+ in) (+ bias) as in MicroKernel.
+template <bool kAdd, bool kBias>
+HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, const float* in,
+                            std::int64_t ld_in, float* out, std::int64_t ld_out, const float* bias,
+                            BFetch fetch) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  MicroKernel<8, 0>(a, b, kc, c, ldc, accumulate, fetch);
+  MicroKernel<8, 0, kAdd, kBias>(a, b, kc, in, ld_in, out, ld_out, bias, fetch);
 #else
   const BFetch first{fetch.next, fetch.lines / 2};
   const BFetch second{fetch.next + 16 * first.lines, fetch.lines - first.lines};
-  MicroKernel<4, 0>(a, b, kc, c, ldc, accumulate, first);
-  MicroKernel<4, 4>(a, b, kc, c, ldc, accumulate, second);
+  MicroKernel<4, 0, kAdd, kBias>(a, b, kc, in, ld_in, out, ld_out, bias, first);
+  MicroKernel<4, 4, kAdd, kBias>(a, b, kc, in, ld_in, out, ld_out, bias, second);
 #endif
+}
+
+// Tile (s, t) of the macro kernel: to `direct` (the caller's C, with its bias) when that covers
+// the tile, else to the accumulator.
+HWY_INLINE void TileKernel(const float* a, const float* b, std::int64_t kc, float* acc,
+                           std::int64_t ld_acc, bool accumulate, const GemmDirectOut* direct,
+                           std::int64_t s, std::int64_t t, BFetch fetch) {
+  const std::int64_t nr = GemmNr();
+  float* tile = acc + s * kGemmMr * ld_acc + t * nr;
+  const float* in = tile;  // read only when accumulating
+  if (direct == nullptr || s >= direct->full_m_strips || t >= direct->full_n_strips) {
+    if (accumulate)
+      return StripKernel<true, false>(a, b, kc, in, ld_acc, tile, ld_acc, nullptr, fetch);
+    return StripKernel<false, false>(a, b, kc, in, ld_acc, tile, ld_acc, nullptr, fetch);
+  }
+  float* c = direct->c + s * kGemmMr * direct->ldc + t * nr;
+  const float* bias = direct->bias == nullptr ? nullptr : direct->bias + t * nr;
+  if (accumulate) {
+    if (bias != nullptr) {
+      return StripKernel<true, true>(a, b, kc, in, ld_acc, c, direct->ldc, bias, fetch);
+    }
+    return StripKernel<true, false>(a, b, kc, in, ld_acc, c, direct->ldc, nullptr, fetch);
+  }
+  if (bias != nullptr) {
+    return StripKernel<false, true>(a, b, kc, in, ld_acc, c, direct->ldc, bias, fetch);
+  }
+  StripKernel<false, false>(a, b, kc, in, ld_acc, c, direct->ldc, nullptr, fetch);
 }
 
 // B strips outside, A strips inside: one B strip (kc × nr floats, 48 KiB on AVX2 and 96 KiB on
@@ -117,7 +146,8 @@ HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, flo
 // one, which otherwise stalled the first A strip on it at half speed
 // (bench/results/cpu-tuning.md).
 void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
-                 std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
+                 std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate,
+                 const GemmDirectOut* direct) {
   const std::int64_t nr = GemmNr();
   const std::int64_t strip_lines = kc * nr / 16;  // 16 floats a line
   const std::int64_t share = (strip_lines + m_strips - 1) / std::max<std::int64_t>(1, m_strips);
@@ -128,8 +158,7 @@ void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int
       const BFetch fetch{
           bt + kc * nr + first * 16,
           t + 1 < n_strips ? std::clamp<std::int64_t>(strip_lines - first, 0, share) : 0};
-      StripKernel(a + s * kc * kGemmMr, bt, kc, acc + s * kGemmMr * ld_acc + t * nr, ld_acc,
-                  accumulate, fetch);
+      TileKernel(a + s * kc * kGemmMr, bt, kc, acc, ld_acc, accumulate, direct, s, t, fetch);
     }
   }
 }
@@ -371,8 +400,10 @@ HWY_EXPORT(DotRowsE5M2);
 std::int64_t gemm_nr() { return TILEOPS_DYNAMIC_DISPATCH(GemmNr)(); }
 
 void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
-                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
-  TILEOPS_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate,
+                       const GemmDirectOut* direct) {
+  TILEOPS_DYNAMIC_DISPATCH(MacroKernel)
+  (a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate, direct);
 }
 
 void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,
