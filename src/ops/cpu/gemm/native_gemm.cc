@@ -2,7 +2,8 @@
 // once (converted to float32, in blocks of kc, shared by all threads); then threads take blocks
 // of mc rows (× a share of the columns when rows are few) and walk K: pack the A block, run the
 // register-tiled micro-kernel into the block's float32 accumulator (which stays in L2 across K),
-// and finally apply alpha, beta and bias and round to C's dtype.
+// and finally apply alpha, beta and bias and round to C's dtype. A float32 C with C = A·B (+ bias)
+// takes the last K block's whole tiles straight from the micro-kernel's registers instead.
 #include <algorithm>
 #include <cstring>
 
