@@ -1,7 +1,7 @@
 // gemm and matmul against a float64 reference, for every dtype and every active implementation:
 // square, skinny (M = 1, 3, 16), tall, K past one cache block and N past one column block, tails
-// of every vector width, transposed and strided operands, alpha/beta, broadcast batches, the
-// class form on new data, and bad inputs.
+// of every vector width, transposed and strided operands, C rows with gaps, alpha/beta, broadcast
+// batches, the class form on new data, and bad inputs.
 #include "tileops/ops/gemm.h"
 
 #include <gtest/gtest.h>
@@ -161,6 +161,39 @@ TEST_P(GemmTest, MatmulBroadcastsBatchDims) {
   expected = testing::reference::matmul(testing::to_doubles(a2), {19, 6}, true,
                                         testing::to_doubles(b2), {4, 19, 40}, false, {4, 6, 40});
   EXPECT_EQ(testing::compare(c2.view(), expected, dot_tolerance(dtype, 19)), "");
+}
+
+// C with unit column stride and gaps between its rows (a column slice of a wider matrix): a
+// float32 C takes the last K block's whole tiles straight from the micro-kernel when alpha = 1
+// and beta = 0, the epilogue otherwise; either way C's partial edge tiles come out right and the
+// gaps stay as they were, on every SIMD target.
+TEST_P(GemmTest, OutputRowsWithGaps) {
+  const auto [dtype, index] = GetParam();
+  const std::int64_t m = 37, n = 101, k = 600, ld = n + 5;
+  const auto elem = static_cast<std::int64_t>(size_of(dtype));
+  Context ctx;
+  ctx.implementation_index = index;
+  testing::for_each_simd_target([&] {
+    for (const double alpha : {1.0, 0.5}) {
+      SCOPED_TRACE(::testing::Message() << "alpha=" << alpha);
+      std::mt19937_64 rng(23);
+      auto a = testing::random_tensor({m, k}, dtype, rng);
+      auto b = testing::random_tensor({n, k}, dtype, rng);  // op(b) = bᵀ: a linear's weight
+      TensorStorage c({m, n}, {ld, 1}, dtype);
+      c.fill_bytes(0xFF);
+      auto expected = testing::reference::matmul(testing::to_doubles(a), {m, k}, false,
+                                                 testing::to_doubles(b), {n, k}, true, {m, n});
+      for (double& e : expected) e *= alpha;
+      gemm(a, b, alpha, 0.0, false, true, c, ctx);
+      EXPECT_EQ(testing::compare(c.view(), expected, dot_tolerance(dtype, k)), "");
+      const auto* bytes = static_cast<const unsigned char*>(c.view().data());
+      for (std::int64_t r = 0; r + 1 < m; ++r) {
+        for (std::int64_t e = (r * ld + n) * elem; e < (r + 1) * ld * elem; ++e) {
+          ASSERT_EQ(bytes[e], 0xFF) << "the gap after row " << r << " was written";
+        }
+      }
+    }
+  });
 }
 
 using Cell = std::tuple<std::int64_t, std::int64_t, double>;

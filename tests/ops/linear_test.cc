@@ -61,6 +61,7 @@ TEST_P(LinearTest, PrefillRowsAndBatches) {
   check({40, 257}, 33, false, Layout::kContiguous);  // ... 16, 16, 8
   check({64, 40}, 21, true, Layout::kStrided);       // float32/float16 chunked, bfloat16 packed
   check({65, 40}, 21, true, Layout::kContiguous);    // the packed GEMM
+  check({70, 600}, 100, true, Layout::kContiguous);  // ... bias in the last K block's store
   check({300, 19}, 50, false, Layout::kStrided);
   check({2, 9, 24}, 30, true, Layout::kContiguous);  // batch folds into rows
   check({2, 9, 24}, 30, true, Layout::kStrided);     // batch as separate GEMMs

@@ -34,6 +34,18 @@ TEST(WorkspacePool, LeasesAreAlignedAndGrowOnly) {
   EXPECT_GE(small.bytes(), std::size_t{1} << 20) << "arenas never shrink";
 }
 
+// Arenas of 4 MiB or more start on a 2 MiB boundary (whole transparent huge pages); smaller
+// ones keep the 64-byte alignment.
+TEST(WorkspacePool, LargeArenasStartOnHugePageBoundaries) {
+  WorkspacePool pool;
+  auto small = pool.acquire(kCpu, nullptr, 0, (std::size_t{4} << 20) - 64);
+  auto large = pool.acquire(kCpu, nullptr, 0, (std::size_t{4} << 20) + 100);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % (std::uintptr_t{2} << 20), 0u);
+  EXPECT_GE(large.bytes(), (std::size_t{4} << 20) + 100);
+  std::memset(large.data(), 1, large.bytes());  // the whole lease is writable
+}
+
 TEST(WorkspacePool, ConcurrentLeasesNeverAlias) {
   WorkspacePool pool;
   auto a = pool.acquire(kCpu, nullptr, 0, 256);

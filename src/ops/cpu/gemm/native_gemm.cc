@@ -2,7 +2,8 @@
 // once (converted to float32, in blocks of kc, shared by all threads); then threads take blocks
 // of mc rows (× a share of the columns when rows are few) and walk K: pack the A block, run the
 // register-tiled micro-kernel into the block's float32 accumulator (which stays in L2 across K),
-// and finally apply alpha, beta and bias and round to C's dtype.
+// and finally apply alpha, beta and bias and round to C's dtype. A float32 C with C = A·B (+ bias)
+// takes the last K block's whole tiles straight from the micro-kernel's registers instead.
 #include <algorithm>
 #include <cstring>
 
@@ -203,6 +204,10 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
     return;
   }
 
+  // C written straight from the micro-kernel's registers: float32, unit column stride, C = A·B
+  // (+ bias).
+  const bool direct_c = call.c.dtype == DataType::kFloat32 && call.c.col_stride == 1 &&
+                        call.alpha == 1.0f && call.beta == 0.0f;
   for (std::int64_t jc = 0; jc < n; jc += nc) {
     const std::int64_t cols = std::min(nc, n - jc);
     const std::int64_t n_strips = ceil_div(cols, nr);
@@ -225,16 +230,30 @@ void native_gemm(const GemmCall& call, const Context& ctx) {
       for (std::int64_t task = begin; task < end; ++task) {
         const auto [i0, rows, t0, t1] = row_plan.task(task, m, n_strips);
         if (t0 == t1) continue;
+        const std::int64_t j0 = jc + t0 * nr, task_cols = std::min(t1 * nr, cols) - t0 * nr;
+        // Whole tiles of a plain float32 C are written by the last K block itself.
+        GemmDirectOut out{nullptr, 0, nullptr, 0, 0};
+        if (direct_c) {
+          out = {static_cast<float*>(mutable_element(call.c, i0, j0)), call.c.row_stride,
+                 bias_f32 != nullptr ? bias_f32 + j0 : nullptr, rows / kGemmMr, task_cols / nr};
+        }
         for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
           const std::int64_t p0 = kb * kc;
           const std::int64_t kcur = std::min(kc, k - p0);
           pack_a(call.a, i0, rows, p0, kcur, a_pack, tmp);
           gemm_macro_kernel(a_pack, ceil_div(rows, kGemmMr),
                             b_pack + kb * kc * nc_pad + t0 * kcur * nr, t1 - t0, kcur, acc, nc_pad,
-                            kb > 0);
+                            kb > 0, direct_c && kb + 1 == k_blocks ? &out : nullptr);
         }
-        store_gemm_rows(call, acc, nc_pad, i0, i0 + rows, jc + t0 * nr,
-                        std::min(t1 * nr, cols) - t0 * nr, bias_f32, scratch);
+        // The rest (all of it without `direct_c`): a partial last A strip, a partial last B strip.
+        const std::int64_t done_rows = out.full_m_strips * kGemmMr;
+        const std::int64_t done_cols = out.full_n_strips * nr;
+        if (done_cols > 0) {
+          store_gemm_rows(call, acc + done_rows * nc_pad, nc_pad, i0 + done_rows, i0 + rows, j0,
+                          task_cols, bias_f32, scratch);
+        }
+        store_gemm_rows(call, acc + done_cols, nc_pad, i0, i0 + (done_cols > 0 ? done_rows : rows),
+                        j0 + done_cols, task_cols - done_cols, bias_f32, scratch);
       }
     };
     pool.parallel_range(k_blocks * n_strips, 2, pack_panel);

@@ -34,20 +34,26 @@ struct BFetch {
 // A register tile of kRows rows × 3 vectors, rows [kRow0, kRow0 + kRows) of an A strip. Per k:
 // 3·kRows FMAs against 3 B loads and kRows broadcasts. AVX2's 16 registers hold a 4-row tile
 // (12 accumulators, three B vectors, one broadcast); AVX-512's 32 hold 8 rows, which halves the
-// B loads per FMA (bench/results/cpu-tuning.md).
-template <int kRows, int kRow0>
+// B loads per FMA (bench/results/cpu-tuning.md). The tile is stored to `out` (row stride
+// ld_out), plus the tile at `in` (ld_in) when kAdd and plus the vectors at `bias` when kBias.
+template <int kRows, int kRow0, bool kAdd, bool kBias>
 HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                              std::int64_t kc, float* HWY_RESTRICT c, std::int64_t ldc,
-                              bool accumulate, BFetch fetch) {
+                              std::int64_t kc, const float* in, std::int64_t ld_in, float* out,
+                              std::int64_t ld_out, const float* HWY_RESTRICT bias, BFetch fetch) {
   const DF d;
   const std::size_t n = hn::Lanes(d);
-  c += kRow0 * ldc;
-  // The accumulator tile was last touched a K block ago and has left L1 (in L2 if the caller
-  // keeps its accumulator there): request it now, into L2 only (L1 would evict it again while the
-  // strips stream through), so that the loads at the end do not stall.
+  in += kRow0 * ld_in;
+  out += kRow0 * ld_out;
+  // The tiles read and written were last touched a K block ago (or never: C) and have left L1:
+  // request them now, into L2 only (L1 would evict them again while the strips stream through),
+  // so that the loads and stores at the end do not stall.
   for (int r = 0; r < kRows; ++r) {
-    for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(c + r * ldc + j, 1, 2);
-    __builtin_prefetch(c + r * ldc + 3 * n - 1, 1, 2);
+    for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(out + r * ld_out + j, 1, 2);
+    __builtin_prefetch(out + r * ld_out + 3 * n - 1, 1, 2);
+    if (kAdd && in != out) {
+      for (std::size_t j = 0; j < 3 * n; j += 16) __builtin_prefetch(in + r * ld_in + j, 0, 2);
+      __builtin_prefetch(in + r * ld_in + 3 * n - 1, 0, 2);
+    }
   }
   // Runs of `every` steps, each after one line's request (the rest of K in one run once the lines
   // are out): no test inside the run.
@@ -79,36 +85,59 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT a, const float* HWY_REST
       b += 3 * n;
     }
   }
-  // Two loops rather than one with a select: GCC then keeps the tile in registers.
-  if (accumulate) {
+  // The store's variants are template constants: with a run-time select GCC spilled the tile.
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) {
-        float* out = c + r * ldc + v * n;
-        hn::StoreU(hn::Add(acc[r][v], hn::LoadU(d, out)), d, out);
-      }
-    }
-  } else {
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * n);
+    for (int v = 0; v < 3; ++v) {
+      auto x = acc[r][v];
+      if constexpr (kAdd) x = hn::Add(x, hn::LoadU(d, in + r * ld_in + v * n));
+      if constexpr (kBias) x = hn::Add(x, hn::LoadU(d, bias + v * n));
+      hn::StoreU(x, d, out + r * ld_out + v * n);
     }
   }
 }
 
-// One kGemmMr-row strip against one B strip.
-HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, float* c,
-                            std::int64_t ldc, bool accumulate, BFetch fetch) {
+// One kGemmMr-row strip against one B strip: out = A·B (+ in) (+ bias) as in MicroKernel.
+template <bool kAdd, bool kBias>
+HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, const float* in,
+                            std::int64_t ld_in, float* out, std::int64_t ld_out, const float* bias,
+                            BFetch fetch) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  MicroKernel<8, 0>(a, b, kc, c, ldc, accumulate, fetch);
+  MicroKernel<8, 0, kAdd, kBias>(a, b, kc, in, ld_in, out, ld_out, bias, fetch);
 #else
   const BFetch first{fetch.next, fetch.lines / 2};
   const BFetch second{fetch.next + 16 * first.lines, fetch.lines - first.lines};
-  MicroKernel<4, 0>(a, b, kc, c, ldc, accumulate, first);
-  MicroKernel<4, 4>(a, b, kc, c, ldc, accumulate, second);
+  MicroKernel<4, 0, kAdd, kBias>(a, b, kc, in, ld_in, out, ld_out, bias, first);
+  MicroKernel<4, 4, kAdd, kBias>(a, b, kc, in, ld_in, out, ld_out, bias, second);
 #endif
+}
+
+// Tile (s, t) of the macro kernel: to `direct` (the caller's C, with its bias) when that covers
+// the tile, else to the accumulator.
+HWY_INLINE void TileKernel(const float* a, const float* b, std::int64_t kc, float* acc,
+                           std::int64_t ld_acc, bool accumulate, const GemmDirectOut* direct,
+                           std::int64_t s, std::int64_t t, BFetch fetch) {
+  const std::int64_t nr = GemmNr();
+  float* tile = acc + s * kGemmMr * ld_acc + t * nr;
+  const float* in = tile;  // read only when accumulating
+  if (direct == nullptr || s >= direct->full_m_strips || t >= direct->full_n_strips) {
+    if (accumulate)
+      return StripKernel<true, false>(a, b, kc, in, ld_acc, tile, ld_acc, nullptr, fetch);
+    return StripKernel<false, false>(a, b, kc, in, ld_acc, tile, ld_acc, nullptr, fetch);
+  }
+  float* c = direct->c + s * kGemmMr * direct->ldc + t * nr;
+  const float* bias = direct->bias == nullptr ? nullptr : direct->bias + t * nr;
+  if (accumulate) {
+    if (bias != nullptr) {
+      return StripKernel<true, true>(a, b, kc, in, ld_acc, c, direct->ldc, bias, fetch);
+    }
+    return StripKernel<true, false>(a, b, kc, in, ld_acc, c, direct->ldc, nullptr, fetch);
+  }
+  if (bias != nullptr) {
+    return StripKernel<false, true>(a, b, kc, in, ld_acc, c, direct->ldc, bias, fetch);
+  }
+  StripKernel<false, false>(a, b, kc, in, ld_acc, c, direct->ldc, nullptr, fetch);
 }
 
 // B strips outside, A strips inside: one B strip (kc × nr floats, 48 KiB on AVX2 and 96 KiB on
@@ -117,7 +146,8 @@ HWY_INLINE void StripKernel(const float* a, const float* b, std::int64_t kc, flo
 // one, which otherwise stalled the first A strip on it at half speed
 // (bench/results/cpu-tuning.md).
 void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
-                 std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
+                 std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate,
+                 const GemmDirectOut* direct) {
   const std::int64_t nr = GemmNr();
   const std::int64_t strip_lines = kc * nr / 16;  // 16 floats a line
   const std::int64_t share = (strip_lines + m_strips - 1) / std::max<std::int64_t>(1, m_strips);
@@ -128,8 +158,7 @@ void MacroKernel(const float* a, std::int64_t m_strips, const float* b, std::int
       const BFetch fetch{
           bt + kc * nr + first * 16,
           t + 1 < n_strips ? std::clamp<std::int64_t>(strip_lines - first, 0, share) : 0};
-      StripKernel(a + s * kc * kGemmMr, bt, kc, acc + s * kGemmMr * ld_acc + t * nr, ld_acc,
-                  accumulate, fetch);
+      TileKernel(a + s * kc * kGemmMr, bt, kc, acc, ld_acc, accumulate, direct, s, t, fetch);
     }
   }
 }
@@ -155,6 +184,49 @@ void EpilogueRow(const float* acc, float alpha, const float* c, float beta, cons
   }
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// TransposeRows over groups of 8 rows in 8 × 8 blocks of 256-bit registers: half the loads and
+// stores of 4 × 4 blocks and three quarters of the shuffles. Returns the rows done.
+std::int64_t Transpose8Rows(const float* const* rows, std::int64_t n_rows, std::int64_t count,
+                            float* out, std::int64_t ld) {
+  const hn::FixedTag<float, 8> d;
+  const hn::Repartition<std::uint64_t, decltype(d)> du;
+  using V = hn::Vec<decltype(d)>;
+  std::int64_t r = 0;
+  for (; r + 8 <= n_rows; r += 8) {
+    std::int64_t p = 0;
+    for (; p + 8 <= count; p += 8) {
+      V v[8];
+      for (int i = 0; i < 8; ++i) v[i] = hn::LoadU(d, rows[r + i] + p);
+      // Per 128-bit half, rows 2i and 2i + 1 paired: t[2i] holds elements 0, 1 (| 4, 5),
+      // t[2i + 1] elements 2, 3 (| 6, 7).
+      hn::Vec<decltype(du)> t[8];
+      for (int i = 0; i < 4; ++i) {
+        t[2 * i] = hn::BitCast(du, hn::InterleaveLower(d, v[2 * i], v[2 * i + 1]));
+        t[2 * i + 1] = hn::BitCast(du, hn::InterleaveUpper(d, v[2 * i], v[2 * i + 1]));
+      }
+      // u[q][c]: column c (| c + 4) of rows 4q .. 4q + 3.
+      V u[2][4];
+      for (int q = 0; q < 2; ++q) {
+        u[q][0] = hn::BitCast(d, hn::InterleaveLower(du, t[4 * q], t[4 * q + 2]));
+        u[q][1] = hn::BitCast(d, hn::InterleaveUpper(du, t[4 * q], t[4 * q + 2]));
+        u[q][2] = hn::BitCast(d, hn::InterleaveLower(du, t[4 * q + 1], t[4 * q + 3]));
+        u[q][3] = hn::BitCast(d, hn::InterleaveUpper(du, t[4 * q + 1], t[4 * q + 3]));
+      }
+      float* o = out + p * ld + r;
+      for (int c = 0; c < 4; ++c) {
+        hn::StoreU(hn::ConcatLowerLower(d, u[1][c], u[0][c]), d, o + c * ld);
+        hn::StoreU(hn::ConcatUpperUpper(d, u[1][c], u[0][c]), d, o + (c + 4) * ld);
+      }
+    }
+    for (; p < count; ++p) {
+      for (int i = 0; i < 8; ++i) out[p * ld + r + i] = rows[r + i][p];
+    }
+  }
+  return r;
+}
+#endif
+
 // out[p·ld + r] = rows[r][p], r < n_rows, p < count: 4 × 4 blocks transposed in 128-bit
 // registers (every target has them), the edges element by element. The packs of a row-major A
 // and of a linear's weight ([N, K]) are such transposes: element by element, in the portable
@@ -163,6 +235,9 @@ void EpilogueRow(const float* acc, float alpha, const float* c, float beta, cons
 void TransposeRows(const float* const* rows, std::int64_t n_rows, std::int64_t count, float* out,
                    std::int64_t ld) {
   std::int64_t r = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  r = Transpose8Rows(rows, n_rows, count, out, ld);
+#endif
 #if !(HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE)
   const hn::FixedTag<float, 4> d;
   const hn::Repartition<std::uint64_t, decltype(d)> du;
@@ -371,8 +446,10 @@ HWY_EXPORT(DotRowsE5M2);
 std::int64_t gemm_nr() { return TILEOPS_DYNAMIC_DISPATCH(GemmNr)(); }
 
 void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
-                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate) {
-  TILEOPS_DYNAMIC_DISPATCH(MacroKernel)(a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate);
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate,
+                       const GemmDirectOut* direct) {
+  TILEOPS_DYNAMIC_DISPATCH(MacroKernel)
+  (a, m_strips, b, n_strips, kc, acc, ld_acc, accumulate, direct);
 }
 
 void gemm_epilogue_row(const float* acc, float alpha, const float* c, float beta, const float* bias,

@@ -17,12 +17,26 @@ inline constexpr std::int64_t kGemmMr = 8;
 // SIMD target (24 on AVX2, 48 on AVX-512). B is packed in strips of this many columns.
 std::int64_t gemm_nr();
 
+// Where gemm_macro_kernel writes the tiles that lie wholly inside the caller's C: a float32 C of
+// unit column stride (row stride ldc) at the macro kernel's tile (0, 0), with bias[j] (null:
+// none) added, alpha = 1 and beta = 0. Tiles of A strips from full_m_strips on or of B strips
+// from full_n_strips on (the edges, computed whole with their padding) go to acc instead. The
+// last K block's call takes it: C is then written once, with no epilogue pass over acc.
+struct GemmDirectOut {
+  float* c;
+  std::int64_t ldc;
+  const float* bias;
+  std::int64_t full_m_strips, full_n_strips;
+};
+
 // acc tiles += A·B over packed panels. `a` holds `m_strips` strips of kc×kGemmMr floats
 // (a[k·Mr + i]), `b` holds `n_strips` strips of kc×Nr floats (b[k·Nr + j]), both 64-byte
 // aligned; tile (s, t) is written at acc + s·Mr·ld_acc + t·Nr, whole (padding included).
-// accumulate = false overwrites the tiles instead of adding to them.
+// accumulate = false overwrites the tiles instead of adding to them. With `direct`, the tiles it
+// covers are written there (+ acc's tile when accumulating) and acc's are left as they were.
 void gemm_macro_kernel(const float* a, std::int64_t m_strips, const float* b, std::int64_t n_strips,
-                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate);
+                       std::int64_t kc, float* acc, std::int64_t ld_acc, bool accumulate,
+                       const GemmDirectOut* direct = nullptr);
 
 // out[j] = alpha·acc[j] + beta·c[j] + bias[j] for j < n; c and bias may be null (then omitted),
 // out may alias c.
