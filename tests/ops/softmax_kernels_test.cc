@@ -363,6 +363,66 @@ TEST(SoftmaxRowsPipelined, Float32MatchesFloat64) {
   });
 }
 
+// Rows whose exp needs its clamp at -127 (the pipeline skips it for rows whose scaled values all
+// lie within 83 of each other, with a max of at most 2^20), between rows that do not: values 300
+// below the rest, -inf entries among finite ones, and values near 3·10^6 spaced by 2^16, against
+// the softmax in float64: float32 within the tolerance of Float32MatchesFloat64, bfloat16 within
+// one unit of it rounded once, and exactly 0 below 1e-40.
+TEST(SoftmaxRowsPipelined, WideRowsTakeTheClampedExp) {
+  for_each_simd_target([] {
+    constexpr std::int64_t kWidth = 67;  // whole blocks and a tail on every target
+    std::mt19937 rng(13);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::vector<std::vector<float>> x(5);
+    for (auto& row : x) {
+      for (std::int64_t i = 0; i < kWidth; ++i) row.push_back(normal(rng));
+    }
+    for (std::int64_t i = 0; i < kWidth; i += 3) x[1][i] -= 300.0f;
+    for (std::int64_t i = 1; i < kWidth; i += 4) x[2][i] = -kInf;
+    for (std::int64_t i = 0; i < kWidth; ++i) x[3][i] = 3.0e6f + 65536.0f * std::round(x[3][i]);
+    for (const DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+      const bool bf16 = dtype == DataType::kBFloat16;
+      std::vector<std::vector<std::uint16_t>> x16(x.size()), y16(x.size());
+      std::vector<std::vector<float>> wide = x, y(x.size());
+      std::vector<PipelinedRow> rows;
+      for (std::size_t r = 0; r < x.size(); ++r) {
+        for (std::int64_t i = 0; i < kWidth; ++i) {
+          x16[r].push_back(float_to_bfloat16(x[r][i]));
+          if (bf16) wide[r][i] = bfloat16_to_float(x16[r][i]);
+        }
+        y[r].assign(kWidth, std::numeric_limits<float>::quiet_NaN());  // unwritten ones fail
+        y16[r].assign(kWidth, 0x7fc0);
+        rows.push_back(bf16 ? PipelinedRow{x16[r].data(), y16[r].data(), kWidth}
+                            : PipelinedRow{x[r].data(), y[r].data(), kWidth});
+      }
+      std::vector<float> scratch(2 * kWidth);
+      softmax_rows_pipelined(dtype, rows.data(), static_cast<std::int64_t>(rows.size()), 1.0f,
+                             scratch.data(), false);
+      for (std::size_t r = 0; r < x.size(); ++r) {
+        double m = -std::numeric_limits<double>::infinity();
+        for (const float v : wide[r]) m = std::max(m, static_cast<double>(v));
+        double sum = 0;
+        for (const float v : wide[r]) sum += std::exp(static_cast<double>(v) - m);
+        for (std::int64_t i = 0; i < kWidth; ++i) {
+          const double e = std::exp(static_cast<double>(wide[r][i]) - m) / sum;
+          if (!bf16) {
+            EXPECT_NEAR(y[r][i], e, 5e-6 * e + 1e-37) << "row " << r << ", i = " << i;
+            continue;
+          }
+          const float got = bfloat16_to_float(y16[r][i]);
+          if (e < 1e-40) {
+            EXPECT_EQ(got, 0.0f) << "row " << r << ", i = " << i << ", p = " << e;
+            continue;
+          }
+          const int distance = std::abs(static_cast<int>(y16[r][i]) -
+                                        static_cast<int>(float_to_bfloat16(static_cast<float>(e))));
+          EXPECT_LE(distance, 1) << "row " << r << ", i = " << i << ", p = " << e;
+        }
+      }
+    }
+  });
+}
+
 TEST(ScaledMax, PropagatesNaNAnywhere) {
   for_each_simd_target([] {
     for (std::int64_t n : {1, 5, 8, 16, 33}) {

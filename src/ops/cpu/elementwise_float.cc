@@ -37,9 +37,14 @@ void run_float_elementwise(const ElementwiseLoop& loop, ElementwiseOp op, DataTy
 
   if (sa == 1 && sb == 1 && so == 1) {
     const bool stream = stream_stores(out, 3);  // a, b and out, all of out's size here
+    // Rows are visited in order within a thread's chunk, so the next row is the one to fetch.
+    const std::int64_t next_row_bytes =
+        op == ElementwiseOp::kSwigluOfHalves && loop.row_stride(0) == loop.row_stride(1)
+            ? loop.row_stride(0) * size
+            : 0;
     loop.run(pool, [&](int, const std::int64_t* offsets, std::int64_t n) {
       elementwise_rows(op, dtype, a_bytes + offsets[0] * size, b_bytes + offsets[1] * size, n,
-                       out_bytes + offsets[2] * size, stream);
+                       out_bytes + offsets[2] * size, stream, next_row_bytes);
     });
     return;
   }

@@ -25,6 +25,11 @@ class ElementwiseLoop {
   // Stride of the merged last dim in operand i.
   std::int64_t inner_stride(int operand) const { return inner_strides_[operand]; }
   std::int64_t inner_extent() const { return inner_; }
+  // Stride of operand i between consecutive rows (the innermost merged dim but the last); 0
+  // when there is a single row.
+  std::int64_t row_stride(int operand) const {
+    return outer_strides_[operand].empty() ? 0 : outer_strides_[operand].back();
+  }
 
   // Calls fn(chunk, offsets, n) for every block of n consecutive elements along the last dim;
   // offsets[i] is the element offset of the block's first element in operand i, and

@@ -1,6 +1,6 @@
 // silu_and_mul on CPU: the two halves of input along `dim` are views with input's strides, the
 // second offset by d·stride[dim]; out = second · silu(first) is then swiglu's kernel over the
-// shared elementwise loop (kSwigluOfHalves: with a software prefetch of both halves).
+// shared elementwise loop (kSwigluOfHalves: with a software prefetch of the next row).
 #include <memory>
 
 #include "src/ops/contracts/silu_and_mul.decl.h"

@@ -2,6 +2,8 @@
 // run time: one loop template over the storage type and the operation.
 #include "src/ops/cpu/simd/elementwise_kernels.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "src/ops/cpu/streaming.h"
@@ -71,13 +73,14 @@ struct SiluOp {  // of a; b is ignored
   }
 };
 
-// Rows' software prefetch distance, in bytes ahead of each operand (0: none).
-// bench/results/cpu-tuning.md: 1 KiB and 4 KiB measured below 2 KiB for silu_and_mul.
-constexpr std::int64_t kHalvesPrefetchBytes = 2048;
-
-template <class E, class Op, std::int64_t kAheadBytes = 0>
+// With kNextRow (silu_and_mul), the same block of the next row (`next_row_bytes` past both
+// operands) is prefetched while this one computes, two lines per 64 bytes of each operand, in
+// memory order (the lower operand's block first). Each half-row starts a stream on pages the
+// hardware prefetcher has not seen; a whole row ahead hides that where a fixed distance within
+// the half did not (bench/results/cpu-tuning.md). A prefetch past the tensor's end is harmless.
+template <class E, class Op, bool kNextRow = false>
 HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void* out_ptr,
-                     bool stream) {
+                     bool stream, std::int64_t next_row_bytes = 0) {
   using T = typename E::T;
   const T* a = static_cast<const T*>(a_ptr);
   const T* b = static_cast<const T*>(b_ptr);
@@ -89,12 +92,21 @@ HWY_INLINE void Rows(const void* a_ptr, const void* b_ptr, std::int64_t n, void*
   if constexpr (E::kPairs) {
     // Two vectors per step from 32-bit pairs split in place: fewer operations than widening.
     constexpr std::int64_t kLine = 64;
+    constexpr std::int64_t kSize = sizeof(T);
+    // Addresses as integers: the next row may lie past the tensor, where no pointer may point.
+    const auto a_at = reinterpret_cast<std::uintptr_t>(a);
+    const auto b_at = reinterpret_cast<std::uintptr_t>(b);
+    const std::uintptr_t low = std::min(a_at, b_at) + static_cast<std::uintptr_t>(next_row_bytes);
+    const std::uintptr_t high = std::max(a_at, b_at) + static_cast<std::uintptr_t>(next_row_bytes);
+    const std::int64_t block_bytes = n * kSize;
+    const bool ahead = kNextRow && next_row_bytes != 0;
     for (; i + 2 * lanes <= n; i += 2 * lanes) {
-      // One line of each operand per 64 bytes consumed (a step is at most 64 bytes below
-      // AVX-512); a prefetch past the row's end is harmless.
-      if (kAheadBytes > 0 && (i * std::int64_t{sizeof(T)}) % kLine == 0) {
-        __builtin_prefetch(reinterpret_cast<const char*>(a + i) + kAheadBytes, 0, 3);
-        __builtin_prefetch(reinterpret_cast<const char*>(b + i) + kAheadBytes, 0, 3);
+      // A step is at most 64 bytes of each operand below AVX-512.
+      if (ahead && (i * kSize) % kLine == 0) {
+        const std::int64_t p = 2 * i * kSize;
+        const std::uintptr_t at = p < block_bytes ? low + p : high + (p - block_bytes);
+        __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 3);
+        __builtin_prefetch(reinterpret_cast<const void*>(at + kLine), 0, 3);
       }
       hn::Vec<decltype(d)> a_even, a_odd, b_even, b_odd;
       E::LoadPairs(d, a + i, a_even, a_odd);
@@ -116,7 +128,7 @@ using SwigluFor = SwigluOp<std::is_same_v<E, F32Elem>   ? ExpFit::kFine
                                                         : ExpFit::kRough>;
 
 void Elementwise(ElementwiseOp op, DataType dtype, const void* a, const void* b, std::int64_t n,
-                 void* out, bool stream) {
+                 void* out, bool stream, std::int64_t next_row_bytes) {
   VisitFloat(dtype, "cpu elementwise kernels", [&](auto elem) {
     using E = decltype(elem);
     switch (op) {
@@ -127,7 +139,7 @@ void Elementwise(ElementwiseOp op, DataType dtype, const void* a, const void* b,
       case ElementwiseOp::kSwiglu:
         return Rows<E, SwigluFor<E>>(a, b, n, out, stream);
       case ElementwiseOp::kSwigluOfHalves:
-        return Rows<E, SwigluFor<E>, kHalvesPrefetchBytes>(a, b, n, out, stream);
+        return Rows<E, SwigluFor<E>, true>(a, b, n, out, stream, next_row_bytes);
     }
     throw_internal_error("cpu elementwise kernels", "unknown operation");
   });
@@ -151,8 +163,10 @@ HWY_EXPORT(SiluF32);
 HWY_EXPORT(CompiledTarget);
 
 void elementwise_rows(ElementwiseOp op, DataType dtype, const void* a, const void* b,
-                      std::int64_t n, void* out, bool stream) {
-  if (n > 0) TILEOPS_DYNAMIC_DISPATCH(Elementwise)(op, dtype, a, b, n, out, stream);
+                      std::int64_t n, void* out, bool stream, std::int64_t next_row_bytes) {
+  if (n > 0) {
+    TILEOPS_DYNAMIC_DISPATCH(Elementwise)(op, dtype, a, b, n, out, stream, next_row_bytes);
+  }
 }
 
 void silu_f32(const float* x, std::int64_t n, float* out) {

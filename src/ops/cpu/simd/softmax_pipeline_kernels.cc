@@ -60,46 +60,77 @@ HWY_INLINE void StoreBlock(DF d, hn::Vec<DF> v0, hn::Vec<DF> v1, typename E::T* 
 }
 
 // The pass's exp in log2 units: float32 results take the fine fit (1e-7), float16 the coarse one
-// (3e-6 against its 2.4e-4 half ulp), bfloat16 the rough one (1.1e-4 against 2e-3).
-template <class E>
+// (3e-6 against its 2.4e-4 half ulp), bfloat16 the rough one (1.1e-4 against 2e-3). Without
+// kClamp, y must lie in [-126, 0] (RowNeedsNoClamp).
+template <class E, bool kClamp = true>
 HWY_INLINE hn::Vec<DF> Exp2Of(DF d, hn::Vec<DF> y) {
   if constexpr (std::is_same_v<E, F32Elem>) {
-    return Exp2FineNonPositive(d, y);
+    return kClamp ? Exp2FineNonPositive(d, y) : Exp2Fine(d, y);
   } else if constexpr (std::is_same_v<E, BF16Elem>) {
-    return Exp2RoughNonPositive(d, y);
+    return kClamp ? Exp2RoughNonPositive(d, y) : Exp2Rough(d, y);
   } else {
-    return Exp2CoarseNonPositive(d, y);
+    return kClamp ? Exp2CoarseNonPositive(d, y) : Exp2Coarse(d, y);
   }
 }
 
-// max scale·x over the row (x86 max may drop a NaN: the exp pass's sum catches it).
+// Whether rows also find their min, so that the exp pass may skip its clamp (RowNeedsNoClamp):
+// on AVX2 the clamp costs more than the min (bfloat16 +4-6%), on AVX-512 not
+// (bench/results/cpu-tuning.md).
+constexpr bool kFindRowMin = !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3);
+
+// The largest and smallest scale·x of a row (min: -inf unless kFindRowMin).
+struct Extremes {
+  float max;
+  float min;
+};
+
+// Extremes over the row (x86 max and min may drop a NaN: the exp pass's sum catches it).
 template <class E>
-float MaxPass(const typename E::T* x, float scale, std::int64_t n, std::int64_t blocks_end) {
+Extremes ExtremesPass(const typename E::T* x, float scale, std::int64_t n,
+                      std::int64_t blocks_end) {
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  // max(scale·x) is scale·max(x) for scale > 0, which saves a multiply per vector.
+  // max(scale·x) is scale·max(x) for scale > 0 (min likewise), which saves a multiply per vector.
   const bool scale_after = scale > 0.0f;
   const auto s = hn::Set(d, scale);
-  auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
-  auto m1 = m0;
+  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto highest = hn::Set(d, std::numeric_limits<float>::infinity());
+  auto m0 = lowest;
+  auto m1 = lowest;
+  auto l0 = highest;
+  auto l1 = highest;
   for (std::int64_t i = 0; i < blocks_end; i += 2 * lanes) {
     hn::Vec<DF> v0, v1;
     LoadBlock<E>(d, x + i, v0, v1);
-    if (scale_after) {
-      m0 = hn::Max(m0, v0);
-      m1 = hn::Max(m1, v1);
-    } else {
-      m0 = hn::Max(m0, hn::Mul(v0, s));
-      m1 = hn::Max(m1, hn::Mul(v1, s));
+    if (!scale_after) {
+      v0 = hn::Mul(v0, s);
+      v1 = hn::Mul(v1, s);
+    }
+    m0 = hn::Max(m0, v0);
+    m1 = hn::Max(m1, v1);
+    if constexpr (kFindRowMin) {
+      l0 = hn::Min(l0, v0);
+      l1 = hn::Min(l1, v1);
     }
   }
-  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
   ForEachVector(d, blocks_end, n, [&](std::int64_t i, auto part) {
     const auto v = Load<E>(d, x + i, part);
-    m0 = hn::Max(m0, Valid(d, scale_after ? v : hn::Mul(v, s), part, lowest));
+    const auto y = scale_after ? v : hn::Mul(v, s);
+    m0 = hn::Max(m0, Valid(d, y, part, lowest));
+    if constexpr (kFindRowMin) l0 = hn::Min(l0, Valid(d, y, part, highest));
   });
   const float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  return scale_after ? m * scale : m;
+  const float l = kFindRowMin ? hn::GetLane(hn::MinOfLanes(d, hn::Min(l0, l1)))
+                              : -std::numeric_limits<float>::infinity();
+  return scale_after ? Extremes{m * scale, l * scale} : Extremes{m, l};
+}
+
+// Whether every y = x·scale·log2 e − max·log2 e of the row, as the exp pass computes it, is at
+// least -126 (the smallest exponent whose 2^n the exp forms without its clamp): the extremes lie
+// within 83 of each other (120 in log2 units) and are small enough (|max| <= 2^20) that y's
+// rounding errs by under 0.5. Rows of a NaN or an infinity fail (their comparisons are false).
+inline bool RowNeedsNoClamp(const Extremes& e) {
+  return std::abs(e.max) <= 1048576.0f && (e.min - e.max) * kLog2E >= -120.0f;
 }
 
 // The exp pass of a row: out[i] = 2^(x[i]·scale·log2 e − shift), returning their sum.
@@ -121,7 +152,7 @@ struct StorePass {
 // The exp pass over whole blocks [begin, end), with the store pass over the same blocks when
 // kStore; meanwhile the next row (`ahead_bytes` at `ahead`) is prefetched, a line per 64 bytes
 // of x.
-template <class E, bool kExp, bool kStore>
+template <class E, bool kExp, bool kStore, bool kClamp = true>
 HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const StorePass& st,
                        const char* ahead, std::int64_t ahead_bytes) {
   const DF d;
@@ -151,8 +182,8 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
       }
       hn::Vec<DF> v0, v1;
       LoadBlock<E>(d, x + i, v0, v1);
-      const auto e0 = Exp2Of<E>(d, hn::MulSub(v0, scale, shift));
-      const auto e1 = Exp2Of<E>(d, hn::MulSub(v1, scale, shift));
+      const auto e0 = Exp2Of<E, kClamp>(d, hn::MulSub(v0, scale, shift));
+      const auto e1 = Exp2Of<E, kClamp>(d, hn::MulSub(v1, scale, shift));
       hn::StoreU(e0, d, out + i);
       hn::StoreU(e1, d, out + i + lanes);
       a0 = hn::Add(a0, hn::Add(e0, e1));
@@ -210,7 +241,8 @@ void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float sc
   for (std::int64_t j = 0; j < count; ++j) {
     const auto* x = static_cast<const typename E::T*>(rows[j].x);
     const std::int64_t n = rows[j].n;
-    const float m = MaxPass<E>(x, scale, n, blocks_end(j));
+    const Extremes extremes = ExtremesPass<E>(x, scale, n, blocks_end(j));
+    const float m = extremes.max;
     ExpPass ex{x, scale * kLog2E, m * kLog2E, scratch + (j % 2) * width, 0.0f};
     const char* ahead = j + 1 < count ? static_cast<const char*>(rows[j + 1].x) : nullptr;
     const std::int64_t ahead_bytes =
@@ -221,8 +253,16 @@ void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float sc
                                     ? std::min(blocks_end(j), blocks_end(j - 1))
                                     : 0;
     if (std::isfinite(m)) {
-      Blocks<E, true, true>(0, shared, ex, previous, ahead, ahead_bytes);
-      Blocks<E, true, false>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
+      // The exp's clamp is an operation in ~20 per vector, skipped where no y can need it.
+      const auto exp_blocks = [&](auto clamp) {
+        Blocks<E, true, true, clamp()>(0, shared, ex, previous, ahead, ahead_bytes);
+        Blocks<E, true, false, clamp()>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
+      };
+      if (kFindRowMin && RowNeedsNoClamp(extremes)) {
+        exp_blocks(std::false_type{});
+      } else {
+        exp_blocks(std::true_type{});
+      }
       ExpTail<E>(ex, blocks_end(j), n);
     }
     if (j > 0) StoreRest<E>(previous, shared, blocks_end(j - 1), rows[j - 1].n);
