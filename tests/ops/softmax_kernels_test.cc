@@ -373,13 +373,19 @@ TEST(SoftmaxRowsPipelined, WideRowsTakeTheClampedExp) {
     constexpr std::int64_t kWidth = 67;  // whole blocks and a tail on every target
     std::mt19937 rng(13);
     std::normal_distribution<float> normal(0.0f, 2.0f);
-    std::vector<std::vector<float>> x(5);
+    std::vector<std::vector<float>> x(8);
     for (auto& row : x) {
       for (std::int64_t i = 0; i < kWidth; ++i) row.push_back(normal(rng));
     }
     for (std::int64_t i = 0; i < kWidth; i += 3) x[1][i] -= 300.0f;
     for (std::int64_t i = 1; i < kWidth; i += 4) x[2][i] = -kInf;
     for (std::int64_t i = 0; i < kWidth; ++i) x[3][i] = 3.0e6f + 65536.0f * std::round(x[3][i]);
+    // Rows of a large max, where max·log2 e rounds by more than the exp's range (these read NaN).
+    for (std::int64_t i = 0; i < kWidth; ++i) {
+      x[5][i] = 1.0e10f;
+      x[6][i] = -1.0e10f + 1024.0f * std::round(x[6][i]);
+      x[7][i] = 3.0e38f;
+    }
     for (const DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
       const bool bf16 = dtype == DataType::kBFloat16;
       std::vector<std::vector<std::uint16_t>> x16(x.size()), y16(x.size());

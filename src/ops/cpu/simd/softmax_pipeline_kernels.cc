@@ -140,6 +140,20 @@ struct ExpPass {
   float shift;  // max·log2 e
   float* out;
   float sum;
+  // Rows of a large max (|shift| >= kExactShift) take y = (x·x_scale − max)·log2 e instead: shift
+  // errs by up to |shift|·2^-24, the same for every element, which the normalisation cancels
+  // unless it pushes y past 2^±128 (a row of 1e10s read NaN before).
+  bool exact;
+  float x_scale;
+  float max;
+};
+constexpr float kExactShift = 67108864.0f;  // 2^26: shift errs by at most 4
+
+// How the exp pass forms and bounds y (Blocks).
+enum class ExpArg {
+  kClamped,    // y = x·scale − shift, clamped below
+  kUnclamped,  // the same, y known to lie in [-126, 0] (RowNeedsNoClamp)
+  kExact,      // ExpPass::exact rows, clamped below
 };
 // The store pass of a row: y[i] = round(in[i]·factor).
 struct StorePass {
@@ -152,7 +166,7 @@ struct StorePass {
 // The exp pass over whole blocks [begin, end), with the store pass over the same blocks when
 // kStore; meanwhile the next row (`ahead_bytes` at `ahead`) is prefetched, a line per 64 bytes
 // of x.
-template <class E, bool kExp, bool kStore, bool kClamp = true>
+template <class E, bool kExp, bool kStore, ExpArg kArg = ExpArg::kClamped>
 HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const StorePass& st,
                        const char* ahead, std::int64_t ahead_bytes) {
   const DF d;
@@ -166,6 +180,14 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
   const bool stream = st.stream;
   const auto scale = hn::Set(d, ex.scale);
   const auto shift = hn::Set(d, ex.shift);
+  const auto x_scale = hn::Set(d, ex.x_scale), max = hn::Set(d, ex.max);
+  const auto exp_of = [&](hn::Vec<DF> v) {
+    if constexpr (kArg == ExpArg::kExact) {
+      return Exp2Of<E>(d, hn::Mul(hn::MulSub(v, x_scale, max), hn::Set(d, kLog2E)));
+    } else {
+      return Exp2Of<E, kArg == ExpArg::kClamped>(d, hn::MulSub(v, scale, shift));
+    }
+  };
   const auto factor = hn::Set(d, st.factor);
   auto a0 = hn::Zero(d);
   constexpr std::int64_t kLine = 64;
@@ -182,8 +204,8 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
       }
       hn::Vec<DF> v0, v1;
       LoadBlock<E>(d, x + i, v0, v1);
-      const auto e0 = Exp2Of<E, kClamp>(d, hn::MulSub(v0, scale, shift));
-      const auto e1 = Exp2Of<E, kClamp>(d, hn::MulSub(v1, scale, shift));
+      const auto e0 = exp_of(v0);
+      const auto e1 = exp_of(v1);
       hn::StoreU(e0, d, out + i);
       hn::StoreU(e1, d, out + i + lanes);
       a0 = hn::Add(a0, hn::Add(e0, e1));
@@ -203,7 +225,10 @@ void ExpTail(ExpPass& ex, std::int64_t begin, std::int64_t n) {
   const DF d;
   ForEachVector(d, begin, n, [&](std::int64_t i, auto part) {
     const auto* x = static_cast<const typename E::T*>(ex.x);
-    const auto y = hn::MulSub(Load<E>(d, x + i, part), hn::Set(d, ex.scale), hn::Set(d, ex.shift));
+    const auto v = Load<E>(d, x + i, part);
+    const auto y = ex.exact ? hn::Mul(hn::MulSub(v, hn::Set(d, ex.x_scale), hn::Set(d, ex.max)),
+                                      hn::Set(d, kLog2E))
+                            : hn::MulSub(v, hn::Set(d, ex.scale), hn::Set(d, ex.shift));
     // The padding lanes must add nothing to the sum.
     const auto e = Valid(d, Exp2Of<E>(d, y), part, hn::Zero(d));
     Store<F32Elem>(d, e, ex.out + i, part);
@@ -243,7 +268,14 @@ void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float sc
     const std::int64_t n = rows[j].n;
     const Extremes extremes = ExtremesPass<E>(x, scale, n, blocks_end(j));
     const float m = extremes.max;
-    ExpPass ex{x, scale * kLog2E, m * kLog2E, scratch + (j % 2) * width, 0.0f};
+    ExpPass ex{.x = x,
+               .scale = scale * kLog2E,
+               .shift = m * kLog2E,
+               .out = scratch + (j % 2) * width,
+               .sum = 0.0f,
+               .exact = std::abs(m * kLog2E) >= kExactShift,
+               .x_scale = scale,
+               .max = m};
     const char* ahead = j + 1 < count ? static_cast<const char*>(rows[j + 1].x) : nullptr;
     const std::int64_t ahead_bytes =
         j + 1 < count ? static_cast<std::int64_t>(sizeof(typename E::T)) * rows[j + 1].n : 0;
@@ -254,14 +286,16 @@ void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float sc
                                     : 0;
     if (std::isfinite(m)) {
       // The exp's clamp is an operation in ~20 per vector, skipped where no y can need it.
-      const auto exp_blocks = [&](auto clamp) {
-        Blocks<E, true, true, clamp()>(0, shared, ex, previous, ahead, ahead_bytes);
-        Blocks<E, true, false, clamp()>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
+      const auto exp_blocks = [&](auto arg) {
+        Blocks<E, true, true, arg()>(0, shared, ex, previous, ahead, ahead_bytes);
+        Blocks<E, true, false, arg()>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
       };
-      if (kFindRowMin && RowNeedsNoClamp(extremes)) {
-        exp_blocks(std::false_type{});
+      if (ex.exact) {
+        exp_blocks(std::integral_constant<ExpArg, ExpArg::kExact>{});
+      } else if (kFindRowMin && RowNeedsNoClamp(extremes)) {
+        exp_blocks(std::integral_constant<ExpArg, ExpArg::kUnclamped>{});
       } else {
-        exp_blocks(std::true_type{});
+        exp_blocks(std::integral_constant<ExpArg, ExpArg::kClamped>{});
       }
       ExpTail<E>(ex, blocks_end(j), n);
     }
