@@ -14,14 +14,12 @@ namespace tileops {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
-// Allocations of at least kLarge start on a 2 MiB boundary and ask Linux for transparent huge
-// pages over the whole 2 MiB pages they span (its default policy, "madvise", gives them only when
-// asked; the tail stays in 4 KiB pages, so no memory is added): a paged KV cache read block by
-// block, or a weight streamed once per token, then needs one TLB entry per 2 MiB instead of per
-// 4 KiB (linear_quantized int8 M = 1 on 16 MiB weights, one thread, Zen 4: 0.75 -> 0.88 of copy;
-// bench/results/cpu-tuning.md).
+// Allocations of at least kLarge start on a 2 MiB boundary, are rounded up to whole 2 MiB pages
+// (at most 3% more) and ask Linux for transparent huge pages (its default policy, "madvise",
+// gives them only when asked): a paged KV cache read block by block then needs one TLB entry per
+// 2 MiB instead of per 4 KiB (bench/results/cpu-tuning.md).
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
-constexpr std::size_t kLarge = std::size_t{4} << 20;
+constexpr std::size_t kLarge = std::size_t{64} << 20;
 
 }  // namespace
 
@@ -39,9 +37,7 @@ TensorStorage::TensorStorage(Dims shape, Dims strides, DataType dtype) {
   if (rounded == 0) rounded = kAlignment;
   void* memory = std::aligned_alloc(alignment, rounded);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (memory != nullptr && alignment == kHugePage) {
-    madvise(memory, bytes_ / kHugePage * kHugePage, MADV_HUGEPAGE);
-  }
+  if (memory != nullptr && alignment == kHugePage) madvise(memory, rounded, MADV_HUGEPAGE);
 #endif
   if (memory == nullptr) {
     throw Error(ErrorKind::kOutOfMemory,

@@ -79,7 +79,7 @@ TEST(TensorStorage, SizedForStridedViews) {
 TEST(TensorStorage, LargeAllocationsAreHugePageAligned) {
   TensorStorage small(Dims{3}, DataType::kFloat32);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 64, 0u);
-  const std::int64_t n = (std::int64_t{4} << 20) + 3;
+  const std::int64_t n = (std::int64_t{64} << 20) + 3;
   TensorStorage large(Dims{n}, DataType::kUInt8);
   EXPECT_EQ(large.bytes(), static_cast<std::size_t>(n));
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % (std::uintptr_t{2} << 20), 0u);
