@@ -104,6 +104,33 @@ TEST(ScaledSoftmax, LargeScaleIsStable) {
   });
 }
 
+// Rows of a large max, whose max · scale · log2 e rounds by as much as the exp's range (a row of
+// 1e10s read NaN in the tl implementation), and whose x · scale rounds by 0.4 at scale 1e-3
+// (the exponent of targets without FMA was off by that much).
+TEST(ScaledSoftmax, LargeMaxRowsAreAccurate) {
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    const std::int64_t width = 67;
+    std::mt19937_64 rng(11);
+    auto input = testing::random_tensor({3, width}, DataType::kFloat32, rng);
+    auto values = testing::to_doubles(input);
+    for (std::int64_t i = 0; i < width; ++i) {
+      values[i] = 1.0e10;
+      values[width + i] = -1.0e10 + 1024.0 * std::round(4.0 * values[width + i]);  // float32 ulps
+      values[2 * width + i] = i % 2 == 0 ? 3.0e38 : -3.0e38;
+    }
+    testing::from_doubles(input, values);
+    for (const double scale : {1.0, -1.0, 1.0e-3, -1.0e-3}) {
+      auto out = testing::poisoned({3, width}, DataType::kFloat32);
+      scaled_softmax(input, scale, out);
+      EXPECT_EQ(testing::compare(out.view(), reference(values, scale, width),
+                                 softmax_tolerance(DataType::kFloat32)),
+                "")
+          << "scale " << scale;
+    }
+  });
+}
+
 TEST(ScaledSoftmax, ZeroScaleIsUniform) {
   testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
     const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test

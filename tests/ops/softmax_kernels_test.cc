@@ -386,43 +386,53 @@ TEST(SoftmaxRowsPipelined, WideRowsTakeTheClampedExp) {
       x[6][i] = -1.0e10f + 1024.0f * std::round(x[6][i]);
       x[7][i] = 3.0e38f;
     }
-    for (const DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    // A negative scale finds the row's min (the anchor of the exp pass on targets without FMA).
+    for (const auto& [scale, dtype] :
+         {std::pair{1.0f, DataType::kFloat32}, std::pair{1.0f, DataType::kBFloat16},
+          std::pair{-1.0f, DataType::kFloat32}, std::pair{-1.0f, DataType::kBFloat16}}) {
       const bool bf16 = dtype == DataType::kBFloat16;
+      std::vector<std::vector<float>> xs = x;  // row 2's -inf entries stay -inf once scaled
+      if (scale < 0.0f) {
+        for (float& v : xs[2]) v = std::isinf(v) ? -v : v;
+      }
       std::vector<std::vector<std::uint16_t>> x16(x.size()), y16(x.size());
-      std::vector<std::vector<float>> wide = x, y(x.size());
+      std::vector<std::vector<float>> wide = xs, y(x.size());
       std::vector<PipelinedRow> rows;
       for (std::size_t r = 0; r < x.size(); ++r) {
         for (std::int64_t i = 0; i < kWidth; ++i) {
-          x16[r].push_back(float_to_bfloat16(x[r][i]));
+          x16[r].push_back(float_to_bfloat16(xs[r][i]));
           if (bf16) wide[r][i] = bfloat16_to_float(x16[r][i]);
         }
         y[r].assign(kWidth, std::numeric_limits<float>::quiet_NaN());  // unwritten ones fail
         y16[r].assign(kWidth, 0x7fc0);
         rows.push_back(bf16 ? PipelinedRow{x16[r].data(), y16[r].data(), kWidth}
-                            : PipelinedRow{x[r].data(), y[r].data(), kWidth});
+                            : PipelinedRow{xs[r].data(), y[r].data(), kWidth});
       }
       std::vector<float> scratch(2 * kWidth);
-      softmax_rows_pipelined(dtype, rows.data(), static_cast<std::int64_t>(rows.size()), 1.0f,
+      softmax_rows_pipelined(dtype, rows.data(), static_cast<std::int64_t>(rows.size()), scale,
                              scratch.data(), false);
       for (std::size_t r = 0; r < x.size(); ++r) {
         double m = -std::numeric_limits<double>::infinity();
-        for (const float v : wide[r]) m = std::max(m, static_cast<double>(v));
+        for (const float v : wide[r]) m = std::max(m, static_cast<double>(scale * v));
         double sum = 0;
-        for (const float v : wide[r]) sum += std::exp(static_cast<double>(v) - m);
+        for (const float v : wide[r]) sum += std::exp(static_cast<double>(scale * v) - m);
         for (std::int64_t i = 0; i < kWidth; ++i) {
-          const double e = std::exp(static_cast<double>(wide[r][i]) - m) / sum;
+          const double e = std::exp(static_cast<double>(scale * wide[r][i]) - m) / sum;
           if (!bf16) {
-            EXPECT_NEAR(y[r][i], e, 5e-6 * e + 1e-37) << "row " << r << ", i = " << i;
+            EXPECT_NEAR(y[r][i], e, 5e-6 * e + 1e-37)
+                << "scale " << scale << ", row " << r << ", i = " << i;
             continue;
           }
           const float got = bfloat16_to_float(y16[r][i]);
           if (e < 1e-40) {
-            EXPECT_EQ(got, 0.0f) << "row " << r << ", i = " << i << ", p = " << e;
+            EXPECT_EQ(got, 0.0f) << "scale " << scale << ", row " << r << ", i = " << i
+                                 << ", p = " << e;
             continue;
           }
           const int distance = std::abs(static_cast<int>(y16[r][i]) -
                                         static_cast<int>(float_to_bfloat16(static_cast<float>(e))));
-          EXPECT_LE(distance, 1) << "row " << r << ", i = " << i << ", p = " << e;
+          EXPECT_LE(distance, 1) << "scale " << scale << ", row " << r << ", i = " << i
+                                 << ", p = " << e;
         }
       }
     }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "src/ops/cpu/streaming.h"
 #include "tileops/core/error.h"
@@ -78,20 +79,26 @@ HWY_INLINE hn::Vec<DF> Exp2Of(DF d, hn::Vec<DF> y) {
 // (bench/results/cpu-tuning.md).
 constexpr bool kFindRowMin = !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3);
 
-// The largest and smallest scale·x of a row (min: -inf unless kFindRowMin).
+// The largest and smallest scale·x of a row (min: -inf unless kFindRowMin), and for a nonzero
+// scale the row's x of the largest (`anchor`, else NaN).
 struct Extremes {
   float max;
   float min;
+  float anchor;
 };
 
-// Extremes over the row (x86 max and min may drop a NaN: the exp pass's sum catches it).
-template <class E>
-Extremes ExtremesPass(const typename E::T* x, float scale, std::int64_t n,
-                      std::int64_t blocks_end) {
+// How ExtremesPass reads a row: x·scale per element, or x alone (max(scale·x) is scale·max(x) for
+// scale > 0, scale·min(x) for scale < 0: rounding is monotonic), which saves a multiply per vector.
+enum class ExtremesOf { kScaled, kRawUp, kRawDown };
+
+// The max and min (when wanted) of the row's x, or x·scale (kScaled).
+template <class E, ExtremesOf kOf>
+std::pair<float, float> RowMaxMin(const typename E::T* x, float scale, std::int64_t n,
+                                  std::int64_t blocks_end) {
+  constexpr bool kMax = kFindRowMin || kOf != ExtremesOf::kRawDown;
+  constexpr bool kMin = kFindRowMin || kOf == ExtremesOf::kRawDown;
   const DF d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  // max(scale·x) is scale·max(x) for scale > 0 (min likewise), which saves a multiply per vector.
-  const bool scale_after = scale > 0.0f;
   const auto s = hn::Set(d, scale);
   const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
   const auto highest = hn::Set(d, std::numeric_limits<float>::infinity());
@@ -102,27 +109,47 @@ Extremes ExtremesPass(const typename E::T* x, float scale, std::int64_t n,
   for (std::int64_t i = 0; i < blocks_end; i += 2 * lanes) {
     hn::Vec<DF> v0, v1;
     LoadBlock<E>(d, x + i, v0, v1);
-    if (!scale_after) {
+    if constexpr (kOf == ExtremesOf::kScaled) {
       v0 = hn::Mul(v0, s);
       v1 = hn::Mul(v1, s);
     }
-    m0 = hn::Max(m0, v0);
-    m1 = hn::Max(m1, v1);
-    if constexpr (kFindRowMin) {
+    if constexpr (kMax) {
+      m0 = hn::Max(m0, v0);
+      m1 = hn::Max(m1, v1);
+    }
+    if constexpr (kMin) {
       l0 = hn::Min(l0, v0);
       l1 = hn::Min(l1, v1);
     }
   }
   ForEachVector(d, blocks_end, n, [&](std::int64_t i, auto part) {
-    const auto v = Load<E>(d, x + i, part);
-    const auto y = scale_after ? v : hn::Mul(v, s);
-    m0 = hn::Max(m0, Valid(d, y, part, lowest));
-    if constexpr (kFindRowMin) l0 = hn::Min(l0, Valid(d, y, part, highest));
+    auto v = Load<E>(d, x + i, part);
+    if constexpr (kOf == ExtremesOf::kScaled) v = hn::Mul(v, s);
+    if constexpr (kMax) m0 = hn::Max(m0, Valid(d, v, part, lowest));
+    if constexpr (kMin) l0 = hn::Min(l0, Valid(d, v, part, highest));
   });
-  const float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  const float l = kFindRowMin ? hn::GetLane(hn::MinOfLanes(d, hn::Min(l0, l1)))
-                              : -std::numeric_limits<float>::infinity();
-  return scale_after ? Extremes{m * scale, l * scale} : Extremes{m, l};
+  return {kMax ? hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)))
+               : -std::numeric_limits<float>::infinity(),
+          kMin ? hn::GetLane(hn::MinOfLanes(d, hn::Min(l0, l1)))
+               : std::numeric_limits<float>::infinity()};
+}
+
+// Extremes over the row (x86 max and min may drop a NaN: the exp pass's sum catches it).
+template <class E>
+Extremes ExtremesPass(const typename E::T* x, float scale, std::int64_t n,
+                      std::int64_t blocks_end) {
+  constexpr float kNoMin = -std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  if (scale > 0.0f) {
+    const auto [hi, lo] = RowMaxMin<E, ExtremesOf::kRawUp>(x, scale, n, blocks_end);
+    return {hi * scale, kFindRowMin ? lo * scale : kNoMin, hi};
+  }
+  if (scale < 0.0f) {
+    const auto [hi, lo] = RowMaxMin<E, ExtremesOf::kRawDown>(x, scale, n, blocks_end);
+    return {lo * scale, kFindRowMin ? hi * scale : kNoMin, lo};
+  }
+  const auto [hi, lo] = RowMaxMin<E, ExtremesOf::kScaled>(x, scale, n, blocks_end);
+  return {hi, kFindRowMin ? lo : kNoMin, kNaN};
 }
 
 // Whether every y = x·scale·log2 e − max·log2 e of the row, as the exp pass computes it, is at
@@ -140,20 +167,29 @@ struct ExpPass {
   float shift;  // max·log2 e
   float* out;
   float sum;
-  // Rows of a large max (|shift| >= kExactShift) take y = (x·x_scale − max)·log2 e instead: shift
-  // errs by up to |shift|·2^-24, the same for every element, which the normalisation cancels
-  // unless it pushes y past 2^±128 (a row of 1e10s read NaN before).
-  bool exact;
-  float x_scale;
-  float max;
+  // Anchored rows take y = (x − anchor)·scale instead (anchor: Extremes::anchor), which is exact
+  // near the max without a fused multiply-add. Rows of a large max (|shift| >= kAnchorShift) need
+  // it: shift errs by up to |shift|·2^-24, the same for every element, which the normalisation
+  // cancels unless it pushes y past 2^±128 (a row of 1e10s read NaN before). So do all rows on
+  // targets without FMA: x·scale, rounded before the subtraction, errs by |shift|·2^-24 per
+  // element (2.3e-5 relative at a scaled max of 200).
+  bool anchored;
+  float anchor;
 };
-constexpr float kExactShift = 67108864.0f;  // 2^26: shift errs by at most 4
+constexpr float kAnchorShift = 67108864.0f;  // 2^26: shift errs by at most 4
+
+// y = x·scale − shift, or (x − anchor)·scale for anchored rows.
+template <bool kAnchored>
+HWY_INLINE hn::Vec<DF> ExpArgument(hn::Vec<DF> x, hn::Vec<DF> scale, hn::Vec<DF> shift,
+                                   hn::Vec<DF> anchor) {
+  return kAnchored ? hn::Mul(hn::Sub(x, anchor), scale) : hn::MulSub(x, scale, shift);
+}
 
 // How the exp pass forms and bounds y (Blocks).
 enum class ExpArg {
   kClamped,    // y = x·scale − shift, clamped below
   kUnclamped,  // the same, y known to lie in [-126, 0] (RowNeedsNoClamp)
-  kExact,      // ExpPass::exact rows, clamped below
+  kAnchored,   // ExpPass::anchored rows, clamped below
 };
 // The store pass of a row: y[i] = round(in[i]·factor).
 struct StorePass {
@@ -180,13 +216,10 @@ HWY_INLINE void Blocks(std::int64_t begin, std::int64_t end, ExpPass& ex, const 
   const bool stream = st.stream;
   const auto scale = hn::Set(d, ex.scale);
   const auto shift = hn::Set(d, ex.shift);
-  const auto x_scale = hn::Set(d, ex.x_scale), max = hn::Set(d, ex.max);
+  const auto anchor = hn::Set(d, ex.anchor);
   const auto exp_of = [&](hn::Vec<DF> v) {
-    if constexpr (kArg == ExpArg::kExact) {
-      return Exp2Of<E>(d, hn::Mul(hn::MulSub(v, x_scale, max), hn::Set(d, kLog2E)));
-    } else {
-      return Exp2Of<E, kArg == ExpArg::kClamped>(d, hn::MulSub(v, scale, shift));
-    }
+    return Exp2Of<E, kArg != ExpArg::kUnclamped>(
+        d, ExpArgument<kArg == ExpArg::kAnchored>(v, scale, shift, anchor));
   };
   const auto factor = hn::Set(d, st.factor);
   auto a0 = hn::Zero(d);
@@ -226,9 +259,10 @@ void ExpTail(ExpPass& ex, std::int64_t begin, std::int64_t n) {
   ForEachVector(d, begin, n, [&](std::int64_t i, auto part) {
     const auto* x = static_cast<const typename E::T*>(ex.x);
     const auto v = Load<E>(d, x + i, part);
-    const auto y = ex.exact ? hn::Mul(hn::MulSub(v, hn::Set(d, ex.x_scale), hn::Set(d, ex.max)),
-                                      hn::Set(d, kLog2E))
-                            : hn::MulSub(v, hn::Set(d, ex.scale), hn::Set(d, ex.shift));
+    const auto scale = hn::Set(d, ex.scale), shift = hn::Set(d, ex.shift);
+    const auto anchor = hn::Set(d, ex.anchor);
+    const auto y = ex.anchored ? ExpArgument<true>(v, scale, shift, anchor)
+                               : ExpArgument<false>(v, scale, shift, anchor);
     // The padding lanes must add nothing to the sum.
     const auto e = Valid(d, Exp2Of<E>(d, y), part, hn::Zero(d));
     Store<F32Elem>(d, e, ex.out + i, part);
@@ -273,9 +307,9 @@ void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float sc
                .shift = m * kLog2E,
                .out = scratch + (j % 2) * width,
                .sum = 0.0f,
-               .exact = std::abs(m * kLog2E) >= kExactShift,
-               .x_scale = scale,
-               .max = m};
+               .anchored = !std::isnan(extremes.anchor) &&
+                           (!HWY_NATIVE_FMA || std::abs(m * kLog2E) >= kAnchorShift),
+               .anchor = extremes.anchor};
     const char* ahead = j + 1 < count ? static_cast<const char*>(rows[j + 1].x) : nullptr;
     const std::int64_t ahead_bytes =
         j + 1 < count ? static_cast<std::int64_t>(sizeof(typename E::T)) * rows[j + 1].n : 0;
@@ -290,8 +324,8 @@ void SoftmaxRowsPipelined(const PipelinedRow* rows, std::int64_t count, float sc
         Blocks<E, true, true, arg()>(0, shared, ex, previous, ahead, ahead_bytes);
         Blocks<E, true, false, arg()>(shared, blocks_end(j), ex, previous, ahead, ahead_bytes);
       };
-      if (ex.exact) {
-        exp_blocks(std::integral_constant<ExpArg, ExpArg::kExact>{});
+      if (ex.anchored) {
+        exp_blocks(std::integral_constant<ExpArg, ExpArg::kAnchored>{});
       } else if (kFindRowMin && RowNeedsNoClamp(extremes)) {
         exp_blocks(std::integral_constant<ExpArg, ExpArg::kUnclamped>{});
       } else {

@@ -3,12 +3,12 @@
 // visible = width - queries + i1 % queries + 1 columns (queries = 1: the whole row; queries = S
 // for causal [B, S, T] viewed unfolded) and gets zeros after them. The visible prefix is walked
 // in [1, 1, kTile] chunks three times:
-// 1. the max of x · scale (for a finite nonzero scale, that of x alone times scale; of 16-bit
-//    rows from integer keys of their bits, keyed_max);
-// 2. e^(x - max) in float32 as 2^((x - max) log2 e), summed (one exp2 per element), stored into
-//    out itself for float32 rows, else (16-bit rows, as the native kernel: exp2_coarse) into the
-//    block's row of a float32 scratch tensor [blocks, 1, width] (from the Context's workspace: it
-//    stays in cache);
+// 1. the max of x · scale (for a finite nonzero scale, the x it comes from, the max or min of x
+//    alone: the anchor; of 16-bit rows from integer keys of their bits, keyed_max);
+// 2. e^(x - max) in float32 as 2^((x - anchor) scale log2 e), summed (one exp2 per element),
+//    stored into out itself for float32 rows, else (16-bit rows, as the native kernel:
+//    exp2_coarse) into the block's row of a float32 scratch tensor [blocks, 1, width] (from the
+//    Context's workspace: it stays in cache);
 // 3. that row scaled by 1 / sum into out.
 // Only the chunk that straddles the end of the visible prefix is masked; the masked suffix is
 // only written. Causal rows go to blocks round-robin (their cost grows along the rows), others in
@@ -115,8 +115,10 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
             const auto masked = [&](const tl::Value& col, const tl::Value& v) {
               return tl::where(lanes + col < visible, v, -INFINITY);
             };
-            // Pass 1: the row's max of x · scale.
+            // Pass 1: the row's max of x · scale; for a finite nonzero scale also the x it comes
+            // from (anchor).
             tl::Var max = -INFINITY;
+            std::optional<tl::Value> anchor;
             if (order == MaxOrder::kGeneric) {
               for (tl::Value c : tl::range(full)) {
                 max = tl::maximum(max, tl::reduce_max(chunk(c * kTile) * scale));
@@ -143,12 +145,11 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
                     tl::where(lanes + col < visible, chunk(col), up ? -INFINITY : INFINITY);
                 m = up ? tl::maximum(m, extreme(v)) : tl::minimum(m, extreme(v));
               }
-              max = m * scale;
+              anchor = m;
             } else {
               const tl::Value bits = tl::tensor(x_bits, {d0, d1, width}, {sx0, sx1, sx2});
-              max = keyed_max(bits, dtype, i0, i1, visible, full, chunks, lanes,
-                              order == MaxOrder::kPositive) *
-                    scale;
+              anchor = keyed_max(bits, dtype, i0, i1, visible, full, chunks, lanes,
+                                 order == MaxOrder::kPositive);
             }
             // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel,
             // faster than the scratch row (bench/results/cpu-tuning.md)), else into the
@@ -160,10 +161,14 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
             const auto stash_at = [&](const tl::Value& col) {
               return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
             };
-            // The exponent x · scale - max in log2 units, one multiply-add: exp2 takes half the
-            // multiply-adds of exp (no range reduction by ln2).
+            // The exponent x · scale - max in log2 units: exp2 takes half the multiply-adds of exp
+            // (no range reduction by ln2). As (x - anchor) · scale it is exact near the max on
+            // every target; as one multiply-add x · scale - max, only where that fuses (FMA), and
+            // its max · log2 e errs by |max| · 2^-24 (past 2^±128 for a row of 1e10s).
             const tl::Value max2 = max * kLog2e;
-            const auto exponent = [&](const tl::Value& col) { return chunk(col) * scale2 - max2; };
+            const auto exponent = [&](const tl::Value& col) {
+              return anchor ? (chunk(col) - *anchor) * scale2 : chunk(col) * scale2 - max2;
+            };
             tl::Var sum = 0.0f;
             // The chunk at col; with `live`, lanes where it is false give 0.
             const auto exp_pass = [&](const tl::Value& col,
