@@ -202,6 +202,13 @@ BENCHMARK(BM_linear_packed)
     ->ArgsProduct({{0, 1}, {1, 16}, {4096}, {4096}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+// The 1.1B decoder's prefill of 32 tokens (bench/llamacpp_report.py): its gate-up and down
+// projections, bfloat16, against BM_linear_quantized's rows of the same shapes.
+BENCHMARK(BM_linear_packed)
+    ->Args({1, 32, 11264, 2048})
+    ->Args({1, 32, 2048, 5632})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_scaled_mm)
     ->ArgsProduct({{0, 1}, {1, 2, 4, 8, 16}, {4096}, {4096}})
@@ -212,6 +219,11 @@ BENCHMARK(BM_scaled_mm)
 
 BENCHMARK(BM_linear_quantized)
     ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}, {1, 16}, {4096}, {4096}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_linear_quantized)
+    ->ArgsProduct({{0, 2}, {1}, {32}, {11264}, {2048}})
+    ->ArgsProduct({{0, 2}, {1}, {32}, {2048}, {5632}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -246,8 +246,9 @@ TEST_P(QuantizedLinearTest, ManyRows) {
   }
 }
 
-// The GEMM paths (more than 16 rows float32, 64 bfloat16 on VDPBF16PS) in several K blocks (past
-// 2048 for the bfloat16 one), weight-row panels and row blocks (256 rows; 144), each with a tail.
+// The many-row paths (more than 16 rows: the float32 GEMM, bfloat16 chunks on VDPBF16PS) in
+// several K blocks (512 or 256; 256), weight-row panels and row blocks (256 rows; 128), each with
+// a tail.
 TEST_P(QuantizedLinearTest, PrefillBlocks) {
   for (const Format& f : kFormats) {
     const std::int64_t k = f.group_size == 0 ? 610 : 640;  // per channel: K padded to 640

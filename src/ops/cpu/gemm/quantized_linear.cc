@@ -6,8 +6,8 @@
 // its B strip (never a full-size float copy of the weight), against x packed in strips.
 // bfloat16 rows on CPUs with VDPBF16PS dequantize into bfloat16 instead (int8 codes per channel,
 // exact; s·(q − z) rounded per group) for that instruction's kernels, twice the multiply-adds of
-// a float32 FMA: the panel path with its dot kernel, or from kBf16GemmRows rows the bfloat16
-// GEMM's block kernel.
+// a float32 FMA: up to kChunkRows rows the panel path with its dot kernel, more rows against x
+// packed in blocks of 16 rows (bf16_chunk_rows).
 #include <algorithm>
 #include <cstring>
 
@@ -39,9 +39,6 @@ constexpr std::int64_t kPanelTiles = 3;
 constexpr std::int64_t kChunkRows = 16;  // x rows per call of the dot kernel (its limit)
 // 48 rows of bfloat16 (192 KiB at K = 2048, in L2): every chunk of x rows reads a panel once.
 constexpr std::int64_t kBf16PanelTiles = 12;
-// From this many bfloat16 rows the GEMM block kernel: 1.1-1.25x the panel path at 128 rows, even
-// at 64, 0.75-0.9x at 20-40 (zero-padded x strips; N = 2048-11264, K = 2048-5632, Zen 4).
-constexpr std::int64_t kBf16GemmRows = 64;
 // The GEMM path: x rows packed at once (their strips, all of K: 4 MiB at K = 4096), and K block
 // lengths as the native GEMM's (its B strip, kc × nr floats, stays in L2).
 constexpr std::int64_t kRowBlock = 256;
@@ -159,97 +156,125 @@ void bf16_rows(const Job& job, std::int64_t m, const std::uint16_t* x16, float* 
   });
 }
 
-// Prefill on VDPBF16PS (kBf16GemmRows rows or more): the bfloat16 GEMM's kernel, dpbf16_block, with
-// its 8 × 48 register tile, instead of the dot kernel per 16 rows (which loads every x pair once
-// per 4 weight rows). Transposed, Cᵀ = W·Xᵀ: the weight is the left operand, whose row tiles are
-// its rows in runs of 32 K, so it is dequantized straight into them; per row block, x is packed
-// once as the pair-interleaved strips (shared). Each thread claims panels of 64 weight rows.
-struct Bf16GemmBlocks {
-  static constexpr std::int64_t kPanelRows = 64;
-  static constexpr std::int64_t kRowBlock = 144;  // x rows: 9 strips, three of the kernel's triples
-  static constexpr std::int64_t kMaxKc = 2048;    // the panel's row tiles: 256 KiB, in L2
-  std::int64_t kc, rows_pad;
+// More bfloat16 rows than one chunk of the dot kernel, with VDPBF16PS. Per block of up to
+// kRowBlock rows, x is packed once as the pair-interleaved chunks of 16 rows that the packed
+// linear uses, so that one x load feeds 8 or 16 weight rows, broadcast from the panel in place;
+// each thread then takes panels of kBf16PanelTiles tiles dequantized as bf16_rows does. 1.02-1.1x
+// the bfloat16 GEMM's block kernel with the weight dequantized into its row tiles at 64-512 rows
+// (2 threads, Zen 4, N = 11264, K = 2048), and more below (its strips of 48 rows were padded).
+struct Bf16ChunkBlocks {
+  static constexpr std::int64_t kPanelRows = kBf16PanelTiles * kTile;
+  static constexpr std::int64_t kBlockPairs = 128;  // K per block: 16 x rows in 8 KiB of L1
+  static constexpr std::int64_t kRowBlock = 128;    // x rows per block: 512 KiB at K = 2048
+  std::int64_t chunks;                              // of a row block
 
-  Bf16GemmBlocks(const QuantizedLayout& l, std::int64_t m)
-      : kc(std::min(l.k_padded, kMaxKc)), rows_pad(round_up(std::min(m, kRowBlock), kAmxCols)) {}
-  // x's strips for a row block, all of K (k_padded is a multiple of 32).
+  explicit Bf16ChunkBlocks(std::int64_t m) : chunks(ceil_div(std::min(m, kRowBlock), kAmxCols)) {}
+  // x's chunks: chunks × k_padded × 16 bfloat16.
   std::int64_t x_floats(const QuantizedLayout& l) const {
-    return round_up(rows_pad * l.k_padded / 2, 16);
+    return round_up(chunks * kAmxCols * l.k_padded / 2, 16);
   }
-  // Per thread: the panel's row tiles (bfloat16), Cᵀ, C and an epilogue row.
-  std::int64_t per_thread_floats() const {
-    return round_up(kPanelRows * kc / 2 + 2 * kPanelRows * rows_pad + kPanelRows, 16);
+  // Per thread: the panel, its sums per chunk ([chunk][weight row][x row]), those of one chunk
+  // transposed ([x row][weight row]) and an epilogue row.
+  std::int64_t per_thread_floats(std::int64_t ld) const {
+    return round_up(kPanelRows * ld / 2 + (chunks + 1) * kPanelRows * kAmxCols + kPanelRows, 16);
   }
 };
-static_assert(Bf16GemmBlocks::kPanelRows % kAmxRows == 0 && Bf16GemmBlocks::kMaxKc % 128 == 0);
+static_assert(Bf16ChunkBlocks::kPanelRows % kAmxCols == 0);
 
-// Rows [i0, i0 + rows) of x16 (ld apart) as B strips of 16 rows, K block after K block (block at
-// k0 from strips + k0·rows_pad, strip s of it at + s·kcur·16), zero past `rows`: element (k, j)
-// of a strip at [k / 2 · 32 + 2j + k % 2], i.e. the rows' 32-bit pairs transposed (as float bits).
-void pack_bf16_strips(const std::uint16_t* x16, std::int64_t ld, std::int64_t i0, std::int64_t rows,
-                      std::int64_t rows_pad, std::int64_t k, std::int64_t kc,
-                      std::uint16_t* strips) {
-  for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
-    const std::int64_t kcur = std::min(kc, k - k0);
-    for (std::int64_t s = 0; s * kAmxCols < rows_pad; ++s) {
-      auto* strip = reinterpret_cast<float*>(strips + k0 * rows_pad + s * kcur * kAmxCols);
-      const std::int64_t live = std::min(kAmxCols, rows - s * kAmxCols);
-      if (live < kAmxCols) std::fill(strip, strip + kcur / 2 * kAmxCols, 0.0f);
-      const float* words[kAmxCols];
-      for (std::int64_t j = 0; j < live; ++j) {
-        words[j] = reinterpret_cast<const float*>(x16 + (i0 + s * kAmxCols + j) * ld + k0);
-      }
-      gemm_transpose_rows(words, live, kcur / 2, strip, kAmxCols);
+// Rows [i0, i0 + rows) of x16 (ld apart, k wide) as chunks of 16 rows, zero past `rows`: element
+// (k, j) of chunk c at chunks[c·k·16 + k / 2 · 32 + 2j + k % 2], the rows' 32-bit pairs
+// transposed.
+void pack_x_chunks(const std::uint16_t* x16, std::int64_t ld, std::int64_t i0, std::int64_t rows,
+                   std::int64_t k, std::uint16_t* chunks) {
+  for (std::int64_t c = 0; c * kAmxCols < rows; ++c) {
+    auto* chunk = reinterpret_cast<float*>(chunks + c * k * kAmxCols);
+    const std::int64_t live = std::min(kAmxCols, rows - c * kAmxCols);
+    if (live < kAmxCols) std::fill(chunk, chunk + k / 2 * kAmxCols, 0.0f);
+    const float* words[kAmxCols];
+    for (std::int64_t j = 0; j < live; ++j) {
+      words[j] = reinterpret_cast<const float*>(x16 + (i0 + c * kAmxCols + j) * ld);
     }
+    gemm_transpose_rows(words, live, k / 2, chunk, kAmxCols);
   }
 }
 
-void bf16_gemm_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
-                    const Bf16GemmBlocks& b, std::uint16_t* x_strips, float* per_thread,
-                    ThreadPool& pool) {
-  using B = Bf16GemmBlocks;
+void bf16_chunk_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
+                     const Bf16ChunkBlocks& b, std::uint16_t* x_chunks, float* per_thread,
+                     ThreadPool& pool) {
+  using B = Bf16ChunkBlocks;
   const QuantizedLayout& l = job.l;
+  const std::int64_t ld = job.ld_x;  // of the panel and of x16
+  const std::int64_t pairs_k = l.k_padded / 2;
   const bool per_channel = l.groups_per_row == 1;
-  const std::int64_t tiles_per_panel = B::kPanelRows / kTile;
-  const std::int64_t num_panels = ceil_div(l.tiles, tiles_per_panel);
+  const std::int64_t num_panels = ceil_div(l.tiles, kBf16PanelTiles);
   for (std::int64_t i0 = 0; i0 < m; i0 += B::kRowBlock) {
-    const std::int64_t rows = std::min(B::kRowBlock, m - i0), rows_pad = round_up(rows, kAmxCols);
-    pack_bf16_strips(x16, job.ld_x, i0, rows, rows_pad, l.k_padded, b.kc, x_strips);
-    pool.parallel_claim(num_panels, [&](int chunk, std::int64_t p) {
-      float* area = per_thread + chunk * b.per_thread_floats();
+    const std::int64_t rows = std::min(B::kRowBlock, m - i0), chunks = ceil_div(rows, kAmxCols);
+    pack_x_chunks(x16, ld, i0, rows, l.k_padded, x_chunks);
+    pool.parallel_range(num_panels, 1, [&](int thread, std::int64_t p0, std::int64_t p1) {
+      float* area = per_thread + thread * b.per_thread_floats(ld);
       auto* panel = reinterpret_cast<std::uint16_t*>(area);
-      float* acc_t = area + B::kPanelRows * b.kc / 2;  // [weight row][x row], ld rows_pad
-      float* acc = acc_t + B::kPanelRows * rows_pad;   // [x row][weight row], ld kPanelRows
-      float* scratch = acc + B::kPanelRows * rows_pad;
-      const std::int64_t t0 = p * tiles_per_panel, t1 = std::min(l.tiles, t0 + tiles_per_panel);
-      const std::int64_t live = (t1 - t0) * kTile, live_pad = round_up(live, kAmxRows);
-      for (std::int64_t k0 = 0; k0 < l.k_padded; k0 += b.kc) {
-        const std::int64_t kcur = std::min(b.kc, l.k_padded - k0);
-        if (live < live_pad) {  // the last row tile's rows past the weight's: zero
-          std::fill(panel + (live_pad - kAmxRows) * kcur, panel + live_pad * kcur,
-                    std::uint16_t{0});
+      float* sums = area + B::kPanelRows * ld / 2;
+      float* by_row = sums + b.chunks * B::kPanelRows * kAmxCols;
+      float* scratch = by_row + B::kPanelRows * kAmxCols;
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t t0 = p * kBf16PanelTiles, t1 = std::min(l.tiles, t0 + kBf16PanelTiles);
+        const std::int64_t live = (t1 - t0) * kTile, live_pad = round_up(live, kAmxCols);
+        dpbf16_dequantize_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, 0, l.k_padded,
+                                !per_channel, panel, ld);
+        // The last group's rows past the weight's: zero (their sums are dropped).
+        std::fill(panel + live * ld, panel + live_pad * ld, std::uint16_t{0});
+        // While this panel multiplies, the next one's codes come into L2: its dequantization
+        // would otherwise wait on memory with nothing to overlap (int8 at 32 rows: 1.1x).
+        const std::int64_t next_begin = l.block_offset(t1, 0);
+        const std::int64_t next_end =
+            p + 1 < p1 ? l.block_offset(std::min(l.tiles, t1 + kBf16PanelTiles), 0) : next_begin;
+        const std::int64_t steps = ceil_div(pairs_k, B::kBlockPairs) * (live_pad / kAmxCols);
+        const std::int64_t per_step = round_up(ceil_div(next_end - next_begin, steps), 64);
+        std::int64_t fetched = next_begin;
+        for (std::int64_t q0 = 0; q0 < pairs_k; q0 += B::kBlockPairs) {
+          const std::int64_t pairs = std::min(B::kBlockPairs, pairs_k - q0);
+          const auto x_of = [&](std::int64_t c) {
+            return x_chunks + (c * l.k_padded + q0 * 2) * kAmxCols;
+          };
+          for (std::int64_t g = 0; g < live_pad; g += kAmxCols) {
+            for (const std::int64_t stop = std::min(next_end, fetched + per_step); fetched < stop;
+                 fetched += 64) {
+              __builtin_prefetch(job.weights + fetched, 0, 2);
+            }
+            const auto sums_of = [&](std::int64_t c) {
+              return sums + (c * B::kPanelRows + g) * kAmxCols;
+            };
+            for (std::int64_t c = 0; c < chunks; c += 2) {  // two at a time, the last alone
+              const bool two = c + 1 < chunks;
+              dpbf16_row_weights_block(x_of(c), two ? x_of(c + 1) : nullptr,
+                                       panel + g * ld + q0 * 2, ld, pairs, sums_of(c),
+                                       two ? sums_of(c + 1) : nullptr, q0 > 0);
+            }
+          }
         }
-        dpbf16_dequantize_tiles_row_tiles(job.weights + l.block_offset(t0, 0), t1 - t0, job.q, k0,
-                                          k0 + kcur, !per_channel, panel);
-        dpbf16_block(panel, live_pad, kcur, x_strips + k0 * rows_pad, rows_pad / kAmxCols, acc_t,
-                     rows_pad, k0 > 0);
-      }
-      const float* sums[B::kPanelRows];
-      for (std::int64_t r = 0; r < live; ++r) {
-        float* row = acc_t + r * rows_pad;
-        if (per_channel) {  // the scales: the block's first bytes (quantized_format.h)
-          float scale;
-          const std::int64_t t = t0 + r / kTile;
-          std::memcpy(&scale, job.weights + l.block_offset(t, 0) + r % kTile * sizeof(float),
-                      sizeof(float));
-          for (std::int64_t i = 0; i < rows; ++i) row[i] *= scale;
+        float scale[B::kPanelRows];
+        if (per_channel) {  // the scales: each block's first bytes (quantized_format.h)
+          for (std::int64_t r = 0; r < live; ++r) {
+            std::memcpy(&scale[r],
+                        job.weights + l.block_offset(t0 + r / kTile, 0) + r % kTile * sizeof(float),
+                        sizeof(float));
+          }
         }
-        sums[r] = row;
-      }
-      gemm_transpose_rows(sums, live, rows, acc, B::kPanelRows);
-      const std::int64_t col0 = t0 * kTile, cols = std::min(t1 * kTile, l.n) - col0;
-      for (std::int64_t i = 0; i < rows; ++i) {
-        job.store(i0 + i, col0, cols, acc + i * B::kPanelRows, scratch);
+        const std::int64_t col0 = t0 * kTile, cols = std::min(t1 * kTile, l.n) - col0;
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          const float* weight_rows[B::kPanelRows];
+          for (std::int64_t r = 0; r < live; ++r) {
+            weight_rows[r] = sums + (c * B::kPanelRows + r) * kAmxCols;
+          }
+          gemm_transpose_rows(weight_rows, live, kAmxCols, by_row, B::kPanelRows);
+          for (std::int64_t i = c * kAmxCols; i < std::min(rows, (c + 1) * kAmxCols); ++i) {
+            float* row = by_row + (i - c * kAmxCols) * B::kPanelRows;
+            if (per_channel) {
+              for (std::int64_t r = 0; r < live; ++r) row[r] *= scale[r];
+            }
+            job.store(i0 + i, col0, cols, row, scratch);
+          }
+        }
       }
     });
   }
@@ -344,27 +369,27 @@ class LinearQuantizedCpu final : public Operator {
     const std::int64_t ld_x = (l.k_padded + 15) / 16 * 16 + 16;  // off multiples of 4 KiB
     const std::int64_t ld_out = l.tiles * kTile;
     const GemmBlocks blocks(l, m);
-    // Scratch per path: the one-row, panel and bfloat16 paths sum into acc (m × ld_out), the
-    // GEMM path into each thread's accumulator; per thread the path's panel or strips.
+    // Scratch per path: the one-row and panel paths sum into acc (m × ld_out), the GEMM and
+    // bfloat16 chunk paths into each thread's sums; per thread the path's panel or strips.
     const bool bf16_input = input.dtype() == DataType::kBFloat16 && dpbf16_enabled();
     const bool bf16 = m > 1 && bf16_input;
     const bool int4_bf16 = m == 1 && bf16_input && l.bits == 4 && l.group == 32;
     const bool gemm = !bf16 && m > kChunkRows && blocks.nr % kTile == 0 && blocks.nr <= kMaxNr;
-    const bool bf16_gemm = bf16 && m >= kBf16GemmRows;
-    const Bf16GemmBlocks bf16_blocks(l, m);
-    const std::int64_t acc_floats = gemm || bf16_gemm ? 0 : m * ld_out;
+    const bool bf16_chunks = bf16 && m > kChunkRows;
+    const Bf16ChunkBlocks chunk_blocks(m);
+    const std::int64_t acc_floats = gemm || bf16_chunks ? 0 : m * ld_out;
     const std::int64_t x16_floats = bf16 || int4_bf16 ? round_up(m * ld_x / 2 + 1, 16) : 0;
     const std::int64_t int4_floats =
         int4_bf16 ? round_up(dpbf16_int4_x_floats(blocks_of(l)), 16) : 0;
     const std::int64_t per_thread =
-        gemm        ? blocks.per_thread_floats()
-        : bf16_gemm ? bf16_blocks.per_thread_floats()
-        : bf16      ? round_up(kTile * ld_x + kBf16PanelTiles * kTile * ld_x / 2 + l.n, 16)
-        : m == 1    ? l.n
-                    : kPanelTiles * kTile * ld_x + l.n;
-    const std::int64_t a_pack = gemm        ? blocks.strips * kGemmMr * blocks.k_blocks * blocks.kc
-                                : bf16_gemm ? bf16_blocks.x_floats(l)
-                                            : 0;
+        gemm          ? blocks.per_thread_floats()
+        : bf16_chunks ? chunk_blocks.per_thread_floats(ld_x)
+        : bf16        ? round_up(kTile * ld_x + kBf16PanelTiles * kTile * ld_x / 2 + l.n, 16)
+        : m == 1      ? l.n
+                      : kPanelTiles * kTile * ld_x + l.n;
+    const std::int64_t a_pack = gemm ? blocks.strips * kGemmMr * blocks.k_blocks * blocks.kc
+                                : bf16_chunks ? chunk_blocks.x_floats(l)
+                                              : 0;
     WorkspacePool::Lease lease = ctx.workspace().acquire(
         kCpu, ctx.stream, 0,
         workspace_bytes({{round_up(ld_out, 16)},
@@ -402,9 +427,9 @@ class LinearQuantizedCpu final : public Operator {
                   input.dtype() == DataType::kFloat32 && out.stride(-1) == 1};
     if (int4_bf16) dpbf16_int4_prepare_x(x16, job.q, int4_x);
     if (m == 1) return one_row(job, int4_bf16 ? int4_x : nullptr, acc, thread_area, pool);
-    if (bf16_gemm) {
-      return bf16_gemm_rows(job, m, x16, bf16_blocks, reinterpret_cast<std::uint16_t*>(a_packed),
-                            thread_area, pool);
+    if (bf16_chunks) {
+      return bf16_chunk_rows(job, m, x16, chunk_blocks, reinterpret_cast<std::uint16_t*>(a_packed),
+                             thread_area, pool);
     }
     if (bf16) return bf16_rows(job, m, x16, acc, ld_out, thread_area, per_thread, pool);
     if (!gemm) return few_rows(job, m, acc, ld_out, thread_area, per_thread, pool);

@@ -11,23 +11,29 @@ namespace {
 
 constexpr int kTile = 4;  // kQuantizedTileRows
 
-// Where element (row, k − k0) goes: rows ld apart, or the row tiles of the bfloat16 dot-product
-// kernels (quantized_kernels.h); runs of 16 at multiples of 16 are contiguous in both.
+// Where element (row, k − k0) goes: rows ld apart.
 struct Panel {
   std::uint16_t* base;
   std::int64_t ld;
-  bool row_tiles;
-  std::uint16_t* at(std::int64_t row, std::int64_t k) const {
-    if (!row_tiles) return base + row * ld + k;
-    return base + row / 16 * 16 * ld + k / 32 * 512 + row % 16 * 32 + k % 32;
-  }
+  std::uint16_t* at(std::int64_t row, std::int64_t k) const { return base + row * ld + k; }
 };
 
 #if TILEOPS_DPBF16_CODE
 TILEOPS_DPBF16_WARNINGS_OFF
-TILEOPS_DPBF16_TARGET inline void store16(__m512 v, std::uint16_t* p) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+// lo then hi, 32 values in one rounding instruction and one store.
+TILEOPS_DPBF16_TARGET inline void store32(__m512 lo, __m512 hi, std::uint16_t* p) {
+  _mm512_storeu_si512(p, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+}
+
+// s·(q − z) for 16 unsigned codes q.
+TILEOPS_DPBF16_TARGET inline __m512 value4(__m512i q, __m512 z, __m512 s) {
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q), z), s);
+}
+
+// 16 signed codes as float32.
+TILEOPS_DPBF16_TARGET inline __m512 codes8(const std::uint8_t* p) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
 TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
@@ -50,10 +56,10 @@ TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
           for (int r = 0; r < kTile; ++r) {
             const std::uint8_t* run = codes + j * kTile + r * q.run_bytes - j;  // code c: run + c
             const __m512 s = _mm512_set1_ps(scale[r]);
-            for (std::int64_t c = std::max(c0, j); c < c_end; c += 16) {
-              const __m512 v = _mm512_cvtepi32_ps(
-                  _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(run + c))));
-              store16(scaled ? _mm512_mul_ps(v, s) : v, out.at(t * kTile + r, k + c));
+            for (std::int64_t c = std::max(c0, j); c < c_end; c += 32) {  // runs of 32 or 64
+              __m512 lo = codes8(run + c), hi = codes8(run + c + 16);
+              if (scaled) lo = _mm512_mul_ps(lo, s), hi = _mm512_mul_ps(hi, s);
+              store32(lo, hi, out.at(t * kTile + r, k + c));
             }
           }
         }
@@ -65,13 +71,22 @@ TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
         const std::int64_t row = t * kTile + r;
         const __m512 s = _mm512_set1_ps(scaled ? scale[r] : 1.0f);
         const __m512 z = _mm512_set1_ps(zero[r]);
-        for (std::int64_t c = 0; c < half; c += 16) {
-          const __m512i b = _mm512_cvtepu8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + r * q.run_bytes + c)));
-          const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(15)));
-          const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
-          store16(_mm512_mul_ps(_mm512_sub_ps(lo, z), s), out.at(row, k + c));
-          store16(_mm512_mul_ps(_mm512_sub_ps(hi, z), s), out.at(row, k + half + c));
+        for (std::int64_t c = 0; c < half; c += 32) {  // half is 16, 32 or 64
+          const std::uint8_t* b = codes + r * q.run_bytes + c;
+          const __m512i b0 =
+              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+          const __m512i low = _mm512_set1_epi32(15);
+          if (half == 16) {
+            store32(value4(_mm512_and_si512(b0, low), z, s), value4(_mm512_srli_epi32(b0, 4), z, s),
+                    out.at(row, k));
+            break;
+          }
+          const __m512i b1 =
+              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)));
+          store32(value4(_mm512_and_si512(b0, low), z, s), value4(_mm512_and_si512(b1, low), z, s),
+                  out.at(row, k + c));
+          store32(value4(_mm512_srli_epi32(b0, 4), z, s), value4(_mm512_srli_epi32(b1, 4), z, s),
+                  out.at(row, k + half + c));
         }
       }
     }
@@ -90,13 +105,7 @@ void dequantize(const std::uint8_t*, std::int64_t, const QuantizedBlocks&, std::
 void dpbf16_dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
                              const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
                              bool scaled, std::uint16_t* out, std::int64_t ld) {
-  dequantize(tiles_start, tiles, q, k0, k1, scaled, Panel{out, ld, false});
-}
-
-void dpbf16_dequantize_tiles_row_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
-                                       const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
-                                       bool scaled, std::uint16_t* out) {
-  dequantize(tiles_start, tiles, q, k0, k1, scaled, Panel{out, k1 - k0, true});
+  dequantize(tiles_start, tiles, q, k0, k1, scaled, Panel{out, ld});
 }
 
 }  // namespace tileops::ops::cpu

@@ -1,8 +1,8 @@
-// dequantize_tiles_bf16 and dequantize_tiles_bf16_row_tiles (quantized_kernels.h) on CPUs with
-// AVX512-BF16: the same bfloat16 values (round to nearest even; subnormal results flush to zero),
-// rounded by VCVTNEPS2BF16, one instruction per 16 values where Highway 1.0's portable rounding
-// takes several. The bfloat16 panel paths of linear_quantized (prefill) spent as long
-// dequantizing as multiplying. Used only where dpbf16_enabled() says so.
+// dequantize_tiles (quantized_kernels.h) into bfloat16 on CPUs with AVX512-BF16, for the
+// bfloat16 paths of linear_quantized: rounded to nearest even by VCVTNE2PS2BF16 (32 values per
+// instruction; subnormal results flush to zero), where Highway 1.0's portable rounding takes
+// several instructions per 16. Those paths spent as long dequantizing as multiplying. Used only
+// where dpbf16_enabled() says so.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +14,5 @@ namespace tileops::ops::cpu {
 void dpbf16_dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
                              const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
                              bool scaled, std::uint16_t* out, std::int64_t ld);
-
-void dpbf16_dequantize_tiles_row_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
-                                       const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
-                                       bool scaled, std::uint16_t* out);
 
 }  // namespace tileops::ops::cpu

@@ -205,6 +205,34 @@ TILEOPS_DPBF16_TARGET void packed_half_blocks(const std::uint16_t* x0, const std
   }
 }
 
+// kChunks blocks of 16 x rows (pair-interleaved) against kRows weight rows in place (ld_w apart):
+// per pair kChunks x loads and kRows broadcasts feed kRows·kChunks dot products.
+template <int kRows, int kChunks>
+TILEOPS_DPBF16_TARGET void row_weights_block(const std::uint16_t* const* x, const std::uint16_t* w,
+                                             std::int64_t ld_w, std::int64_t pairs,
+                                             float* const* acc, bool accumulate) {
+  __m512 sum[kChunks][kRows];
+  for (int c = 0; c < kChunks; ++c) {
+    for (int j = 0; j < kRows; ++j) sum[c][j] = _mm512_setzero_ps();
+  }
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    __m512bh xv[kChunks];
+    for (int c = 0; c < kChunks; ++c) xv[c] = load_pairs(x[c] + q * 32);
+#pragma GCC unroll 16
+    for (int j = 0; j < kRows; ++j) {
+      const __m512bh wv = broadcast_pair(w + j * ld_w + 2 * q);
+      for (int c = 0; c < kChunks; ++c) sum[c][j] = _mm512_dpbf16_ps(sum[c][j], xv[c], wv);
+    }
+  }
+  for (int c = 0; c < kChunks; ++c) {
+    for (int j = 0; j < kRows; ++j) {
+      float* out = acc[c] + j * 16;
+      _mm512_storeu_ps(out,
+                       accumulate ? _mm512_add_ps(sum[c][j], _mm512_loadu_ps(out)) : sum[c][j]);
+    }
+  }
+}
+
 }  // namespace
 
 bool dpbf16_enabled() {
@@ -270,6 +298,21 @@ void dpbf16_packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
   packed_half_blocks(x0, x1, w, pairs, acc0, acc1, accumulate, fetch);
 }
 
+void dpbf16_row_weights_block(const std::uint16_t* x0, const std::uint16_t* x1,
+                              const std::uint16_t* w, std::int64_t ld_w, std::int64_t pairs,
+                              float* acc0, float* acc1, bool accumulate) {
+  if (x1 == nullptr) {
+    const std::uint16_t* x[] = {x0};
+    float* acc[] = {acc0};
+    return row_weights_block<16, 1>(x, w, ld_w, pairs, acc, accumulate);
+  }
+  const std::uint16_t* x[] = {x0, x1};
+  for (int h = 0; h < 2; ++h) {
+    float* acc[] = {acc0 + 128 * h, acc1 + 128 * h};
+    row_weights_block<8, 2>(x, w + 8 * h * ld_w, ld_w, pairs, acc, accumulate);
+  }
+}
+
 TILEOPS_DPBF16_WARNINGS_ON
 
 #else  // no AVX512-BF16 code on this platform
@@ -295,6 +338,12 @@ void dpbf16_packed_half_blocks(const std::uint16_t*, const std::uint16_t*, const
                                std::int64_t, float*, float*, bool, bool) {
   throw Error(ErrorKind::kUnsupported,
               "dpbf16_packed_half_blocks: AVX512-BF16 is not available here");
+}
+
+void dpbf16_row_weights_block(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
+                              std::int64_t, std::int64_t, float*, float*, bool) {
+  throw Error(ErrorKind::kUnsupported,
+              "dpbf16_row_weights_block: AVX512-BF16 is not available here");
 }
 
 #endif

@@ -124,35 +124,16 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
   }
 }
 
-HWY_INLINE void StoreAs(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
-HWY_INLINE void StoreAs(DF d, VF v, std::uint16_t* p) { StoreF32AsBF16(d, v, p); }
-// Values of at most 8 significant bits (int8 codes, unscaled) are bfloat16 numbers already: their
-// upper halves, without StoreF32AsBF16's rounding (int8 prefill of the 1.1B decoder, 32 tokens:
-// 1.05-1.1x).
-HWY_INLINE void StoreExactAs(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
-HWY_INLINE void StoreExactAs(DF, VF v, std::uint16_t* p) {
-  const hn::Rebind<std::uint32_t, DF> du32;
-  const hn::Rebind<std::uint16_t, DF> du16;
-  hn::StoreU(hn::TruncateTo(du16, hn::ShiftRight<16>(hn::BitCast(du32, v))), du16, p);
-}
-
-// Where Dequantize writes element (row, k − k0): rows ld apart, or (row_tiles) the row tiles of
-// the bfloat16 dot-product kernels (amx_kernels.h: 16 rows × 32 K of 64-byte rows per step, row
-// tile i at i·16·(k1 − k0)). Runs of 16 lanes at multiples of 16 stay contiguous in both.
-template <class Out>
+// Dequantize's output: element (row, k − k0) at base[row·ld + k − k0].
 struct PanelOut {
-  Out* base;
-  std::int64_t ld;  // rows: the row stride; row tiles: k1 − k0
-  bool row_tiles;
-  Out* at(std::int64_t row, std::int64_t k) const {
-    if (!row_tiles) return base + row * ld + k;
-    return base + row / 16 * 16 * ld + k / 32 * 512 + row % 16 * 32 + k % 32;
-  }
+  float* base;
+  std::int64_t ld;
+  float* at(std::int64_t row, std::int64_t k) const { return base + row * ld + k; }
 };
 
-template <int kBits, bool kZeros, class Out>
+template <int kBits, bool kZeros>
 void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const QuantizedBlocks& q,
-                std::int64_t k0, std::int64_t k1, bool scaled, const PanelOut<Out>& out) {
+                std::int64_t k0, std::int64_t k1, bool scaled, const PanelOut& out) {
   const DF d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   for (std::int64_t t = 0; t < tiles; ++t) {
@@ -174,11 +155,7 @@ void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const Qu
           for (std::int64_t c = std::max(c0, j); c < c_end; c += lanes) {
             for (int r = 0; r < kTile; ++r) {
               const VF v = Int8Codes(d, run + r * q.run_bytes + c);
-              if (scaled) {
-                StoreAs(d, hn::Mul(v, scale[r]), out.at(t * kTile + r, k + c));
-              } else {
-                StoreExactAs(d, v, out.at(t * kTile + r, k + c));
-              }
+              hn::StoreU(scaled ? hn::Mul(v, scale[r]) : v, d, out.at(t * kTile + r, k + c));
             }
           }
         }
@@ -191,8 +168,8 @@ void Dequantize(const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles, const Qu
           for (std::int64_t c = 0; c < half; c += lanes) {
             VF lo, hi;
             Int4Codes(d, codes + r * q.run_bytes + c, lo, hi);  // an int4 row: one run
-            StoreAs(d, hn::Mul(hn::Sub(lo, z), s), out.at(row, k + c));
-            StoreAs(d, hn::Mul(hn::Sub(hi, z), s), out.at(row, k + half + c));
+            hn::StoreU(hn::Mul(hn::Sub(lo, z), s), d, out.at(row, k + c));
+            hn::StoreU(hn::Mul(hn::Sub(hi, z), s), d, out.at(row, k + half + c));
           }
         }
       }
@@ -207,26 +184,12 @@ void QuantizedDotsM1(const float* x, const std::uint8_t* p, std::int64_t tiles,
   return DotsM1<4, false>(x, p, tiles, q, out);
 }
 
-template <class Out>
-void DequantizeAs(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
-                  std::int64_t k0, std::int64_t k1, bool scaled, const PanelOut<Out>& out) {
-  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, k0, k1, scaled, out);
-  if (q.zeros) return Dequantize<4, true>(p, tiles, q, k0, k1, scaled, out);
-  return Dequantize<4, false>(p, tiles, q, k0, k1, scaled, out);
-}
 void DequantizeTiles(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
                      std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld) {
-  DequantizeAs(p, tiles, q, k0, k1, scaled, PanelOut<float>{out, ld, false});
-}
-void DequantizeTilesBF16(const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
-                         std::int64_t k0, std::int64_t k1, bool scaled, std::uint16_t* out,
-                         std::int64_t ld) {
-  DequantizeAs(p, tiles, q, k0, k1, scaled, PanelOut<std::uint16_t>{out, ld, false});
-}
-void DequantizeTilesBF16RowTiles(const std::uint8_t* p, std::int64_t tiles,
-                                 const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
-                                 bool scaled, std::uint16_t* out) {
-  DequantizeAs(p, tiles, q, k0, k1, scaled, PanelOut<std::uint16_t>{out, k1 - k0, true});
+  const PanelOut panel{out, ld};
+  if (q.bits == 8) return Dequantize<8, false>(p, tiles, q, k0, k1, scaled, panel);
+  if (q.zeros) return Dequantize<4, true>(p, tiles, q, k0, k1, scaled, panel);
+  return Dequantize<4, false>(p, tiles, q, k0, k1, scaled, panel);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
@@ -238,8 +201,6 @@ namespace tileops::ops::cpu {
 
 HWY_EXPORT(QuantizedDotsM1);
 HWY_EXPORT(DequantizeTiles);
-HWY_EXPORT(DequantizeTilesBF16);
-HWY_EXPORT(DequantizeTilesBF16RowTiles);
 
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
                        const QuantizedBlocks& q, float* out) {
@@ -249,18 +210,6 @@ void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int
 void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
                       std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld) {
   TILEOPS_DYNAMIC_DISPATCH(DequantizeTiles)(tiles_start, tiles, q, k0, k1, scaled, out, ld);
-}
-
-void dequantize_tiles_bf16(const std::uint8_t* tiles_start, std::int64_t tiles,
-                           const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1, bool scaled,
-                           std::uint16_t* out, std::int64_t ld) {
-  TILEOPS_DYNAMIC_DISPATCH(DequantizeTilesBF16)(tiles_start, tiles, q, k0, k1, scaled, out, ld);
-}
-
-void dequantize_tiles_bf16_row_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
-                                     const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
-                                     bool scaled, std::uint16_t* out) {
-  TILEOPS_DYNAMIC_DISPATCH(DequantizeTilesBF16RowTiles)(tiles_start, tiles, q, k0, k1, scaled, out);
 }
 
 }  // namespace tileops::ops::cpu

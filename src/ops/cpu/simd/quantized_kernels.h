@@ -31,16 +31,4 @@ void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int
 void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
                       std::int64_t k0, std::int64_t k1, bool scaled, float* out, std::int64_t ld);
 
-// The same rounded to bfloat16 (to nearest even): bit patterns in out.
-void dequantize_tiles_bf16(const std::uint8_t* tiles_start, std::int64_t tiles,
-                           const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1, bool scaled,
-                           std::uint16_t* out, std::int64_t ld);
-
-// The same as the row tiles of the bfloat16 dot-product kernels (amx_kernels.h's A operand, with
-// kc = k1 − k0): element (row, k) at out[row / 16 · 16 · kc + (k − k0) / 32 · 512 + row % 16 · 32 +
-// (k − k0) % 32]. Rows of a last partial row tile past 4·tiles are left as they are.
-void dequantize_tiles_bf16_row_tiles(const std::uint8_t* tiles_start, std::int64_t tiles,
-                                     const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
-                                     bool scaled, std::uint16_t* out);
-
 }  // namespace tileops::ops::cpu
