@@ -159,7 +159,7 @@ void bf16_rows(const Job& job, std::int64_t m, const std::uint16_t* x16, float* 
 // More bfloat16 rows than one chunk of the dot kernel, with VDPBF16PS. Per block of up to
 // kRowBlock rows, x is packed once as the pair-interleaved chunks of 16 rows that the packed
 // linear uses, so that one x load feeds 8 or 16 weight rows, broadcast from the panel in place;
-// each thread then takes panels of kBf16PanelTiles tiles dequantized as bf16_rows does. 1.02-1.1x
+// each thread then takes panels of kBf16PanelTiles tiles dequantized as bf16_rows does. 1.0-1.1x
 // the bfloat16 GEMM's block kernel with the weight dequantized into its row tiles at 64-512 rows
 // (2 threads, Zen 4, N = 11264, K = 2048), and more below (its strips of 48 rows were padded).
 struct Bf16ChunkBlocks {
