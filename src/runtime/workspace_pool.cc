@@ -1,14 +1,10 @@
 #include "tileops/runtime/workspace_pool.h"
 
-#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "src/core/host_memory.h"
 #include "tileops/core/error.h"
 
 namespace tileops {
@@ -21,33 +17,12 @@ struct WorkspacePool::Arena {
 
 namespace {
 
-constexpr std::size_t kAlignment = 64;
-// Arenas of kHugeMin bytes or more start on a 2 MiB boundary, are rounded up to whole 2 MiB pages
-// and ask Linux for transparent huge pages (its default policy, "madvise", gives them only when
-// asked): the float32 GEMM's packed B panel, A blocks and accumulators (9 MiB at 2048³ on AVX2),
-// read tile by tile, then need a few TLB entries instead of thousands
-// (bench/results/cpu-tuning.md).
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+// Arenas of kHugeMin bytes or more take huge pages (allocate_host): the float32 GEMM's packed B
+// panel, A blocks and accumulators (9 MiB at 2048³ on AVX2), read tile by tile, then need a few
+// TLB entries instead of thousands (bench/results/cpu-tuning.md).
 constexpr std::size_t kHugeMin = std::size_t{4} << 20;
 
-void* allocate(std::size_t bytes) {
-  // Beyond PTRDIFF_MAX no allocation can succeed, and rounding up could wrap to 0: a size that
-  // large is a wrapped or hostile computation, refused before the round-up (which then stays far
-  // below SIZE_MAX).
-  constexpr auto kMaxBytes = static_cast<std::size_t>(PTRDIFF_MAX) / kAlignment * kAlignment;
-  const std::size_t alignment = bytes >= kHugeMin ? kHugePage : kAlignment;
-  const std::size_t rounded =
-      bytes > kMaxBytes ? 0 : (bytes + alignment - 1) / alignment * alignment;
-  void* p = bytes > kMaxBytes ? nullptr : std::aligned_alloc(alignment, rounded);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (p != nullptr && alignment == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  if (p == nullptr) {
-    throw Error(ErrorKind::kOutOfMemory,
-                "workspace: cannot allocate " + std::to_string(bytes) + " bytes");
-  }
-  return p;
-}
+void* allocate(std::size_t bytes) { return allocate_host(bytes, kHugeMin, "workspace"); }
 
 }  // namespace
 
