@@ -156,6 +156,27 @@ void bf16_rows(const Job& job, std::int64_t m, const std::uint16_t* x16, float* 
   });
 }
 
+// While a thread's panel of tiles [t0, t1) multiplies, the codes of its next one (when `more`)
+// come into L2 in `steps` equal requests: its dequantization would otherwise wait on memory
+// with nothing to overlap (int8 at 32 rows: 1.1x).
+class NextPanelFetch {
+ public:
+  NextPanelFetch(const Job& job, std::int64_t t1, bool more, std::int64_t steps)
+      : weights_(job.weights), at_(job.l.block_offset(t1, 0)) {
+    end_ = more ? job.l.block_offset(std::min(job.l.tiles, t1 + kBf16PanelTiles), 0) : at_;
+    per_step_ = round_up(ceil_div(end_ - at_, std::max<std::int64_t>(steps, 1)), 64);
+  }
+  void step() {
+    for (const std::int64_t stop = std::min(end_, at_ + per_step_); at_ < stop; at_ += 64) {
+      __builtin_prefetch(weights_ + at_, 0, 2);
+    }
+  }
+
+ private:
+  const std::uint8_t* weights_;
+  std::int64_t at_, end_, per_step_;
+};
+
 // More bfloat16 rows than one chunk of the dot kernel, with VDPBF16PS. Per block of up to
 // kRowBlock rows, x is packed once as the pair-interleaved chunks of 16 rows that the packed
 // linear uses, so that one x load feeds 8 or 16 weight rows, broadcast from the panel in place;
@@ -223,24 +244,15 @@ void bf16_chunk_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
                                 !per_channel, panel, ld);
         // The last group's rows past the weight's: zero (their sums are dropped).
         std::fill(panel + live * ld, panel + live_pad * ld, std::uint16_t{0});
-        // While this panel multiplies, the next one's codes come into L2: its dequantization
-        // would otherwise wait on memory with nothing to overlap (int8 at 32 rows: 1.1x).
-        const std::int64_t next_begin = l.block_offset(t1, 0);
-        const std::int64_t next_end =
-            p + 1 < p1 ? l.block_offset(std::min(l.tiles, t1 + kBf16PanelTiles), 0) : next_begin;
-        const std::int64_t steps = ceil_div(pairs_k, B::kBlockPairs) * (live_pad / kAmxCols);
-        const std::int64_t per_step = round_up(ceil_div(next_end - next_begin, steps), 64);
-        std::int64_t fetched = next_begin;
+        NextPanelFetch fetch(job, t1, p + 1 < p1,
+                             ceil_div(pairs_k, B::kBlockPairs) * (live_pad / kAmxCols));
         for (std::int64_t q0 = 0; q0 < pairs_k; q0 += B::kBlockPairs) {
           const std::int64_t pairs = std::min(B::kBlockPairs, pairs_k - q0);
           const auto x_of = [&](std::int64_t c) {
             return x_chunks + (c * l.k_padded + q0 * 2) * kAmxCols;
           };
           for (std::int64_t g = 0; g < live_pad; g += kAmxCols) {
-            for (const std::int64_t stop = std::min(next_end, fetched + per_step); fetched < stop;
-                 fetched += 64) {
-              __builtin_prefetch(job.weights + fetched, 0, 2);
-            }
+            fetch.step();
             const auto sums_of = [&](std::int64_t c) {
               return sums + (c * B::kPanelRows + g) * kAmxCols;
             };
