@@ -71,7 +71,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::vector<in
   };
   open("for (i64 o = 0; o < " + std::to_string(rt.size()) + "; ++o)");
   if (vec) {
-    line() << "tl_v8d tl_lo = {}, tl_hi = {};\n";
+    line() << "tl_d8 tl_lo = {}, tl_hi = {};\n";
     if (in_blocks > 0) {
       const LaneBlocks lanes{iq, blocks};
       const std::string body = take("tl_t[q]", iq, &lanes);
@@ -79,7 +79,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::vector<in
       // A sink never overlaps what the lane loop reads other than element for element (a tile
       // read in place does not overlap a stored tensor, or is updated in place): no alias test.
       const char* ivdep = sink.empty() ? "" : "_Pragma(\"GCC ivdep\") ";
-      line() << "tl_v16 tl_f[4] = {};\n";
+      line() << "tl_f16 tl_f[4] = {};\n";
       line() << "for (i64 k = 0; k < " << in_blocks << "; k += 64) { "
              << advance_hints(64, xt.size()) << fills << "float tl_t[64]; " << ivdep
              << "for (int q = 0; q < 64; ++q) " << body << " tl_sum64<"
@@ -98,7 +98,7 @@ void Emitter::sum_runs(const Op& r, const ElementFn& value, const std::vector<in
              << " tl_acc8(tl_lo, tl_t); }\n";
     }
     line() << "double tl_a[8];\n";
-    line() << "for (int q = 0; q < 8; ++q) tl_a[q] = tl_lo[q] + tl_hi[q];\n";
+    line() << "tl_lanes(tl_lo, tl_hi, tl_a);\n";
   } else {
     line() << "double tl_a[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n";
     line() << "for (i64 k = 0; k < " << tail << "; k += 8) for (int q = 0; q < 8; ++q) "
@@ -163,15 +163,14 @@ void Emitter::reduce_op(const Op& o) {
       // first. First without NaN handling, summing the elements into a probe; a NaN probe
       // reruns the run with it (tl_plain16).
       const std::string tail32 = std::to_string(count - count % 32);
-      const std::string reset = cat({"for (int j = 0; j < 16; ++j) { tl_mv[0][j] = ", init,
-                                     "; tl_mv[1][j] = ", init, "; }\n"});
-      line() << "tl_v16 tl_mv[2], tl_probe[2] = {};\n";
+      const std::string reset = cat({"tl_mv[0] = tl_mv[1] = tl_fill16(", init, ");\n"});
+      line() << "tl_f16 tl_mv[2], tl_probe[2] = {};\n";
       line() << reset;
       line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { " << advance_hints(32, xt.size())
              << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << eq
              << "; tl_mv[0] = tl_plain16<" << mx << ">(tl_mv[0], tl_t, tl_probe[0]); tl_mv[1] = "
              << "tl_plain16<" << mx << ">(tl_mv[1], tl_t + 16, tl_probe[1]); }\n";
-      open("if (tl_has_nan16(tl_probe[0] + tl_probe[1]))");
+      open("if (tl_has_nan16(tl_probe[0], tl_probe[1]))");
       line() << reset;
       line() << "for (i64 k = 0; k < " << tail32 << "; k += 32) { "
              << "float tl_t[32]; for (int q = 0; q < 32; ++q) tl_t[q] = " << eq
@@ -230,9 +229,8 @@ void Emitter::reduce_op(const Op& o) {
       xt.size() % 16 == 0) {
     const std::string mx = op == ReduceOp::kMax ? "true" : "false";
     const std::string cols = std::to_string(n_out);
-    line() << "tl_v16 tl_mv;\n";
-    line() << "for (int q = 0; q < 16; ++q) tl_mv[q] = " << (op == ReduceOp::kMax ? "-" : "")
-           << "__builtin_inf();\n";
+    line() << "tl_f16 tl_mv = tl_fill16(" << (op == ReduceOp::kMax ? "-" : "")
+           << "__builtin_inf());\n";
     line() << "for (i64 k = 0; k < " << xt.size() << "; k += 16) tl_mv = tl_better16<" << mx
            << ">(tl_mv, " << xn << " + k);\n";
     line() << "float tl_m[16];\n";

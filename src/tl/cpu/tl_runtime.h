@@ -513,55 +513,101 @@ TL_INLINE T tl_better(T m, T v) {
 // Row reductions in explicit vectors (the loop vectoriser does not reliably keep double
 // accumulators or NaN-aware maxima in registers). Sums: lane q of the eight double accumulators
 // takes elements q, q + 8, ... of a run; `t` holds the next 8 (16, 64) elements. Written for 16
-// float lanes: one register with AVX-512, two with AVX2, the same results either way.
+// float lanes: the same results on every target.
 typedef float tl_v8 __attribute__((vector_size(32)));
 typedef float tl_v16 __attribute__((vector_size(64)));
-typedef double tl_v8d __attribute__((vector_size(64)));
-// 8 floats to doubles: one vcvtps2pd with AVX-512 (GCC 12 converts a vector in 4-lane halves,
-// with a shuffle to split and another to join: the row sums of 16-bit rows were bound by them).
-TL_INLINE tl_v8d tl_widen8(tl_v8 a) {
-#if defined(__AVX512F__) && !defined(__clang__)
-  return __builtin_ia32_cvtps2pd512_mask(a, (tl_v8d){}, (unsigned char)0xFF, 4);
+// What loops carry is held as the target's registers hold it: 16 floats (tl_f16) or 8 doubles
+// (tl_d8) as one zmm with AVX-512, two ymm with AVX, four xmm otherwise. GCC keeps a generic
+// vector wider than the registers on the stack between loop steps and compares or selects it
+// one lane at a time (on AVX2 a 16-lane max step took 16 vcomiss and store-forwarding stalls:
+// the float32 softmax's row max ran 3x slower than the native kernel's).
+#if defined(__AVX512F__)
+#define TL_REG_BYTES 64
+#elif defined(__AVX__)
+#define TL_REG_BYTES 32
 #else
-  return __builtin_convertvector(a, tl_v8d);
+#define TL_REG_BYTES 16
 #endif
+typedef float tl_rf __attribute__((vector_size(TL_REG_BYTES)));
+typedef double tl_rd __attribute__((vector_size(TL_REG_BYTES)));
+typedef float tl_rh __attribute__((vector_size(TL_REG_BYTES / 2)));  // widens to one tl_rd
+constexpr int kTlRegs = 64 / TL_REG_BYTES, kTlRegFloats = TL_REG_BYTES / 4;
+struct tl_f16 {
+  tl_rf r[kTlRegs];
+};
+struct tl_d8 {
+  tl_rd r[kTlRegs];
+};
+TL_INLINE tl_f16 tl_fill16(float x) {
+  tl_f16 f;
+  for (int i = 0; i < kTlRegs; ++i)
+    for (int l = 0; l < kTlRegFloats; ++l) f.r[i][l] = x;
+  return f;
 }
-TL_INLINE void tl_acc8(tl_v8d& acc, const float* t) {
+TL_INLINE void tl_add(tl_d8& acc, const tl_d8& d) {
+  for (int i = 0; i < kTlRegs; ++i) acc.r[i] += d.r[i];
+}
+// lo + hi lane by lane into a.
+TL_INLINE void tl_lanes(const tl_d8& lo, const tl_d8& hi, double* a) {
+  for (int i = 0; i < kTlRegs; ++i) {
+    const tl_rd s = lo.r[i] + hi.r[i];
+    __builtin_memcpy(a + i * (TL_REG_BYTES / 8), &s, TL_REG_BYTES);
+  }
+}
+// 8 floats to doubles: one vcvtps2pd with AVX-512 (GCC 12 converts a vector in 4-lane halves,
+// with a shuffle to split and another to join: the row sums of 16-bit rows were bound by them),
+// one per register otherwise.
+TL_INLINE tl_d8 tl_widen8(tl_v8 a) {
+  tl_d8 d;
+#if TL_REG_BYTES == 64 && !defined(__clang__)
+  d.r[0] = __builtin_ia32_cvtps2pd512_mask(a, (tl_rd){}, (unsigned char)0xFF, 4);
+#else
+  for (int i = 0; i < kTlRegs; ++i) {
+    tl_rh h;
+    __builtin_memcpy(&h, (const char*)&a + i * (TL_REG_BYTES / 2), TL_REG_BYTES / 2);
+    d.r[i] = __builtin_convertvector(h, tl_rd);
+  }
+#endif
+  return d;
+}
+TL_INLINE void tl_acc8(tl_d8& acc, const float* t) {
   tl_v8 a;
   __builtin_memcpy(&a, t, 32);
-  acc += tl_widen8(a);
+  tl_add(acc, tl_widen8(a));
 }
 // Two accumulators (lo: elements 16m + q, hi: 16m + 8 + q), so that consecutive steps do not
 // wait for each other's additions. `t` is read as one 16-lane vector: GCC then keeps the
 // caller's 16 values in a register (two 8-lane reads of it went through the stack).
-TL_INLINE void tl_acc16(tl_v8d& lo, tl_v8d& hi, const float* t) {
+TL_INLINE void tl_acc16(tl_d8& lo, tl_d8& hi, const float* t) {
   tl_v16 v;
   __builtin_memcpy(&v, t, 64);
-  lo += tl_widen8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7));
-  hi += tl_widen8(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+  tl_add(lo, tl_widen8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)));
+  tl_add(hi, tl_widen8(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15)));
 }
 // Sums of terms known to be non-negative (exp, exp2) add each block of 64 in float32 first:
 // lane q sums elements q, q + 8, ..., q + 56 as a tree of depth 3, so each block partial is
 // within 3 float32 roundings (relative 3 * 2^-24: no cancellation) of its exact sum, and only
 // the partials are widened: 7 float additions per 64 elements and one conversion.
-TL_INLINE void tl_acc64(tl_v8d& acc, const float* t) {
+TL_INLINE void tl_acc64(tl_d8& acc, const float* t) {
   tl_v16 v[4];
   __builtin_memcpy(v, t, 256);
   const tl_v16 s = (v[0] + v[1]) + (v[2] + v[3]);
   const tl_v8 h = __builtin_shufflevector(s, s, 0, 1, 2, 3, 4, 5, 6, 7) +
                   __builtin_shufflevector(s, s, 8, 9, 10, 11, 12, 13, 14, 15);
-  acc += tl_widen8(h);
+  tl_add(acc, tl_widen8(h));
 }
 // Any other terms, 64 at a time: four tl_acc16 steps (the loop producing the 64 terms
 // vectorises better than one producing 16).
-TL_INLINE void tl_acc64_exact(tl_v8d& lo, tl_v8d& hi, const float* t) {
+TL_INLINE void tl_acc64_exact(tl_d8& lo, tl_d8& hi, const float* t) {
   for (int i = 0; i < 4; ++i) tl_acc16(lo, hi, t + 16 * i);
 }
 // Under fast_math, the float32 accumulators f widened into `lo` (and cleared).
-TL_INLINE void tl_sum_flush(tl_v16* f, tl_v8d& lo) {
+TL_INLINE void tl_sum_flush(tl_f16* f, tl_d8& lo) {
 #if TL_FAST_MATH
-  tl_acc64(lo, (const float*)f);
-  for (int i = 0; i < 4; ++i) f[i] = (tl_v16){};
+  float t[64];
+  __builtin_memcpy(t, f, 256);
+  tl_acc64(lo, t);
+  for (int i = 0; i < 4; ++i) f[i] = tl_f16{};
 #else
   (void)f, (void)lo;
 #endif
@@ -572,12 +618,16 @@ TL_INLINE void tl_sum_flush(tl_v16* f, tl_v8d& lo) {
 // at the end. Otherwise tl_acc64 for non-negative terms (exp, exp2), else tl_acc64_exact: the
 // double sum that keeps rms_norm's sum of squares agreeing with the interpreter.
 template <bool kNonNegative>
-TL_INLINE void tl_sum64(tl_v16* f, tl_v8d& lo, tl_v8d& hi, const float* t, i64 k) {
+TL_INLINE void tl_sum64(tl_f16* f, tl_d8& lo, tl_d8& hi, const float* t, i64 k) {
 #if TL_FAST_MATH
   (void)hi;
-  tl_v16 v[4];
-  __builtin_memcpy(v, t, 256);
-  for (int i = 0; i < 4; ++i) f[i] += v[i];
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < kTlRegs; ++j) {
+      tl_rf v;
+      __builtin_memcpy(&v, t + 16 * i + kTlRegFloats * j, TL_REG_BYTES);
+      f[i].r[j] += v;
+    }
+  }
   if ((k & 1023) == 1024 - 64) tl_sum_flush(f, lo);
 #else
   (void)f, (void)k;
@@ -589,25 +639,35 @@ TL_INLINE void tl_sum64(tl_v16* f, tl_v8d& lo, tl_v8d& hi, const float* t, i64 k
 }
 // Max (min) accumulators over runs of 32: lane q of m takes elements 16j + q + 32i.
 template <bool kMax>
-TL_INLINE tl_v16 tl_better16(tl_v16 m, const float* t) {
-  tl_v16 v;
-  __builtin_memcpy(&v, t, 64);
-  return ((kMax ? v > m : v < m) | (v != v)) ? v : m;
+TL_INLINE tl_f16 tl_better16(tl_f16 m, const float* t) {
+  for (int i = 0; i < kTlRegs; ++i) {
+    tl_rf v;
+    __builtin_memcpy(&v, t + kTlRegFloats * i, TL_REG_BYTES);
+    m.r[i] = ((kMax ? v > m.r[i] : v < m.r[i]) | (v != v)) ? v : m.r[i];
+  }
+  return m;
 }
 // tl_better16 for inputs without NaN: one maxps (minps), which keeps m on ties as tl_better16
 // does. The caller adds the same elements into a probe and, if it ends NaN (a NaN input, or
 // infinities of both signs), runs the exact loop instead: the compare-and-select chain of
 // tl_better16 costs five instructions per vector against one.
 template <bool kMax>
-TL_INLINE tl_v16 tl_plain16(tl_v16 m, const float* t, tl_v16& probe) {
-  tl_v16 v;
-  __builtin_memcpy(&v, t, 64);
-  probe += v;
-  return (kMax ? v > m : v < m) ? v : m;
+TL_INLINE tl_f16 tl_plain16(tl_f16 m, const float* t, tl_f16& probe) {
+  for (int i = 0; i < kTlRegs; ++i) {
+    tl_rf v;
+    __builtin_memcpy(&v, t + kTlRegFloats * i, TL_REG_BYTES);
+    probe.r[i] += v;
+    m.r[i] = (kMax ? v > m.r[i] : v < m.r[i]) ? v : m.r[i];
+  }
+  return m;
 }
-TL_INLINE bool tl_has_nan16(tl_v16 v) {
+// Whether a + b holds a NaN in any lane.
+TL_INLINE bool tl_has_nan16(const tl_f16& a, const tl_f16& b) {
   bool nan = false;
-  for (int j = 0; j < 16; ++j) nan |= v[j] != v[j];
+  for (int i = 0; i < kTlRegs; ++i) {
+    const tl_rf s = a.r[i] + b.r[i];
+    for (int l = 0; l < kTlRegFloats; ++l) nan |= s[l] != s[l];
+  }
   return nan;
 }
 // The result of N max (or min) accumulators: NaN if any holds one, ties keep the earlier.
