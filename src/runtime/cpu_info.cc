@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string_view>
 
 #include "hwy/highway.h"
@@ -193,7 +195,9 @@ std::int64_t cpu_last_level_cache_bytes() {
       std::ifstream in(std::string("/sys/devices/system/cpu/cpu0/cache/") + index + "/size");
       std::int64_t size = 0;
       char unit = 0;
-      if (in >> size >> unit && size > 0 && (unit == 'K' || unit == 'M')) {
+      // Up to 1 TiB: a file is not trusted to keep the shift in range.
+      if (in >> size >> unit && size > 0 && (unit == 'K' || unit == 'M') &&
+          size <= (std::int64_t{1} << (unit == 'K' ? 30 : 20))) {
         return size << (unit == 'K' ? 10 : 20);
       }
     }
@@ -204,6 +208,14 @@ std::int64_t cpu_last_level_cache_bytes() {
     return l3 > 0 ? static_cast<std::int64_t>(l3) : std::int64_t{32} << 20;
   }();
   return bytes;
+}
+
+std::int64_t cpu_streaming_store_bytes() {
+  if (const std::optional<long long> bytes =
+          knob_integer("TILEOPS_TL_STREAM_BYTES", 0, std::numeric_limits<std::int64_t>::max())) {
+    return *bytes;
+  }
+  return cpu_last_level_cache_bytes();
 }
 
 int cpu_vector_datapath_bits() {

@@ -14,6 +14,7 @@
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/implementations.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 #include "tileops/runtime/thread_pool.h"
@@ -110,6 +111,26 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Layout::kContiguous, Layout::kStrided),
                        ::testing::Values(Layout::kContiguous, Layout::kStrided),
                        ::testing::ValuesIn(testing::cpu_implementations("causal_softmax"))));
+
+// Outputs above the streaming threshold (0 here): the tl kernel then stashes float32 rows in its
+// scratch row, not in out, and streams the stores (a row of a whole chunk and a masked one).
+TEST(CausalSoftmax, StreamedStores) {
+  const testing::ScopedEnv stream("TILEOPS_TL_STREAM_BYTES", "0");
+  testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+    for (const DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+      for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+        std::mt19937_64 rng(11);
+        auto input = testing::random_tensor({2, 3, 1030}, dtype, rng, layout, -4.0, 4.0);
+        auto out = testing::poisoned({2, 3, 1030}, dtype, layout);
+        causal_softmax(input, out, ctx);
+        const auto expected = reference(testing::to_doubles(input), 3, 1030);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << " " << testing::layout_name(layout);
+        EXPECT_EQ(masked_are_zero(out.view(), 3, 1030), "");
+      }
+    }
+  });
+}
 
 // The masked inputs are never read: NaNs there (of either sign) change nothing. t = 1030: the tl
 // kernel's rows are a whole 1024-lane chunk and a masked one.

@@ -11,6 +11,7 @@
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/implementations.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
 
@@ -175,6 +176,29 @@ TEST(ScaledSoftmax, NonFiniteRows) {
           const auto got = testing::to_doubles(out);
           for (std::int64_t i = 0; i < width; i += 3) EXPECT_EQ(got[i], 0.0) << i;
         }
+      }
+    }
+  });
+}
+
+// Outputs above the streaming threshold (0 here): the tl kernel then stashes float32 rows in its
+// scratch row, not in out, and streams the stores; also in place.
+TEST(ScaledSoftmax, StreamedStores) {
+  const testing::ScopedEnv stream("TILEOPS_TL_STREAM_BYTES", "0");
+  testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
+    const auto scaled_softmax = [&](auto&&... a) { ops::scaled_softmax(a..., ctx); };  // under test
+    for (const DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+      for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+        std::mt19937_64 rng(5);
+        auto input = testing::random_tensor({3, 1030}, dtype, rng, layout);
+        auto out = testing::poisoned({3, 1030}, dtype, layout);
+        const auto expected = reference(testing::to_doubles(input), 0.37, 1030);
+        scaled_softmax(input, 0.37, out);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << " " << testing::layout_name(layout);
+        scaled_softmax(input, 0.37, input);
+        EXPECT_EQ(testing::compare(input.view(), expected, softmax_tolerance(dtype)), "")
+            << name_of(dtype) << " " << testing::layout_name(layout) << " in place";
       }
     }
   });

@@ -24,6 +24,10 @@ bool cpu_avx512_bf16();
 // as the whole package's: 384 MiB on a 2-vCPU Zen 5 VM whose cores share 32 MiB. Outputs larger
 // than this are written with streaming stores.
 std::int64_t cpu_last_level_cache_bytes();
+// The working set above which the tile language's generated kernels store rows with streaming
+// stores: cpu_last_level_cache_bytes(), or TILEOPS_TL_STREAM_BYTES where set (read per call:
+// tests reach the streaming path with small tensors).
+std::int64_t cpu_streaming_store_bytes();
 // The SIMD target the kernels may use: TILEOPS_SIMD_TARGET forces one at or below what this CPU
 // offers, so that one machine measures the code other CPUs run. Read and validated once per
 // process; applied to Highway's dispatch when the library loads, before any kernel runs.

@@ -28,17 +28,6 @@ std::string float_literal(double v, DataType dtype) {
   return dtype == DataType::kFloat64 ? std::string(buf) : "(float)" + std::string(buf);
 }
 
-// Stores are streamed when the kernel's tensors together exceed the last-level cache
-// (cpu_last_level_cache_bytes).
-std::int64_t stream_bytes() {
-  // $TILEOPS_TL_STREAM_BYTES overrides it (tests reach the streaming path with small tensors).
-  if (const std::optional<long long> bytes =
-          knob_integer("TILEOPS_TL_STREAM_BYTES", 0, std::numeric_limits<std::int64_t>::max())) {
-    return *bytes;
-  }
-  return cpu_last_level_cache_bytes();
-}
-
 }  // namespace
 
 void Emitter::declare_named(const std::string& n, const Type& t, bool bits) {
@@ -98,7 +87,7 @@ void Emitter::copy_named(const std::string& dst, const std::string& src, const T
 }
 
 GeneratedSource Emitter::run() {
-  out_ << "#define TL_STREAM_BYTES " << stream_bytes() << "ll\n" << runtime_source();
+  out_ << "#define TL_STREAM_BYTES " << cpu_streaming_store_bytes() << "ll\n" << runtime_source();
   out_ << "extern \"C\" int tl_kernel(i64 tl_block, i64 tl_num_blocks, const TlArg* tl_args, "
           "const TlRt* rt) {\n";
   line() << "(void)tl_block; (void)tl_num_blocks; (void)tl_args; (void)rt;\n";

@@ -5,10 +5,10 @@
 // in [1, 1, kTile] chunks three times:
 // 1. the max of x · scale (for a finite nonzero scale, the x it comes from, the max or min of x
 //    alone: the anchor; of 16-bit rows from integer keys of their bits, keyed_max);
-// 2. e^(x - max) in float32 as 2^((x - anchor) scale log2 e), summed (one exp2 per element),
-//    stored into out itself for float32 rows, else (16-bit rows, as the native kernel:
-//    exp2_coarse) into the block's row of a float32 scratch tensor [blocks, 1, width] (from the
-//    Context's workspace: it stays in cache);
+// 2. e^(x - max) in float32 as 2^((x - anchor) scale log2 e), summed (one exp2 per element;
+//    16-bit rows, as the native kernel, exp2_coarse), stored into out itself for float32 rows
+//    whose stores stay cached, else into the block's row of a float32 scratch tensor
+//    [blocks, 1, width] (from the Context's workspace: it stays in cache);
 // 3. that row scaled by 1 / sum into out.
 // Only the chunk that straddles the end of the visible prefix is masked; the masked suffix is
 // only written. Causal rows go to blocks round-robin (their cost grows along the rows), others in
@@ -22,6 +22,7 @@
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/tl/folded_loop.h"
 #include "src/ops/framework/workspace_bytes.h"
+#include "tileops/runtime/cpu_info.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
@@ -84,7 +85,7 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
         [order](tl::GlobalAddress x, tl::GlobalAddress x_bits, tl::GlobalAddress out,
                 tl::GlobalAddress scratch, tl::Int d0, tl::Int d1, tl::Int width, tl::Int sx0,
                 tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1, tl::Int so2, tl::Float scale,
-                tl::Int queries) {
+                tl::Int queries, tl::ConstExpr<bool> cached_stores) {
           const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
           const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
           const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 1, width});
@@ -151,12 +152,13 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
               anchor = keyed_max(bits, dtype, i0, i1, visible, full, chunks, lanes,
                                  order == MaxOrder::kPositive);
             }
-            // Pass 2: e^(x - max) and its sum, into out for float32 rows (as the native kernel,
-            // faster than the scratch row (bench/results/cpu-tuning.md)), else into the
-            // scratch row. Meanwhile the next row's chunk (whose max pass then reads from cache)
-            // and this row's out chunk (so that pass 3 does not wait for its lines) are fetched:
-            // this pass computes.
-            const bool in_out = dtype == kF32;
+            // Pass 2: e^(x - max) and its sum, into the stash: out itself for float32 rows whose
+            // stores stay cached, else the scratch row. Streamed stores need no lines of out, so
+            // reading them (as a stash, or by prefetch) fetched out from memory for nothing: 2x the
+            // time on Zen 4 (bench/results/cpu-tuning.md). Meanwhile the next row's chunk (whose
+            // max pass then reads from cache) and, for cached stores, this row's out chunk (so
+            // that pass 3 does not wait for its lines) are fetched: this pass computes.
+            const bool in_out = dtype == kF32 && *cached_stores;
             const tl::Value& stash = in_out ? to : ts;
             const auto stash_at = [&](const tl::Value& col) {
               return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
@@ -174,10 +176,11 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
             const auto exp_pass = [&](const tl::Value& col,
                                       const std::optional<tl::Value>& live = std::nullopt) {
               tl::prefetch(tx, {1, 1, kTile}, {next0, next1, col});
-              tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
+              if (*cached_stores) tl::prefetch(to, {1, 1, kTile}, {i0, i1, col});
               const tl::Value y = exponent(col);
-              const tl::Value e = in_out ? tl::exp2(live ? tl::where(*live, y, -INFINITY) : y)
-                                         : exp2_coarse(y, live);
+              const tl::Value e = dtype == kF32
+                                      ? tl::exp2(live ? tl::where(*live, y, -INFINITY) : y)
+                                      : exp2_coarse(y, live);
               sum = sum + tl::reduce_sum(e);
               tl::store(e, stash, stash_at(col));
             };
@@ -252,10 +255,17 @@ class SoftmaxTl final : public Operator {
     const MaxOrder order = !std::isfinite(scale_) || scale_ == 0.0f ? MaxOrder::kGeneric
                            : scale_ > 0.0f                          ? MaxOrder::kPositive
                                                                     : MaxOrder::kNegative;
+    // Whether pass 3's stores stay cached, by the code generator's rule for streaming them (rows
+    // of unit stride, tensors above cpu_streaming_store_bytes; scratch and x's bits not counted
+    // here: near the threshold this only picks the slower stash).
+    const auto bytes = [](const Tensor& t) {  // of a tensor in memory: no overflow
+      return t.numel() * static_cast<std::int64_t>(size_of(t.dtype()));
+    };
+    const bool cached_stores = so[2] != 1 || bytes(x) + bytes(out) <= cpu_streaming_store_bytes();
     softmax_kernel(order).launch_on(
         pool, blocks, pointer_at(x, x_offset), tl::Pointer{pointer_at(x, x_offset).data, kBits},
         pointer_at(out, out_offset), lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2],
-        so[0], so[1], so[2], scale_, queries);
+        so[0], so[1], so[2], scale_, queries, cached_stores);
   }
 
   float scale_;
