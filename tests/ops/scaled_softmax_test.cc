@@ -40,26 +40,29 @@ testing::Tolerance softmax_tolerance(DataType dtype) {
   }
 }
 
-// Row softmax of scale·x in float64; rows holding NaN or +inf, or all -inf, become NaN.
+// Row softmax of scale·x in float64; rows holding NaN or +inf, or all -inf, become NaN. The
+// exponent is scale · (x - a), a the x of the max: two roundings of double precision, and no
+// subtraction follows the product, which a compiler contracting scale · x - max into a
+// multiply-add (GCC on aarch64) turned into the product's rounding error: 1e19 at 3e38 · 1e-3.
 std::vector<double> reference(const std::vector<double>& x, double scale, std::int64_t width) {
   std::vector<double> y(x.size());
   for (std::size_t row = 0; row < x.size() / width; ++row) {
     const double* in = &x[row * width];
     double* out = &y[row * width];
-    double m = -kInf;
+    double m = -kInf, a = 0.0;
     bool bad = false;
     for (std::int64_t i = 0; i < width; ++i) {
       const double v = scale * in[i];
       bad = bad || std::isnan(v) || v == kInf;
-      m = std::max(m, v);
+      if (v > m) m = v, a = in[i];
     }
     if (bad || m == -kInf) {
       std::fill(out, out + width, kNaN);
       continue;
     }
     double sum = 0.0;
-    for (std::int64_t i = 0; i < width; ++i) sum += std::exp(scale * in[i] - m);
-    for (std::int64_t i = 0; i < width; ++i) out[i] = std::exp(scale * in[i] - m) / sum;
+    for (std::int64_t i = 0; i < width; ++i) sum += std::exp(scale * (in[i] - a));
+    for (std::int64_t i = 0; i < width; ++i) out[i] = std::exp(scale * (in[i] - a)) / sum;
   }
   return y;
 }
