@@ -248,6 +248,31 @@ TL_INLINE u16 tl_f2bf(float f) {
   const u32 u = tl_fbits(f), nan = (u32)0 - (u32)(f != f);
   return (u16)(((u | (nan & 0x00400000u)) + (~nan & (0x7FFFu + ((u >> 16) & 1u)))) >> 16);
 }
+#if defined(__AVX2__) && !defined(__AVX512BF16__) && !defined(__clang__)
+#define TL_F2BF_AVX2 1
+typedef u16 tl_h16 __attribute__((vector_size(32)));
+// 64 floats as tl_f2bf in four vectors of 16, false (nothing written) when the block may hold a
+// NaN: one test of the block's sum (a NaN, or infinities of both signs) spares tl_f2bf's
+// per-element NaN select, 9 integer operations per 8 values where rounding alone takes 4.
+TL_INLINE bool tl_f2bf64_avx2(const float* t, tl_h16* h) {
+  typedef float v8 __attribute__((vector_size(32)));
+  typedef u32 w8 __attribute__((vector_size(32)));
+  typedef long long q4 __attribute__((vector_size(32)));
+  v8 v[8];
+  __builtin_memcpy(v, t, 256);
+  const v8 sum = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+  const q4 nan = (q4)(sum != sum);
+  if (!__builtin_ia32_ptestz256(nan, nan)) return false;
+  for (int i = 0; i < 4; ++i) {
+    w8 a = (w8)v[2 * i], b = (w8)v[2 * i + 1];
+    a += 0x7FFFu + ((a >> 16) & 1u);
+    b += 0x7FFFu + ((b >> 16) & 1u);
+    h[i] = __builtin_shufflevector((tl_h16)a, (tl_h16)b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
+                                   25, 27, 29, 31);
+  }
+  return true;
+}
+#endif
 // 64 floats to bfloat16, each as tl_f2bf. AVX512-BF16's conversion rounds to nearest even and
 // quiets NaN the same way in one instruction per 16, but reads float32 subnormals as zero: a
 // block holding any is converted element by element.
@@ -263,6 +288,12 @@ TL_INLINE void tl_f2bf64(u16* dst, const float* t) {
       const auto h = __builtin_ia32_cvtneps2bf16_v16sf(v[i]);
       __builtin_memcpy(dst + 16 * i, &h, 32);
     }
+    return;
+  }
+#elif defined(TL_F2BF_AVX2)
+  tl_h16 h[4];
+  if (tl_f2bf64_avx2(t, h)) {
+    __builtin_memcpy(dst, h, 128);
     return;
   }
 #endif
@@ -360,6 +391,13 @@ TL_INLINE void tl_f2bf64_stream(u16* dst, const float* t) {
       __builtin_memcpy(&bits, &both, 64);
       __builtin_ia32_movntdq512((q8*)(dst + 32 * i), bits);
     }
+    return;
+  }
+#elif defined(TL_F2BF_AVX2)
+  typedef long long q4 __attribute__((vector_size(32)));
+  tl_h16 v[4];
+  if (tl_f2bf64_avx2(t, v)) {
+    for (int i = 0; i < 4; ++i) __builtin_ia32_movntdq256((q4*)(dst + 16 * i), (q4)v[i]);
     return;
   }
 #endif
