@@ -358,6 +358,30 @@ TL_INLINE void tl_widen64(const u16* s, float* d) {
     }
     __builtin_memcpy(d + 16 * i, &v, 64);
   }
+#elif defined(__AVX2__) && defined(__F16C__) && !defined(__clang__)
+  // Per 16 lanes: bfloat16 one quadword permute and two word unpacks with zero (in order, where
+  // GCC widened each 8 by a zero extension and a shift), float16 two vcvtph2ps.
+  typedef short h16 __attribute__((vector_size(32)));
+  typedef short h8 __attribute__((vector_size(16)));
+  typedef long long q4 __attribute__((vector_size(32)));
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kBF16) {
+      h16 x;
+      __builtin_memcpy(&x, s + 16 * i, 32);
+      const h16 ordered = (h16)__builtin_ia32_permdi256((q4)x, 0xD8);  // quadwords 0, 2, 1, 3
+      const h16 lo = __builtin_ia32_punpcklwd256((h16){}, ordered);
+      const h16 hi = __builtin_ia32_punpckhwd256((h16){}, ordered);
+      __builtin_memcpy(d + 16 * i, &lo, 32);
+      __builtin_memcpy(d + 16 * i + 8, &hi, 32);
+    } else {
+      for (int j = 0; j < 2; ++j) {
+        h8 x;
+        __builtin_memcpy(&x, s + 16 * i + 8 * j, 16);
+        const auto v = __builtin_ia32_vcvtph2ps256(x);
+        __builtin_memcpy(d + 16 * i + 8 * j, &v, 32);
+      }
+    }
+  }
 #else
   for (int q = 0; q < 64; ++q) d[q] = kBF16 ? tl_bf2f(s[q]) : tl_h2f(s[q]);
 #endif
