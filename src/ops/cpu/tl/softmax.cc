@@ -7,9 +7,10 @@
 //    alone: the anchor; of 16-bit rows from integer keys of their bits, keyed_max);
 // 2. e^(x - max) in float32 as 2^((x - anchor) scale log2 e), summed (one exp2 per element;
 //    16-bit rows, as the native kernel, exp2_coarse), stored into out itself for float32 rows
-//    whose stores stay cached, else into the block's row of a float32 scratch tensor
-//    [blocks, 1, width] (from the Context's workspace: it stays in cache);
-// 3. that row scaled by 1 / sum into out.
+//    whose stores stay cached, else into one of the block's two rows of a float32 scratch
+//    tensor [blocks, 2, width] (from the Context's workspace: it stays in cache);
+// 3. that row scaled by 1 / sum into out: float32 rows as a third pass; 16-bit rows during the
+//    next row's pass 2, chunk by chunk (the block's last row after its loop).
 // Only the chunk that straddles the end of the visible prefix is masked; the masked suffix is
 // only written. Causal rows go to blocks round-robin (their cost grows along the rows), others in
 // contiguous runs.
@@ -88,7 +89,7 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
                 tl::Int queries, tl::ConstExpr<bool> cached_stores) {
           const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
           const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
-          const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 1, width});
+          const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 2, width});
           const tl::Value own = tl::block_idx();  // this block's scratch row
           const DataType dtype = x.dtype();
           const tl::Value lanes = tl::arange(kTile);  // int32: rows are shorter than 2^31
@@ -100,6 +101,40 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
           const tl::Value stop =
               round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
           const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
+          const bool in_out = dtype == kF32 && *cached_stores;  // the stash is out itself
+          // 16-bit rows are pipelined: the previous row of this block is normalised from its
+          // scratch row (1 - slot) during this row's exp pass. Not float32 rows, whose exps cost
+          // less: where they stream, interleaving their stores with the loads of x measured
+          // slower (scaled softmax [4096, 4096], avx2 target).
+          const bool pipelined = dtype != kF32;
+          tl::Var slot = 0, has_prev = 0, prev0 = 0, prev1 = 0, prev_visible = 0;
+          tl::Var prev_inv = 0.0f;
+          // Chunk c of the previous row into out: `live` masks its straddling chunk.
+          const auto normalise_prev = [&](const tl::Value& c, bool live) {
+            const tl::Value col = c * kTile;
+            tl::Value p = tl::load(ts, {1, 1, kTile}, {own, 1 - slot, col}) * prev_inv;
+            if (live) p = tl::where(lanes + col < prev_visible, p, 0.0f);
+            tl::store(dtype == kF32 ? p : p.to(dtype), to, {prev0, prev1, col});
+          };
+          const auto prev_chunk = [&](const tl::Value& c) {
+            tl::if_(
+                c < tl::floordiv(prev_visible, kTile), [&] { normalise_prev(c, false); },
+                [&] {
+                  tl::if_(c < tl::ceildiv(prev_visible, kTile), [&] { normalise_prev(c, true); });
+                });
+          };
+          // What of the previous row no chunk of this one's exp pass wrote: its chunks from
+          // `from` on, then zeros.
+          const auto finish_prev = [&](const tl::Value& from) {
+            tl::if_(has_prev, [&] {
+              const tl::Value chunks = tl::ceildiv(prev_visible, kTile);
+              for (tl::Value c : tl::range(from, chunks)) prev_chunk(c);
+              const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
+              for (tl::Value c : tl::range(tl::maximum(chunks, 0), tl::ceildiv(width, kTile))) {
+                tl::store(zero, to, {prev0, prev1, c * kTile});
+              }
+            });
+          };
           for (tl::Value r : tl::range(first, stop, step)) {
             const tl::Value i0 = tl::floordiv(r, d1);
             const tl::Value i1 = r - i0 * d1;
@@ -158,10 +193,9 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
             // time on Zen 4 (bench/results/cpu-tuning.md). Meanwhile the next row's chunk (whose
             // max pass then reads from cache) and, for cached stores, this row's out chunk (so
             // that pass 3 does not wait for its lines) are fetched: this pass computes.
-            const bool in_out = dtype == kF32 && *cached_stores;
             const tl::Value& stash = in_out ? to : ts;
             const auto stash_at = [&](const tl::Value& col) {
-              return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, 0, col};
+              return in_out ? tl::IndexList{i0, i1, col} : tl::IndexList{own, slot, col};
             };
             // The exponent x · scale - max in log2 units: exp2 takes half the multiply-adds of exp
             // (no range reduction by ln2). As (x - anchor) · scale it is exact near the max on
@@ -184,25 +218,43 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
               sum = sum + tl::reduce_sum(e);
               tl::store(e, stash, stash_at(col));
             };
-            for (tl::Value c : tl::range(full)) exp_pass(c * kTile);
+            // The previous row's chunk c is stored while this row's is computed: the stores
+            // drain during the exps (as the native kernel's pipeline; 3 passes left the store
+            // bandwidth idle while the exps ran, the FMA units while the stores drained).
+            for (tl::Value c : tl::range(full)) {
+              exp_pass(c * kTile);
+              if (pipelined) prev_chunk(c);
+            }
             for (tl::Value c : tl::range(full, chunks)) {
               exp_pass(c * kTile, lanes + c * kTile < visible);
+              if (pipelined) prev_chunk(c);
             }
-            // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix (also
-            // in the straddling chunk, where 0 · inv would be NaN for a NaN row).
-            const tl::Value inv = 1.0 / sum;
-            const auto normalise = [&](const tl::Value& c, const std::optional<tl::Value>& live) {
-              tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
-              if (live) p = tl::where(*live, p, 0.0f);
-              tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
-            };
-            for (tl::Value c : tl::range(full)) normalise(c, std::nullopt);
-            for (tl::Value c : tl::range(full, chunks)) normalise(c, lanes + c * kTile < visible);
-            const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
-            for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
-              tl::store(zero, to, {i0, i1, c * kTile});
+            if (pipelined) {
+              finish_prev(tl::maximum(chunks, 0));
+              prev0 = i0;
+              prev1 = i1;
+              prev_visible = visible;
+              prev_inv = 1.0 / sum;
+              has_prev = 1;
+              slot = 1 - slot;
+            } else {
+              // Pass 3: normalise what pass 2 stored into out; zeros after the visible prefix
+              // (also in the straddling chunk, where 0 · inv would be NaN for a NaN row).
+              const tl::Value inv = 1.0 / sum;
+              const auto normalise = [&](const tl::Value& c, const std::optional<tl::Value>& live) {
+                tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
+                if (live) p = tl::where(*live, p, 0.0f);
+                tl::store(p, to, {i0, i1, c * kTile});  // float32
+              };
+              for (tl::Value c : tl::range(full)) normalise(c, std::nullopt);
+              for (tl::Value c : tl::range(full, chunks)) normalise(c, lanes + c * kTile < visible);
+              const tl::Value zero = tl::zeros({1, 1, kTile}, dtype);
+              for (tl::Value c : tl::range(chunks, tl::ceildiv(width, kTile))) {
+                tl::store(zero, to, {i0, i1, c * kTile});
+              }
             }
           }
+          if (pipelined) finish_prev(0);  // the block's last row
         },
         kFastMath);
   };
@@ -249,7 +301,7 @@ class SoftmaxTl final : public Operator {
     const int blocks = pool.num_threads();
     const WorkspacePool::Lease lease =
         ctx.workspace().acquire(kCpu, ctx.stream, 0,
-                                workspace_bytes({{blocks, d[2]}}, sizeof(float),
+                                workspace_bytes({{blocks, 2, d[2]}}, sizeof(float),
                                                 "softmax: argument 'input': its workspace"));
     // Only a finite, nonzero scale keeps the order of x (0 · inf is NaN, inf · x overflows).
     const MaxOrder order = !std::isfinite(scale_) || scale_ == 0.0f ? MaxOrder::kGeneric
