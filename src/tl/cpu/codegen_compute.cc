@@ -94,8 +94,8 @@ void Emitter::elementwise_op(const Op& o) {
       close();
       return;
     }
-    line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res)
-           << "[k] = " << element("k", nullptr) << ";\n";
+    flat_loop(name(res), rt.size(), rt.dtype,
+              [&](const std::string& i) { return element(i, nullptr); });
     return;
   }
   std::vector<Strides> strides;
@@ -119,8 +119,27 @@ void Emitter::cast_op(const Op& o) {
   }
   if (plan(res).fused) return;  // its consumer evaluates it (plan_fusion.cc)
   declare(res);
-  line() << "for (i64 k = 0; k < " << rt.size() << "; ++k) " << name(res)
-         << "[k] = " << elements_.of(o, "k") << ";\n";
+  flat_loop(name(res), rt.size(), rt.dtype,
+            [&](const std::string& i) { return elements_.of(o, i); });
+}
+
+void Emitter::flat_loop(const std::string& dst, std::int64_t n, DataType dtype,
+                        const std::function<std::string(const std::string&)>& element) {
+  const std::string v = element("k");
+  // The element's value before its outer rounding to bfloat16, if it ends with one.
+  const auto unrounded = [&](const std::string& e) { return strip_round(dtype, "(" + e + ")"); };
+  const std::int64_t whole =
+      dtype == DataType::kBFloat16 && unrounded(v) != "(" + v + ")" ? n / 64 * 64 : 0;
+  if (whole > 0) {
+    line() << "for (i64 tl_b = 0; tl_b < " << whole
+           << "; tl_b += 64) { alignas(32) float tl_t[64]; for (int q = 0; q < 64; ++q) tl_t[q] = "
+           << unrounded(element("tl_b + q")) << "; tl_round_bf16_64(" << dst
+           << " + tl_b, tl_t); }\n";
+  }
+  if (whole < n) {
+    line() << "for (i64 k = " << whole << "; k < " << n << "; ++k) " << dst << "[k] = " << v
+           << ";\n";
+  }
 }
 
 }  // namespace tileops::tl::cpu

@@ -44,24 +44,6 @@ std::string store_element(DataType d, const std::string& ref, const std::string&
   }
 }
 
-// `v` without an outer rounding to 16-bit dtype `d`: storing rounds to d anyway, and rounding twice
-// gives the same bits as once (NaN included), so a value rounded just before its store is
-// converted once.
-std::string strip_round(DataType d, const std::string& v) {
-  if (d != DataType::kFloat16 && d != DataType::kBFloat16) return v;
-  const std::string head = d == DataType::kBFloat16 ? "(tl_round_bf16(" : "(tl_round_f16(";
-  if (v.size() < head.size() + 2 || v.compare(0, head.size(), head) != 0 ||
-      v.compare(v.size() - 2, 2, "))") != 0)
-    return v;
-  const std::string inner = v.substr(head.size(), v.size() - head.size() - 2);
-  int depth = 0;
-  for (char c : inner) {
-    depth += c == '(' ? 1 : (c == ')' ? -1 : 0);
-    if (depth < 0) return v;  // the head's parentheses close before the end
-  }
-  return depth == 0 ? "(" + inner + ")" : v;
-}
-
 }  // namespace
 
 int Emitter::open_rows(const std::string& t, const std::vector<std::int64_t>& shape,

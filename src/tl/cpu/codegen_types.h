@@ -18,6 +18,8 @@ std::int64_t compute_bytes(DataType dtype);
 // one rounding a double-typed expression.
 std::string round_float(DataType dtype, const std::string& x);
 std::string round_double(DataType dtype, const std::string& x);
+// `v` without an outer rounding (round_float) to 16-bit dtype `d`; `v` itself when it has none.
+std::string strip_round(DataType d, const std::string& v);
 // C expression wrapping an i64-typed expression to an integer or bool dtype.
 std::string wrap_int(DataType dtype, const std::string& x);
 

@@ -66,6 +66,10 @@ class Emitter {
                      const std::vector<std::int64_t>& bases,
                      const std::function<void(const std::vector<std::string>&)>& body);
 
+  // dst[k] = element(k) for k < n, a flat loop over a tile of `dtype`; values that end rounded
+  // to bfloat16 are rounded 64 at a time (tl_round_bf16_64).
+  void flat_loop(const std::string& dst, std::int64_t n, DataType dtype,
+                 const std::function<std::string(const std::string&)>& element);
   // The planned run length of reduction `o` (plan.h).
   std::int64_t suffix_run(const Op& o) const { return cpu::suffix_run(f_, o); }
   // Emits reduction `r` (suffix_run) into out[o]; value(i, lanes) is the expression of element

@@ -250,25 +250,32 @@ TL_INLINE u16 tl_f2bf(float f) {
 }
 #if defined(__AVX2__) && !defined(__AVX512BF16__) && !defined(__clang__)
 #define TL_F2BF_AVX2 1
+typedef float tl_a8 __attribute__((vector_size(32)));
+typedef u32 tl_w8 __attribute__((vector_size(32)));
 typedef u16 tl_h16 __attribute__((vector_size(32)));
-// 64 floats as tl_f2bf in four vectors of 16, false (nothing written) when the block may hold a
-// NaN: one test of the block's sum (a NaN, or infinities of both signs) spares tl_f2bf's
-// per-element NaN select, 9 integer operations per 8 values where rounding alone takes 4.
-TL_INLINE bool tl_f2bf64_avx2(const float* t, tl_h16* h) {
-  typedef float v8 __attribute__((vector_size(32)));
-  typedef u32 w8 __attribute__((vector_size(32)));
+// The 64 floats at t in v, and whether none is NaN, by one test of their sum (a NaN, or
+// infinities of both signs, fail it): it spares tl_f2bf's per-element NaN select, 9 integer
+// operations per 8 values where rounding alone takes 4.
+TL_INLINE bool tl_load64_nan_free(const float* t, tl_a8 (&v)[8]) {
   typedef long long q4 __attribute__((vector_size(32)));
-  v8 v[8];
   __builtin_memcpy(v, t, 256);
-  const v8 sum = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+  const tl_a8 sum = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
   const q4 nan = (q4)(sum != sum);
-  if (!__builtin_ia32_ptestz256(nan, nan)) return false;
+  return __builtin_ia32_ptestz256(nan, nan);
+}
+// Rounded to nearest even at bit 16 (tl_f2bf of a value that is not NaN, in the high half).
+TL_INLINE tl_w8 tl_round_high8(tl_a8 v) {
+  const tl_w8 u = (tl_w8)v;
+  return u + (0x7FFFu + ((u >> 16) & 1u));
+}
+// 64 floats as tl_f2bf in four vectors of 16; false (nothing written) when they may hold a NaN.
+TL_INLINE bool tl_f2bf64_avx2(const float* t, tl_h16* h) {
+  tl_a8 v[8];
+  if (!tl_load64_nan_free(t, v)) return false;
   for (int i = 0; i < 4; ++i) {
-    w8 a = (w8)v[2 * i], b = (w8)v[2 * i + 1];
-    a += 0x7FFFu + ((a >> 16) & 1u);
-    b += 0x7FFFu + ((b >> 16) & 1u);
-    h[i] = __builtin_shufflevector((tl_h16)a, (tl_h16)b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
-                                   25, 27, 29, 31);
+    h[i] = __builtin_shufflevector((tl_h16)tl_round_high8(v[2 * i]),
+                                   (tl_h16)tl_round_high8(v[2 * i + 1]), 1, 3, 5, 7, 9, 11, 13, 15,
+                                   17, 19, 21, 23, 25, 27, 29, 31);
   }
   return true;
 }
@@ -461,6 +468,20 @@ TL_INLINE u16 tl_h_bits(u16 h) {
 }
 TL_INLINE float tl_round_f16(float f) { return tl_h2f(tl_f2h(f)); }
 TL_INLINE float tl_round_bf16(float f) { return tl_bf2f(tl_f2bf(f)); }
+// dst[q] = tl_round_bf16(t[q]) for 64 floats (a bfloat16 tile materialised in float32).
+TL_INLINE void tl_round_bf16_64(float* dst, const float* t) {
+#if defined(TL_F2BF_AVX2)
+  tl_a8 v[8];
+  if (tl_load64_nan_free(t, v)) {
+    for (int i = 0; i < 8; ++i) {
+      const tl_w8 r = tl_round_high8(v[i]) & 0xFFFF0000u;
+      __builtin_memcpy(dst + 8 * i, &r, 32);
+    }
+    return;
+  }
+#endif
+  for (int q = 0; q < 64; ++q) dst[q] = tl_round_bf16(t[q]);
+}
 // Python-style integer floor division and modulo; division by zero gives 0 (no trap).
 TL_INLINE i64 tl_floordiv(i64 a, i64 b) {
   if (b == 0) return 0;
