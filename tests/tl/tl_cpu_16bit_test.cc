@@ -80,16 +80,33 @@ TEST(TlCpu16Bit, LoadsAndStoresAgreeWithTheInterpreter) {
 
 // Stored 64 elements at a time, with one conversion instruction per 16 where the CPU has
 // AVX512-BF16, which reads float32 subnormals as zero: such blocks take the exact path.
+void narrowing_stores_agree(bool materialised);
+
+// With `materialised`, the rounded tile is also squared and summed (s), so it is computed into a
+// float32 tile of its own first (a flat loop ending in the rounding, 64 values at a time).
 TEST(TlCpu16Bit, NarrowingStoresAgreeWithTheInterpreterOnEveryKindOfValue) {
+  for (const bool materialised : {false, true}) {
+    SCOPED_TRACE(materialised ? "materialised" : "stored");
+    narrowing_stores_agree(materialised);
+  }
+}
+
+void narrowing_stores_agree(bool materialised) {
   constexpr std::int64_t kWidth = 150;  // two blocks of 64 and a tail
-  const auto make = [](const char* backend) {
+  const auto make = [materialised](const char* backend) {
     return tl::jit(
-        "narrow_bf16",
-        [](tl::GlobalAddress x, tl::GlobalAddress y, tl::Int rows) {
+        materialised ? "narrow_bf16_twice" : "narrow_bf16",
+        [materialised](tl::GlobalAddress x, tl::GlobalAddress y, tl::GlobalAddress s,
+                       tl::Int rows) {
           const tl::Value tx = tl::tensor(x, {rows, kWidth});
           const tl::Value ty = tl::tensor(y, {rows, kWidth});
           const tl::Value r = tl::block_idx();
-          tl::store(tl::load(tx, {1, kWidth}, {r, 0}).to(DataType::kBFloat16), ty, {r, 0});
+          const tl::Value v = tl::load(tx, {1, kWidth}, {r, 0}).to(DataType::kBFloat16);
+          tl::store(v, ty, {r, 0});
+          if (materialised) {
+            const tl::Value w = v.to(DataType::kFloat32);
+            tl::store(tl::reduce_sum(w * w, {1}, true), tl::tensor(s, {rows, 1}), {r, 0});
+          }
         },
         tl::Options{.backend = backend});
   };
@@ -113,8 +130,9 @@ TEST(TlCpu16Bit, NarrowingStoresAgreeWithTheInterpreterOnEveryKindOfValue) {
   }
   TensorStorage y_interp = poisoned({rows, kWidth}, DataType::kBFloat16);
   TensorStorage y_cpu = poisoned({rows, kWidth}, DataType::kBFloat16);
-  make("interp").launch(rows, x, y_interp, rows);
-  make("cpu").launch(rows, x, y_cpu, rows);
+  TensorStorage s = poisoned({rows, 1}, DataType::kFloat32);  // written, not compared
+  make("interp").launch(rows, x, y_interp, s, rows);
+  make("cpu").launch(rows, x, y_cpu, s, rows);
   // NaN payloads are not guaranteed (docs/dtypes.md): a NaN of the same sign counts as equal.
   const auto* pi = static_cast<const std::uint16_t*>(y_interp.data());
   const auto* pc = static_cast<const std::uint16_t*>(y_cpu.data());
