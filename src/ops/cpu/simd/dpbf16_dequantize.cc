@@ -25,9 +25,10 @@ TILEOPS_DPBF16_TARGET inline void store32(__m512 lo, __m512 hi, std::uint16_t* p
   _mm512_storeu_si512(p, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
 }
 
-// s·(q − z) for 16 unsigned codes q.
-TILEOPS_DPBF16_TARGET inline __m512 value4(__m512i q, __m512 z, __m512 s) {
-  return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q), z), s);
+// s·(q − z) for the 16 codes q = 0..15 (`codes` as float32) rounded to bfloat16, twice over.
+TILEOPS_DPBF16_TARGET inline __m512i table16(__m512 codes, float z, float s) {
+  const __m512 v = _mm512_mul_ps(_mm512_sub_ps(codes, _mm512_set1_ps(z)), _mm512_set1_ps(s));
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v, v));
 }
 
 // 16 signed codes as float32.
@@ -39,6 +40,7 @@ TILEOPS_DPBF16_TARGET inline __m512 codes8(const std::uint8_t* p) {
 TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
                                       const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
                                       bool scaled, const Panel& out) {
+  const __m512 all_codes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (std::int64_t t = 0; t < tiles; ++t) {
     for (std::int64_t g = k0 / q.group; g * q.group < k1; ++g) {
       const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
@@ -65,28 +67,36 @@ TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
         }
         continue;
       }
-      // int4, one run per row: byte i holds codes i and i + group / 2.
+      // int4, one run per row: byte i holds codes i and i + group / 2. Per row, its 16 values
+      // s·(q − z) rounded to bfloat16 once, twice over in a 32-entry table, which VPERMW indexes
+      // by the code: by the whole byte for the low nibble (the table repeats past 15).
       const std::int64_t half = q.group / 2;
+      if (!scaled) std::fill(scale, scale + kTile, 1.0f);
+      if (half == 16) {  // 16 bytes a row, the 4 rows' one after the other: two rows per load
+        for (int r = 0; r < kTile; r += 2) {
+          const __m512i bytes = _mm512_cvtepu8_epi16(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + r * 16)));
+          const __m512i high = _mm512_srli_epi16(bytes, 4);
+          // Row r: the low nibbles of bytes 0-15, then their high nibbles; row r + 1: 16-31.
+          _mm512_storeu_si512(out.at(t * kTile + r, k),
+                              _mm512_permutexvar_epi16(_mm512_shuffle_i64x2(bytes, high, 0x44),
+                                                       table16(all_codes, zero[r], scale[r])));
+          _mm512_storeu_si512(
+              out.at(t * kTile + r + 1, k),
+              _mm512_permutexvar_epi16(_mm512_shuffle_i64x2(bytes, high, 0xee),
+                                       table16(all_codes, zero[r + 1], scale[r + 1])));
+        }
+        continue;
+      }
       for (int r = 0; r < kTile; ++r) {
-        const std::int64_t row = t * kTile + r;
-        const __m512 s = _mm512_set1_ps(scaled ? scale[r] : 1.0f);
-        const __m512 z = _mm512_set1_ps(zero[r]);
-        for (std::int64_t c = 0; c < half; c += 32) {  // half is 16, 32 or 64
-          const std::uint8_t* b = codes + r * q.run_bytes + c;
-          const __m512i b0 =
-              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-          const __m512i low = _mm512_set1_epi32(15);
-          if (half == 16) {
-            store32(value4(_mm512_and_si512(b0, low), z, s), value4(_mm512_srli_epi32(b0, 4), z, s),
-                    out.at(row, k));
-            break;
-          }
-          const __m512i b1 =
-              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)));
-          store32(value4(_mm512_and_si512(b0, low), z, s), value4(_mm512_and_si512(b1, low), z, s),
-                  out.at(row, k + c));
-          store32(value4(_mm512_srli_epi32(b0, 4), z, s), value4(_mm512_srli_epi32(b1, 4), z, s),
-                  out.at(row, k + half + c));
+        const __m512i table = table16(all_codes, zero[r], scale[r]);
+        const std::uint8_t* b = codes + r * q.run_bytes;
+        for (std::int64_t c = 0; c < half; c += 32) {  // half is 32 or 64
+          const __m512i bytes =
+              _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + c)));
+          _mm512_storeu_si512(out.at(t * kTile + r, k + c), _mm512_permutexvar_epi16(bytes, table));
+          _mm512_storeu_si512(out.at(t * kTile + r, k + half + c),
+                              _mm512_permutexvar_epi16(_mm512_srli_epi16(bytes, 4), table));
         }
       }
     }

@@ -1,8 +1,10 @@
 // dequantize_tiles (quantized_kernels.h) into bfloat16 on CPUs with AVX512-BF16, for the
 // bfloat16 paths of linear_quantized: rounded to nearest even by VCVTNE2PS2BF16 (32 values per
 // instruction; subnormal results flush to zero), where Highway 1.0's portable rounding takes
-// several instructions per 16. Those paths spent as long dequantizing as multiplying. Used only
-// where dpbf16_enabled() says so.
+// several instructions per 16. Those paths spent as long dequantizing as multiplying. int4 rounds
+// each row's 16 possible values of a group once and looks the codes up (VPERMW), 32 values per
+// instruction with no conversion: the same bits as converting every code. Used only where
+// dpbf16_enabled() says so.
 #pragma once
 
 #include <cstdint>
