@@ -37,9 +37,54 @@ TILEOPS_DPBF16_TARGET inline __m512 codes8(const std::uint8_t* p) {
       _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
+// int4 in groups of 32 (16 bytes a row, the 4 rows' one after the other): two rows per load of
+// codes. Row r's values: the low nibbles of its 16 bytes, then their high nibbles. Everything the
+// loop reads is a local (the vector stores may alias any memory).
+TILEOPS_DPBF16_TARGET void dequantize_int4_group32(const std::uint8_t* p, std::int64_t tiles,
+                                                   const QuantizedBlocks& q, std::int64_t k0,
+                                                   std::int64_t k1, bool scaled, const Panel& out) {
+  const std::int64_t groups = q.groups, block_bytes = q.block_bytes, meta = q.meta_bytes;
+  const bool zeros = q.zeros;
+  std::uint16_t* const base = out.base;
+  const std::int64_t ld = out.ld;
+  const __m512 all_codes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 minus_8 = _mm512_sub_ps(all_codes, _mm512_set1_ps(8.0f));  // no zero points
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::uint8_t* block = p + (t * groups + k0 / 32) * block_bytes;
+    std::uint16_t* rows = base + t * kTile * ld;
+    for (std::int64_t k = 0; k < k1 - k0; k += 32, block += block_bytes) {
+      __m512i table[kTile];
+      for (int r = 0; r < kTile; ++r) {
+        float s = 1.0f, z;
+        if (scaled) std::memcpy(&s, block + r * sizeof(float), sizeof(float));
+        __m512 codes = minus_8;
+        if (zeros) {
+          std::memcpy(&z, block + (kTile + r) * sizeof(float), sizeof(float));
+          codes = _mm512_sub_ps(all_codes, _mm512_set1_ps(z));
+        }
+        const __m512 v = _mm512_mul_ps(codes, _mm512_set1_ps(s));
+        table[r] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v, v));
+      }
+      for (int r = 0; r < kTile; r += 2) {
+        const __m512i bytes = _mm512_cvtepu8_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + meta + r * 16)));
+        const __m512i high = _mm512_srli_epi16(bytes, 4);
+        _mm512_storeu_si512(
+            rows + r * ld + k,
+            _mm512_permutexvar_epi16(_mm512_shuffle_i64x2(bytes, high, 0x44), table[r]));
+        _mm512_storeu_si512(
+            rows + (r + 1) * ld + k,
+            _mm512_permutexvar_epi16(_mm512_shuffle_i64x2(bytes, high, 0xee), table[r + 1]));
+      }
+    }
+  }
+}
+
 TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
                                       const QuantizedBlocks& q, std::int64_t k0, std::int64_t k1,
                                       bool scaled, const Panel& out) {
+  if (q.bits == 4 && q.group == 32)
+    return dequantize_int4_group32(p, tiles, q, k0, k1, scaled, out);
   const __m512 all_codes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (std::int64_t t = 0; t < tiles; ++t) {
     for (std::int64_t g = k0 / q.group; g * q.group < k1; ++g) {
@@ -72,26 +117,10 @@ TILEOPS_DPBF16_TARGET void dequantize(const std::uint8_t* p, std::int64_t tiles,
       // by the code: by the whole byte for the low nibble (the table repeats past 15).
       const std::int64_t half = q.group / 2;
       if (!scaled) std::fill(scale, scale + kTile, 1.0f);
-      if (half == 16) {  // 16 bytes a row, the 4 rows' one after the other: two rows per load
-        for (int r = 0; r < kTile; r += 2) {
-          const __m512i bytes = _mm512_cvtepu8_epi16(
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + r * 16)));
-          const __m512i high = _mm512_srli_epi16(bytes, 4);
-          // Row r: the low nibbles of bytes 0-15, then their high nibbles; row r + 1: 16-31.
-          _mm512_storeu_si512(out.at(t * kTile + r, k),
-                              _mm512_permutexvar_epi16(_mm512_shuffle_i64x2(bytes, high, 0x44),
-                                                       table16(all_codes, zero[r], scale[r])));
-          _mm512_storeu_si512(
-              out.at(t * kTile + r + 1, k),
-              _mm512_permutexvar_epi16(_mm512_shuffle_i64x2(bytes, high, 0xee),
-                                       table16(all_codes, zero[r + 1], scale[r + 1])));
-        }
-        continue;
-      }
       for (int r = 0; r < kTile; ++r) {
         const __m512i table = table16(all_codes, zero[r], scale[r]);
         const std::uint8_t* b = codes + r * q.run_bytes;
-        for (std::int64_t c = 0; c < half; c += 32) {  // half is 32 or 64
+        for (std::int64_t c = 0; c < half; c += 32) {  // half is 32 or 64 (16: group32 above)
           const __m512i bytes =
               _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + c)));
           _mm512_storeu_si512(out.at(t * kTile + r, k + c), _mm512_permutexvar_epi16(bytes, table));
