@@ -166,10 +166,13 @@ class NextPanelFetch {
     end_ = more ? job.l.block_offset(std::min(job.l.tiles, t1 + kBf16PanelTiles), 0) : at_;
     per_step_ = round_up(ceil_div(end_ - at_, std::max<std::int64_t>(steps, 1)), 64);
   }
-  void step() {
-    for (const std::int64_t stop = std::min(end_, at_ + per_step_); at_ < stop; at_ += 64) {
-      __builtin_prefetch(weights_ + at_, 0, 2);
-    }
+  // This step's share: lines of 64 bytes from the returned address, for the kernel to request.
+  const std::uint8_t* take(std::int64_t& lines) {
+    const std::int64_t stop = std::min(end_, at_ + per_step_);
+    lines = std::max<std::int64_t>(0, ceil_div(stop - at_, 64));
+    const std::uint8_t* from = weights_ + at_;
+    at_ = std::max(at_, stop);
+    return from;
   }
 
  private:
@@ -252,15 +255,16 @@ void bf16_chunk_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
             return x_chunks + (c * l.k_padded + q0 * 2) * kAmxCols;
           };
           for (std::int64_t g = 0; g < live_pad; g += kAmxCols) {
-            fetch.step();
+            std::int64_t lines = 0;
+            const std::uint8_t* next = fetch.take(lines);
             const auto sums_of = [&](std::int64_t c) {
               return sums + (c * B::kPanelRows + g) * kAmxCols;
             };
             for (std::int64_t c = 0; c < chunks; c += 2) {  // two at a time, the last alone
               const bool two = c + 1 < chunks;
-              dpbf16_row_weights_block(x_of(c), two ? x_of(c + 1) : nullptr,
-                                       panel + g * ld + q0 * 2, ld, pairs, sums_of(c),
-                                       two ? sums_of(c + 1) : nullptr, q0 > 0);
+              dpbf16_row_weights_block(
+                  x_of(c), two ? x_of(c + 1) : nullptr, panel + g * ld + q0 * 2, ld, pairs,
+                  sums_of(c), two ? sums_of(c + 1) : nullptr, q0 > 0, next, c == 0 ? lines : 0);
             }
           }
         }

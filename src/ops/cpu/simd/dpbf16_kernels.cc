@@ -207,15 +207,23 @@ TILEOPS_DPBF16_TARGET void packed_half_blocks(const std::uint16_t* x0, const std
 
 // kChunks blocks of 16 x rows (pair-interleaved) against kRows weight rows in place (ld_w apart):
 // per pair kChunks x loads and kRows broadcasts feed kRows·kChunks dot products.
+// `lines` 64-byte lines from `fetch` on are requested into L2 one every pairs / lines pairs.
 template <int kRows, int kChunks>
 TILEOPS_DPBF16_TARGET void row_weights_block(const std::uint16_t* const* x, const std::uint16_t* w,
                                              std::int64_t ld_w, std::int64_t pairs,
-                                             float* const* acc, bool accumulate) {
+                                             float* const* acc, bool accumulate, const char* fetch,
+                                             std::int64_t lines) {
   __m512 sum[kChunks][kRows];
   for (int c = 0; c < kChunks; ++c) {
     for (int j = 0; j < kRows; ++j) sum[c][j] = _mm512_setzero_ps();
   }
+  const std::int64_t every = lines > 0 ? std::max<std::int64_t>(1, pairs / lines) : pairs + 1;
+  std::int64_t countdown = every;
   for (std::int64_t q = 0; q < pairs; ++q) {
+    if (--countdown == 0) {
+      countdown = every;
+      if (lines > 0) __builtin_prefetch(fetch, 0, 2), fetch += 64, --lines;
+    }
     __m512bh xv[kChunks];
     for (int c = 0; c < kChunks; ++c) xv[c] = load_pairs(x[c] + q * 32);
 #pragma GCC unroll 16
@@ -300,16 +308,21 @@ void dpbf16_packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
 
 void dpbf16_row_weights_block(const std::uint16_t* x0, const std::uint16_t* x1,
                               const std::uint16_t* w, std::int64_t ld_w, std::int64_t pairs,
-                              float* acc0, float* acc1, bool accumulate) {
+                              float* acc0, float* acc1, bool accumulate, const void* fetch,
+                              std::int64_t fetch_lines) {
+  const auto* lines = static_cast<const char*>(fetch);
   if (x1 == nullptr) {
     const std::uint16_t* x[] = {x0};
     float* acc[] = {acc0};
-    return row_weights_block<16, 1>(x, w, ld_w, pairs, acc, accumulate);
+    return row_weights_block<16, 1>(x, w, ld_w, pairs, acc, accumulate, lines, fetch_lines);
   }
   const std::uint16_t* x[] = {x0, x1};
+  const std::int64_t first = (fetch_lines + 1) / 2;  // the halves' shares of the lines
   for (int h = 0; h < 2; ++h) {
     float* acc[] = {acc0 + 128 * h, acc1 + 128 * h};
-    row_weights_block<8, 2>(x, w + 8 * h * ld_w, ld_w, pairs, acc, accumulate);
+    row_weights_block<8, 2>(x, w + 8 * h * ld_w, ld_w, pairs, acc, accumulate,
+                            lines + (h == 0 ? 0 : first * 64),
+                            h == 0 ? first : fetch_lines - first);
   }
 }
 
@@ -341,7 +354,8 @@ void dpbf16_packed_half_blocks(const std::uint16_t*, const std::uint16_t*, const
 }
 
 void dpbf16_row_weights_block(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
-                              std::int64_t, std::int64_t, float*, float*, bool) {
+                              std::int64_t, std::int64_t, float*, float*, bool, const void*,
+                              std::int64_t) {
   throw Error(ErrorKind::kUnsupported,
               "dpbf16_row_weights_block: AVX512-BF16 is not available here");
 }

@@ -45,9 +45,12 @@ void dpbf16_packed_half_blocks(const std::uint16_t* x0, const std::uint16_t* x1,
 // 16 weight rows in place against one or two blocks of 16 x rows: acc0[j·16 + i] = (accumulate ?
 // acc0[j·16 + i] : 0) + Σ_q Σ_t x0[q·32 + 2i + t] · w[j·ld_w + 2q + t] over pairs q < pairs (x0
 // as dpbf16_packed_block's, weight rows j < 16 with contiguous K), and acc1 likewise from x1
-// unless it is null. A weight panel dequantized row by row needs no packing for it.
+// unless it is null. A weight panel dequantized row by row needs no packing for it. Meanwhile
+// fetch_lines 64-byte lines from `fetch` on are requested into L2, spread over the pairs (a
+// burst of requests stalls on the CPU's few outstanding misses).
 void dpbf16_row_weights_block(const std::uint16_t* x0, const std::uint16_t* x1,
                               const std::uint16_t* w, std::int64_t ld_w, std::int64_t pairs,
-                              float* acc0, float* acc1, bool accumulate);
+                              float* acc0, float* acc1, bool accumulate,
+                              const void* fetch = nullptr, std::int64_t fetch_lines = 0);
 
 }  // namespace tileops::ops::cpu
