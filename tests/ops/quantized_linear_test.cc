@@ -185,7 +185,8 @@ void expect_linear(const Tensor& out, const std::vector<double>& x, const Quanti
         e += xv * ref.dequantized[j * ref.k + p];
         products += std::abs(xv * ref.dequantized[j * ref.k + p]);
         const std::int64_t g = j * groups + p / ref.group;
-        mag += std::abs(xv) * ref.scale[g] * (std::abs(ref.code[j * ref.k + p]) + ref.zero[g]);
+        mag += std::abs(xv) * ref.scale[g] *
+               (std::abs(ref.code[j * ref.k + p]) + std::abs(ref.zero[g]));
       }
       const double a = actual[i * ref.n + j];
       const double rounded_weights = out.dtype() == DataType::kBFloat16 ? 0x1p-9 * products : 0.0;
@@ -397,6 +398,44 @@ TEST(PackQuantizedCodes, CheckpointCodesRunThroughLinearQuantized) {
     for (const std::int64_t m : {1, 5}) {
       auto x = testing::random_tensor({m, k}, DataType::kFloat32, rng, Layout::kStrided);
       auto out = testing::poisoned({m, n}, DataType::kFloat32);
+      linear_quantized(x, q, Tensor(), out);
+      expect_linear(out.view(), testing::to_doubles(x.view()), r, {}, m);
+    }
+  }
+}
+
+// The bfloat16 paths look each int4 code up in its row's table of s·(q − z) for the group
+// (M > 1 on CPUs with VDPBF16PS): codes at both ends (0 and 15, every nibble position of a
+// byte), zero points at and past both ends (0, 15, GPTQ v1's 16, fractional), each group's
+// scale different, through one row, the panel rows and the many-row chunks, groups of 32 (their
+// own loop, two rows per load) and of 64 and 128, N off the 4-row tile.
+TEST(PackQuantizedCodes, ExtremeCodesAndZeroPointsOnTheBfloat16Paths) {
+  std::mt19937_64 rng(24);
+  std::uniform_int_distribution<int> pick(0, 3);
+  std::uniform_real_distribution<double> scale(0.001, 0.05);
+  const float zeros[] = {0.0f, 15.0f, 16.0f, 7.5f};
+  for (const Format& f :
+       {Format{4, 32, false}, Format{4, 32, true}, Format{4, 64, false}, Format{4, 128, true}}) {
+    SCOPED_TRACE(name_of(f));
+    const std::int64_t n = 10, k = 256, groups = k / f.group_size;
+    Quantized r{n, k, f.group_size, {}, {}, {}, {}};
+    for (std::int64_t i = 0; i < n * groups; ++i) {
+      r.scale.push_back(
+          static_cast<float>(std::ldexp(std::round(std::ldexp(scale(rng), 14)), -14)));
+      r.zero.push_back(f.symmetric ? 8.0f : zeros[i % 4]);
+    }
+    for (std::int64_t i = 0; i < n * k; ++i) {
+      const int choice = pick(rng);  // mostly the ends, some in between
+      r.code.push_back(choice == 0 ? 0 : choice == 1 ? 15 : choice == 2 ? (i % 16) : 15 - i % 3);
+      const std::int64_t g = (i / k) * groups + (i % k) / f.group_size;
+      r.dequantized.push_back(double{r.scale[g]} * (r.code.back() - r.zero[g]));
+    }
+    const auto q = packed_of(code_tensors(r, f, DataType::kFloat16), f, n, k);
+    expect_layout(q, r, f);
+    for (const std::int64_t m : {1, 5, 40}) {
+      SCOPED_TRACE(m);
+      auto x = testing::random_tensor({m, k}, DataType::kBFloat16, rng, Layout::kStrided);
+      auto out = testing::poisoned({m, n}, DataType::kBFloat16);
       linear_quantized(x, q, Tensor(), out);
       expect_linear(out.view(), testing::to_doubles(x.view()), r, {}, m);
     }
