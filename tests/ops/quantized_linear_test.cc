@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/support/expect_rejected.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/simd_targets.h"
 #include "tests/support/test_tensors.h"
 #include "tileops/core/error.h"
@@ -260,14 +261,19 @@ TEST_P(QuantizedLinearTest, PrefillBlocks) {
 }
 
 TEST_P(QuantizedLinearTest, EveryTarget) {
-  testing::for_each_simd_target([&] {
-    for (const Format& f : kFormats) {
-      const std::int64_t k = f.group_size == 0 ? 100 : 384;
-      check({1, k}, 21, f, true, Layout::kStrided);
-      check({6, k}, 14, f, false, Layout::kContiguous);
-      check({18, k}, 53, f, true, Layout::kContiguous);
-    }
-  });
+  // On CPUs with AMX, bfloat16 x of more than 16 rows takes the tile path unless TILEOPS_AMX=0.
+  for (const char* amx : {"1", "0"}) {
+    SCOPED_TRACE(std::string("TILEOPS_AMX=") + amx);
+    const testing::ScopedEnv amx_env("TILEOPS_AMX", amx);
+    testing::for_each_simd_target([&] {
+      for (const Format& f : kFormats) {
+        const std::int64_t k = f.group_size == 0 ? 100 : 384;
+        check({1, k}, 21, f, true, Layout::kStrided);
+        check({6, k}, 14, f, false, Layout::kContiguous);
+        check({18, k}, 53, f, true, Layout::kContiguous);
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, QuantizedLinearTest,
@@ -372,27 +378,38 @@ TEST(PackQuantizedCodes, RepacksQuantizeWeightsBufferExactly) {
   }
 }
 
+// Codes as a checkpoint holds them, chosen by the test: zero_of(g) for group g (8 where the
+// format is symmetric), code_of(i) for element i of the row-major [n, k] weight, scales random
+// and float16-exact so that the reference needs no rounding.
+template <typename ZeroOf, typename CodeOf>
+Quantized checkpoint_codes(std::int64_t n, std::int64_t k, const Format& f, std::mt19937_64& rng,
+                           ZeroOf zero_of, CodeOf code_of) {
+  std::uniform_real_distribution<double> scale(0.001, 0.05);
+  const std::int64_t groups = k / f.group_size;
+  Quantized r{n, k, f.group_size, {}, {}, {}, {}};
+  for (std::int64_t g = 0; g < n * groups; ++g) {
+    r.scale.push_back(static_cast<float>(std::ldexp(std::round(std::ldexp(scale(rng), 14)), -14)));
+    r.zero.push_back(f.symmetric ? 8.0f : zero_of(g));
+  }
+  for (std::int64_t i = 0; i < n * k; ++i) {
+    r.code.push_back(static_cast<int>(code_of(i)));
+    const std::int64_t g = (i / k) * groups + (i % k) / f.group_size;
+    r.dequantized.push_back(double{r.scale[g]} * (r.code.back() - r.zero[g]));
+  }
+  return r;
+}
+
 // Codes and zero points no quantize_weight would choose (GPTQ's v1 zero point 16, AWQ's any
 // 0..15), float16 scales: linear_quantized computes with scale · (code − zero) exactly.
 TEST(PackQuantizedCodes, CheckpointCodesRunThroughLinearQuantized) {
   std::mt19937_64 rng(22);
   std::uniform_int_distribution<int> code(0, 15), zero(0, 16);
-  std::uniform_real_distribution<double> scale(0.001, 0.05);
   for (const Format& f : {Format{4, 32, false}, Format{4, 128, true}}) {
     SCOPED_TRACE(name_of(f));
-    const std::int64_t n = 10, k = 256, groups = k / f.group_size;
-    Quantized r{n, k, f.group_size, {}, {}, {}, {}};
-    for (std::int64_t i = 0; i < n * groups; ++i) {
-      // float16-exact scales, so that the reference needs no rounding.
-      r.scale.push_back(
-          static_cast<float>(std::ldexp(std::round(std::ldexp(scale(rng), 14)), -14)));
-      r.zero.push_back(f.symmetric ? 8.0f : static_cast<float>(zero(rng)));
-    }
-    for (std::int64_t i = 0; i < n * k; ++i) {
-      r.code.push_back(code(rng));
-      const std::int64_t g = (i / k) * groups + (i % k) / f.group_size;
-      r.dequantized.push_back(double{r.scale[g]} * (r.code.back() - r.zero[g]));
-    }
+    const std::int64_t n = 10, k = 256;
+    const Quantized r = checkpoint_codes(
+        n, k, f, rng, [&](std::int64_t) { return static_cast<float>(zero(rng)); },
+        [&](std::int64_t) { return code(rng); });
     const auto q = packed_of(code_tensors(r, f, DataType::kFloat16), f, n, k);
     expect_layout(q, r, f);
     for (const std::int64_t m : {1, 5}) {
@@ -412,24 +429,17 @@ TEST(PackQuantizedCodes, CheckpointCodesRunThroughLinearQuantized) {
 TEST(PackQuantizedCodes, ExtremeCodesAndZeroPointsOnTheBfloat16Paths) {
   std::mt19937_64 rng(24);
   std::uniform_int_distribution<int> pick(0, 3);
-  std::uniform_real_distribution<double> scale(0.001, 0.05);
   const float zeros[] = {0.0f, 15.0f, 16.0f, 7.5f};
   for (const Format& f :
        {Format{4, 32, false}, Format{4, 32, true}, Format{4, 64, false}, Format{4, 128, true}}) {
     SCOPED_TRACE(name_of(f));
-    const std::int64_t n = 10, k = 256, groups = k / f.group_size;
-    Quantized r{n, k, f.group_size, {}, {}, {}, {}};
-    for (std::int64_t i = 0; i < n * groups; ++i) {
-      r.scale.push_back(
-          static_cast<float>(std::ldexp(std::round(std::ldexp(scale(rng), 14)), -14)));
-      r.zero.push_back(f.symmetric ? 8.0f : zeros[i % 4]);
-    }
-    for (std::int64_t i = 0; i < n * k; ++i) {
-      const int choice = pick(rng);  // mostly the ends, some in between
-      r.code.push_back(choice == 0 ? 0 : choice == 1 ? 15 : choice == 2 ? (i % 16) : 15 - i % 3);
-      const std::int64_t g = (i / k) * groups + (i % k) / f.group_size;
-      r.dequantized.push_back(double{r.scale[g]} * (r.code.back() - r.zero[g]));
-    }
+    const std::int64_t n = 10, k = 256;
+    const Quantized r = checkpoint_codes(
+        n, k, f, rng, [&](std::int64_t g) { return zeros[g % 4]; },
+        [&](std::int64_t i) {
+          const int choice = pick(rng);  // mostly the ends, some in between
+          return choice == 0 ? 0 : choice == 1 ? 15 : choice == 2 ? i % 16 : 15 - i % 3;
+        });
     const auto q = packed_of(code_tensors(r, f, DataType::kFloat16), f, n, k);
     expect_layout(q, r, f);
     for (const std::int64_t m : {1, 5, 40}) {

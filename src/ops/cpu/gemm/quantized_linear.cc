@@ -231,6 +231,9 @@ void bf16_chunk_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
   const std::int64_t pairs_k = l.k_padded / 2;
   const bool per_channel = l.groups_per_row == 1;
   const std::int64_t num_panels = ceil_div(l.tiles, kBf16PanelTiles);
+  // On AMX the panel's 16-row tiles multiply every chunk over all of K (amx_bf16_rows), summed
+  // as [weight row][x row of the block].
+  const bool amx = amx_bf16_enabled();
   for (std::int64_t i0 = 0; i0 < m; i0 += B::kRowBlock) {
     const std::int64_t rows = std::min(B::kRowBlock, m - i0), chunks = ceil_div(rows, kAmxCols);
     pack_x_chunks(x16, ld, i0, rows, l.k_padded, x_chunks);
@@ -247,24 +250,29 @@ void bf16_chunk_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
                                 !per_channel, panel, ld);
         // The last group's rows past the weight's: zero (their sums are dropped).
         std::fill(panel + live * ld, panel + live_pad * ld, std::uint16_t{0});
-        NextPanelFetch fetch(job, t1, p + 1 < p1,
-                             ceil_div(pairs_k, B::kBlockPairs) * (live_pad / kAmxCols));
-        for (std::int64_t q0 = 0; q0 < pairs_k; q0 += B::kBlockPairs) {
-          const std::int64_t pairs = std::min(B::kBlockPairs, pairs_k - q0);
-          const auto x_of = [&](std::int64_t c) {
-            return x_chunks + (c * l.k_padded + q0 * 2) * kAmxCols;
-          };
-          for (std::int64_t g = 0; g < live_pad; g += kAmxCols) {
-            std::int64_t lines = 0;
-            const std::uint8_t* next = fetch.take(lines);
-            const auto sums_of = [&](std::int64_t c) {
-              return sums + (c * B::kPanelRows + g) * kAmxCols;
+        if (amx) {
+          amx_bf16_rows(panel, ld, live_pad / kAmxRows, l.k_padded, x_chunks, chunks, sums,
+                        chunks * kAmxCols, false);
+        } else {
+          NextPanelFetch fetch(job, t1, p + 1 < p1,
+                               ceil_div(pairs_k, B::kBlockPairs) * (live_pad / kAmxCols));
+          for (std::int64_t q0 = 0; q0 < pairs_k; q0 += B::kBlockPairs) {
+            const std::int64_t pairs = std::min(B::kBlockPairs, pairs_k - q0);
+            const auto x_of = [&](std::int64_t c) {
+              return x_chunks + (c * l.k_padded + q0 * 2) * kAmxCols;
             };
-            for (std::int64_t c = 0; c < chunks; c += 2) {  // two at a time, the last alone
-              const bool two = c + 1 < chunks;
-              dpbf16_row_weights_block(
-                  x_of(c), two ? x_of(c + 1) : nullptr, panel + g * ld + q0 * 2, ld, pairs,
-                  sums_of(c), two ? sums_of(c + 1) : nullptr, q0 > 0, next, c == 0 ? lines : 0);
+            for (std::int64_t g = 0; g < live_pad; g += kAmxCols) {
+              std::int64_t lines = 0;
+              const std::uint8_t* next = fetch.take(lines);
+              const auto sums_of = [&](std::int64_t c) {
+                return sums + (c * B::kPanelRows + g) * kAmxCols;
+              };
+              for (std::int64_t c = 0; c < chunks; c += 2) {  // two at a time, the last alone
+                const bool two = c + 1 < chunks;
+                dpbf16_row_weights_block(
+                    x_of(c), two ? x_of(c + 1) : nullptr, panel + g * ld + q0 * 2, ld, pairs,
+                    sums_of(c), two ? sums_of(c + 1) : nullptr, q0 > 0, next, c == 0 ? lines : 0);
+              }
             }
           }
         }
@@ -280,7 +288,8 @@ void bf16_chunk_rows(const Job& job, std::int64_t m, const std::uint16_t* x16,
         for (std::int64_t c = 0; c < chunks; ++c) {
           const float* weight_rows[B::kPanelRows];
           for (std::int64_t r = 0; r < live; ++r) {
-            weight_rows[r] = sums + (c * B::kPanelRows + r) * kAmxCols;
+            weight_rows[r] = amx ? sums + (r * chunks + c) * kAmxCols
+                                 : sums + (c * B::kPanelRows + r) * kAmxCols;
           }
           gemm_transpose_rows(weight_rows, live, kAmxCols, by_row, B::kPanelRows);
           for (std::int64_t i = c * kAmxCols; i < std::min(rows, (c + 1) * kAmxCols); ++i) {
