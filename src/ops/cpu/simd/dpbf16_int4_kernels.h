@@ -16,8 +16,9 @@ namespace tileops::ops::cpu {
 std::int64_t dpbf16_int4_x_floats(const QuantizedBlocks& q);
 
 // x (bfloat16 bits, group·groups elements, zero where the weight is padded) reordered as the
-// kernel reads it: per unit of 64 codes of a row, the 32 x elements of the low nibbles and the
-// 32 of the high ones; then each group's Σx as float32.
+// kernel reads it: groups of 32 as 4 planes of 8 elements per group, one per nibble position of
+// the codes' 16-bit words; larger groups per unit of 64 codes of a row, the 32 x elements of the
+// low nibbles and the 32 of the high ones; then each group's Σx as float32.
 void dpbf16_int4_prepare_x(const std::uint16_t* x, const QuantizedBlocks& q, float* prepared);
 
 // quantized_dots_m1's contract (int4 formats) for the prepared x.
