@@ -22,6 +22,7 @@
 #include "examples/llama/text_generation.h"
 #include "examples/llama/weights.h"
 #include "tileops/core/error.h"
+#include "tileops/ops/packed_linear.h"
 #include "tileops/runtime/thread_pool.h"
 
 namespace tileops::llama {
@@ -252,7 +253,10 @@ PreparedRun prepare_run(const DemoOptions& given, Communicator* comm, bool print
   } else if (checkpoint_quantization) {
     source += ", int4 projections for linear_quantized";
   } else {
-    source += options.pack_weights ? ", packed for linear_packed" : ", [N, K] for linear";
+    source += !options.pack_weights ? ", [N, K] for linear"
+              : ops::linear_packing_pays(config.dtype)
+                  ? ", packed for linear_packed"
+                  : ", [N, K] for linear (packing does not pay on this CPU: AMX)";
   }
   if (shard.split()) {
     source += "; tensor parallel over " + std::to_string(shard.size) + " ranks";

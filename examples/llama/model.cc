@@ -116,7 +116,7 @@ Model::Model(const Config& config, Weights weights, std::int64_t max_batch,
                          std::to_string(config_.layers) + " layers",
                          std::to_string(weights_.layers.size()));
   }
-  if (pack_weights) {
+  if (pack_weights && ops::linear_packing_pays(config_.dtype)) {
     const auto packed_of = [](const Tensor& w) {
       TensorStorage packed({ops::packed_linear_weight_numel(w.size(0), w.size(1), w.dtype())},
                            w.dtype());

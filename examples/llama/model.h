@@ -40,7 +40,8 @@ class Model {
   // Room for `max_batch` sequences of up to `max_context` tokens each (prompt + generated).
   // pack_weights: the projections (qkv, o_proj, gate_up, down, lm_head) are repacked once with
   // ops::pack_linear_weight and run through ops::linear_packed, which streams them at the
-  // memory's speed in decode; their [N, K] copies are then released. A projection that
+  // memory's speed in decode; their [N, K] copies are then released. Not where
+  // ops::linear_packing_pays says packing loses on this CPU (bfloat16 on AMX). A projection that
   // `weights` holds quantized (quantize_weights, a GPTQ/AWQ checkpoint) runs through
   // ops::linear_quantized either way.
   // tensor_parallel: when given with more than one rank, `weights` are this rank's shard

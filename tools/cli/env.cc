@@ -27,6 +27,7 @@
 #include "src/tl/cpu/compiler.h"
 #include "src/tl/cpu/disk_cache.h"
 #include "tileops/core/error.h"
+#include "tileops/ops/packed_linear.h"
 #include "tileops/ops/registry.h"
 #include "tileops/runtime/cpu_info.h"
 #include "tileops/runtime/knobs.h"
@@ -354,6 +355,12 @@ void print_build(const Facts& f) {
         "cpu: linear_packed: x's rows as rows, the weight rows as lanes, up to M = %lld (%d "
         "float32 rows per pass); blocks of 16 x rows as lanes beyond\n",
         static_cast<long long>(f.packed_rows), f.packed_pass);
+    std::printf(
+        "cpu: packing linear weights (pack_linear_weight) pays for float32 and float16%s "
+        " (ops::linear_packing_pays; the decoder packs only then)\n",
+        ops::linear_packing_pays(DataType::kBFloat16)
+            ? " and bfloat16"
+            : ", not for bfloat16: AMX runs linear's tile products on the [N, K] rows");
     std::printf(
         "cpu: vectors execute at %d bits%s; paged_attention's decode kernels %s the next "
         "chunk's prefetch\n",

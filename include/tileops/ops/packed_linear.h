@@ -30,6 +30,13 @@ void pack_linear_weight(const Tensor& weight, const Tensor& packed, const Contex
 void linear_packed(const Tensor& input, const Tensor& packed, const Tensor& bias, const Tensor& out,
                    const Context& ctx = {});
 
+// Whether linear_packed over pack_linear_weight's layout is expected to beat linear over the
+// caller's [N, K] layout for weights of `dtype` on this CPU, as its paths stand now (TILEOPS_AMX
+// and TILEOPS_SIMD_TARGET included): false for bfloat16 where AMX is on, whose tile products
+// linear runs on the [N, K] rows in place and linear_packed does not use (Emerald Rapids, the
+// 1.1B decoder, 2 threads: prefill 3-4x and decode 1.2x faster unpacked). `tileops env` says it.
+bool linear_packing_pays(DataType dtype);
+
 class LinearPacked {
  public:
   LinearPacked(const Tensor& input, const Tensor& packed, const Tensor& bias, const Tensor& out,

@@ -15,6 +15,7 @@
 #include "src/ops/contracts/pack_linear_weight.decl.h"
 #include "src/ops/cpu/register.h"
 #include "src/ops/cpu/row_offsets.h"
+#include "src/ops/cpu/simd/amx_kernels.h"
 #include "src/ops/cpu/simd/convert.h"
 #include "src/ops/cpu/simd/dpbf16_kernels.h"
 #include "src/ops/cpu/simd/gemm_kernels.h"
@@ -366,3 +367,11 @@ void register_packed_linear(std::vector<Implementation>& out) {
 }
 
 }  // namespace tileops::ops::cpu
+
+namespace tileops::ops {
+
+bool linear_packing_pays(DataType dtype) {
+  return !(dtype == DataType::kBFloat16 && cpu::amx_bf16_enabled());
+}
+
+}  // namespace tileops::ops
