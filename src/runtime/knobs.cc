@@ -29,6 +29,9 @@ constexpr Knob kKnobs[] = {
      "the JIT cache of tl kernels (default: ~/.cache/tileops)"},
     {"TILEOPS_TL_DUMP_DIR", "a directory",
      "writes the IR and generated code of every tl kernel that sets no dump_dir"},
+    {"TILEOPS_TL_SOFTMAX_PIPELINE", "0|1",
+     "whether the tl softmax normalises a 16-bit row during the next row's exp pass (default: "
+     "yes but on Intel cores)"},
     {"TILEOPS_TL_STREAM_BYTES", "a byte count >= 0",
      "tensor bytes above which tl kernels stream their stores (default: the last-level cache)"},
     {"TILEOPS_PYTHON", "a Python executable",

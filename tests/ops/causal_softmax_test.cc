@@ -132,6 +132,27 @@ TEST(CausalSoftmax, StreamedStores) {
   });
 }
 
+// 16-bit rows normalised during the next row's exp pass (pipelined) and in a third pass (the tl
+// kernel takes one form per CPU; TILEOPS_TL_SOFTMAX_PIPELINE forces either): rows of 1 to 2100
+// visible columns, several per block.
+TEST(CausalSoftmax, SixteenBitRowsPipelinedAndInThreePasses) {
+  for (const char* pipeline : {"1", "0"}) {
+    const testing::ScopedEnv env("TILEOPS_TL_SOFTMAX_PIPELINE", pipeline);
+    testing::for_each_implementation("causal_softmax", [&](const Context& ctx) {
+      for (const DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+        std::mt19937_64 rng(13);
+        auto input = testing::random_tensor({2, 5, 2100}, dtype, rng, Layout::kStrided, -4.0, 4.0);
+        auto out = testing::poisoned({2, 5, 2100}, dtype, Layout::kStrided);
+        causal_softmax(input, out, ctx);
+        const auto expected = reference(testing::to_doubles(input), 5, 2100);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+            << "TILEOPS_TL_SOFTMAX_PIPELINE=" << pipeline << " " << name_of(dtype);
+        EXPECT_EQ(masked_are_zero(out.view(), 5, 2100), "");
+      }
+    });
+  }
+}
+
 // The masked inputs are never read: NaNs there (of either sign) change nothing. t = 1030: the tl
 // kernel's rows are a whole 1024-lane chunk and a masked one.
 TEST(CausalSoftmax, IgnoresMaskedInputs) {

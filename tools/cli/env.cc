@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -355,9 +356,18 @@ void print_build(const Facts& f) {
         "cpu: linear_packed: x's rows as rows, the weight rows as lanes, up to M = %lld (%d "
         "float32 rows per pass); blocks of 16 x rows as lanes beyond\n",
         static_cast<long long>(f.packed_rows), f.packed_pass);
+    const std::optional<std::string> pipeline = knob("TILEOPS_TL_SOFTMAX_PIPELINE");
+    const bool forced = pipeline && !pipeline->empty();
+    const bool intel = cpu_vendor() == CpuVendor::kIntel;
+    std::printf(
+        "cpu: the tl softmax normalises 16-bit rows %s (%s)\n",
+        (forced ? *pipeline != "0" : !intel) ? "during the next row's exp pass" : "in a third pass",
+        forced  ? "forced by TILEOPS_TL_SOFTMAX_PIPELINE"
+        : intel ? "an Intel core; TILEOPS_TL_SOFTMAX_PIPELINE=1 pipelines"
+                : "TILEOPS_TL_SOFTMAX_PIPELINE=0 takes a third pass");
     std::printf(
         "cpu: packing linear weights (pack_linear_weight) pays for float32 and float16%s "
-        " (ops::linear_packing_pays; the decoder packs only then)\n",
+        "(ops::linear_packing_pays; the decoder packs only then)\n",
         ops::linear_packing_pays(DataType::kBFloat16)
             ? " and bfloat16"
             : ", not for bfloat16: AMX runs linear's tile products on the [N, K] rows");

@@ -60,6 +60,10 @@ const char* accepted_simd_targets();
 bool simd_target_allows_avx512();
 // The Highway target the library's kernels dispatch to now ("AVX2", ...).
 std::string simd_dispatched_target();
+// Who made this CPU (CPUID's vendor string; kOther off x86): choices measured to differ between
+// Intel and AMD cores of the same SIMD target take it.
+enum class CpuVendor { kIntel, kAmd, kOther };
+CpuVendor cpu_vendor();
 // The width in bits at which this CPU executes the dispatched target's vectors: the vector
 // width, except AVX-512 on AMD family 19h (Zen 4), which runs each 512-bit operation as two
 // 256-bit halves. Choices that depend on a kernel's compute time per byte read take it.

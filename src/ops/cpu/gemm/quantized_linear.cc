@@ -180,7 +180,7 @@ class NextPanelFetch {
   std::int64_t at_, end_, per_step_;
 };
 
-// More bfloat16 rows than one chunk of the dot kernel, with VDPBF16PS. Per block of up to
+// More bfloat16 rows than one chunk of the dot kernel, with VDPBF16PS or AMX. Per block of up to
 // kRowBlock rows, x is packed once as the pair-interleaved chunks of 16 rows that the packed
 // linear uses, so that one x load feeds 8 or 16 weight rows, broadcast from the panel in place;
 // each thread then takes panels of kBf16PanelTiles tiles dequantized as bf16_rows does. 1.0-1.1x
@@ -197,8 +197,8 @@ struct Bf16ChunkBlocks {
   std::int64_t x_floats(const QuantizedLayout& l) const {
     return round_up(chunks * kAmxCols * l.k_padded / 2, 16);
   }
-  // Per thread: the panel, its sums per chunk ([chunk][weight row][x row]), those of one chunk
-  // transposed ([x row][weight row]) and an epilogue row.
+  // Per thread: the panel, its sums ([chunk][weight row][x row]; on AMX [weight row][chunk][x
+  // row]), those of one chunk transposed ([x row][weight row]) and an epilogue row.
   std::int64_t per_thread_floats(std::int64_t ld) const {
     return round_up(kPanelRows * ld / 2 + (chunks + 1) * kPanelRows * kAmxCols + kPanelRows, 16);
   }

@@ -61,14 +61,19 @@ void dpbf16_int4_prepare_x(const std::uint16_t* x, const QuantizedBlocks& q, flo
 TILEOPS_DPBF16_WARNINGS_OFF
 namespace {
 
+// The low nibble of each 16-bit word as the bfloat16 128 + q: (words & 0x000f) | 0x4300 (ternary
+// logic table 0xea: (a & b) | c).
+TILEOPS_DPBF16_TARGET inline __m512bh low_nibbles(__m512i words) {
+  return reinterpret_cast<__m512bh>(
+      _mm512_ternarylogic_epi32(words, _mm512_set1_epi16(0x000f), _mm512_set1_epi16(0x4300), 0xea));
+}
+
 // 32 bytes of codes as two vectors of bfloat16 128 + q: the low nibbles and the high ones.
 TILEOPS_DPBF16_TARGET inline void codes_as_bf16(__m256i bytes, __m512bh& lo, __m512bh& hi) {
   const __m512i words = _mm512_cvtepu8_epi16(bytes);
-  const __m512i offset = _mm512_set1_epi16(0x4300);
-  // (words & 0x000f) | 0x4300 in one ternary logic instruction (table 0xea: (a & b) | c).
-  lo = reinterpret_cast<__m512bh>(
-      _mm512_ternarylogic_epi32(words, _mm512_set1_epi16(0x000f), offset, 0xea));
-  hi = reinterpret_cast<__m512bh>(_mm512_or_si512(_mm512_srli_epi16(words, 4), offset));
+  lo = low_nibbles(words);
+  hi = reinterpret_cast<__m512bh>(
+      _mm512_or_si512(_mm512_srli_epi16(words, 4), _mm512_set1_epi16(0x4300)));
 }
 
 // The block's 4 scales, and 128 + its 4 zero points (z = 8 when none are stored).
@@ -92,13 +97,6 @@ constexpr std::int64_t kFetchAhead = 4096;
 TILEOPS_DPBF16_TARGET inline __m512bh plane(const std::uint16_t* p) {
   return reinterpret_cast<__m512bh>(
       _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-
-// The low nibble of each 16-bit word as the bfloat16 128 + q: (words & 0x000f) | 0x4300 (ternary
-// logic table 0xea: (a & b) | c).
-TILEOPS_DPBF16_TARGET inline __m512bh low_nibbles(__m512i words) {
-  return reinterpret_cast<__m512bh>(
-      _mm512_ternarylogic_epi32(words, _mm512_set1_epi16(0x000f), _mm512_set1_epi16(0x4300), 0xea));
 }
 
 TILEOPS_DPBF16_TARGET void tile_group32(const float* prepared, const std::uint8_t* tile,

@@ -9,14 +9,16 @@
 //    16-bit rows, as the native kernel, exp2_coarse), stored into out itself for float32 rows
 //    whose stores stay cached, else into one of the block's two rows of a float32 scratch
 //    tensor [blocks, 2, width] (from the Context's workspace: it stays in cache);
-// 3. that row scaled by 1 / sum into out: float32 rows as a third pass; 16-bit rows during the
-//    next row's pass 2, chunk by chunk (the block's last row after its loop).
+// 3. that row scaled by 1 / sum into out: float32 rows (and 16-bit rows on Intel cores) as a
+//    third pass; other 16-bit rows during the next row's pass 2, chunk by chunk (the block's
+//    last row after its loop).
 // Only the chunk that straddles the end of the visible prefix is masked; the masked suffix is
 // only written. Causal rows go to blocks round-robin (their cost grows along the rows), others in
 // contiguous runs.
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "src/ops/contracts/causal_softmax.decl.h"
 #include "src/ops/contracts/scaled_softmax.decl.h"
@@ -24,6 +26,7 @@
 #include "src/ops/cpu/tl/folded_loop.h"
 #include "src/ops/framework/workspace_bytes.h"
 #include "tileops/runtime/cpu_info.h"
+#include "tileops/runtime/knobs.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
 #include "tileops/tl.h"
@@ -86,7 +89,7 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
         [order](tl::GlobalAddress x, tl::GlobalAddress x_bits, tl::GlobalAddress out,
                 tl::GlobalAddress scratch, tl::Int d0, tl::Int d1, tl::Int width, tl::Int sx0,
                 tl::Int sx1, tl::Int sx2, tl::Int so0, tl::Int so1, tl::Int so2, tl::Float scale,
-                tl::Int queries, tl::ConstExpr<bool> cached_stores) {
+                tl::Int queries, tl::ConstExpr<bool> cached_stores, tl::ConstExpr<bool> pipeline) {
           const tl::Value tx = tl::tensor(x, {d0, d1, width}, {sx0, sx1, sx2});
           const tl::Value to = tl::tensor(out, {d0, d1, width}, {so0, so1, so2});
           const tl::Value ts = tl::tensor(scratch, {tl::block_num(), 2, width});
@@ -102,11 +105,9 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
               round_robin * rows + (1 - round_robin) * tl::minimum(first + per_block, rows);
           const tl::Value step = round_robin * tl::block_num() + (1 - round_robin);
           const bool in_out = dtype == kF32 && *cached_stores;  // the stash is out itself
-          // 16-bit rows are pipelined: the previous row of this block is normalised from its
-          // scratch row (1 - slot) during this row's exp pass. Not float32 rows, whose exps cost
-          // less: where they stream, interleaving their stores with the loads of x measured
-          // slower (scaled softmax [4096, 4096], avx2 target).
-          const bool pipelined = dtype != kF32;
+          // Pipelined rows (the launcher's choice): the previous row of this block is normalised
+          // from its scratch row (1 - slot) during this row's exp pass.
+          const bool pipelined = *pipeline;
           tl::Var slot = 0, has_prev = 0, prev0 = 0, prev1 = 0, prev_visible = 0;
           tl::Var prev_inv = 0.0f;
           // Chunk c of the previous row into out: `live` masks its straddling chunk.
@@ -244,7 +245,7 @@ const tl::Kernel& softmax_kernel(MaxOrder order) {
               const auto normalise = [&](const tl::Value& c, const std::optional<tl::Value>& live) {
                 tl::Value p = tl::load(stash, {1, 1, kTile}, stash_at(c * kTile)) * inv;
                 if (live) p = tl::where(*live, p, 0.0f);
-                tl::store(p, to, {i0, i1, c * kTile});  // float32
+                tl::store(dtype == kF32 ? p : p.to(dtype), to, {i0, i1, c * kTile});
               };
               for (tl::Value c : tl::range(full)) normalise(c, std::nullopt);
               for (tl::Value c : tl::range(full, chunks)) normalise(c, lanes + c * kTile < visible);
@@ -314,10 +315,20 @@ class SoftmaxTl final : public Operator {
       return t.numel() * static_cast<std::int64_t>(size_of(t.dtype()));
     };
     const bool cached_stores = so[2] != 1 || bytes(x) + bytes(out) <= cpu_streaming_store_bytes();
+    // 16-bit rows pipelined except on Intel cores. bfloat16 [4096, 4096], 2 threads, tl / native:
+    // Zen 4 avx2 target three passes 0.60-0.63 → pipelined 0.72-0.78 (native within noise);
+    // Emerald Rapids causal 0.76-0.77 → 0.73-0.75 native and 0.59-0.61 → 0.53-0.54 avx2. Not
+    // float32 rows, whose exps cost less: where they stream, interleaving their stores with the
+    // loads of x measured slower (scaled softmax, Zen 4 avx2 target).
+    // TILEOPS_TL_SOFTMAX_PIPELINE (0 or 1) overrides it: tests reach both forms on any CPU.
+    const std::optional<std::string> forced = knob("TILEOPS_TL_SOFTMAX_PIPELINE");
+    const bool pipeline =
+        x.dtype() != DataType::kFloat32 &&
+        (forced && !forced->empty() ? *forced != "0" : cpu_vendor() != CpuVendor::kIntel);
     softmax_kernel(order).launch_on(
         pool, blocks, pointer_at(x, x_offset), tl::Pointer{pointer_at(x, x_offset).data, kBits},
         pointer_at(out, out_offset), lease.as<float>(), d[0], d[1], d[2], sx[0], sx[1], sx[2],
-        so[0], so[1], so[2], scale_, queries, cached_stores);
+        so[0], so[1], so[2], scale_, queries, cached_stores, pipeline);
   }
 
   float scale_;
