@@ -88,5 +88,23 @@ TEST(CpuInfo, VectorDatapathBitsPerTarget) {
   });
 }
 
+// cpu_vendor() against /proc/cpuinfo's vendor_id (x86 Linux; elsewhere kOther).
+TEST(CpuInfo, VendorMatchesProcCpuinfo) {
+#if defined(__x86_64__) && defined(__linux__)
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, vendor;
+  while (vendor.empty() && std::getline(in, line)) {
+    if (line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 1);
+  }
+  ASSERT_FALSE(vendor.empty()) << "no vendor_id line in /proc/cpuinfo";
+  const CpuVendor expected = vendor.find("GenuineIntel") != std::string::npos   ? CpuVendor::kIntel
+                             : vendor.find("AuthenticAMD") != std::string::npos ? CpuVendor::kAmd
+                                                                                : CpuVendor::kOther;
+  EXPECT_EQ(cpu_vendor(), expected) << vendor;
+#else
+  EXPECT_EQ(cpu_vendor(), CpuVendor::kOther);
+#endif
+}
+
 }  // namespace
 }  // namespace tileops
