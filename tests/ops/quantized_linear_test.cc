@@ -49,6 +49,7 @@ const Format kFormats[] = {{8, 0, true},  {8, 32, true},  {8, 128, true}, {4, 32
 // q − z each weight dequantizes from (w' = scale · (q − z)), from the float64 weights.
 struct Quantized {
   std::int64_t n, k, group;
+  int bits;
   std::vector<float> scale, zero;   // [n][groups]
   std::vector<int> code;            // [n][k]: the stored code (int8: signed; int4: 0..15)
   std::vector<double> dequantized;  // [n][k]
@@ -56,7 +57,7 @@ struct Quantized {
 
 Quantized reference_quantize(const std::vector<double>& w, std::int64_t n, std::int64_t k,
                              const Format& f) {
-  Quantized r{n, k, f.group_size == 0 ? k : f.group_size, {}, {}, {}, {}};
+  Quantized r{n, k, f.group_size == 0 ? k : f.group_size, f.bits, {}, {}, {}, {}};
   const std::int64_t groups = k / r.group;
   r.code.resize(n * k);
   r.dequantized.resize(n * k);
@@ -168,30 +169,52 @@ TensorStorage quantized_of(const Tensor& weight, const Format& f) {
   return q;
 }
 
+// The largest |x| of each element's block of x as one bfloat16 row against int8 weights takes it
+// in 16-bit fixed point (256 elements per channel, else a group; docs/quantized-weights.md).
+std::vector<double> fixed_point_block_max(const std::vector<double>& x, std::int64_t k,
+                                          const Quantized& ref) {
+  const std::int64_t block = ref.group == ref.k ? 256 : ref.group;
+  std::vector<double> out(x.size());
+  for (std::int64_t b0 = 0; b0 < k; b0 += block) {
+    double largest = 0;
+    for (std::int64_t p = b0; p < std::min(k, b0 + block); ++p) {
+      largest = std::max(largest, std::abs(x[p]));
+    }
+    std::fill(out.begin() + b0, out.begin() + std::min(k, b0 + block), largest);
+  }
+  return out;
+}
+
 // |out − expected| within the output's rounding plus float32 accumulation over the magnitudes
 // the kernel sums (Σ|x|·|s|·(|q| + |z|): int4's zero point is taken off as s·z·Σx), plus for
 // bfloat16 the weights' rounding to bfloat16 (2^-9 relative; more than one row on CPUs with
-// VDPBF16PS).
+// VDPBF16PS), and at one bfloat16 row of int8 weights x's fixed-point rounding (at most 2^-15 of
+// its block's largest |x| per element).
 void expect_linear(const Tensor& out, const std::vector<double>& x, const Quantized& ref,
                    const std::vector<double>& bias, std::int64_t m) {
   const std::vector<double> actual = testing::to_doubles(out);
   const testing::Tolerance tol = testing::tolerance_for(out.dtype());
   const std::int64_t groups = ref.k / ref.group;
+  const bool fixed_point = m == 1 && out.dtype() == DataType::kBFloat16 && ref.bits == 8;
+  const std::vector<double> block_max =
+      fixed_point ? fixed_point_block_max(x, ref.k, ref) : std::vector<double>(ref.k, 0.0);
   int bad = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < ref.n; ++j) {
-      double e = bias.empty() ? 0.0 : bias[j], mag = std::abs(e), products = 0.0;
+      double e = bias.empty() ? 0.0 : bias[j], mag = std::abs(e), products = 0.0, fixed_x = 0.0;
       for (std::int64_t p = 0; p < ref.k; ++p) {
         const double xv = x[i * ref.k + p];
         e += xv * ref.dequantized[j * ref.k + p];
         products += std::abs(xv * ref.dequantized[j * ref.k + p]);
+        fixed_x += 0x1p-15 * block_max[p] * std::abs(ref.dequantized[j * ref.k + p]);
         const std::int64_t g = j * groups + p / ref.group;
         mag += std::abs(xv) * ref.scale[g] *
                (std::abs(ref.code[j * ref.k + p]) + std::abs(ref.zero[g]));
       }
       const double a = actual[i * ref.n + j];
       const double rounded_weights = out.dtype() == DataType::kBFloat16 ? 0x1p-9 * products : 0.0;
-      const double limit = tol.atol + tol.rtol * std::abs(e) + 1e-5 * mag + rounded_weights;
+      const double limit =
+          tol.atol + tol.rtol * std::abs(e) + 1e-5 * mag + rounded_weights + fixed_x;
       if (!(std::abs(a - e) <= limit) && bad++ < 5) {
         ADD_FAILURE() << "out[" << i << ", " << j << "] = " << a << ", expected " << e;
       }
@@ -236,6 +259,57 @@ TEST_P(QuantizedLinearTest, DecodeRow) {
     check({k}, 1, f, true, Layout::kContiguous);  // a 1-D input is one row
     // An odd number of groups of 32 (kernels that take groups in pairs).
     if (f.group_size == 32) check({1, 224}, 13, f, true, Layout::kContiguous);
+  }
+}
+
+// One bfloat16 row against int8 weights runs on x in 16-bit fixed point with a power-of-two
+// scale per block. Blocks with an outlier and with small values stay within 2^-15 of their own
+// largest; x with an infinity, a NaN or blocks below 2^-100 takes the float32 kernel instead.
+TEST(QuantizedLinear, OneBfloat16RowOfInt8InFixedPoint) {
+  for (const Format& f : {Format{8, 0, true}, Format{8, 32, true}, Format{8, 128, true}}) {
+    SCOPED_TRACE(name_of(f));
+    const std::int64_t n = 37, k = f.group_size == 0 ? 1000 : 1024;  // per channel: 4 blocks
+    std::mt19937_64 rng(29);
+    auto weight = testing::random_tensor({n, k}, DataType::kBFloat16, rng);
+    const auto q = quantized_of(weight.view(), f);
+    const Quantized ref = reference_quantize(testing::to_doubles(weight.view()), n, k, f);
+    auto input = testing::random_tensor({1, k}, DataType::kBFloat16, rng);
+    std::vector<double> x = testing::to_doubles(input.view());
+    x[300] = 448.0;                                            // an outlier in block 1
+    for (std::int64_t p = 520; p < 600; ++p) x[p] *= 0x1p-12;  // small values in block 2
+    testing::from_doubles(input.view(), x);
+    x = testing::to_doubles(input.view());
+    auto out = testing::poisoned({1, n}, DataType::kBFloat16);
+    linear_quantized(input.view(), q.view(), Tensor(), out.view());
+    expect_linear(out.view(), x, ref, {}, 1);
+
+    // Non-finite x: every output is non-finite, as the float32 kernel makes it.
+    for (const double bad :
+         {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+      std::vector<double> y = x;
+      y[17] = bad;
+      testing::from_doubles(input.view(), y);
+      linear_quantized(input.view(), q.view(), Tensor(), out.view());
+      for (const double v : testing::to_doubles(out.view())) EXPECT_FALSE(std::isfinite(v)) << bad;
+    }
+
+    // x near 2^-115 (its reciprocal scale would pass float's range): within the output's rounding
+    // of the float64 result, relatively.
+    std::vector<double> tiny(k);
+    std::uniform_real_distribution<double> unit(1.0, 2.0);
+    for (double& v : tiny) v = 0x1p-115 * unit(rng);
+    testing::from_doubles(input.view(), tiny);
+    tiny = testing::to_doubles(input.view());
+    linear_quantized(input.view(), q.view(), Tensor(), out.view());
+    const std::vector<double> got = testing::to_doubles(out.view());
+    for (std::int64_t j = 0; j < n; ++j) {
+      double e = 0, products = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        e += tiny[p] * ref.dequantized[j * k + p];
+        products += std::abs(tiny[p] * ref.dequantized[j * k + p]);
+      }
+      EXPECT_LE(std::abs(got[j] - e), 0x1p-8 * std::abs(e) + 0x1p-9 * products) << "row " << j;
+    }
   }
 }
 
@@ -386,7 +460,7 @@ Quantized checkpoint_codes(std::int64_t n, std::int64_t k, const Format& f, std:
                            ZeroOf zero_of, CodeOf code_of) {
   std::uniform_real_distribution<double> scale(0.001, 0.05);
   const std::int64_t groups = k / f.group_size;
-  Quantized r{n, k, f.group_size, {}, {}, {}, {}};
+  Quantized r{n, k, f.group_size, f.bits, {}, {}, {}, {}};
   for (std::int64_t g = 0; g < n * groups; ++g) {
     r.scale.push_back(static_cast<float>(std::ldexp(std::round(std::ldexp(scale(rng), 14)), -14)));
     r.zero.push_back(f.symmetric ? 8.0f : zero_of(g));

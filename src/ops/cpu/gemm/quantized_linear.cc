@@ -77,12 +77,24 @@ struct Job {
 // against bfloat16 x on VDPBF16PS CPUs through dpbf16_int4_dots_m1 over x as it prepared it
 // (else null): decode of an 8-layer 2048-wide model ran 1.4-1.8x faster with it on Zen 5, where
 // groups of 128 ran slower than the float32 kernel (fewer scale vectors to save).
-void one_row(const Job& job, const float* int4_x, float* acc, float* scratch, ThreadPool& pool) {
+// int8 weights against bfloat16 x take x as 16-bit fixed point (fixed_x, else null; see
+// quantized_int8_fixed_dots_m1): 16-bit integer multiply-adds instead of a float conversion of
+// every code.
+struct FixedX {
+  const std::int16_t* v = nullptr;
+  const float* scales = nullptr;
+};
+
+void one_row(const Job& job, const float* int4_x, const FixedX& fixed_x, float* acc, float* scratch,
+             ThreadPool& pool) {
   const QuantizedLayout& l = job.l;
   pool.parallel_range(l.tiles, 16, [&](int chunk, std::int64_t t0, std::int64_t t1) {
     const std::uint8_t* tiles = job.weights + l.block_offset(t0, 0);
     if (int4_x != nullptr) {
       dpbf16_int4_dots_m1(int4_x, tiles, t1 - t0, job.q, acc + t0 * kTile);
+    } else if (fixed_x.v != nullptr) {
+      quantized_int8_fixed_dots_m1(fixed_x.v, fixed_x.scales, tiles, t1 - t0, job.q,
+                                   acc + t0 * kTile);
     } else {
       quantized_dots_m1(job.x, tiles, t1 - t0, job.q, acc + t0 * kTile);
     }
@@ -399,6 +411,12 @@ class LinearQuantizedCpu final : public Operator {
     const bool bf16_input = input.dtype() == DataType::kBFloat16 && dpbf16_enabled();
     const bool bf16 = m > 1 && bf16_input;
     const bool int4_bf16 = m == 1 && bf16_input && l.bits == 4 && l.group == 32;
+    const bool int8_fixed = m == 1 && input.dtype() == DataType::kBFloat16 && l.bits == 8;
+    const std::int64_t fixed_floats =
+        int8_fixed
+            ? round_up(l.k_padded / 2 + ceil_div(l.k_padded, quantized_fixed_x_block(blocks_of(l))),
+                       16)
+            : 0;
     const bool gemm = !bf16 && m > kChunkRows && blocks.nr % kTile == 0 && blocks.nr <= kMaxNr;
     const bool bf16_chunks = bf16 && m > kChunkRows;
     const Bf16ChunkBlocks chunk_blocks(m);
@@ -423,6 +441,7 @@ class LinearQuantizedCpu final : public Operator {
                          {round_up(a_pack, 16)},
                          {x16_floats},
                          {int4_floats},
+                         {fixed_floats},
                          {threads, per_thread}},
                         sizeof(float), "linear_quantized: argument 'input': its workspace"));
     float* bias32 = lease.as<float>();
@@ -431,7 +450,8 @@ class LinearQuantizedCpu final : public Operator {
     float* a_packed = acc + round_up(acc_floats, 16);
     auto* x16 = reinterpret_cast<std::uint16_t*>(a_packed + round_up(a_pack, 16));
     float* int4_x = a_packed + round_up(a_pack, 16) + x16_floats;
-    float* thread_area = int4_x + int4_floats;
+    float* fixed_area = int4_x + int4_floats;
+    float* thread_area = fixed_area + fixed_floats;
     const bool has_bias = bias.data() != nullptr;
     if (has_bias) load_f32(bias.data(), bias.dtype(), bias.stride(0), l.n, bias32);
     for (std::int64_t i = 0; i < m; ++i) {
@@ -451,7 +471,15 @@ class LinearQuantizedCpu final : public Operator {
                   ld_x,
                   input.dtype() == DataType::kFloat32 && out.stride(-1) == 1};
     if (int4_bf16) dpbf16_int4_prepare_x(x16, job.q, int4_x);
-    if (m == 1) return one_row(job, int4_bf16 ? int4_x : nullptr, acc, thread_area, pool);
+    FixedX fixed_x;
+    if (int8_fixed) {
+      auto* v = reinterpret_cast<std::int16_t*>(fixed_area);
+      float* scales = fixed_area + l.k_padded / 2;
+      if (quantized_fixed_x(x, job.q, v, scales)) fixed_x = {v, scales};
+    }
+    if (m == 1) {
+      return one_row(job, int4_bf16 ? int4_x : nullptr, fixed_x, acc, thread_area, pool);
+    }
     if (bf16_chunks) {
       return bf16_chunk_rows(job, m, x16, chunk_blocks, reinterpret_cast<std::uint16_t*>(a_packed),
                              thread_area, pool);

@@ -1,6 +1,7 @@
 #include "src/ops/cpu/simd/quantized_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 
@@ -124,6 +125,103 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
   }
 }
 
+// The block scales are powers of two, so v = x / s is exact wherever x's bits fit 15; blocks whose
+// largest |x| is below 2^-100 would need a reciprocal past float's range and are refused too.
+bool FixedPointX(const float* HWY_RESTRICT x, std::int64_t k, std::int64_t block,
+                 std::int16_t* HWY_RESTRICT v, float* HWY_RESTRICT scales) {
+  const DF d;
+  const hn::Rebind<std::int32_t, DF> di;
+  const hn::Rebind<std::int16_t, DF> d16;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t b0 = 0; b0 < k; b0 += block) {
+    const std::int64_t b1 = std::min(k, b0 + block);
+    // |x|'s bits order as its values, with infinities and NaNs above every finite value.
+    auto bits = hn::Zero(di);
+    for (std::int64_t c = b0; c < b1; c += lanes) {
+      bits = hn::Max(bits, hn::BitCast(di, hn::Abs(hn::LoadU(d, x + c))));
+    }
+    const std::int32_t largest_bits = hn::GetLane(hn::MaxOfLanes(di, bits));
+    if (largest_bits >= 0x7f800000) return false;  // an infinity or a NaN
+    float largest = 0.0f;
+    std::memcpy(&largest, &largest_bits, sizeof(largest));
+    int e = 0;
+    if (largest != 0.0f) {
+      e = std::ilogb(largest);  // largest in [2^e, 2^(e+1)): times 2^(14 - e) below 2^15
+      if (e < -100) return false;
+    }
+    scales[b0 / block] = std::ldexp(1.0f, e - 14);
+    const VF inverse = hn::Set(d, std::ldexp(1.0f, 14 - e));
+    for (std::int64_t c = b0; c < b1; c += lanes) {
+      const auto q = hn::NearestInt(hn::Mul(hn::LoadU(d, x + c), inverse));
+      hn::StoreU(hn::DemoteTo(d16, q), d16, v + c);
+    }
+  }
+  return true;
+}
+
+// Sums of 16-bit products in int32 lanes: per x block of 256 they stay below 2^31 on every
+// target (256·128·2^15 = 2^30), and each block's sums turn float once, times its scale.
+template <bool kPerChannel>
+void Int8FixedDotsM1(const std::int16_t* HWY_RESTRICT x, const float* HWY_RESTRICT x_scales,
+                     std::int64_t x_block, const std::uint8_t* HWY_RESTRICT p, std::int64_t tiles,
+                     const QuantizedBlocks& q, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<std::int16_t> d16;
+  const hn::Rebind<std::int8_t, decltype(d16)> d8;
+  const hn::Repartition<std::int32_t, decltype(d16)> d32;
+  const hn::Repartition<float, decltype(d16)> df;
+  using V32 = hn::Vec<decltype(d32)>;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    hn::Vec<decltype(df)> acc[kTile];
+    for (auto& a : acc) a = hn::Zero(df);
+    for (std::int64_t g = 0; g < q.groups; ++g) {
+      const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
+      const BlockMeta meta = MetaOf<8, false>(block);
+      const std::uint8_t* codes = block + q.meta_bytes;
+      for (std::int64_t b0 = 0; b0 < q.group; b0 += x_block) {
+        V32 even[kTile], odd[kTile];  // odd: the second sum of targets that reorder
+        for (int r = 0; r < kTile; ++r) even[r] = odd[r] = hn::Zero(d32);
+        const std::int64_t b1 = std::min(q.group, b0 + x_block);
+        for (std::int64_t j = b0; j < b1; j += q.run_bytes) {
+          const std::uint8_t* run = codes + j * kTile;
+          if constexpr (kPerChannel) {
+            for (std::int64_t b = 0; b < q.run_bytes * kTile; b += kCacheLine) {
+              __builtin_prefetch(run + kAheadBytes + b, 0, 2);  // never faults past the end
+            }
+          }
+          for (std::int64_t c = 0; c < q.run_bytes; c += lanes) {
+            const auto xv = hn::LoadU(d16, x + g * q.group + j + c);
+            for (int r = 0; r < kTile; ++r) {
+              const auto w = hn::PromoteTo(
+                  d16,
+                  hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(run + r * q.run_bytes + c)));
+              even[r] = hn::ReorderWidenMulAccumulate(d32, w, xv, even[r], odd[r]);
+            }
+          }
+        }
+        const float s = x_scales[(g * q.group + b0) / x_block];
+        for (int r = 0; r < kTile; ++r) {
+          const float scale = kPerChannel ? s : s * meta.scale[r];
+          acc[r] =
+              hn::MulAdd(hn::ConvertTo(df, hn::Add(even[r], odd[r])), hn::Set(df, scale), acc[r]);
+        }
+      }
+    }
+    for (int r = 0; r < kTile; ++r) {
+      float sum = hn::GetLane(hn::SumOfLanes(df, acc[r]));
+      if constexpr (kPerChannel) sum *= MetaOf<8, false>(p + t * q.block_bytes).scale[r];
+      out[t * kTile + r] = sum;
+    }
+  }
+}
+
+void Int8FixedPointDotsM1(const std::int16_t* x, const float* x_scales, std::int64_t x_block,
+                          const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
+                          float* out) {
+  if (q.groups == 1) return Int8FixedDotsM1<true>(x, x_scales, x_block, p, tiles, q, out);
+  Int8FixedDotsM1<false>(x, x_scales, x_block, p, tiles, q, out);
+}
+
 // Dequantize's output: element (row, k − k0) at base[row·ld + k − k0].
 struct PanelOut {
   float* base;
@@ -200,11 +298,29 @@ HWY_AFTER_NAMESPACE();
 namespace tileops::ops::cpu {
 
 HWY_EXPORT(QuantizedDotsM1);
+HWY_EXPORT(FixedPointX);
+HWY_EXPORT(Int8FixedPointDotsM1);
 HWY_EXPORT(DequantizeTiles);
 
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
                        const QuantizedBlocks& q, float* out) {
   TILEOPS_DYNAMIC_DISPATCH(QuantizedDotsM1)(x, tiles_start, tiles, q, out);
+}
+
+std::int64_t quantized_fixed_x_block(const QuantizedBlocks& q) {
+  return q.groups == 1 ? std::min<std::int64_t>(kFixedXBlock, q.group) : q.group;
+}
+
+bool quantized_fixed_x(const float* x, const QuantizedBlocks& q, std::int16_t* v, float* scales) {
+  return TILEOPS_DYNAMIC_DISPATCH(FixedPointX)(x, q.group * q.groups, quantized_fixed_x_block(q), v,
+                                               scales);
+}
+
+void quantized_int8_fixed_dots_m1(const std::int16_t* x, const float* x_scales,
+                                  const std::uint8_t* tiles_start, std::int64_t tiles,
+                                  const QuantizedBlocks& q, float* out) {
+  TILEOPS_DYNAMIC_DISPATCH(Int8FixedPointDotsM1)
+  (x, x_scales, quantized_fixed_x_block(q), tiles_start, tiles, q, out);
 }
 
 void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,
