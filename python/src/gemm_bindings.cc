@@ -183,6 +183,14 @@ void bind_gemm_ops(py::module_& m) {
       },
       "Elements of pack_linear_weight's form of an [n, k] weight of dtype.", py::arg("n"),
       py::arg("k"), py::arg("dtype"));
+  m.def(
+      "linear_packing_pays",
+      [](py::handle dtype) {
+        return ops::linear_packing_pays(parse_dtype(dtype, "linear_packing_pays", "dtype"));
+      },
+      "Whether linear over pack_linear_weight's form is expected to beat linear over the [N, K] "
+      "weight of dtype on this CPU (False for bfloat16 where AMX is on).",
+      py::arg("dtype"));
   m.def("quantized_weight_bytes", &ops::quantized_weight_bytes,
         "Bytes of quantize_weight's output for an [n, k] weight with these attributes.",
         py::arg("n"), py::arg("k"), py::arg("bits") = 8, py::arg("group_size") = 0,

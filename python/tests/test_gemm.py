@@ -2,6 +2,10 @@
 dtype x implementation index x layout, decode and prefill rows, transposes, broadcast batches,
 alpha/beta, bias, packed weights, class forms and errors."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -129,3 +133,17 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="'c'"):
         ops.gemm(a, torch.ones(8, 5), beta=1.0)
     assert ops.active_implementation_names("linear", device="cpu")[0] == "native"
+
+
+def test_linear_packing_pays():
+    for dtype in (torch.float32, torch.float16, "float32", np.float16):
+        assert ops.linear_packing_pays(dtype) is True
+    assert isinstance(ops.linear_packing_pays(torch.bfloat16), bool)
+    # Without AMX packing pays for bfloat16 too (linear has no in-place tile products then).
+    code = "import torch; from tileops import ops; print(ops.linear_packing_pays(torch.bfloat16))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "TILEOPS_AMX": "0"}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    with pytest.raises(ValueError, match="'dtype'"):
+        ops.linear_packing_pays(torch.int8)

@@ -58,6 +58,23 @@ tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t 
   });
 }
 
+tileops_status tileops_linear_packing_pays(int32_t dtype, int32_t* pays) {
+  return guarded([&] {
+    constexpr std::string_view kOp = "linear_packing_pays";
+    if (pays == nullptr) {
+      tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, kOp, "pays", "a pointer",
+                                    "NULL");
+    }
+    if (dtype < 0 || dtype >= tileops::kNumDataTypes) {
+      tileops::throw_argument_error(
+          tileops::ErrorKind::kInvalidArgument, kOp, "dtype",
+          "a tileops_dtype in [0, " + std::to_string(tileops::kNumDataTypes) + ")",
+          std::to_string(dtype));
+    }
+    *pays = ops::linear_packing_pays(static_cast<tileops::DataType>(dtype)) ? 1 : 0;
+  });
+}
+
 tileops_status tileops_quantized_weight_bytes(int64_t n, int64_t k, int32_t bits,
                                               int32_t group_size, int32_t symmetric,
                                               int64_t* bytes) {

@@ -94,6 +94,14 @@ static void test_linear_packed(void) {
   CHECK(numel == 32 * K);
   CHECK_FAILS(tileops_packed_linear_weight_numel(N, K, TILEOPS_FLOAT32, NULL),
               TILEOPS_INVALID_ARGUMENT, "numel");
+  int32_t pays = -1;
+  CHECK_OK(tileops_linear_packing_pays(TILEOPS_FLOAT32, &pays));
+  CHECK(pays == 1);
+  CHECK_OK(tileops_linear_packing_pays(TILEOPS_BFLOAT16, &pays));
+  CHECK(pays == 0 || pays == 1);
+  CHECK_FAILS(tileops_linear_packing_pays(TILEOPS_INT8, &pays), TILEOPS_INVALID_ARGUMENT, "dtype");
+  CHECK_FAILS(tileops_linear_packing_pays(99, &pays), TILEOPS_INVALID_ARGUMENT, "dtype");
+  CHECK_FAILS(tileops_linear_packing_pays(TILEOPS_FLOAT32, NULL), TILEOPS_INVALID_ARGUMENT, "pays");
   const int64_t x_shape[] = {M, K}, w_shape[] = {N, K}, p_shape[] = {32 * K}, y_shape[] = {M, N};
   const int64_t short_shape[] = {32 * K - 1};
   fill(x, M * K, 0.3);

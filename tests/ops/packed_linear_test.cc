@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/ops/cpu/simd/amx_kernels.h"
 #include "tests/support/expect_rejected.h"
 #include "tests/support/reference_ops.h"
 #include "tests/support/simd_targets.h"
@@ -122,6 +123,21 @@ TEST(PackedLinear, SizeOfThePackedForm) {
   EXPECT_EQ(packed_linear_weight_numel(0, 5, DataType::kFloat16), 0);
   EXPECT_THROW(packed_linear_weight_numel(-1, 5, DataType::kFloat32), Error);
   EXPECT_THROW(packed_linear_weight_numel(1, 5, DataType::kInt32), Error);
+}
+
+// Packing pays for every float dtype but bfloat16 where AMX is on (linear then multiplies the
+// [N, K] rows' tiles in place); other dtypes have no packed form.
+TEST(PackedLinear, WhetherPackingPays) {
+  EXPECT_TRUE(linear_packing_pays(DataType::kFloat32));
+  EXPECT_TRUE(linear_packing_pays(DataType::kFloat16));
+  EXPECT_EQ(linear_packing_pays(DataType::kBFloat16), !cpu::amx_bf16_enabled());
+  try {
+    linear_packing_pays(DataType::kInt8);
+    ADD_FAILURE() << "int8 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'dtype'"), std::string::npos) << e.what();
+  }
 }
 
 // Sizes of the packed form beyond int64 are an error naming the operator and argument, never a

@@ -96,6 +96,10 @@ tileops_status tileops_add_rms_norm(const tileops_tensor* input, const tileops_t
  * linear with it, N taken from out's last dim. */
 tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t dtype,
                                                   int64_t* numel);
+/* *pays receives 1 where linear_packed over the packed form is expected to beat linear over the
+ * [N, K] weight of dtype (float32, float16 or bfloat16) on this CPU, else 0 (ops::
+ * linear_packing_pays: 0 for bfloat16 where AMX is on). */
+tileops_status tileops_linear_packing_pays(int32_t dtype, int32_t* pays);
 
 /* Weight-only quantization (include/tileops/ops/quantized_linear.h): *bytes receives the size
  * of quantize_weight's output for an [n, k] weight (bits 8 or 4, group_size, symmetric nonzero

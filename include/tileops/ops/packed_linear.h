@@ -35,6 +35,7 @@ void linear_packed(const Tensor& input, const Tensor& packed, const Tensor& bias
 // and TILEOPS_SIMD_TARGET included): false for bfloat16 where AMX is on, whose tile products
 // linear runs on the [N, K] rows in place and linear_packed does not use (Emerald Rapids, the
 // 1.1B decoder, 2 threads: prefill 3-4x and decode 1.2x faster unpacked). `tileops env` says it.
+// dtype: float32, float16 or bfloat16 (else InvalidArgument).
 bool linear_packing_pays(DataType dtype);
 
 class LinearPacked {

@@ -21,6 +21,7 @@
 #include "src/ops/cpu/simd/gemm_kernels.h"
 #include "src/ops/cpu/simd/packed_linear_kernels.h"
 #include "tileops/core/checked_size.h"
+#include "tileops/core/error.h"
 #include "tileops/ops/packed_linear.h"
 #include "tileops/runtime/thread_pool.h"
 #include "tileops/runtime/workspace_pool.h"
@@ -371,6 +372,10 @@ void register_packed_linear(std::vector<Implementation>& out) {
 namespace tileops::ops {
 
 bool linear_packing_pays(DataType dtype) {
+  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat16 && dtype != DataType::kBFloat16) {
+    throw_argument_error(ErrorKind::kInvalidArgument, "linear_packing_pays", "dtype",
+                         "float32, float16 or bfloat16", name_of(dtype));
+  }
   return !(dtype == DataType::kBFloat16 && cpu::amx_bf16_enabled());
 }
 
