@@ -314,6 +314,7 @@ int run_decoder_demo(const DemoOptions& given, Communicator* comm) {
   }
   const DemoOptions& options = run.options;
   Model& model = *run.model;
+  model.warm_up();  // after every rank has loaded: it runs the collectives of a split model
   const Config& config = run.config;
   const std::unique_ptr<Tokenizer>& tokenizer = run.tokenizer;
   const std::filesystem::path export_dir = options.export_dir;

@@ -182,6 +182,12 @@ void Model::reserve_tokens(std::int64_t tokens) {
   capacity_ = tokens;
 }
 
+void Model::warm_up() {
+  prefill({{0}});
+  lengths_.clear();
+  profile_.clear();
+}
+
 Tensor Model::prefill(const std::vector<std::vector<std::int64_t>>& prompts) {
   const auto batch = static_cast<std::int64_t>(prompts.size());
   if (batch < 1 || batch > max_batch_) {

@@ -663,6 +663,23 @@ TEST(LlamaModel, BadRequestsAreRejected) {
   expect_error([&] { model.decode(two); }, "full");
 }
 
+// warm_up leaves no sequence behind (decode is refused until a prefill) and changes no result:
+// the same prompts give the same logits and tokens with and without it.
+TEST(LlamaModel, WarmUpForgetsItsToken) {
+  const Config config = tiny_config(DataType::kFloat32, false);
+  const std::vector<std::vector<std::int64_t>> prompts{{3, 1, 4}, {1, 5}};
+  Model cold(config, synthetic_weights(config, 5), 2, 16);
+  const Generation expected = generate(cold, prompts, 5, Sampling{1, 1.0, 0});
+  Model warm(config, synthetic_weights(config, 5), 2, 16);
+  warm.warm_up();
+  EXPECT_EQ(warm.batch(), 0);
+  const std::vector<std::int64_t> one{1};
+  expect_error([&] { warm.decode(one); }, "tokens");
+  EXPECT_TRUE(warm.profile().entries().empty());
+  const Generation got = generate(warm, prompts, 5, Sampling{1, 1.0, 0});
+  EXPECT_EQ(got.tokens, expected.tokens);
+}
+
 // Sizes from the caller are checked before anything is allocated or packed: the block count
 // wrapped, (max_context + block_size - 1) overflowed, and the rotary table was built for all
 // max_positions (2^30 positions: 64 GiB) however short the contexts.
