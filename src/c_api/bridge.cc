@@ -42,6 +42,14 @@ thread_local const char* tl_last_error = "";
 
 }  // namespace
 
+DataType to_dtype(std::string_view op, std::string_view arg, std::int32_t dtype) {
+  if (dtype < 0 || dtype >= kNumDataTypes) {
+    reject(op, arg, "a tileops_dtype in [0, " + std::to_string(kNumDataTypes) + ")",
+           "dtype " + std::to_string(dtype));
+  }
+  return static_cast<DataType>(dtype);
+}
+
 Tensor to_tensor(std::string_view op, std::string_view arg, const tileops_tensor* t) {
   if (t == nullptr) reject(op, arg, "a tensor", "NULL");
   if (t->ndim < 0 || t->ndim > kMaxRank) {
@@ -50,10 +58,7 @@ Tensor to_tensor(std::string_view op, std::string_view arg, const tileops_tensor
   if (t->shape == nullptr && t->ndim > 0) {
     reject(op, arg, "a shape array of ndim extents", "NULL shape");
   }
-  if (t->dtype < 0 || t->dtype >= kNumDataTypes) {
-    reject(op, arg, "a tileops_dtype in [0, " + std::to_string(kNumDataTypes) + ")",
-           "dtype " + std::to_string(t->dtype));
-  }
+  const DataType dtype = to_dtype(op, arg, t->dtype);
   if (t->device_type != TILEOPS_DEVICE_CPU && t->device_type != TILEOPS_DEVICE_CUDA) {
     reject(op, arg, "device_type TILEOPS_DEVICE_CPU (0) or TILEOPS_DEVICE_CUDA (1)",
            std::to_string(t->device_type));
@@ -82,7 +87,6 @@ Tensor to_tensor(std::string_view op, std::string_view arg, const tileops_tensor
   for (std::int64_t stride : strides) {
     if (stride < 0) reject(op, arg, "strides >= 0", "strides " + strides.to_string());
   }
-  const auto dtype = static_cast<DataType>(t->dtype);
   check_view_geometry(shape, strides, dtype, what);
   const Device device{t->device_type == TILEOPS_DEVICE_CPU ? DeviceType::kCpu : DeviceType::kCuda,
                       t->device_index};

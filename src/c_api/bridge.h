@@ -3,6 +3,7 @@
 // thread-local message that tileops_last_error() returns.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <string_view>
@@ -23,6 +24,9 @@ inline Tensor optional_tensor(std::string_view op, std::string_view arg,
                               const tileops_tensor* tensor) {
   return tensor == nullptr ? Tensor() : to_tensor(op, arg, tensor);
 }
+// A tileops_dtype value as a DataType; throws Error (kInvalidArgument) naming `op` and `arg`
+// when it is none.
+DataType to_dtype(std::string_view op, std::string_view arg, std::int32_t dtype);
 // NULL = the defaults.
 Context to_context(const tileops_context* ctx);
 

@@ -11,6 +11,7 @@
 using tileops::Tensor;
 using tileops::c_api::guarded;
 using tileops::c_api::to_context;
+using tileops::c_api::to_dtype;
 using tileops::c_api::to_tensor;
 namespace ops = tileops::ops;
 
@@ -48,13 +49,7 @@ tileops_status tileops_packed_linear_weight_numel(int64_t n, int64_t k, int32_t 
       tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, kOp, "numel", "a pointer",
                                     "NULL");
     }
-    if (dtype < 0 || dtype >= tileops::kNumDataTypes) {
-      tileops::throw_argument_error(
-          tileops::ErrorKind::kInvalidArgument, kOp, "dtype",
-          "a tileops_dtype in [0, " + std::to_string(tileops::kNumDataTypes) + ")",
-          std::to_string(dtype));
-    }
-    *numel = ops::packed_linear_weight_numel(n, k, static_cast<tileops::DataType>(dtype));
+    *numel = ops::packed_linear_weight_numel(n, k, to_dtype(kOp, "dtype", dtype));
   });
 }
 
@@ -65,13 +60,7 @@ tileops_status tileops_linear_packing_pays(int32_t dtype, int32_t* pays) {
       tileops::throw_argument_error(tileops::ErrorKind::kInvalidArgument, kOp, "pays", "a pointer",
                                     "NULL");
     }
-    if (dtype < 0 || dtype >= tileops::kNumDataTypes) {
-      tileops::throw_argument_error(
-          tileops::ErrorKind::kInvalidArgument, kOp, "dtype",
-          "a tileops_dtype in [0, " + std::to_string(tileops::kNumDataTypes) + ")",
-          std::to_string(dtype));
-    }
-    *pays = ops::linear_packing_pays(static_cast<tileops::DataType>(dtype)) ? 1 : 0;
+    *pays = ops::linear_packing_pays(to_dtype(kOp, "dtype", dtype)) ? 1 : 0;
   });
 }
 
