@@ -10,7 +10,7 @@ from tileops import ops
 
 # Seconds the slowest test files took in a fresh-clone CI run (2 cores, cold JIT cache; most of
 # it compiling tl kernels), so that the shards get even shares; other files count 1.
-FILE_SECONDS = {"test_vllm_paged.py": 161, "test_attention.py": 106, "test_ops.py": 39,
+FILE_SECONDS = {"test_vllm_paged.py": 80, "test_attention.py": 65, "test_ops.py": 39,
                 "test_catalog.py": 17, "test_flash_attention_lse.py": 13, "test_tl_golden.py": 12,
                 "test_author_workflow.py": 8, "test_tl_ops.py": 7}
 
@@ -83,6 +83,22 @@ def params(op, dtypes=FLOATS):
     return pytest.mark.parametrize(
         "dtype,index,layout",
         [(d, i, l) for d in dtypes for i in indices(op) for l in LAYOUTS])
+
+
+def spread(impls, *axes):
+    """(impl, a, b, ...) tuples: every combination of the axes for the first implementation
+    (native), and for each other one (tl) every axis value once, taken along the diagonal. Each
+    combination is a tl kernel specialisation, a JIT compile of several seconds in a fresh cache
+    (CI's), and the C++ operator tests run tl over their own grids."""
+    every = [()]
+    for axis in axes:
+        every = [c + (v,) for c in every for v in axis]
+    return [(impl,) + c for n, impl in enumerate(impls) for c in (diagonal(*axes) if n else every)]
+
+
+def diagonal(*axes):
+    """Tuples that take each value of every axis once (the shorter axes cycle)."""
+    return [tuple(axis[i % len(axis)] for axis in axes) for i in range(max(map(len, axes)))]
 
 
 def poisoned(shape, dtype, layout="contiguous"):

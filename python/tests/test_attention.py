@@ -1,14 +1,15 @@
 """flash_attention, paged_attention and the flash-attn adapters against torch 1.13 manual
 attention (softmax(q k^T * scale + mask) v in float64): varlen batches, GQA, causal with q
 shorter than kv, sliding windows, paged caches, every float dtype, strided query/output, numpy
-inputs, class forms and bad inputs, on every active CPU implementation (native and tl).
+inputs, class forms and bad inputs, on every active CPU implementation (native and tl; tl over
+fewer parameter combinations, conftest.spread).
 Tolerances: conftest.TOLERANCE plus 4e-7 per head-size term (float32 dot products)."""
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import FLOATS, LAYOUTS, TOLERANCE, make
+from conftest import FLOATS, LAYOUTS, TOLERANCE, make, spread
 from tileops import ops
 
 FLASH_IMPLS = ops.active_implementation_indices("flash_attention", device="cpu")
@@ -69,11 +70,10 @@ def paged(k, kv_lens, block_size, seed=0):
     return cache, table
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("heads,kv_heads,d", [(4, 4, 64), (8, 2, 80), (8, 1, 128)])
-@pytest.mark.parametrize("impl", FLASH_IMPLS)
-def test_flash_varlen_causal(dtype, layout, heads, kv_heads, d, impl):
+@pytest.mark.parametrize("impl,dtype,layout,shape", spread(FLASH_IMPLS, FLOATS, LAYOUTS,
+                                                           [(4, 4, 64), (8, 2, 80), (8, 1, 128)]))
+def test_flash_varlen_causal(impl, dtype, layout, shape):
+    heads, kv_heads, d = shape
     q_lens, kv_lens = [1, 17, 40], [1, 17, 60]
     q = make((sum(q_lens), heads, d), dtype, layout, seed=1)
     k = make((sum(kv_lens), kv_heads, d), dtype, seed=2)
@@ -87,10 +87,8 @@ def test_flash_varlen_causal(dtype, layout, heads, kv_heads, d, impl):
     check(got, reference(q, k, v, q_lens, kv_lens, causal=True), dtype, d)
 
 
-@pytest.mark.parametrize("block_size", [16, 32])
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("impl", FLASH_IMPLS)
-def test_flash_paged_equals_packed(block_size, dtype, impl):
+@pytest.mark.parametrize("impl,block_size,dtype", spread(FLASH_IMPLS, [16, 32], FLOATS))
+def test_flash_paged_equals_packed(impl, block_size, dtype):
     q_lens, kv_lens = [3, 17], [50, 129]
     q = make((sum(q_lens), 8, 64), dtype, seed=4)
     k = make((sum(kv_lens), 2, 64), dtype, seed=5)
@@ -137,10 +135,8 @@ def test_flash_long_sequence_and_numpy(impl):
     check(torch.from_numpy(got), ref, torch.float32, 64)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("kv_heads", [8, 2, 1])
-@pytest.mark.parametrize("impl", PAGED_IMPLS)
-def test_paged_attention_decode(dtype, kv_heads, impl):
+@pytest.mark.parametrize("impl,dtype,kv_heads", spread(PAGED_IMPLS, FLOATS, [8, 2, 1]))
+def test_paged_attention_decode(impl, dtype, kv_heads):
     kv_lens = [1, 17, 129, 300]
     d = 128
     q = make((4, 8, d), dtype, seed=13)

@@ -7,11 +7,20 @@ inputs. fp8 rounding is checked against a quantiser written here from the format
 import pytest
 import torch
 
-from conftest import FLOATS, TOLERANCE, make, poisoned
+from conftest import FLOATS, TOLERANCE, diagonal, make, poisoned
 from tileops import ops
 from tileops import vllm
 
 BLOCK = 16
+KV_HEADS = [8, 2, 1]
+# The cases that also run the other (tl) implementations: each dtype and group size once, and
+# below each fp8 cache format (a tl specialisation is a JIT compile of seconds in a fresh cache).
+TL_CASES = diagonal(FLOATS, KV_HEADS)
+
+
+def tl_implementations(here):
+    """paged_attention's implementations after the native one where `here`, else none."""
+    return ops.active_implementation_indices("paged_attention", device="cpu")[1:] if here else []
 
 
 def x_of(dtype):
@@ -83,7 +92,7 @@ def slopes_for(heads):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("kv_heads", [8, 2, 1])
+@pytest.mark.parametrize("kv_heads", KV_HEADS)
 @pytest.mark.parametrize("alibi", [False, True])
 def test_paged_attention_v1_on_vllm_caches(dtype, kv_heads, alibi):
     q, k, v, kv_lens = inputs(dtype, kv_heads, d=80 if kv_heads == 2 else 64)
@@ -99,8 +108,8 @@ def test_paged_attention_v1_on_vllm_caches(dtype, kv_heads, alibi):
     got = ops.paged_attention(q, kc.permute(0, 3, 1, 2, 4), vc.permute(0, 3, 1, 2), lens.long(),
                               table.long(), scale=scale, alibi_slopes=slopes)
     assert torch.equal(got, out)
-    # The other implementations (tl) on the same views, against the reference.
-    for impl in ops.active_implementation_indices("paged_attention", device="cpu")[1:]:
+    # The other implementations (tl) on the same views, against the reference: on TL_CASES.
+    for impl in tl_implementations((dtype, kv_heads) in TL_CASES):
         got = ops.paged_attention(q, kc.permute(0, 3, 1, 2, 4), vc.permute(0, 3, 1, 2),
                                   lens.long(), table.long(), scale=scale, alibi_slopes=slopes,
                                   implementation_index=impl)
@@ -238,6 +247,7 @@ def quantised(x, scale, fmt):
 
 
 FP8 = [("fp8", "e4m3"), ("fp8_e4m3", "e4m3"), ("fp8_e5m2", "e5m2")]
+TL_FP8_CASES = diagonal(FLOATS, [name for name, _ in FP8])
 
 
 def same_values(a, b):
@@ -292,7 +302,7 @@ def test_paged_attention_on_fp8_caches(kv_cache_dtype, fmt, dtype):
                               scale=0.125, alibi_slopes=slopes, k_scale=k_scale,
                               v_scale=v_scale)
     assert torch.equal(got, out)
-    for impl in ops.active_implementation_indices("paged_attention", device="cpu")[1:]:
+    for impl in tl_implementations((dtype, kv_cache_dtype) in TL_FP8_CASES):
         got = ops.paged_attention(q, tl.reinterpret(kc.permute(0, 3, 1, 2, 4), name),
                                   tl.reinterpret(vc.permute(0, 3, 1, 2), name), lens, table,
                                   scale=0.125, alibi_slopes=slopes, k_scale=k_scale,

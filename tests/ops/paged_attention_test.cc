@@ -2,7 +2,7 @@
 // block sizes 16 and 32, GQA ratios 1/4/8, every float dtype, split-KV over 4 threads, sliding
 // windows, host mirrors, strided query/output/caches, index tensors of either width (int64
 // beyond int32 refused), the class form and bad inputs; every case on every active CPU
-// implementation (native, tl).
+// implementation (native, tl; tl on a diagonal of the native kernel's tiling cases).
 #include "tileops/ops/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -37,7 +37,12 @@ AttentionCase decode_case(std::vector<std::int64_t> kv_lens, std::int64_t heads,
   return c;
 }
 
-void run_decode(const AttentionCase& c, const Context& ctx = {}, bool mirrors = false) {
+// Which implementations a case runs on: all, or the native one alone (for cases of the native
+// kernel's tiling, whose every tl specialisation would be another JIT compile of seconds).
+enum class Implementations { kAll, kNative };
+
+void run_decode(const AttentionCase& c, const Context& ctx = {}, bool mirrors = false,
+                Implementations implementations = Implementations::kAll) {
   std::mt19937_64 rng(c.kv_lens.size() * 31 + c.head_size);
   AttentionInputs in(c, rng);
   const auto batch = static_cast<std::int64_t>(c.kv_lens.size());
@@ -46,6 +51,7 @@ void run_decode(const AttentionCase& c, const Context& ctx = {}, bool mirrors = 
   testing::for_each_implementation(
       "paged_attention",
       [&](const Context& with) {
+        if (implementations == Implementations::kNative && with.implementation_index != 0) return;
         TensorStorage out = testing::poisoned({batch, c.heads, c.head_size}, c.dtype, c.layout);
         paged_attention(in.query, in.key_cache, in.value_cache, lens, in.block_table,
                         c.attributes(), out, mirrors ? lens.view() : Tensor(),
@@ -88,15 +94,19 @@ TEST(PagedAttention, BFloat16PairColumns) {
 
 // The decode kernels tile query heads by four and value columns by up to eight vectors: groups
 // of 3, 5, 6 and 7 leave every smaller head tile, and head sizes under one vector, between
-// vectors and between column tiles leave scalar and single-vector tails.
+// vectors and between column tiles leave scalar and single-vector tails. The tl implementation
+// on the diagonal alone: each group and head size once.
 TEST(PagedAttention, HeadTilesAndColumnTails) {
   const DataType dtypes[] = {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16};
+  const std::int64_t groups[] = {3, 5, 6, 7}, head_sizes[] = {5, 36, 100, 200};
   int i = 0;
-  for (std::int64_t g : {3, 5, 6, 7}) {
-    for (std::int64_t d : {5, 36, 100, 200}) {
+  for (int gi = 0; gi < 4; ++gi) {
+    for (int di = 0; di < 4; ++di) {
       const DataType dtype = dtypes[i++ % 3];
+      const std::int64_t g = groups[gi], d = head_sizes[di];
       SCOPED_TRACE(::testing::Message() << name_of(dtype) << " G=" << g << " D=" << d);
-      run_decode(decode_case({1, 23, 70}, g, 1, d, 16, dtype));
+      run_decode(decode_case({1, 23, 70}, g, 1, d, 16, dtype), {}, false,
+                 gi == di ? Implementations::kAll : Implementations::kNative);
     }
   }
 }

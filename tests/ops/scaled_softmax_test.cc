@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include "tests/support/expect_rejected.h"
 #include "tests/support/implementations.h"
@@ -210,21 +211,24 @@ TEST(ScaledSoftmax, StreamedStores) {
 // 16-bit rows normalised during the next row's exp pass (pipelined) and in a third pass: the
 // tl kernel takes one form per CPU (TILEOPS_TL_SOFTMAX_PIPELINE forces either). 7 rows of 2100
 // on the pool's blocks: several rows per block, each a whole chunk, another and a masked one.
+// One 16-bit dtype per form (each is a kernel compile of seconds; both share the code).
 TEST(ScaledSoftmax, SixteenBitRowsPipelinedAndInThreePasses) {
-  for (const char* pipeline : {"1", "0"}) {
+  const std::pair<const char*, DataType> forms[] = {{"1", DataType::kFloat16},
+                                                    {"0", DataType::kBFloat16}};
+  for (const auto& form : forms) {
+    const char* const pipeline = form.first;
+    const DataType dtype = form.second;
     const testing::ScopedEnv env("TILEOPS_TL_SOFTMAX_PIPELINE", pipeline);
     testing::for_each_implementation("scaled_softmax", [&](const Context& ctx) {
-      for (const DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
-        for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
-          std::mt19937_64 rng(9);
-          auto input = testing::random_tensor({7, 2100}, dtype, rng, layout);
-          auto out = testing::poisoned({7, 2100}, dtype, layout);
-          const auto expected = reference(testing::to_doubles(input), 0.37, 2100);
-          ops::scaled_softmax(input, 0.37, out, ctx);
-          EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
-              << "TILEOPS_TL_SOFTMAX_PIPELINE=" << pipeline << " " << name_of(dtype) << " "
-              << testing::layout_name(layout);
-        }
+      for (const Layout layout : {Layout::kContiguous, Layout::kStrided}) {
+        std::mt19937_64 rng(9);
+        auto input = testing::random_tensor({7, 2100}, dtype, rng, layout);
+        auto out = testing::poisoned({7, 2100}, dtype, layout);
+        const auto expected = reference(testing::to_doubles(input), 0.37, 2100);
+        ops::scaled_softmax(input, 0.37, out, ctx);
+        EXPECT_EQ(testing::compare(out.view(), expected, softmax_tolerance(dtype)), "")
+            << "TILEOPS_TL_SOFTMAX_PIPELINE=" << pipeline << " " << name_of(dtype) << " "
+            << testing::layout_name(layout);
       }
     });
   }
