@@ -1,6 +1,8 @@
 // Elementwise constructs on the interp backend: every unary op, binary ops in both operand orders
 // (tile, C++ number, runtime scalar), comparisons, logical ops, where, broadcasting and casts with
 // rounding modes — against float64 references, on tail shapes, several dtypes and block counts.
+#include <algorithm>
+#include <cstddef>
 #include <functional>
 
 #include "tests/tl/tl_test_util.h"
@@ -11,8 +13,8 @@ namespace {
 using Fn = std::function<tl::Value(const tl::Value&, const tl::Value&, const tl::Value&)>;
 
 // out[i, r, c] = fs[i](x[i, r, c], y[i, r, c], s) over [tr, tc] tiles of each case's [rows, cols]
-// slice; blocks take tiles round-robin. One kernel runs every case of a check: the cpu backend
-// then compiles once per group of cases, not once per case (most of this test's time).
+// slice; blocks take tiles round-robin. One kernel runs a group of cases (check): the cpu backend
+// compiles once per group, not once per case (most of this test's time).
 tl::Kernel ew_kernel(const std::vector<Fn>& fs) {
   return tl::jit("elementwise", [fs](tl::GlobalAddress x, tl::GlobalAddress y,
                                      tl::GlobalAddress out, tl::Float s, tl::Int rows, tl::Int cols,
@@ -43,7 +45,7 @@ struct Case {
 
 // Runs every case on its own [5, 37] slice (tiles [2, 16]: tails in both dims), each with inputs
 // drawn from its range, in one kernel, for every core count.
-void check(const std::vector<Case>& cases, DataType in, DataType out, double s = 0.75) {
+void check_group(const std::vector<Case>& cases, DataType in, DataType out, double s) {
   constexpr std::int64_t kRows = 5, kCols = 37, kSlice = kRows * kCols;
   std::vector<Fn> fs;
   for (const Case& c : cases) fs.push_back(c.f);
@@ -74,6 +76,18 @@ void check(const std::vector<Case>& cases, DataType in, DataType out, double s =
       EXPECT_EQ(compare(o.view().slice(0, static_cast<std::int64_t>(i), 1), expected, tol(out)), "")
           << cases[i].name << " " << name_of(in) << " cores " << cores;
     }
+  }
+}
+// The cases in kernels of four: g++ -O3's time grows faster than a kernel's size, so that with an
+// empty JIT cache UnaryFloat took 33 s in one kernel per dtype, 18 s in kernels of 8, 14 s of 4,
+// 19 s of 2 and 23 s of 1 (per-kernel costs); BinaryBothOperandOrders 27, 20, 20, 25, 28 s.
+void check(const std::vector<Case>& cases, DataType in, DataType out, double s = 0.75) {
+  constexpr std::size_t kGroup = 4;
+  for (std::size_t i = 0; i < cases.size(); i += kGroup) {
+    const std::size_t end = std::min(cases.size(), i + kGroup);
+    check_group(std::vector<Case>(cases.begin() + static_cast<std::ptrdiff_t>(i),
+                                  cases.begin() + static_cast<std::ptrdiff_t>(end)),
+                in, out, s);
   }
 }
 void check(const Case& c, DataType in, DataType out, double s = 0.75) {

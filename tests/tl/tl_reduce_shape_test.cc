@@ -34,6 +34,40 @@ std::vector<double> run(const TileFn& f, DataType in, DataType out_dtype, const 
   return to_doubles(first);
 }
 
+// run() for several functions in one kernel (a compile per kernel is most of this test's time):
+// f[i]'s result in row i of out [n, 60].
+std::vector<std::vector<double>> run_all(const std::vector<TileFn>& fs, DataType out_dtype,
+                                         const TensorStorage& x) {
+  const auto n = static_cast<std::int64_t>(fs.size());
+  const tl::Kernel k = tl::jit("tile_fns", [fs, n](tl::GlobalAddress px, tl::GlobalAddress pout) {
+    const tl::Value t = tl::load(tl::tensor(px, {3, 4, 5}), {3, 4, 5}, {0, 0, 0});
+    for (std::int64_t i = 0; i < n; ++i) {
+      tl::Value r = fs[static_cast<std::size_t>(i)](t);
+      if (r.shape().empty()) r = tl::full({1}, r, r.dtype());  // a scalar
+      tl::IndexList shape{n}, strides{60}, at{i};
+      std::int64_t stride = 1;
+      for (std::int64_t d : r.shape()) shape.emplace_back(d), at.emplace_back(0);
+      for (std::size_t d = r.shape().size(); d-- > 0;) {
+        strides.insert(strides.begin() + 1, stride);
+        stride *= r.shape()[d];
+      }
+      tl::store(tl::expand_dims(r, 0), tl::tensor(pout, shape, strides), at);
+    }
+  });
+  TensorStorage first = poisoned({n, 60}, out_dtype);
+  k.launch(1, x, first);
+  for (int cores : {3, 16}) {
+    TensorStorage out = poisoned({n, 60}, out_dtype);
+    k.launch(cores, x, out);
+    EXPECT_EQ(snapshot(out), snapshot(first)) << cores << " blocks";
+  }
+  const std::vector<double> all = to_doubles(first);
+  std::vector<std::vector<double>> rows;
+  for (std::int64_t i = 0; i < n; ++i)
+    rows.emplace_back(all.begin() + i * 60, all.begin() + (i + 1) * 60);
+  return rows;
+}
+
 // Reference reduction of x [3, 4, 5] over `dims` (all when empty).
 std::vector<double> reduce_ref(const std::vector<double>& x, std::vector<int> dims,
                                tl::ReduceOp op) {
@@ -110,26 +144,34 @@ TEST(TlReduce, EveryOpOverDimsWithAndWithoutKeepDims) {
     const auto xs = to_doubles(x);
     for (const auto& dims : dim_sets) {
       for (bool keep : {false, true}) {
-        for (tl::ReduceOp op : {tl::ReduceOp::kSum, tl::ReduceOp::kMax, tl::ReduceOp::kMin,
-                                tl::ReduceOp::kProd, tl::ReduceOp::kMean}) {
-          if (op == tl::ReduceOp::kMean && d == DataType::kInt32) continue;  // float only
-          const auto got = run(
-              [&](const tl::Value& t) { return tl::reduce(op, t, dims, keep, tl::Loc::current()); },
-              d, d, x);
+        std::vector<tl::ReduceOp> ops = {tl::ReduceOp::kSum, tl::ReduceOp::kMax, tl::ReduceOp::kMin,
+                                         tl::ReduceOp::kProd};
+        if (d != DataType::kInt32) ops.push_back(tl::ReduceOp::kMean);  // float only
+        std::vector<TileFn> fs;
+        for (tl::ReduceOp op : ops) {
+          fs.emplace_back([op, dims, keep](const tl::Value& t) {
+            return tl::reduce(op, t, dims, keep, tl::Loc::current());
+          });
+        }
+        const auto got = run_all(fs, d, x);
+        for (std::size_t i = 0; i < ops.size(); ++i) {
           Tolerance t = tol(d);
-          if (op == tl::ReduceOp::kProd) t.rtol *= 4;
-          expect_prefix(got, reduce_ref(xs, dims, op), t,
-                        std::string(tl::name_of(op)) + " " + std::string(name_of(d)));
+          if (ops[i] == tl::ReduceOp::kProd) t.rtol *= 4;
+          expect_prefix(got[i], reduce_ref(xs, dims, ops[i]), t,
+                        std::string(tl::name_of(ops[i])) + " " + std::string(name_of(d)));
         }
       }
     }
+    std::vector<TileFn> fs;  // argmax and argmin over each dim
     for (int dim : {0, 1, 2}) {
-      const auto am =
-          run([&](const tl::Value& t) { return tl::argmax(t, dim); }, d, DataType::kInt32, x);
-      expect_prefix(am, reduce_ref(xs, {dim}, tl::ReduceOp::kArgmax), {0, 0}, "argmax");
-      const auto an =
-          run([&](const tl::Value& t) { return tl::argmin(t, dim, true); }, d, DataType::kInt32, x);
-      expect_prefix(an, reduce_ref(xs, {dim}, tl::ReduceOp::kArgmin), {0, 0}, "argmin");
+      fs.emplace_back([dim](const tl::Value& t) { return tl::argmax(t, dim); });
+      fs.emplace_back([dim](const tl::Value& t) { return tl::argmin(t, dim, true); });
+    }
+    const auto args = run_all(fs, DataType::kInt32, x);
+    for (int dim : {0, 1, 2}) {
+      expect_prefix(args[2 * dim], reduce_ref(xs, {dim}, tl::ReduceOp::kArgmax), {0, 0}, "argmax");
+      expect_prefix(args[2 * dim + 1], reduce_ref(xs, {dim}, tl::ReduceOp::kArgmin), {0, 0},
+                    "argmin");
     }
   }
   TensorStorage x = random_tensor({3, 4, 5}, DataType::kFloat32, rng, Layout::kContiguous, -0.4, 2);
