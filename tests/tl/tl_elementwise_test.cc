@@ -80,7 +80,8 @@ void check_group(const std::vector<Case>& cases, DataType in, DataType out, doub
 }
 // The cases in kernels of four: g++ -O3's time grows faster than a kernel's size, so that with an
 // empty JIT cache UnaryFloat took 33 s in one kernel per dtype, 18 s in kernels of 8, 14 s of 4,
-// 19 s of 2 and 23 s of 1 (per-kernel costs); BinaryBothOperandOrders 27, 20, 20, 25, 28 s.
+// 19 s of 2 and 23 s of 1 (where each kernel's fixed costs add up); BinaryBothOperandOrders 27,
+// 20, 20, 25 and 28 s.
 void check(const std::vector<Case>& cases, DataType in, DataType out, double s = 0.75) {
   constexpr std::size_t kGroup = 4;
   for (std::size_t i = 0; i < cases.size(); i += kGroup) {

@@ -11,6 +11,20 @@ namespace {
 using TileFn = std::function<tl::Value(const tl::Value&)>;
 const std::vector<std::int64_t> kShape = {3, 4, 5};
 
+// k(x, out) on 1, 3 and 16 blocks: every block stores the same result, so any block count must
+// give the one-block answer, which is returned.
+std::vector<double> launch_on_block_counts(const tl::Kernel& k, const TensorStorage& x,
+                                           const Dims& out_shape, DataType out_dtype) {
+  TensorStorage first = poisoned(out_shape, out_dtype);
+  k.launch(1, x, first);
+  for (int cores : {3, 16}) {
+    TensorStorage out = poisoned(out_shape, out_dtype);
+    k.launch(cores, x, out);
+    EXPECT_EQ(snapshot(out), snapshot(first)) << cores << " blocks";
+  }
+  return to_doubles(first);
+}
+
 // Loads x [3, 4, 5] whole, applies f and stores the result (any rank; scalars as [1]) into out.
 std::vector<double> run(const TileFn& f, DataType in, DataType out_dtype, const TensorStorage& x) {
   const tl::Kernel k = tl::jit("tile_fn", [f](tl::GlobalAddress px, tl::GlobalAddress pout) {
@@ -23,15 +37,7 @@ std::vector<double> run(const TileFn& f, DataType in, DataType out_dtype, const 
     tl::store(r, tl::tensor(pout, shape), zeros);
   });
   (void)in;
-  // Every block stores the same result; any block count must give the one-block answer.
-  TensorStorage first = poisoned({60}, out_dtype);
-  k.launch(1, x, first);
-  for (int cores : {3, 16}) {
-    TensorStorage out = poisoned({60}, out_dtype);
-    k.launch(cores, x, out);
-    EXPECT_EQ(snapshot(out), snapshot(first)) << cores << " blocks";
-  }
-  return to_doubles(first);
+  return launch_on_block_counts(k, x, {60}, out_dtype);
 }
 
 // run() for several functions in one kernel (a compile per kernel is most of this test's time):
@@ -54,14 +60,7 @@ std::vector<std::vector<double>> run_all(const std::vector<TileFn>& fs, DataType
       tl::store(tl::expand_dims(r, 0), tl::tensor(pout, shape, strides), at);
     }
   });
-  TensorStorage first = poisoned({n, 60}, out_dtype);
-  k.launch(1, x, first);
-  for (int cores : {3, 16}) {
-    TensorStorage out = poisoned({n, 60}, out_dtype);
-    k.launch(cores, x, out);
-    EXPECT_EQ(snapshot(out), snapshot(first)) << cores << " blocks";
-  }
-  const std::vector<double> all = to_doubles(first);
+  const std::vector<double> all = launch_on_block_counts(k, x, {n, 60}, out_dtype);
   std::vector<std::vector<double>> rows;
   for (std::int64_t i = 0; i < n; ++i)
     rows.emplace_back(all.begin() + i * 60, all.begin() + (i + 1) * 60);
