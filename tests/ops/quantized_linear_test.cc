@@ -169,8 +169,8 @@ TensorStorage quantized_of(const Tensor& weight, const Format& f) {
   return q;
 }
 
-// The largest |x| of each element's block of x as one bfloat16 row against int8 weights takes it
-// in 16-bit fixed point (256 elements per channel, else a group; docs/quantized-weights.md).
+// The largest |x| of each element's block of x as one bfloat16 row takes it in 16-bit fixed point
+// (256 elements per channel, else a group; docs/quantized-weights.md).
 std::vector<double> fixed_point_block_max(const std::vector<double>& x, std::int64_t k,
                                           const Quantized& ref) {
   const std::int64_t block = ref.group == ref.k ? 256 : ref.group;
@@ -188,14 +188,14 @@ std::vector<double> fixed_point_block_max(const std::vector<double>& x, std::int
 // |out − expected| within the output's rounding plus float32 accumulation over the magnitudes
 // the kernel sums (Σ|x|·|s|·(|q| + |z|): int4's zero point is taken off as s·z·Σx), plus for
 // bfloat16 the weights' rounding to bfloat16 (2^-9 relative; more than one row on CPUs with
-// VDPBF16PS), and at one bfloat16 row of int8 weights x's fixed-point rounding (at most 2^-15 of
-// its block's largest |x| per element).
+// VDPBF16PS), and at one bfloat16 row x's fixed-point rounding (at most 2^-15 of its block's
+// largest |x| per element).
 void expect_linear(const Tensor& out, const std::vector<double>& x, const Quantized& ref,
                    const std::vector<double>& bias, std::int64_t m) {
   const std::vector<double> actual = testing::to_doubles(out);
   const testing::Tolerance tol = testing::tolerance_for(out.dtype());
   const std::int64_t groups = ref.k / ref.group;
-  const bool fixed_point = m == 1 && out.dtype() == DataType::kBFloat16 && ref.bits == 8;
+  const bool fixed_point = m == 1 && out.dtype() == DataType::kBFloat16;
   const std::vector<double> block_max =
       fixed_point ? fixed_point_block_max(x, ref.k, ref) : std::vector<double>(ref.k, 0.0);
   int bad = 0;
@@ -262,11 +262,13 @@ TEST_P(QuantizedLinearTest, DecodeRow) {
   }
 }
 
-// One bfloat16 row against int8 weights runs on x in 16-bit fixed point with a power-of-two
-// scale per block. Blocks with an outlier and with small values stay within 2^-15 of their own
-// largest; x with an infinity, a NaN or blocks below 2^-100 takes the float32 kernel instead.
-TEST(QuantizedLinear, OneBfloat16RowOfInt8InFixedPoint) {
-  for (const Format& f : {Format{8, 0, true}, Format{8, 32, true}, Format{8, 128, true}}) {
+// One bfloat16 row runs on x in 16-bit fixed point with a power-of-two scale per block (int8
+// and int4 weights, the zero points' terms from the blocks' sums). Blocks with an outlier and with
+// small values stay within 2^-15 of their own largest; x with an infinity, a NaN or blocks below
+// 2^-100 takes the float32 kernel instead.
+TEST(QuantizedLinear, OneBfloat16RowInFixedPoint) {
+  for (const Format& f : {Format{8, 0, true}, Format{8, 32, true}, Format{8, 128, true},
+                          Format{4, 32, true}, Format{4, 64, false}, Format{4, 128, true}}) {
     SCOPED_TRACE(name_of(f));
     const std::int64_t n = 37, k = f.group_size == 0 ? 1000 : 1024;  // per channel: 4 blocks
     std::mt19937_64 rng(29);

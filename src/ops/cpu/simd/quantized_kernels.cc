@@ -128,7 +128,8 @@ void DotsM1(const float* HWY_RESTRICT x, const std::uint8_t* HWY_RESTRICT p, std
 // The block scales are powers of two, so v = x / s is exact wherever x's bits fit 15; blocks whose
 // largest |x| is below 2^-100 would need a reciprocal past float's range and are refused too.
 bool FixedPointX(const float* HWY_RESTRICT x, std::int64_t k, std::int64_t block,
-                 std::int16_t* HWY_RESTRICT v, float* HWY_RESTRICT scales) {
+                 std::int16_t* HWY_RESTRICT v, float* HWY_RESTRICT scales,
+                 float* HWY_RESTRICT sums) {
   const DF d;
   const hn::Rebind<std::int32_t, DF> di;
   const hn::Rebind<std::int16_t, DF> d16;
@@ -149,11 +150,17 @@ bool FixedPointX(const float* HWY_RESTRICT x, std::int64_t k, std::int64_t block
       e = std::ilogb(largest);  // largest in [2^e, 2^(e+1)): times 2^(14 - e) below 2^15
       if (e < -100) return false;
     }
-    scales[b0 / block] = std::ldexp(1.0f, e - 14);
+    const float scale = std::ldexp(1.0f, e - 14);
+    scales[b0 / block] = scale;
     const VF inverse = hn::Set(d, std::ldexp(1.0f, 14 - e));
+    auto sum = hn::Zero(di);  // at most 2^15 per element: exact in int32 and, below 2^24, float
     for (std::int64_t c = b0; c < b1; c += lanes) {
       const auto q = hn::NearestInt(hn::Mul(hn::LoadU(d, x + c), inverse));
+      sum = hn::Add(sum, q);
       hn::StoreU(hn::DemoteTo(d16, q), d16, v + c);
+    }
+    if (sums != nullptr) {
+      sums[b0 / block] = scale * static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
     }
   }
   return true;
@@ -220,6 +227,92 @@ void Int8FixedPointDotsM1(const std::int16_t* x, const float* x_scales, std::int
                           float* out) {
   if (q.groups == 1) return Int8FixedDotsM1<true>(x, x_scales, x_block, p, tiles, q, out);
   Int8FixedDotsM1<false>(x, x_scales, x_block, p, tiles, q, out);
+}
+
+// int4 codes against x in fixed point, a group per x block: each row's 16-bit products summed in
+// int32 lanes (below 128·15·2^15 < 2^26 per group), turned float once per group, times both
+// scales; the zero point comes off as s·z·Σx with Σx the group's sum of x as rounded (x_sums).
+// D16: vectors of at most half a group's codes (16 bytes at groups of 32).
+// int4 codes against x in fixed point, a group per x block: each row's 16-bit products summed in
+// int32 lanes (below 128·15·2^15 < 2^26 per group), turned float once per group, times both
+// scales; the zero point comes off as s·z·Σx with Σx the group's sum of x as rounded (x_sums).
+// D16: vectors of half a group's codes over kSteps (16 bytes at groups of 32 on AVX-512); a fixed
+// count where it is small, so that a group is straight-line code (kSteps = 0: half / lanes).
+template <bool kZeros, int kSteps, class D16>
+void Int4FixedDots(D16 d16, const std::int16_t* HWY_RESTRICT x, const float* HWY_RESTRICT x_scales,
+                   const float* HWY_RESTRICT x_sums, const std::uint8_t* HWY_RESTRICT p,
+                   std::int64_t tiles, const QuantizedBlocks& q, float* HWY_RESTRICT out) {
+  const hn::Rebind<std::uint8_t, D16> d8;
+  const hn::Repartition<std::int32_t, D16> d32;
+  const hn::Repartition<float, D16> df;
+  const hn::Rebind<std::uint16_t, D16> du16;
+  using V32 = hn::Vec<decltype(d32)>;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+  const std::int64_t half = q.group / 2;
+  const auto low_nibble = hn::Set(du16, 15);
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    hn::Vec<decltype(df)> acc[kTile];
+    for (auto& a : acc) a = hn::Zero(df);
+    float zero_terms[kTile] = {};
+    for (std::int64_t g = 0; g < q.groups; ++g) {
+      const std::uint8_t* block = p + (t * q.groups + g) * q.block_bytes;
+      const BlockMeta meta = MetaOf<4, kZeros>(block);
+      const std::uint8_t* codes = block + q.meta_bytes;
+      const std::int16_t* xg = x + g * q.group;
+      V32 even[kTile], odd[kTile];  // odd: the second sum of targets that reorder
+      for (int r = 0; r < kTile; ++r) even[r] = odd[r] = hn::Zero(d32);
+      const std::int64_t steps = kSteps > 0 ? kSteps : half / lanes;
+      for (std::int64_t step = 0; step < steps; ++step) {
+        const std::int64_t c = step * lanes;
+        const auto xlo = hn::LoadU(d16, xg + c), xhi = hn::LoadU(d16, xg + half + c);
+        for (int r = 0; r < kTile; ++r) {
+          const auto b = hn::PromoteTo(du16, hn::LoadU(d8, codes + r * half + c));
+          const auto lo = hn::BitCast(d16, hn::And(b, low_nibble));
+          const auto hi = hn::BitCast(d16, hn::ShiftRight<4>(b));
+          even[r] = hn::ReorderWidenMulAccumulate(d32, lo, xlo, even[r], odd[r]);
+          even[r] = hn::ReorderWidenMulAccumulate(d32, hi, xhi, even[r], odd[r]);
+        }
+      }
+      const float s = x_scales[g];
+      for (int r = 0; r < kTile; ++r) {
+        acc[r] = hn::MulAdd(hn::ConvertTo(df, hn::Add(even[r], odd[r])),
+                            hn::Set(df, s * meta.scale[r]), acc[r]);
+        zero_terms[r] += meta.scale[r] * meta.zero[r] * x_sums[g];
+      }
+    }
+    for (int r = 0; r < kTile; ++r) {
+      out[t * kTile + r] = hn::GetLane(hn::SumOfLanes(df, acc[r])) - zero_terms[r];
+    }
+  }
+}
+
+template <bool kZeros, class D16>
+void Int4FixedDotsOf(D16 d16, const std::int16_t* x, const float* x_scales, const float* x_sums,
+                     const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
+                     float* out) {
+  switch (q.group / 2 / static_cast<std::int64_t>(hn::Lanes(d16))) {
+    case 1:
+      return Int4FixedDots<kZeros, 1>(d16, x, x_scales, x_sums, p, tiles, q, out);
+    case 2:
+      return Int4FixedDots<kZeros, 2>(d16, x, x_scales, x_sums, p, tiles, q, out);
+    case 4:
+      return Int4FixedDots<kZeros, 4>(d16, x, x_scales, x_sums, p, tiles, q, out);
+    default:
+      return Int4FixedDots<kZeros, 0>(d16, x, x_scales, x_sums, p, tiles, q, out);
+  }
+}
+
+void Int4FixedPointDotsM1(const std::int16_t* x, const float* x_scales, const float* x_sums,
+                          const std::uint8_t* p, std::int64_t tiles, const QuantizedBlocks& q,
+                          float* out) {
+  const hn::ScalableTag<std::int16_t> full;
+  if ((q.group / 2) % static_cast<std::int64_t>(hn::Lanes(full)) == 0) {
+    if (q.zeros) return Int4FixedDotsOf<true>(full, x, x_scales, x_sums, p, tiles, q, out);
+    return Int4FixedDotsOf<false>(full, x, x_scales, x_sums, p, tiles, q, out);
+  }
+  const hn::CappedTag<std::int16_t, 16> capped;  // groups of 32 on AVX-512
+  if (q.zeros) return Int4FixedDotsOf<true>(capped, x, x_scales, x_sums, p, tiles, q, out);
+  Int4FixedDotsOf<false>(capped, x, x_scales, x_sums, p, tiles, q, out);
 }
 
 // Dequantize's output: element (row, k − k0) at base[row·ld + k − k0].
@@ -300,6 +393,7 @@ namespace tileops::ops::cpu {
 HWY_EXPORT(QuantizedDotsM1);
 HWY_EXPORT(FixedPointX);
 HWY_EXPORT(Int8FixedPointDotsM1);
+HWY_EXPORT(Int4FixedPointDotsM1);
 HWY_EXPORT(DequantizeTiles);
 
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
@@ -311,9 +405,10 @@ std::int64_t quantized_fixed_x_block(const QuantizedBlocks& q) {
   return q.groups == 1 ? std::min<std::int64_t>(kFixedXBlock, q.group) : q.group;
 }
 
-bool quantized_fixed_x(const float* x, const QuantizedBlocks& q, std::int16_t* v, float* scales) {
+bool quantized_fixed_x(const float* x, const QuantizedBlocks& q, std::int16_t* v, float* scales,
+                       float* sums) {
   return TILEOPS_DYNAMIC_DISPATCH(FixedPointX)(x, q.group * q.groups, quantized_fixed_x_block(q), v,
-                                               scales);
+                                               scales, sums);
 }
 
 void quantized_int8_fixed_dots_m1(const std::int16_t* x, const float* x_scales,
@@ -321,6 +416,12 @@ void quantized_int8_fixed_dots_m1(const std::int16_t* x, const float* x_scales,
                                   const QuantizedBlocks& q, float* out) {
   TILEOPS_DYNAMIC_DISPATCH(Int8FixedPointDotsM1)
   (x, x_scales, quantized_fixed_x_block(q), tiles_start, tiles, q, out);
+}
+
+void quantized_int4_fixed_dots_m1(const std::int16_t* x, const float* x_scales, const float* x_sums,
+                                  const std::uint8_t* tiles_start, std::int64_t tiles,
+                                  const QuantizedBlocks& q, float* out) {
+  TILEOPS_DYNAMIC_DISPATCH(Int4FixedPointDotsM1)(x, x_scales, x_sums, tiles_start, tiles, q, out);
 }
 
 void dequantize_tiles(const std::uint8_t* tiles_start, std::int64_t tiles, const QuantizedBlocks& q,

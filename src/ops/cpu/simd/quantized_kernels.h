@@ -25,7 +25,7 @@ struct QuantizedBlocks {
 void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int64_t tiles,
                        const QuantizedBlocks& q, float* out);
 
-// int8 weights against x as 16-bit fixed point: per block of quantized_fixed_x_block(q) elements
+// Weights against x as 16-bit fixed point: per block of quantized_fixed_x_block(q) elements
 // (kFixedXBlock per channel, a group otherwise) x = s·v with v int16 and s the power of two that
 // puts the block's largest |x| in [2^14, 2^15). bfloat16 x is then exact wherever an element is
 // within 2^7 of its block's largest (its 8 significant bits fit); smaller elements round to s/2,
@@ -34,13 +34,19 @@ void quantized_dots_m1(const float* x, const std::uint8_t* tiles_start, std::int
 inline constexpr std::int64_t kFixedXBlock = 256;
 std::int64_t quantized_fixed_x_block(const QuantizedBlocks& q);
 
-// v and scales (ceil(group·groups / block) of them) for x of group·groups elements; false when x
-// has an infinity or a NaN, or a block's largest |x| below 2^-100 (then v is incomplete and the
-// caller uses quantized_dots_m1).
-bool quantized_fixed_x(const float* x, const QuantizedBlocks& q, std::int16_t* v, float* scales);
+// v and scales (ceil(group·groups / block) of them) for x of group·groups elements, and unless
+// null the blocks' sums s·Σv; false when x has an infinity or a NaN, or a block's largest |x|
+// below 2^-100 (then v is incomplete and the caller uses quantized_dots_m1).
+bool quantized_fixed_x(const float* x, const QuantizedBlocks& q, std::int16_t* v, float* scales,
+                       float* sums = nullptr);
 
 // quantized_dots_m1's contract for int8 weights over x as quantized_fixed_x made it.
 void quantized_int8_fixed_dots_m1(const std::int16_t* x, const float* x_scales,
+                                  const std::uint8_t* tiles_start, std::int64_t tiles,
+                                  const QuantizedBlocks& q, float* out);
+
+// The same for int4 weights, with the blocks' sums (the zero points' terms).
+void quantized_int4_fixed_dots_m1(const std::int16_t* x, const float* x_scales, const float* x_sums,
                                   const std::uint8_t* tiles_start, std::int64_t tiles,
                                   const QuantizedBlocks& q, float* out);
 
