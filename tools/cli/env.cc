@@ -372,6 +372,10 @@ void print_build(const Facts& f) {
             ? " and bfloat16"
             : ", not for bfloat16: AMX runs linear's tile products on the [N, K] rows");
     std::printf(
+        "cpu: linear_quantized at one bfloat16 row: int8 and int4 weights against x in 16-bit "
+        "fixed point (16-bit integer multiply-adds)%s\n",
+        f.dpbf16 ? ", int4 in groups of 32 through VDPBF16PS" : "");
+    std::printf(
         "cpu: vectors execute at %d bits%s; paged_attention's decode kernels %s the next "
         "chunk's prefetch\n",
         f.datapath_bits,
