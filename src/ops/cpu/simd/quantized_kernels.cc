@@ -232,10 +232,6 @@ void Int8FixedPointDotsM1(const std::int16_t* x, const float* x_scales, std::int
 // int4 codes against x in fixed point, a group per x block: each row's 16-bit products summed in
 // int32 lanes (below 128·15·2^15 < 2^26 per group), turned float once per group, times both
 // scales; the zero point comes off as s·z·Σx with Σx the group's sum of x as rounded (x_sums).
-// D16: vectors of at most half a group's codes (16 bytes at groups of 32).
-// int4 codes against x in fixed point, a group per x block: each row's 16-bit products summed in
-// int32 lanes (below 128·15·2^15 < 2^26 per group), turned float once per group, times both
-// scales; the zero point comes off as s·z·Σx with Σx the group's sum of x as rounded (x_sums).
 // D16: vectors of half a group's codes over kSteps (16 bytes at groups of 32 on AVX-512); a fixed
 // count where it is small, so that a group is straight-line code (kSteps = 0: half / lanes).
 template <bool kZeros, int kSteps, class D16>
@@ -265,8 +261,8 @@ void Int4FixedDots(D16 d16, const std::int16_t* HWY_RESTRICT x, const float* HWY
       for (std::int64_t step = 0; step < steps; ++step) {
         const std::int64_t c = step * lanes;
         const auto xlo = hn::LoadU(d16, xg + c), xhi = hn::LoadU(d16, xg + half + c);
-        for (int r = 0; r < kTile; ++r) {
-          const auto b = hn::PromoteTo(du16, hn::LoadU(d8, codes + r * half + c));
+        for (int r = 0; r < kTile; ++r) {  // an int4 row: one run
+          const auto b = hn::PromoteTo(du16, hn::LoadU(d8, codes + r * q.run_bytes + c));
           const auto lo = hn::BitCast(d16, hn::And(b, low_nibble));
           const auto hi = hn::BitCast(d16, hn::ShiftRight<4>(b));
           even[r] = hn::ReorderWidenMulAccumulate(d32, lo, xlo, even[r], odd[r]);
