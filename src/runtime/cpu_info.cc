@@ -218,27 +218,35 @@ std::int64_t cpu_streaming_store_bytes() {
   return cpu_last_level_cache_bytes();
 }
 
+// CPUID is read once: operators ask per call, and in a VM every CPUID is a trap to the host.
 CpuVendor cpu_vendor() {
+  static const CpuVendor vendor = [] {
 #if TILEOPS_AMX_DETECT
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  __get_cpuid(0, &eax, &ebx, &ecx, &edx);
-  if (ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u) return CpuVendor::kAmd;
-  if (ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu) return CpuVendor::kIntel;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __get_cpuid(0, &eax, &ebx, &ecx, &edx);
+    if (ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u) return CpuVendor::kAmd;
+    if (ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu) return CpuVendor::kIntel;
 #endif
-  return CpuVendor::kOther;
+    return CpuVendor::kOther;
+  }();
+  return vendor;
 }
 
 int cpu_vector_datapath_bits() {
   const std::string target = simd_dispatched_target();
   if (target.starts_with("AVX3")) {
+    static const bool amd_family_19h = [] {
 #if TILEOPS_AMX_DETECT
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
-    const unsigned base = (eax >> 8) & 0xfu;
-    const unsigned family = base == 0xfu ? base + ((eax >> 20) & 0xffu) : base;
-    if (cpu_vendor() == CpuVendor::kAmd && family == 0x19u) return 256;
+      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+      __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+      const unsigned base = (eax >> 8) & 0xfu;
+      const unsigned family = base == 0xfu ? base + ((eax >> 20) & 0xffu) : base;
+      return cpu_vendor() == CpuVendor::kAmd && family == 0x19u;
+#else
+      return false;
 #endif
-    return 512;
+    }();
+    return amd_family_19h ? 256 : 512;
   }
   if (target.starts_with("AVX2")) return 256;
   if (target == "SCALAR") return 32;

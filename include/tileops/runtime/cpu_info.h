@@ -60,6 +60,8 @@ const char* accepted_simd_targets();
 bool simd_target_allows_avx512();
 // The Highway target the library's kernels dispatch to now ("AVX2", ...).
 std::string simd_dispatched_target();
+// Whether that target is an AVX-512 one (Highway's cached choice: no CPUID per call).
+bool simd_dispatches_avx512();
 // Who made this CPU (CPUID's vendor string; kOther off x86): choices measured to differ between
 // Intel and AMD cores of the same SIMD target take it.
 enum class CpuVendor { kIntel, kAmd, kOther };

@@ -186,5 +186,9 @@ namespace tileops {
 
 std::string simd_dispatched_target() { return hwy::TargetName(ops::cpu::compiled_target()); }
 
+bool simd_dispatches_avx512() {
+  return (ops::cpu::compiled_target() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+}
+
 }  // namespace tileops
 #endif  // HWY_ONCE
